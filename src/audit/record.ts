@@ -1,0 +1,84 @@
+/**
+ * The audit record: one per outcome of every request (HIPAA 45 CFR 164.312(b) audit controls).
+ * Versioned zod schema. Records carry identifiers, codes and SHA-256 digests, never message content.
+ */
+import { z } from "zod";
+
+export const AUDIT_RECORD_VERSION = 1;
+
+export const AuditOutcomeSchema = z.enum(["allowed", "denied", "blocked", "failed"]);
+export type AuditOutcome = z.infer<typeof AuditOutcomeSchema>;
+
+export const AuditEventTypeSchema = z.enum([
+  "request", // an MCP request handled (or refused) by the pipeline
+  "http", // a request refused at the HTTP layer (bearer check, host check, body limit) before MCP
+  "session.start",
+  "session.end",
+  "token", // client side: a token obtained, refreshed or refused
+  "checkpoint", // a signed chain checkpoint (written by the sink)
+]);
+export type AuditEventType = z.infer<typeof AuditEventTypeSchema>;
+
+export const AuditRecordInputSchema = z
+  .object({
+    v: z.literal(AUDIT_RECORD_VERSION),
+    /** Record id (UUID). */
+    id: z.string().uuid(),
+    /** RFC 3339 time with milliseconds, UTC. */
+    time: z.string(),
+    type: AuditEventTypeSchema,
+    actor: z
+      .object({
+        sub: z.string().optional(),
+        clientId: z.string().optional(),
+        fhirUser: z.string().optional(),
+        tenant: z.string().optional(),
+      })
+      .strict(),
+    source: z.object({ address: z.string().optional() }).strict(),
+    transport: z.enum(["http", "stdio", "memory"]).optional(),
+    sessionId: z.string().optional(),
+    /** Server (agent) name. */
+    agent: z.string(),
+    /** MCP method, e.g. "sampling/createMessage"; for type "http", the HTTP method and path. */
+    method: z.string().optional(),
+    requestId: z.union([z.string(), z.number()]).optional(),
+    /** FHIR Patient ids touched. */
+    patients: z.array(z.string()),
+    /** Scopes used (granted scopes of the token). */
+    scopes: z.array(z.string()),
+    outcome: AuditOutcomeSchema,
+    /** Stable reason code, e.g. "insufficient_scope", "guardrail_blocked", "invalid_token". */
+    reason: z.string().optional(),
+    /** HTTP status for type "http", JSON-RPC error code for refused requests. */
+    status: z.number().int().optional(),
+    guardrails: z.array(
+      z
+        .object({
+          guardrail: z.string(),
+          stage: z.enum(["input", "output"]),
+          action: z.enum(["allow", "redact", "block"]),
+          entityTypes: z.array(z.string()).optional(),
+          reason: z.string().optional(),
+        })
+        .strict(),
+    ),
+    /** Wall time from request arrival to reply, ms. */
+    latencyMs: z.number().nonnegative(),
+    /** Hex SHA-256 digests of the canonical JSON of the request params and the response (result or error). */
+    digests: z.object({ request: z.string().optional(), response: z.string().optional() }).strict(),
+  })
+  .strict();
+export type AuditRecordInput = z.infer<typeof AuditRecordInputSchema>;
+
+/**
+ * Where audit records go. `append` must not block the request: it validates and enqueues
+ * synchronously; durability (fsync policy) is the sink's job and is honoured by `flush`/`close`.
+ */
+export interface AuditSink {
+  append(record: AuditRecordInput): void;
+  /** Resolves when every record appended so far is durable per the sink's policy. */
+  flush(): Promise<void>;
+  /** Flushes, writes a final checkpoint where the sink signs, and releases resources. */
+  close(): Promise<void>;
+}

@@ -1,0 +1,73 @@
+/**
+ * The guardrail seam: what a guardrail is, what it decides, and what the pipeline returns.
+ * The server (src/server) and client (src/client) call a {@link GuardrailRunner}; src/guardrails
+ * implements it. Decisions name entity types and offsets, never the PHI itself.
+ */
+import type { Principal } from "../protocol/index.js";
+
+/**
+ * Where in an exchange content is checked. Both sides use the same two stages:
+ * `input` is what arrives at this agent from its peer (on a server: a client's sampling request;
+ * on a client: a sampling or elicitation request that a server sends back), `output` is what this
+ * agent sends back (the server's sampling result; the client's answer to a server's request).
+ */
+export type GuardrailStage = "input" | "output";
+
+/** What one guardrail found, by type and character offsets into the checked string. Never the value. */
+export interface RedactedEntity {
+  /** Entity type, e.g. "NAME", "DATE", "SSN". */
+  type: string;
+  /** Start offset (UTF-16 code units) in the checked string. */
+  start: number;
+  /** End offset (exclusive). */
+  end: number;
+}
+
+/** A guardrail's decision about one piece of content. */
+export type Decision =
+  | { action: "allow" }
+  | { action: "redact"; content: string; entities: RedactedEntity[] }
+  | { action: "block"; reason: string };
+
+/** Context a guardrail may use. */
+export interface GuardrailContext {
+  stage: GuardrailStage;
+  side: "server" | "client";
+  /** MCP method of the request being checked, e.g. "sampling/createMessage". */
+  method: string;
+  /** The request's patient launch context, if any (FHIR Patient id). */
+  patient?: string;
+  principal?: Principal;
+  /** Aborted when the guardrail's timeout expires or the request is cancelled. */
+  signal?: AbortSignal;
+}
+
+/** One entry of the pipeline's report: what each guardrail decided (for the audit record). */
+export interface GuardrailDecisionSummary {
+  guardrail: string;
+  action: "allow" | "redact" | "block";
+  /** Entity types redacted (never values). */
+  entityTypes?: string[];
+  /** Reason code for a block (e.g. "prompt_injection", "guardrail_timeout"). */
+  reason?: string;
+}
+
+/** What running a stage over a payload yields. `payload` has the same shape as the input, redacted where needed. */
+export interface GuardrailOutcome<T> {
+  action: "allow" | "redact" | "block";
+  payload: T;
+  decisions: GuardrailDecisionSummary[];
+  /** Set when `action` is "block". */
+  blocked?: { guardrail: string; reason: string };
+}
+
+/**
+ * What the server and client call. `payload` is an MCP params or result object
+ * (CreateMessageRequest params, CreateMessageResult, ElicitRequest params, ElicitResult,
+ * CallToolRequest params, CallToolResult, ReadResourceResult ...); the runner finds the content in it.
+ */
+export interface GuardrailRunner {
+  /** Names of the guardrails that run at a stage, in order (advertised in the HMCP capability). */
+  names(stage: GuardrailStage): string[];
+  evaluate<T>(stage: GuardrailStage, payload: T, context: GuardrailContext): Promise<GuardrailOutcome<T>>;
+}

@@ -1,0 +1,42 @@
+/**
+ * HMCP public entry. Explicit named exports only (STYLE.md habit 2); test/unit/exports.test.ts pins this list.
+ */
+
+// --- protocol ---
+export {
+  HMCPErrorCode,
+  HMCPError,
+  INTERNAL_ERROR,
+  INVALID_PARAMS,
+  toWireError,
+  HMCP_VERSION,
+  HMCPCapabilitySchema,
+  readHMCPCapability,
+  INFO_NEEDED,
+  INFO_NEEDED_META_KEY,
+  isInfoNeeded,
+} from "./protocol/index.js";
+export type { HMCPErrorData, HMCPReason, HMCPCapability, InfoNeeded, Principal, TransportKind } from "./protocol/index.js";
+
+// --- guardrails ---
+export type {
+  GuardrailStage,
+  Decision,
+  RedactedEntity,
+  GuardrailContext,
+  GuardrailDecisionSummary,
+  GuardrailOutcome,
+  GuardrailRunner,
+} from "./guardrails/types.js";
+
+// --- audit ---
+export { AUDIT_RECORD_VERSION, AuditRecordInputSchema } from "./audit/record.js";
+export type { AuditRecordInput, AuditSink, AuditOutcome, AuditEventType } from "./audit/record.js";
+
+// --- auth ---
+
+// --- server ---
+
+// --- client ---
+
+// --- http ---
