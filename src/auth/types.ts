@@ -1,0 +1,43 @@
+/**
+ * The authorization seams the server and the HTTP layer call; src/auth implements them.
+ */
+import type { Principal } from "../protocol/index.js";
+
+/** A verified access token (RFC 9068 JWT, or an RFC 7662 introspection answer). */
+export interface VerifiedToken {
+  token: string;
+  principal: Principal;
+  /** The token's claims (JWT payload or introspection response). Never logged. */
+  claims: Record<string, unknown>;
+}
+
+/** Outcome of the HTTP bearer check (RFC 6750 §3, RFC 9728 §5.1). */
+export type BearerCheck =
+  | { ok: true; verified: VerifiedToken }
+  | {
+      ok: false;
+      /** 400 invalid_request, 401 invalid_token / no token, 403 insufficient_scope. */
+      status: 400 | 401 | 403;
+      /** RFC 6750 error code; absent when the request carried no credentials at all (RFC 6750 §3.1). */
+      error?: "invalid_request" | "invalid_token" | "insufficient_scope";
+      /** Fixed, PHI-free description. */
+      description: string;
+      /** Space-separated scopes that would have allowed the request. */
+      scope?: string;
+      /** Complete `WWW-Authenticate` header value to send. */
+      wwwAuthenticate: string;
+    };
+
+/** What the HTTP layer needs from the resource-server side of auth. Framework-free (no express types). */
+export interface BearerAuthenticator {
+  /**
+   * Checks the credentials of one HTTP request.
+   * @param request.authorization - every `Authorization` header value received (more than one is an error)
+   * @param request.url - the request URL path and query (a token in the query string is refused)
+   */
+  check(request: { authorization: string[]; url: string; contentType?: string; body?: unknown }): Promise<BearerCheck>;
+  /** RFC 9728 protected resource metadata document. */
+  resourceMetadata(): Record<string, unknown>;
+  /** Path at which the metadata is served, e.g. "/.well-known/oauth-protected-resource/mcp". */
+  resourceMetadataPath: string;
+}
