@@ -30,8 +30,17 @@ export type {
 } from "./guardrails/types.js";
 
 // --- audit ---
-export { AUDIT_RECORD_VERSION, AuditRecordInputSchema } from "./audit/record.js";
-export type { AuditRecordInput, AuditSink, AuditOutcome, AuditEventType } from "./audit/record.js";
+export {
+  AUDIT_RECORD_VERSION,
+  AuditRecordInputSchema,
+  AuditOutcomeSchema,
+  AuditEventTypeSchema,
+  newAuditRecord,
+  canonicalJson,
+  contentDigest,
+  sha256Hex,
+} from "./audit/index.js";
+export type { AuditRecordInput, AuditSink, AuditOutcome, AuditEventType, AuditRecordDraft } from "./audit/index.js";
 
 // --- auth ---
 

@@ -1,0 +1,6 @@
+/** The audit trail (issue 4): records, sinks, verification, query, FHIR export, operational logger. */
+export { AUDIT_RECORD_VERSION, AuditRecordInputSchema, AuditOutcomeSchema, AuditEventTypeSchema } from "./record.js";
+export type { AuditRecordInput, AuditSink, AuditOutcome, AuditEventType } from "./record.js";
+export { newAuditRecord } from "./new-record.js";
+export type { AuditRecordDraft } from "./new-record.js";
+export { canonicalJson, contentDigest, sha256Hex } from "./canonical-json.js";
