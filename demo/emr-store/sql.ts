@@ -1,0 +1,79 @@
+/**
+ * The two SQL back ends of the demo EMR store, behind one small interface so the store runs the same SQL on both:
+ * embedded Postgres (@electric-sql/pglite, a data directory, no set-up) and PostgreSQL (`pg`, via DATABASE_URL).
+ */
+import { mkdir } from "node:fs/promises";
+
+/** Runs one parameterised statement ($1, $2 … placeholders) and returns its rows. */
+export type Query = <T = Record<string, unknown>>(sql: string, params?: unknown[]) => Promise<T[]>;
+
+export interface SqlClient {
+  query: Query;
+  /** Runs `fn` in one transaction: committed (and, for PGlite, synced to disk) when it resolves, rolled back when it throws. */
+  transaction<T>(fn: (query: Query) => Promise<T>): Promise<T>;
+  close(): Promise<void>;
+  /** Where the data lives, for reports: `{ dataDir }` or `{ databaseUrl }` (password removed). */
+  readonly location: { dataDir: string } | { databaseUrl: string };
+}
+
+/** Where the EMR store lives. Exactly one of the two. */
+export type StoreLocation = { dataDir: string } | { databaseUrl: string };
+
+/**
+ * Opens embedded Postgres in `dataDir` (created if missing). PGlite keeps its default strict durability
+ * (`relaxedDurability: false`): a statement's promise resolves after its changes are written to the data
+ * directory, so an acknowledged write survives a crash of this process.
+ * Only one process may have a data directory open at a time.
+ */
+async function openPglite(dataDir: string): Promise<SqlClient> {
+  const { PGlite } = await import("@electric-sql/pglite");
+  await mkdir(dataDir, { recursive: true });
+  const db = await PGlite.create({ dataDir, relaxedDurability: false });
+  const query: Query = async <T>(sql: string, params: unknown[] = []) => (await db.query<T>(sql, params)).rows;
+  return {
+    query,
+    transaction: (fn) => db.transaction((tx) => fn(async <T>(sql: string, params: unknown[] = []) => (await tx.query<T>(sql, params)).rows)),
+    close: () => db.close(),
+    location: { dataDir },
+  };
+}
+
+/** Opens a `pg` pool on `databaseUrl` (max 4 connections). */
+async function openPg(databaseUrl: string): Promise<SqlClient> {
+  const pg = (await import("pg")).default;
+  const pool = new pg.Pool({ connectionString: databaseUrl, max: 4 });
+  const query: Query = async <T>(sql: string, params: unknown[] = []) => (await pool.query(sql, params)).rows as T[];
+  const safeUrl = (() => {
+    try {
+      const u = new URL(databaseUrl);
+      u.password = "";
+      return u.toString();
+    } catch {
+      return "postgres://(unparsable)";
+    }
+  })();
+  return {
+    query,
+    async transaction(fn) {
+      const client = await pool.connect();
+      try {
+        await client.query("BEGIN");
+        const out = await fn(async <T>(sql: string, params: unknown[] = []) => (await client.query(sql, params)).rows as T[]);
+        await client.query("COMMIT");
+        return out;
+      } catch (e) {
+        await client.query("ROLLBACK").catch(() => undefined);
+        throw e;
+      } finally {
+        client.release();
+      }
+    },
+    close: () => pool.end(),
+    location: { databaseUrl: safeUrl },
+  };
+}
+
+/** Opens the SQL back end for `location`. */
+export function openSql(location: StoreLocation): Promise<SqlClient> {
+  return "databaseUrl" in location ? openPg(location.databaseUrl) : openPglite(location.dataDir);
+}
