@@ -39,8 +39,30 @@ export {
   canonicalJson,
   contentDigest,
   sha256Hex,
+  FileAuditSink,
+  AuditSinkError,
+  GENESIS_HASH,
+  generateAuditSigningKey,
+  verifyAuditFiles,
 } from "./audit/index.js";
-export type { AuditRecordInput, AuditSink, AuditOutcome, AuditEventType, AuditRecordDraft } from "./audit/index.js";
+export type {
+  AuditRecordInput,
+  AuditSink,
+  AuditOutcome,
+  AuditEventType,
+  AuditRecordDraft,
+  FileAuditSinkOptions,
+  AuditDurability,
+  AuditSigningKey,
+  AuditVerifyKey,
+  CheckpointAlg,
+  CheckpointBody,
+  ChainEntry,
+  VerifyOptions,
+  VerifyResult,
+  VerifyFailure,
+  VerifyFailureReason,
+} from "./audit/index.js";
 
 // --- auth ---
 

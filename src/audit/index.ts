@@ -4,3 +4,9 @@ export type { AuditRecordInput, AuditSink, AuditOutcome, AuditEventType } from "
 export { newAuditRecord } from "./new-record.js";
 export type { AuditRecordDraft } from "./new-record.js";
 export { canonicalJson, contentDigest, sha256Hex } from "./canonical-json.js";
+export { FileAuditSink, AuditSinkError } from "./file-sink.js";
+export type { FileAuditSinkOptions, AuditDurability } from "./file-sink.js";
+export { GENESIS_HASH, generateAuditSigningKey } from "./chain.js";
+export type { AuditSigningKey, AuditVerifyKey, CheckpointAlg, CheckpointBody, ChainEntry } from "./chain.js";
+export { verifyAuditFiles } from "./verify.js";
+export type { VerifyOptions, VerifyResult, VerifyFailure, VerifyFailureReason } from "./verify.js";

@@ -1,0 +1,169 @@
+/**
+ * The hash chain shared by every sink and by the verifier.
+ *
+ * One JSON Lines line per entry: `{"seq":N,"prev":"<hex>","hash":"<hex>","record":{...}}` where
+ * - `seq` counts entries of one chain from 1, with no gaps, across rotated files;
+ * - `prev` is the `hash` of entry `seq - 1` ({@link GENESIS_HASH}, 64 zeros, for `seq` 1);
+ * - `hash` is the lowercase hex SHA-256 of the RFC 8785 (JCS) canonical JSON of
+ *   `{ prev, record, seq }`, i.e. the UTF-8 bytes of `{"prev":"…","record":<JCS(record)>,"seq":N}`.
+ * `record` is an {@link AuditRecordInput} or a checkpoint body ({@link CheckpointBody}).
+ *
+ * A checkpoint is a chain entry whose record carries a JWS (RFC 7515 compact, EdDSA/Ed25519 or
+ * ES256) over the JCS JSON of `{ chain, seq, head, time }`, where `head` equals the entry's `prev`
+ * (the hash of the last entry before it). The chain up to `head` is then fixed by a key only the
+ * writer holds: recomputing every hash after an edit no longer matches the signed head.
+ */
+import { CompactSign, calculateJwkThumbprint, compactVerify, exportJWK, generateKeyPair, importJWK, type CryptoKey, type JWK, type KeyObject } from "jose";
+import { canonicalJson, sha256Hex } from "./canonical-json.js";
+
+/** `prev` of the first entry of a chain: 64 hex zeros. */
+export const GENESIS_HASH = "0".repeat(64);
+
+/** JWS algorithms allowed for checkpoints. */
+export type CheckpointAlg = "EdDSA" | "ES256";
+const CHECKPOINT_ALGS: CheckpointAlg[] = ["EdDSA", "ES256"];
+
+/** The record of a checkpoint entry. */
+export interface CheckpointBody {
+  type: "checkpoint";
+  /** RFC 3339 UTC time with ms. */
+  time: string;
+  /** Chain (instance) id. */
+  chain: string;
+  /** Key id (RFC 7638 JWK thumbprint of the public key unless configured). */
+  kid: string;
+  /** Why the checkpoint was written: every N records, at rotation, or at close. */
+  why: "interval" | "rotate" | "close";
+  /** JWS compact serialisation over the JCS JSON of `{ chain, seq, head, time }`. */
+  jws: string;
+}
+
+/** A parsed chain line. */
+export interface ChainEntry {
+  seq: number;
+  prev: string;
+  hash: string;
+  record: Record<string, unknown>;
+}
+
+/**
+ * Seals one entry. `canonicalRecord` is `canonicalJson(record)` (passed in so callers serialise once).
+ * @returns the line (without newline) and its hash.
+ */
+export function sealEntry(seq: number, prev: string, canonicalRecord: string): { line: string; hash: string } {
+  const hash = entryHash(seq, prev, canonicalRecord);
+  return { line: `{"seq":${seq},"prev":"${prev}","hash":"${hash}","record":${canonicalRecord}}`, hash };
+}
+
+/** The hash of an entry: SHA-256 over JCS `{ prev, record, seq }` (keys in JCS order). */
+export function entryHash(seq: number, prev: string, canonicalRecord: string): string {
+  return sha256Hex(`{"prev":${JSON.stringify(prev)},"record":${canonicalRecord},"seq":${seq}}`);
+}
+
+/** A checkpoint signing key as the sinks take it. */
+export interface AuditSigningKey {
+  /** Private key: a JWK (with `d`), a WebCrypto CryptoKey or a Node KeyObject. */
+  privateKey: JWK | CryptoKey | KeyObject;
+  /** JWS algorithm; default: "EdDSA" for OKP keys, "ES256" for EC P-256 keys. */
+  alg?: CheckpointAlg;
+  /** Key id written in checkpoints; default: the RFC 7638 thumbprint of the public key. */
+  kid?: string;
+}
+
+/** A signer prepared from an {@link AuditSigningKey}. */
+export interface CheckpointSigner {
+  kid: string;
+  alg: CheckpointAlg;
+  publicJwk: JWK;
+  sign(chain: string, seq: number, head: string, time: string): Promise<string>;
+}
+
+/**
+ * Prepares a checkpoint signer.
+ * @throws Error when the key is not an Ed25519 or P-256 private key.
+ */
+export async function createCheckpointSigner(key: AuditSigningKey): Promise<CheckpointSigner> {
+  let jwk: JWK;
+  let cryptoKey: CryptoKey | KeyObject | JWK;
+  if (isJwk(key.privateKey)) {
+    jwk = key.privateKey;
+    cryptoKey = key.privateKey;
+  } else {
+    cryptoKey = key.privateKey;
+    jwk = await exportJWK(key.privateKey);
+  }
+  if (typeof jwk.d !== "string") throw new Error("audit signing key: a private key is required (JWK without 'd')");
+  const alg: CheckpointAlg = key.alg ?? (jwk.kty === "OKP" && jwk.crv === "Ed25519" ? "EdDSA" : jwk.kty === "EC" && jwk.crv === "P-256" ? "ES256" : invalidKey(jwk));
+  if (!CHECKPOINT_ALGS.includes(alg)) throw new Error(`audit signing key: alg must be one of ${CHECKPOINT_ALGS.join(", ")}`);
+  const publicJwk = publicPart(jwk);
+  const kid = key.kid ?? (await calculateJwkThumbprint(publicJwk));
+  const signingKey = isJwk(cryptoKey) ? await importJWK(cryptoKey, alg) : cryptoKey;
+  return {
+    kid,
+    alg,
+    publicJwk: { ...publicJwk, kid, alg },
+    async sign(chain, seq, head, time) {
+      const payload = new TextEncoder().encode(canonicalJson({ chain, seq, head, time }));
+      return new CompactSign(payload).setProtectedHeader({ alg, kid, typ: "hmcp-audit-checkpoint" }).sign(signingKey);
+    },
+  };
+}
+
+/** A key that verifies checkpoints: a public JWK, CryptoKey or KeyObject. */
+export type AuditVerifyKey = JWK | CryptoKey | KeyObject;
+
+/** Outcome of checking one checkpoint's signature. */
+export type CheckpointCheck = { ok: true } | { ok: false; reason: "bad_signature" | "checkpoint_mismatch"; message: string };
+
+/**
+ * Verifies a checkpoint entry's JWS with the public key and that its signed payload names this
+ * entry: same chain, same seq, and `head` equal to the entry's `prev`.
+ */
+export async function verifyCheckpoint(entry: ChainEntry, body: CheckpointBody, key: CryptoKey | KeyObject | Uint8Array): Promise<CheckpointCheck> {
+  let payload: unknown;
+  try {
+    const res = await compactVerify(body.jws, key, { algorithms: CHECKPOINT_ALGS });
+    payload = JSON.parse(new TextDecoder().decode(res.payload));
+  } catch {
+    return { ok: false, reason: "bad_signature", message: "checkpoint signature does not verify with the given public key" };
+  }
+  const p = payload as { chain?: unknown; seq?: unknown; head?: unknown; time?: unknown };
+  if (p.head !== entry.prev || p.seq !== entry.seq || p.chain !== body.chain || p.time !== body.time) {
+    return { ok: false, reason: "checkpoint_mismatch", message: "signed checkpoint does not match the chain (records before it were rewritten)" };
+  }
+  return { ok: true };
+}
+
+/** Imports a verification key for {@link verifyCheckpoint}. */
+export async function importVerifyKey(key: AuditVerifyKey): Promise<CryptoKey | KeyObject | Uint8Array> {
+  if (!isJwk(key)) return key;
+  if (typeof key.d === "string") throw new Error("audit verify: pass the PUBLIC key (the JWK has a private 'd' member)");
+  const alg = key.alg ?? (key.kty === "OKP" ? "EdDSA" : "ES256");
+  return importJWK(key, alg);
+}
+
+/**
+ * Generates a checkpoint key pair (Ed25519 by default).
+ * @returns `privateJwk` for the sink's `signing.privateKey`, `publicJwk` for `verify --key`.
+ */
+export async function generateAuditSigningKey(alg: CheckpointAlg = "EdDSA"): Promise<{ privateJwk: JWK; publicJwk: JWK }> {
+  const { privateKey } = await generateKeyPair(alg, { extractable: true, crv: alg === "EdDSA" ? "Ed25519" : undefined });
+  const privateJwk = await exportJWK(privateKey);
+  const kid = await calculateJwkThumbprint(publicPart(privateJwk));
+  return { privateJwk: { ...privateJwk, alg, kid }, publicJwk: { ...publicPart(privateJwk), alg, kid } };
+}
+
+function publicPart(jwk: JWK): JWK {
+  const { kty, crv, x, y } = jwk;
+  const out: JWK = { kty, crv, x };
+  if (y !== undefined) out.y = y;
+  return out;
+}
+
+function isJwk(k: unknown): k is JWK {
+  return typeof k === "object" && k !== null && typeof (k as { kty?: unknown }).kty === "string";
+}
+
+function invalidKey(jwk: JWK): never {
+  throw new Error(`audit signing key: expected an Ed25519 (OKP) or P-256 (EC) key, got kty=${String(jwk.kty)} crv=${String(jwk.crv)}`);
+}

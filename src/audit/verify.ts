@@ -1,0 +1,192 @@
+/**
+ * Verifies audit chains (issue 4 "hmcp audit verify"): sequence, links, hashes, record schema and,
+ * with the public key, the checkpoint signatures. Stops at the first bad entry and says where and why.
+ */
+import path from "node:path";
+import { entryHash, GENESIS_HASH, importVerifyKey, verifyCheckpoint, type AuditVerifyKey, type ChainEntry, type CheckpointBody } from "./chain.js";
+import { canonicalJson } from "./canonical-json.js";
+import { readLines } from "./lines.js";
+import { AuditRecordInputSchema } from "./record.js";
+
+/** Stable reason codes of a verification failure. */
+export type VerifyFailureReason =
+  | "torn_line" // the last line has no newline: an incomplete write (crash) or a truncation
+  | "malformed_line" // not JSON, or not a chain entry
+  | "seq_gap" // seq is not previous + 1: a line was removed, reordered or inserted
+  | "prev_mismatch" // prev is not the previous entry's hash
+  | "hash_mismatch" // the entry's content does not match its hash: the entry was edited
+  | "invalid_record" // hash is fine but the record does not fit the audit record schema
+  | "bad_signature" // a checkpoint's JWS does not verify with the public key
+  | "checkpoint_mismatch" // a signed checkpoint does not match the chain before it
+  | "chain_mismatch" // checkpoints of different chains in one sequence of files
+  | "unsigned_tail" // with a key: entries after the last signed checkpoint (truncation, or crash before close)
+  | "not_genesis" // the first entry is not seq 1 with the genesis prev (files missing at the start)
+  | "unreadable_file"; // a file could not be read
+
+/** Where and why verification failed. `line` is 1-based within `file`. */
+export interface VerifyFailure {
+  file: string;
+  line: number;
+  seq?: number;
+  reason: VerifyFailureReason;
+  /** A fixed, PHI-free sentence. */
+  message: string;
+}
+
+/** Options of {@link verifyAuditFiles}. */
+export interface VerifyOptions {
+  /** Public key (JWK, CryptoKey or KeyObject) of the checkpoints. Without it signatures are NOT checked. */
+  publicKey?: AuditVerifyKey;
+  /**
+   * With `publicKey`: accept entries after the last signed checkpoint (a crash before close). Default
+   * false: such entries are reported as `unsigned_tail`, because a truncation looks the same.
+   */
+  allowUnsignedTail?: boolean;
+  /** Accept a chain that starts after seq 1 (older files archived elsewhere). Default false. */
+  partial?: boolean;
+}
+
+/** Result of {@link verifyAuditFiles}. */
+export interface VerifyResult {
+  ok: boolean;
+  /** Audit records (non-checkpoint entries) verified before any failure. */
+  records: number;
+  /** Checkpoint entries seen (signatures checked only when `signaturesChecked`). */
+  checkpoints: number;
+  /** True when a public key was given and every checkpoint seen verified. */
+  signaturesChecked: boolean;
+  /** Highest seq covered by a verified (or, without key, well-formed) checkpoint; 0 if none. */
+  signedThrough: number;
+  /** Last good seq and its hash (the chain head). */
+  lastSeq: number;
+  head: string;
+  /** Chain id from the checkpoints, if any. */
+  chain?: string;
+  /** True when the last entry is a checkpoint written at close (a clean shutdown). */
+  closed: boolean;
+  firstError?: VerifyFailure;
+}
+
+/** Running state of a chain verification, shared by the file and table verifiers. */
+export class ChainVerifier {
+  private expectedSeq = 0;
+  private prev = GENESIS_HASH;
+  private started = false;
+  records = 0;
+  checkpoints = 0;
+  signedThrough = 0;
+  chain: string | undefined;
+  closed = false;
+  firstUnsigned: { file: string; line: number; seq: number } | undefined;
+  error: VerifyFailure | undefined;
+
+  private constructor(
+    private readonly key: Awaited<ReturnType<typeof importVerifyKey>> | undefined,
+    private readonly opts: VerifyOptions,
+  ) {}
+
+  static async create(opts: VerifyOptions): Promise<ChainVerifier> {
+    return new ChainVerifier(opts.publicKey === undefined ? undefined : await importVerifyKey(opts.publicKey), opts);
+  }
+
+  /** Checks one line. Returns false (and sets `error`) on the first failure. */
+  async line(file: string, line: number, text: string, terminated: boolean): Promise<boolean> {
+    const fail = (reason: VerifyFailureReason, message: string, seq?: number): false => {
+      this.error = { file, line, reason, message, ...(seq === undefined ? {} : { seq }) };
+      return false;
+    };
+    if (!terminated) return fail("torn_line", "last line is incomplete (no newline): a write was cut off (crash) or the file was truncated");
+    let entry: ChainEntry;
+    try {
+      const parsed = JSON.parse(text) as Partial<ChainEntry>;
+      if (!Number.isSafeInteger(parsed.seq) || typeof parsed.prev !== "string" || typeof parsed.hash !== "string" || typeof parsed.record !== "object" || parsed.record === null || Array.isArray(parsed.record)) {
+        return fail("malformed_line", "line is not a chain entry ({seq, prev, hash, record})");
+      }
+      entry = parsed as ChainEntry;
+    } catch {
+      return fail("malformed_line", "line is not valid JSON");
+    }
+    if (!this.started) {
+      this.started = true;
+      if (!this.opts.partial && (entry.seq !== 1 || entry.prev !== GENESIS_HASH)) return fail("not_genesis", "chain does not start at seq 1 (first entries or files missing)", entry.seq);
+      this.expectedSeq = entry.seq;
+      this.prev = entry.prev;
+    }
+    if (entry.seq !== this.expectedSeq) return fail("seq_gap", `expected seq ${this.expectedSeq}, found ${entry.seq}: an entry was removed, reordered or inserted`, entry.seq);
+    if (entry.prev !== this.prev) return fail("prev_mismatch", "prev does not match the previous entry's hash: an entry was removed, reordered or inserted", entry.seq);
+    let canonical: string;
+    try {
+      canonical = canonicalJson(entry.record);
+    } catch {
+      return fail("malformed_line", "record is not canonicalisable JSON", entry.seq);
+    }
+    if (entryHash(entry.seq, entry.prev, canonical) !== entry.hash) return fail("hash_mismatch", "entry content does not match its hash: the entry was edited", entry.seq);
+    if (entry.record["type"] === "checkpoint") {
+      const body = entry.record as unknown as CheckpointBody;
+      if (typeof body.jws !== "string" || typeof body.chain !== "string" || typeof body.time !== "string") return fail("malformed_line", "checkpoint without jws/chain/time", entry.seq);
+      if (this.chain !== undefined && body.chain !== this.chain) return fail("chain_mismatch", "checkpoint of another chain: files of different chains mixed", entry.seq);
+      this.chain = body.chain;
+      if (this.key !== undefined) {
+        const check = await verifyCheckpoint(entry, body, this.key);
+        if (!check.ok) return fail(check.reason, check.message, entry.seq);
+      }
+      this.checkpoints++;
+      this.signedThrough = entry.seq;
+      this.firstUnsigned = undefined;
+      this.closed = body.why === "close";
+    } else {
+      if (!AuditRecordInputSchema.safeParse(entry.record).success) return fail("invalid_record", "record does not fit the audit record schema", entry.seq);
+      this.records++;
+      this.closed = false;
+      this.firstUnsigned ??= { file, line, seq: entry.seq };
+    }
+    this.prev = entry.hash;
+    this.expectedSeq = entry.seq + 1;
+    return true;
+  }
+
+  /** Final checks after the last line. */
+  finish(): void {
+    if (this.error || this.key === undefined || this.opts.allowUnsignedTail || this.firstUnsigned === undefined) return;
+    const u = this.firstUnsigned;
+    this.error = { ...u, reason: "unsigned_tail", message: "entries from here on are not covered by a signed checkpoint (file truncated, or the writer crashed before close)" };
+  }
+
+  result(): VerifyResult {
+    return {
+      ok: this.error === undefined,
+      records: this.records,
+      checkpoints: this.checkpoints,
+      signaturesChecked: this.key !== undefined,
+      signedThrough: this.signedThrough,
+      lastSeq: this.expectedSeq - 1,
+      head: this.prev,
+      ...(this.chain === undefined ? {} : { chain: this.chain }),
+      closed: this.closed,
+      ...(this.error === undefined ? {} : { firstError: this.error }),
+    };
+  }
+}
+
+/**
+ * Verifies one chain spread over `files`, given in chain order (file names sort in chain order).
+ * Never throws for content problems: they are reported in `firstError` (file name, 1-based line,
+ * seq where known, reason code, message).
+ * @throws Error when `publicKey` is not a usable public key.
+ */
+export async function verifyAuditFiles(files: string[], opts: VerifyOptions = {}): Promise<VerifyResult> {
+  const v = await ChainVerifier.create(opts);
+  outer: for (const file of files) {
+    const name = path.basename(file);
+    try {
+      for await (const l of readLines(file)) {
+        if (!(await v.line(name, l.line, l.text, l.terminated))) break outer;
+      }
+    } catch (e) {
+      v.error = { file: name, line: 0, reason: "unreadable_file", message: `file could not be read (${(e as NodeJS.ErrnoException).code ?? "error"})` };
+      break;
+    }
+  }
+  v.finish();
+  return v.result();
+}

@@ -1,0 +1,193 @@
+import { readFile, readdir, writeFile } from "node:fs/promises";
+import path from "node:path";
+import { beforeAll, describe, expect, it } from "vitest";
+import { FileAuditSink, AuditSinkError, generateAuditSigningKey, verifyAuditFiles, canonicalJson, sha256Hex, type VerifyResult } from "hmcp";
+import type { JWK } from "jose";
+import { sampleRecord, tempLogDir } from "./helpers.js";
+
+let keys: { privateJwk: JWK; publicJwk: JWK };
+beforeAll(async () => {
+  keys = await generateAuditSigningKey();
+});
+
+async function writeChain(n: number, opts: { checkpointEvery?: number; dir?: string } = {}): Promise<{ dir: string; files: string[] }> {
+  const dir = opts.dir ?? (await tempLogDir("audit-sink"));
+  const sink = await FileAuditSink.open({ dir, signing: { privateKey: keys.privateJwk }, checkpointEvery: opts.checkpointEvery ?? 4 });
+  for (let i = 0; i < n; i++) sink.append(sampleRecord(i));
+  await sink.close();
+  return { dir, files: await listFiles(dir) };
+}
+
+async function listFiles(dir: string): Promise<string[]> {
+  return (await readdir(dir)).filter((f) => f.endsWith(".jsonl")).sort().map((f) => path.join(dir, f));
+}
+
+async function lines(file: string): Promise<string[]> {
+  return (await readFile(file, "utf8")).split("\n").slice(0, -1);
+}
+
+function expectFailure(r: VerifyResult, line: number, reason: string) {
+  expect(r.ok).toBe(false);
+  expect(r.firstError).toMatchObject({ line, reason });
+  expect(r.firstError?.file).toMatch(/^audit-\d{8}-\d{6}\.jsonl$/);
+}
+
+/** Recomputes seq/prev/hash for every line as a forger without the key would. */
+function rehash(ls: string[]): string[] {
+  let prev = "0".repeat(64);
+  return ls.map((l, i) => {
+    const e = JSON.parse(l) as { record: unknown };
+    const hash = sha256Hex(canonicalJson({ prev, record: e.record, seq: i + 1 }));
+    const out = JSON.stringify({ seq: i + 1, prev, hash, record: e.record });
+    prev = hash;
+    return out;
+  });
+}
+
+describe("FileAuditSink + verifyAuditFiles", () => {
+  it("writes a chain that verifies with the public key, with checkpoints every N and at close", async () => {
+    const { files } = await writeChain(10);
+    expect(files).toHaveLength(1);
+    const ls = await lines(files[0]!);
+    // 10 records + checkpoints after 4, 8 and at close.
+    expect(ls).toHaveLength(13);
+    const entries = ls.map((l) => JSON.parse(l) as { seq: number; record: { type: string; why?: string } });
+    expect(entries.map((e) => e.seq)).toEqual([...Array(13).keys()].map((i) => i + 1));
+    expect(entries.filter((e) => e.record.type === "checkpoint").map((e) => e.record.why)).toEqual(["interval", "interval", "close"]);
+    const r = await verifyAuditFiles(files, { publicKey: keys.publicJwk });
+    expect(r).toMatchObject({ ok: true, records: 10, checkpoints: 3, signaturesChecked: true, signedThrough: 13, lastSeq: 13, closed: true, chain: "audit" });
+  });
+
+  it("continues the chain when reopened, and rotates by size across files", async () => {
+    const dir = await tempLogDir("audit-rotate");
+    let sink = await FileAuditSink.open({ dir, signing: { privateKey: keys.privateJwk }, rotate: { maxBytes: 4096 } });
+    for (let i = 0; i < 20; i++) sink.append(sampleRecord(i));
+    await sink.close();
+    sink = await FileAuditSink.open({ dir, signing: { privateKey: keys.privateJwk }, rotate: { maxBytes: 4096 } });
+    for (let i = 20; i < 30; i++) sink.append(sampleRecord(i));
+    await sink.close();
+    const files = await listFiles(dir);
+    expect(files.length).toBeGreaterThan(3);
+    const r = await verifyAuditFiles(files, { publicKey: keys.publicJwk });
+    expect(r).toMatchObject({ ok: true, records: 30, closed: true });
+    // each file ends with a checkpoint
+    for (const f of files) expect((JSON.parse((await lines(f)).at(-1)!) as { record: { type: string } }).record.type).toBe("checkpoint");
+    // dropping a middle file breaks the chain at the next file's first line
+    const r2 = await verifyAuditFiles([files[0]!, ...files.slice(2)], { publicKey: keys.publicJwk });
+    expect(r2.ok).toBe(false);
+    expect(r2.firstError).toMatchObject({ file: path.basename(files[2]!), line: 1, reason: "seq_gap" });
+  });
+
+  it("rotates when the UTC day changes", async () => {
+    const dir = await tempLogDir("audit-daily");
+    let t = Date.UTC(2026, 10, 22, 23, 59, 59, 990);
+    const sink = await FileAuditSink.open({ dir, signing: { privateKey: keys.privateJwk }, now: () => t });
+    sink.append(sampleRecord(0));
+    await sink.flush();
+    t += 60_000;
+    sink.append(sampleRecord(1));
+    await sink.close();
+    const files = (await listFiles(dir)).map((f) => path.basename(f));
+    expect(files).toEqual(["audit-20261122-000001.jsonl", "audit-20261123-000002.jsonl"]);
+    expect((await verifyAuditFiles(await listFiles(dir), { publicKey: keys.publicJwk })).ok).toBe(true);
+  });
+
+  it("flush resolves only after the records are on disk; fsync mode acknowledges each record", async () => {
+    const dir = await tempLogDir("audit-fsync");
+    const acks: number[] = [];
+    const sink = await FileAuditSink.open({ dir, signing: false, durability: { mode: "fsync" }, onDurable: (s) => acks.push(s) });
+    for (let i = 0; i < 5; i++) sink.append(sampleRecord(i));
+    await sink.flush();
+    expect(acks).toEqual([1, 2, 3, 4, 5]);
+    expect(await lines((await listFiles(dir))[0]!)).toHaveLength(5);
+    await sink.close();
+    expect(() => sink.append(sampleRecord(6))).toThrow(AuditSinkError);
+  });
+
+  it("refuses bad options and records, naming the problem", async () => {
+    const dir = await tempLogDir("audit-opts");
+    await expect(FileAuditSink.open({ dir } as never)).rejects.toThrow(/signing/);
+    await expect(FileAuditSink.open({ dir, signing: false, checkpointEvry: 3 } as never)).rejects.toThrow(/unknown option 'checkpointEvry'/);
+    await expect(FileAuditSink.open({ dir, signing: { privateKey: keys.publicJwk } })).rejects.toThrow(/private key/);
+    const sink = await FileAuditSink.open({ dir, signing: false });
+    expect(() => sink.append({ type: "request" } as never)).toThrow(/newAuditRecord/);
+    await sink.close();
+  });
+});
+
+describe("tampering is detected by verify", () => {
+  it("an edited field", async () => {
+    const { files } = await writeChain(10);
+    const ls = await lines(files[0]!);
+    const edited = ls[2]!.replace('"outcome":"blocked"', '"outcome":"allowed"');
+    expect(edited).not.toBe(ls[2]);
+    ls[2] = edited;
+    await writeFile(files[0]!, ls.join("\n") + "\n");
+    expectFailure(await verifyAuditFiles(files), 3, "hash_mismatch");
+  });
+
+  it("a deleted line", async () => {
+    const { files } = await writeChain(10);
+    const ls = await lines(files[0]!);
+    ls.splice(6, 1);
+    await writeFile(files[0]!, ls.join("\n") + "\n");
+    expectFailure(await verifyAuditFiles(files), 7, "seq_gap");
+  });
+
+  it("two swapped lines", async () => {
+    const { files } = await writeChain(10);
+    const ls = await lines(files[0]!);
+    [ls[1], ls[2]] = [ls[2]!, ls[1]!];
+    await writeFile(files[0]!, ls.join("\n") + "\n");
+    expectFailure(await verifyAuditFiles(files), 2, "seq_gap");
+  });
+
+  it("an inserted forged line with a correct hash", async () => {
+    const { files } = await writeChain(10);
+    const ls = await lines(files[0]!);
+    const before = JSON.parse(ls[4]!) as { seq: number; hash: string };
+    const record = sampleRecord(99);
+    const hash = sha256Hex(canonicalJson({ prev: before.hash, record, seq: before.seq + 1 }));
+    ls.splice(5, 0, JSON.stringify({ seq: before.seq + 1, prev: before.hash, hash, record }));
+    await writeFile(files[0]!, ls.join("\n") + "\n");
+    expectFailure(await verifyAuditFiles(files), 7, "seq_gap");
+  });
+
+  it("a truncated file: cut mid-line, and cut at a line boundary", async () => {
+    const { files } = await writeChain(10);
+    const text = await readFile(files[0]!, "utf8");
+    await writeFile(files[0]!, text.slice(0, text.length - 40));
+    const r = await verifyAuditFiles(files);
+    expectFailure(r, 13, "torn_line");
+    expect(r.records).toBe(10);
+    // whole lines removed after a checkpoint: only the signed close checkpoint shows it
+    const ls = text.split("\n").slice(0, 11);
+    await writeFile(files[0]!, ls.join("\n") + "\n");
+    expect((await verifyAuditFiles(files)).ok).toBe(true);
+    const signed = await verifyAuditFiles(files, { publicKey: keys.publicJwk });
+    expectFailure(signed, 11, "unsigned_tail");
+  });
+
+  it("the whole file rewritten with recomputed hashes (caught by the checkpoint signature)", async () => {
+    const { files } = await writeChain(10);
+    const ls = await lines(files[0]!);
+    const edited = ls[0]!.replace('"outcome":"allowed"', '"outcome":"denied"');
+    expect(edited).not.toBe(ls[0]);
+    ls[0] = edited;
+    await writeFile(files[0]!, rehash(ls).join("\n") + "\n");
+    // the chain alone looks intact...
+    expect((await verifyAuditFiles(files)).ok).toBe(true);
+    // ...but the first checkpoint signed a different head
+    expectFailure(await verifyAuditFiles(files, { publicKey: keys.publicJwk }), 5, "checkpoint_mismatch");
+    // removing the checkpoints too leaves nothing signed
+    const stripped = rehash(ls.filter((l) => !l.includes('"type":"checkpoint"')));
+    await writeFile(files[0]!, stripped.join("\n") + "\n");
+    expectFailure(await verifyAuditFiles(files, { publicKey: keys.publicJwk }), 1, "unsigned_tail");
+  });
+
+  it("a checkpoint signed by another key", async () => {
+    const { files } = await writeChain(10);
+    const other = await generateAuditSigningKey("ES256");
+    expectFailure(await verifyAuditFiles(files, { publicKey: other.publicJwk }), 5, "bad_signature");
+  });
+});
