@@ -67,7 +67,32 @@ export type {
 // --- auth ---
 
 // --- server ---
+export { HMCPServer, hmcpContext, DEFAULT_REQUIRED_SCOPES, HMCPConfigError, PATIENT_META_KEY, serveStdio } from "./server/index.js";
+export type {
+  SamplingHandlerOptions,
+  RequestContext,
+  SamplingContext,
+  SamplingHandler,
+  SamplingHandlerResult,
+  CreateMessageParams,
+  ElicitParams,
+  BackRequestOptions,
+  HMCPServerOptions,
+  PipelineHooks,
+} from "./server/index.js";
 
 // --- client ---
+export { HMCPClient } from "./client/index.js";
+export type {
+  HMCPClientOptions,
+  TokenProvider,
+  ConnectTarget,
+  CreateMessageOptions,
+  BackRequestContext,
+  ClientSamplingHandler,
+  ClientElicitationHandler,
+} from "./client/index.js";
 
 // --- http ---
+export { createHttpApp, listen, BoundedEventStore, EventNotFoundError } from "./http/index.js";
+export type { HttpAppOptions, HttpApp, Listening, EventStoreLimits } from "./http/index.js";

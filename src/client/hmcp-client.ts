@@ -1,0 +1,226 @@
+/**
+ * HMCPClient: wraps the SDK's MCP `Client` to talk to HMCP agents. It sends client → server
+ * `sampling/createMessage`, answers the sampling and elicitation requests a server sends back mid-request, and
+ * attaches an OAuth access token from a token provider to every HTTP request.
+ */
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport, type StdioServerParameters } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
+import {
+  CreateMessageRequestSchema,
+  CreateMessageResultSchema,
+  ElicitRequestSchema,
+  type CreateMessageRequest,
+  type CreateMessageResult,
+  type ElicitRequest,
+  type ElicitResult,
+  type Implementation,
+  type Progress,
+} from "@modelcontextprotocol/sdk/types.js";
+import { HMCPError, HMCPErrorCode, readHMCPCapability, type HMCPCapability } from "../protocol/index.js";
+import type { GuardrailRunner } from "../guardrails/types.js";
+
+/** Params of `sampling/createMessage`. */
+export type CreateMessageParams = CreateMessageRequest["params"];
+
+/** Supplies OAuth access tokens (src/auth's client-credentials provider implements it). */
+export interface TokenProvider {
+  /** A valid access token (cached until shortly before expiry). */
+  getToken(): Promise<string>;
+  /** Drops the cached token, e.g. after the resource server answered 401. */
+  invalidate(): void;
+}
+
+/** Where to connect. */
+export type ConnectTarget =
+  | { type: "http"; url: string | URL; headers?: Record<string, string> }
+  | ({ type: "stdio" } & StdioServerParameters)
+  | { type: "transport"; transport: Transport };
+
+/** Context given to the application's handlers for requests a server sends back. */
+export interface BackRequestContext {
+  signal: AbortSignal;
+  /** Name of the server that asked (from its initialize result). */
+  server: string | undefined;
+}
+
+export type ClientSamplingHandler = (params: CreateMessageParams, context: BackRequestContext) => Promise<CreateMessageResult> | CreateMessageResult;
+export type ClientElicitationHandler = (params: ElicitRequest["params"], context: BackRequestContext) => Promise<ElicitResult> | ElicitResult;
+
+/** Options of {@link HMCPClient}. */
+export interface HMCPClientOptions {
+  /** Token provider for HTTP connections; its token is sent as `Authorization: Bearer` on every request. */
+  tokenProvider?: TokenProvider;
+  /**
+   * Guardrails for the client side: the `input` stage checks the requests a server sends back (sampling,
+   * elicitation) before the application's handler sees them; the `output` stage checks what the client answers.
+   */
+  guardrails?: GuardrailRunner;
+  /** Handler for server → client `sampling/createMessage`. Without one, such requests get `SamplingNotSupported`. */
+  onSampling?: ClientSamplingHandler;
+  /** Handler for server → client `elicitation/create`. Without one, every elicitation is declined. */
+  onElicitation?: ClientElicitationHandler;
+}
+
+/** Options of {@link HMCPClient.createMessage}. */
+export interface CreateMessageOptions {
+  /** Time without a response or progress before the request fails, ms. Default 60,000. */
+  timeoutMs?: number;
+  /** Hard limit regardless of progress, ms. Default: none. */
+  maxTotalTimeoutMs?: number;
+  signal?: AbortSignal;
+  /** Receives `notifications/progress` for this request. */
+  onProgress?: (progress: Progress) => void;
+  /** Patient the request is about; sent as `_meta["hmcp/patient"]` for the server's patient-context check. */
+  patient?: string;
+}
+
+/**
+ * An HMCP client.
+ *
+ * ```ts
+ * const client = new HMCPClient({ name: "orchestrator", version: "1.0.0" }, { onSampling: myModel });
+ * await client.connect({ type: "http", url: "http://127.0.0.1:3001/mcp" });
+ * const result = await client.ask("patient identifier for Adan Portillo born 1961-04-12");
+ * ```
+ */
+export class HMCPClient {
+  /** The underlying SDK client, for tools, resources and prompts. */
+  readonly sdk: Client;
+  readonly #options: HMCPClientOptions;
+
+  constructor(clientInfo: Implementation, options: HMCPClientOptions = {}) {
+    this.#options = { ...options };
+    this.sdk = new Client(clientInfo, { capabilities: { sampling: {}, elicitation: { form: {} } } });
+    this.sdk.setRequestHandler(CreateMessageRequestSchema, async (request, extra) => {
+      const handler = this.#options.onSampling;
+      if (!handler) {
+        throw new HMCPError(HMCPErrorCode.SamplingNotSupported, "This client has no sampling handler", { reason: "sampling_not_supported" });
+      }
+      const params = await this.#guard("input", request.params, "sampling/createMessage", extra.signal);
+      const result = await handler(params, { signal: extra.signal, server: this.sdk.getServerVersion()?.name });
+      return this.#guard("output", result, "sampling/createMessage", extra.signal);
+    });
+    this.sdk.setRequestHandler(ElicitRequestSchema, async (request, extra) => {
+      const handler = this.#options.onElicitation;
+      if (!handler) return { action: "decline" } satisfies ElicitResult;
+      const params = await this.#guard("input", request.params, "elicitation/create", extra.signal);
+      const result = await handler(params, { signal: extra.signal, server: this.sdk.getServerVersion()?.name });
+      return this.#guard("output", result, "elicitation/create", extra.signal);
+    });
+  }
+
+  /** Sets (or replaces) the handler for server → client sampling. */
+  onSampling(handler: ClientSamplingHandler): this {
+    this.#options.onSampling = handler;
+    return this;
+  }
+
+  /** Sets (or replaces) the handler for server → client elicitation. */
+  onElicitation(handler: ClientElicitationHandler): this {
+    this.#options.onElicitation = handler;
+    return this;
+  }
+
+  /**
+   * Connects and runs the MCP initialize handshake.
+   * - `{ type: "http", url }`: Streamable HTTP; the token provider's token goes on every request, and a 401 with
+   *   `WWW-Authenticate` makes the client drop the token and retry once with a fresh one.
+   * - `{ type: "stdio", command, args, env }`: spawns the agent process and talks over its stdin/stdout.
+   */
+  async connect(target: ConnectTarget): Promise<void> {
+    let transport: Transport;
+    if (target.type === "http") {
+      transport = new StreamableHTTPClientTransport(new URL(target.url), {
+        fetch: this.#authorizedFetch(),
+        ...(target.headers && { requestInit: { headers: target.headers } }),
+      });
+    } else if (target.type === "stdio") {
+      const { type: _t, ...params } = target;
+      transport = new StdioClientTransport({ stderr: "inherit", ...params });
+    } else {
+      transport = target.transport;
+    }
+    await this.sdk.connect(transport);
+  }
+
+  /** The server's HMCP capability, or `undefined` for a plain MCP server. Available after `connect`. */
+  get serverCapability(): HMCPCapability | undefined {
+    return readHMCPCapability(this.sdk.getServerCapabilities() as { experimental?: Record<string, unknown> } | undefined);
+  }
+
+  /**
+   * Sends `sampling/createMessage` to the server (HMCP client → server sampling).
+   * @throws HMCPError `SamplingNotSupported` (locally, nothing sent) when the server did not advertise
+   *   `experimental.hmcp.sampling`; McpError with the server's code (e.g. GuardrailBlocked, InsufficientScope) when
+   *   the server refuses; McpError `RequestTimeout` (-32001) after `timeoutMs` without progress.
+   */
+  async createMessage(params: CreateMessageParams, options: CreateMessageOptions = {}): Promise<CreateMessageResult> {
+    if (!this.serverCapability?.sampling) {
+      throw new HMCPError(HMCPErrorCode.SamplingNotSupported, "The server does not advertise HMCP sampling", {
+        reason: "sampling_not_supported",
+      });
+    }
+    const p = options.patient === undefined ? params : { ...params, _meta: { ...(params._meta ?? {}), "hmcp/patient": options.patient } };
+    return this.sdk.request({ method: "sampling/createMessage", params: p }, CreateMessageResultSchema, {
+      ...(options.timeoutMs !== undefined && { timeout: options.timeoutMs }),
+      ...(options.maxTotalTimeoutMs !== undefined && { maxTotalTimeout: options.maxTotalTimeoutMs }),
+      ...(options.signal && { signal: options.signal }),
+      ...(options.onProgress && { onprogress: options.onProgress, resetTimeoutOnProgress: true }),
+    });
+  }
+
+  /**
+   * Convenience: one user text message. `maxTokens` defaults to 1,024.
+   * @throws as {@link createMessage}
+   */
+  async ask(text: string, options: CreateMessageOptions & { maxTokens?: number; systemPrompt?: string } = {}): Promise<CreateMessageResult> {
+    const { maxTokens = 1024, systemPrompt, ...rest } = options;
+    return this.createMessage(
+      { messages: [{ role: "user", content: { type: "text", text } }], maxTokens, ...(systemPrompt !== undefined && { systemPrompt }) },
+      rest,
+    );
+  }
+
+  /** Closes the connection (and the agent process, over stdio). */
+  async close(): Promise<void> {
+    await this.sdk.close();
+  }
+
+  async #guard<T>(stage: "input" | "output", payload: T, method: string, signal: AbortSignal): Promise<T> {
+    const g = this.#options.guardrails;
+    if (!g) return payload;
+    let outcome;
+    try {
+      outcome = await g.evaluate(stage, payload, { stage, side: "client", method, signal });
+    } catch (cause) {
+      throw new HMCPError(HMCPErrorCode.GuardrailBlocked, "Blocked by guardrail", { reason: "guardrail_error", guardrail: "pipeline" }, { cause });
+    }
+    if (outcome.action === "block") {
+      const b = outcome.blocked ?? { guardrail: "unknown", reason: "guardrail_blocked" };
+      throw new HMCPError(HMCPErrorCode.GuardrailBlocked, `Blocked by guardrail '${b.guardrail}'`, { reason: b.reason, guardrail: b.guardrail, stage });
+    }
+    return outcome.payload;
+  }
+
+  /** fetch that adds the bearer token and retries once after a 401 carrying `WWW-Authenticate` (RFC 6750 §3). */
+  #authorizedFetch(): typeof fetch | undefined {
+    const provider = this.#options.tokenProvider;
+    if (!provider) return undefined;
+    return async (input, init) => {
+      const send = async () => {
+        const headers = new Headers(init?.headers);
+        headers.set("authorization", `Bearer ${await provider.getToken()}`);
+        return fetch(input, { ...init, headers });
+      };
+      const first = await send();
+      if (first.status === 401 && first.headers.has("www-authenticate")) {
+        await first.body?.cancel();
+        provider.invalidate();
+        return send();
+      }
+      return first;
+    };
+  }
+}

@@ -1,0 +1,307 @@
+/**
+ * The express adapter (DESIGN.md §2): host check → bearer check → body limit → Streamable HTTP session → the
+ * server's pipeline. The only folder that imports express.
+ */
+import { randomUUID } from "node:crypto";
+import type { Server as NodeHttpServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import express, { type Express, type NextFunction, type Request, type Response } from "express";
+import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
+import { hostHeaderValidation } from "@modelcontextprotocol/sdk/server/middleware/hostHeaderValidation.js";
+import type { AuthInfo } from "@modelcontextprotocol/sdk/server/auth/types.js";
+import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js";
+import type { Principal } from "../protocol/index.js";
+import type { BearerAuthenticator } from "../auth/types.js";
+import { AUDIT_RECORD_VERSION, type AuditRecordInput, type AuditSink } from "../audit/record.js";
+import type { HMCPServer } from "../server/index.js";
+import { BoundedEventStore, type EventStoreLimits } from "./event-store.js";
+
+/** Options of {@link createHttpApp}. */
+export interface HttpAppOptions {
+  /** Builds the server for a new session (one HMCPServer per MCP session; share guardrails/audit instances). */
+  createServer: () => HMCPServer;
+  /**
+   * The bearer check (src/auth). Required: pass `false` explicitly to serve without authentication (local
+   * development only; requests then reach the pipeline with no principal and are refused unless the server
+   * runs with `auth: false`).
+   */
+  bearer: BearerAuthenticator | false;
+  /** Path of the MCP endpoint. Default "/mcp". */
+  path?: string;
+  /** Host header names accepted (DNS rebinding protection). Default: `["localhost", "127.0.0.1", "[::1]"]`. */
+  allowedHosts?: string[];
+  /** Largest JSON body accepted, bytes. Default 1,048,576 (1 MiB); larger bodies get HTTP 413. */
+  bodyLimitBytes?: number;
+  /** Limits of each session's event store (resumability); `false` disables resumability. Default: see {@link BoundedEventStore}. */
+  eventStore?: EventStoreLimits | false;
+  /** Most concurrent sessions; further initialize requests get HTTP 503. Default 10,000. */
+  maxSessions?: number;
+  /** A session with no request for this long is closed, ms. Default 1,800,000 (30 minutes). */
+  sessionIdleTimeoutMs?: number;
+  /** Receives records for requests refused at the HTTP layer and for session start/end. */
+  audit?: AuditSink;
+  /** Agent name used in those records. Default "hmcp". */
+  agentName?: string;
+  /** Answer with JSON instead of SSE streams when the server sends nothing back mid-request (no resumability then). Default false. */
+  enableJsonResponse?: boolean;
+}
+
+/** The app and its lifecycle. */
+export interface HttpApp {
+  readonly app: Express;
+  /** Open MCP sessions. */
+  readonly sessionCount: number;
+  /** Closes every session (their transports and servers). The HTTP listener is the caller's (see {@link listen}). */
+  close(): Promise<void>;
+}
+
+interface Session {
+  transport: StreamableHTTPServerTransport;
+  server: HMCPServer;
+  owner: string;
+  principal: Principal | undefined;
+  lastSeen: number;
+  sourceAddress: string | undefined;
+}
+
+/**
+ * Creates the express app serving MCP over Streamable HTTP (MCP spec 2025-06-18, "Transports"), with RFC 9728
+ * protected resource metadata, `GET /healthz`, bounded resumable sessions and graceful shutdown.
+ */
+export function createHttpApp(options: HttpAppOptions): HttpApp {
+  if (options.bearer === undefined) {
+    throw new TypeError("createHttpApp: 'bearer' is required (a BearerAuthenticator, or false to serve without authentication)");
+  }
+  const path = options.path ?? "/mcp";
+  const bearer = options.bearer;
+  const agent = options.agentName ?? "hmcp";
+  const maxSessions = options.maxSessions ?? 10_000;
+  const idleMs = options.sessionIdleTimeoutMs ?? 1_800_000;
+  const sessions = new Map<string, Session>();
+
+  const audit = (r: Omit<AuditRecordInput, "v" | "id" | "time" | "agent" | "patients" | "scopes" | "guardrails" | "digests"> & Partial<AuditRecordInput>) => {
+    if (!options.audit) return;
+    try {
+      options.audit.append({
+        v: AUDIT_RECORD_VERSION,
+        id: randomUUID(),
+        time: new Date().toISOString(),
+        agent,
+        patients: [],
+        scopes: [],
+        guardrails: [],
+        digests: {},
+        ...r,
+      } as AuditRecordInput);
+    } catch {
+      // the sink reports its own failures
+    }
+  };
+  const actorOf = (p: Principal | undefined) =>
+    p ? Object.fromEntries(Object.entries({ sub: p.sub, clientId: p.clientId, fhirUser: p.fhirUser, tenant: p.tenant }).filter(([, v]) => v !== undefined)) : {};
+
+  const app = express();
+  app.disable("x-powered-by");
+  app.set("etag", false);
+  app.use(hostHeaderValidation(options.allowedHosts ?? ["localhost", "127.0.0.1", "[::1]"]));
+
+  app.get("/healthz", (_req, res) => {
+    res.json({ status: "ok", sessions: sessions.size });
+  });
+  if (bearer) {
+    app.get(bearer.resourceMetadataPath, (_req, res) => {
+      res.set("cache-control", "public, max-age=300").json(bearer.resourceMetadata());
+    });
+  }
+
+  // Bearer check (RFC 6750 §2.1, §3): before the body is read, so unauthenticated callers cost no parsing.
+  app.use(path, async (req: Request, res: Response, next: NextFunction) => {
+    const sourceAddress = req.socket.remoteAddress;
+    if (!bearer) {
+      (req as Request & { auth?: AuthInfo }).auth = { token: "", clientId: "", scopes: [], extra: { sourceAddress } };
+      return next();
+    }
+    const authorization: string[] = [];
+    for (let i = 0; i < req.rawHeaders.length; i += 2) {
+      if (req.rawHeaders[i]!.toLowerCase() === "authorization") authorization.push(req.rawHeaders[i + 1]!);
+    }
+    let check;
+    try {
+      check = await bearer.check({ authorization, url: req.originalUrl, contentType: req.headers["content-type"] });
+    } catch {
+      check = undefined;
+    }
+    if (!check) {
+      audit({ type: "http", actor: {}, source: { address: sourceAddress }, transport: "http", method: `${req.method} ${path}`, outcome: "failed", reason: "authenticator_error", status: 500, latencyMs: 0 });
+      res.status(500).json(jsonRpcError(-32603, "Internal error"));
+      return;
+    }
+    if (!check.ok) {
+      audit({
+        type: "http",
+        actor: {},
+        source: compact({ address: sourceAddress }),
+        transport: "http",
+        method: `${req.method} ${path}`,
+        outcome: "denied",
+        reason: check.error ?? "no_token",
+        status: check.status,
+        latencyMs: 0,
+      });
+      res
+        .status(check.status)
+        .set("www-authenticate", check.wwwAuthenticate)
+        .set("cache-control", "no-store")
+        .json({ error: check.error ?? "invalid_token", error_description: check.description });
+      return;
+    }
+    const p = check.verified.principal;
+    (req as Request & { auth?: AuthInfo }).auth = {
+      token: check.verified.token,
+      clientId: p.clientId,
+      scopes: p.scopes,
+      ...(p.expiresAt !== undefined && { expiresAt: p.expiresAt }),
+      extra: { principal: p, sourceAddress },
+    };
+    next();
+  });
+
+  app.use(path, express.json({ limit: options.bodyLimitBytes ?? 1024 * 1024 }));
+
+  const ownerOf = (p: Principal | undefined) => (p ? `${p.issuer ?? ""}|${p.clientId}|${p.sub ?? ""}` : "anonymous");
+  const principalOf = (req: Request) => ((req as Request & { auth?: AuthInfo }).auth?.extra?.["principal"] as Principal | undefined);
+
+  app.all(path, async (req: Request, res: Response, next: NextFunction) => {
+    try {
+      const sid = req.headers["mcp-session-id"];
+      const principal = principalOf(req);
+      if (typeof sid === "string") {
+        const s = sessions.get(sid);
+        // A session belongs to the principal that opened it; for anyone else it does not exist (no hijacking).
+        if (!s || s.owner !== ownerOf(principal)) {
+          res.status(404).json(jsonRpcError(-32001, "Session not found"));
+          return;
+        }
+        s.lastSeen = Date.now();
+        await s.transport.handleRequest(req, res, req.body);
+        return;
+      }
+      if (req.method !== "POST" || !isInitializeRequest(req.body)) {
+        res.status(400).json(jsonRpcError(-32000, "Bad Request: no valid session id (send initialize first)"));
+        return;
+      }
+      if (sessions.size >= maxSessions) {
+        res.status(503).set("retry-after", "5").json(jsonRpcError(-32000, "Too many sessions"));
+        return;
+      }
+      const server = options.createServer();
+      const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
+        sessionIdGenerator: () => randomUUID(),
+        ...(options.eventStore !== false && { eventStore: new BoundedEventStore(options.eventStore ?? {}) }),
+        ...(options.enableJsonResponse && { enableJsonResponse: true }),
+        onsessioninitialized: (sessionId) => {
+          sessions.set(sessionId, { transport, server, owner: ownerOf(principal), principal, lastSeen: Date.now(), sourceAddress: req.socket.remoteAddress });
+          audit({ type: "session.start", actor: actorOf(principal), source: compact({ address: req.socket.remoteAddress }), transport: "http", sessionId, outcome: "allowed", latencyMs: 0, scopes: principal?.scopes ?? [] });
+        },
+        onsessionclosed: (sessionId) => endSession(sessionId, "client_closed"),
+      });
+      transport.onclose = () => {
+        if (transport.sessionId) endSession(transport.sessionId, "closed");
+      };
+      await server.connect(transport);
+      await transport.handleRequest(req, res, req.body);
+    } catch (error) {
+      next(error);
+    }
+  });
+
+  const endSession = (sessionId: string, reason: string) => {
+    const s = sessions.get(sessionId);
+    if (!s) return;
+    sessions.delete(sessionId);
+    audit({ type: "session.end", actor: actorOf(s.principal), source: compact({ address: s.sourceAddress }), transport: "http", sessionId, outcome: "allowed", reason, latencyMs: 0 });
+    void s.server.close().catch(() => undefined);
+  };
+
+  // Error boundary: body-parser errors become 4xx JSON-RPC errors; anything else a fixed 500 (no message echoed).
+  app.use((error: unknown, _req: Request, res: Response, _next: NextFunction) => {
+    const e = error as { type?: string; status?: number };
+    if (res.headersSent) {
+      res.end();
+      return;
+    }
+    if (e?.type === "entity.too.large") res.status(413).json(jsonRpcError(-32600, "Request body too large"));
+    else if (e?.type === "entity.parse.failed") res.status(400).json(jsonRpcError(-32700, "Parse error"));
+    else if (typeof e?.status === "number" && e.status >= 400 && e.status < 500) res.status(e.status).json(jsonRpcError(-32600, "Invalid request"));
+    else res.status(500).json(jsonRpcError(-32603, "Internal error"));
+  });
+
+  const sweeper = setInterval(() => {
+    const cutoff = Date.now() - idleMs;
+    for (const [id, s] of sessions) {
+      if (s.lastSeen < cutoff) {
+        endSession(id, "idle_timeout");
+        void s.transport.close().catch(() => undefined);
+      }
+    }
+  }, Math.max(1000, Math.min(60_000, idleMs / 2)));
+  sweeper.unref();
+
+  return {
+    app,
+    get sessionCount() {
+      return sessions.size;
+    },
+    async close() {
+      clearInterval(sweeper);
+      const all = [...sessions.entries()];
+      await Promise.allSettled(
+        all.map(async ([id, s]) => {
+          endSession(id, "shutdown");
+          await s.transport.close();
+        }),
+      );
+    },
+  };
+}
+
+/** A running HTTP listener. */
+export interface Listening {
+  /** Base URL, e.g. `http://127.0.0.1:43121`. */
+  url: URL;
+  server: NodeHttpServer;
+  /** Graceful shutdown: closes sessions, stops accepting, then ends open connections. */
+  close(): Promise<void>;
+}
+
+/**
+ * Listens on `host:port` (default 127.0.0.1 and a free port).
+ */
+export async function listen(httpApp: HttpApp, options: { port?: number; host?: string } = {}): Promise<Listening> {
+  const host = options.host ?? "127.0.0.1";
+  const server = await new Promise<NodeHttpServer>((resolve, reject) => {
+    const s = httpApp.app.listen(options.port ?? 0, host, (err?: Error) => (err ? reject(err) : resolve(s)));
+  });
+  const { port } = server.address() as AddressInfo;
+  const url = new URL(`http://${host.includes(":") ? `[${host}]` : host}:${port}`);
+  return {
+    url,
+    server,
+    async close() {
+      await httpApp.close();
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      });
+    },
+  };
+}
+
+function jsonRpcError(code: number, message: string) {
+  return { jsonrpc: "2.0", error: { code, message }, id: null };
+}
+
+function compact<T extends Record<string, unknown>>(o: T): T {
+  for (const k of Object.keys(o)) if (o[k] === undefined) delete o[k];
+  return o;
+}

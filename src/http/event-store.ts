@@ -1,0 +1,112 @@
+/**
+ * A bounded in-memory event store for Streamable HTTP resumability (MCP spec 2025-06-18, "Transports:
+ * Resumability and Redelivery"). Unlike the SDK example store it is bounded (events, bytes, age) and replays only
+ * the events of the stream that the `Last-Event-ID` belongs to.
+ */
+import type { EventStore } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
+import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
+
+/** Limits of a {@link BoundedEventStore}. */
+export interface EventStoreLimits {
+  /** Most events kept (all streams together). Default 1,000. */
+  maxEvents?: number;
+  /** Most bytes of serialised messages kept. Default 1,048,576 (1 MiB). */
+  maxBytes?: number;
+  /** Age after which an event is dropped, ms. Default 300,000 (5 minutes). */
+  ttlMs?: number;
+}
+
+interface Entry {
+  seq: number;
+  streamId: string;
+  message: JSONRPCMessage;
+  bytes: number;
+  at: number;
+}
+
+/** Error raised when a `Last-Event-ID` is unknown or was evicted; the client must start over. */
+export class EventNotFoundError extends Error {
+  constructor() {
+    super("Unknown or expired Last-Event-ID");
+    this.name = "EventNotFoundError";
+  }
+}
+
+/**
+ * Oldest events are evicted first once any limit is exceeded. Event ids are `<seq>` decimal strings, unique per store
+ * (one store per session).
+ */
+export class BoundedEventStore implements EventStore {
+  readonly #maxEvents: number;
+  readonly #maxBytes: number;
+  readonly #ttlMs: number;
+  readonly #now: () => number;
+  readonly #events = new Map<number, Entry>(); // insertion (= seq) order
+  readonly #streams = new Map<string, number[]>();
+  #seq = 0;
+  #bytes = 0;
+
+  constructor(limits: EventStoreLimits = {}, now: () => number = Date.now) {
+    this.#maxEvents = limits.maxEvents ?? 1000;
+    this.#maxBytes = limits.maxBytes ?? 1024 * 1024;
+    this.#ttlMs = limits.ttlMs ?? 300_000;
+    this.#now = now;
+  }
+
+  /** Number of events held. */
+  get size(): number {
+    return this.#events.size;
+  }
+  /** Bytes held. */
+  get bytes(): number {
+    return this.#bytes;
+  }
+
+  async storeEvent(streamId: string, message: JSONRPCMessage): Promise<string> {
+    const seq = ++this.#seq;
+    const bytes = Buffer.byteLength(JSON.stringify(message));
+    const entry: Entry = { seq, streamId, message, bytes, at: this.#now() };
+    this.#events.set(seq, entry);
+    let list = this.#streams.get(streamId);
+    if (!list) this.#streams.set(streamId, (list = []));
+    list.push(seq);
+    this.#bytes += bytes;
+    this.#evict();
+    return String(seq);
+  }
+
+  async getStreamIdForEventId(eventId: string): Promise<string | undefined> {
+    return this.#events.get(Number(eventId))?.streamId;
+  }
+
+  async replayEventsAfter(
+    lastEventId: string,
+    { send }: { send: (eventId: string, message: JSONRPCMessage) => Promise<void> },
+  ): Promise<string> {
+    this.#evict();
+    const last = this.#events.get(Number(lastEventId));
+    if (!last) throw new EventNotFoundError();
+    const list = this.#streams.get(last.streamId) ?? [];
+    for (const seq of list) {
+      if (seq <= last.seq) continue;
+      const e = this.#events.get(seq);
+      if (e) await send(String(seq), e.message);
+    }
+    return last.streamId;
+  }
+
+  #evict(): void {
+    const cutoff = this.#now() - this.#ttlMs;
+    for (const [seq, e] of this.#events) {
+      if (this.#events.size <= this.#maxEvents && this.#bytes <= this.#maxBytes && e.at >= cutoff) break;
+      this.#events.delete(seq);
+      this.#bytes -= e.bytes;
+      const list = this.#streams.get(e.streamId);
+      if (list) {
+        if (list[0] === seq) list.shift();
+        else list.splice(list.indexOf(seq), 1);
+        if (list.length === 0) this.#streams.delete(e.streamId);
+      }
+    }
+  }
+}

@@ -1,0 +1,122 @@
+/**
+ * What a handler sees: the request context the pipeline builds once per request.
+ */
+import type {
+  CreateMessageRequest,
+  CreateMessageResult,
+  ElicitRequest,
+  ElicitResult,
+} from "@modelcontextprotocol/sdk/types.js";
+import type { Principal, TransportKind } from "../protocol/index.js";
+import type { ScopeRequest } from "../auth/scopes.js";
+import type { GuardrailDecisionSummary, GuardrailStage } from "../guardrails/types.js";
+
+/** Params of `sampling/createMessage` (MCP spec 2025-06-18, "Sampling"). */
+export type CreateMessageParams = CreateMessageRequest["params"];
+/** Params of `elicitation/create` (MCP spec 2025-06-18, "Elicitation"). */
+export type ElicitParams = ElicitRequest["params"];
+
+/** Options for a request the handler sends back to its caller. */
+export interface BackRequestOptions {
+  /** Time to wait for the caller's answer, ms. Default: the SDK's 60,000 ms. */
+  timeoutMs?: number;
+  signal?: AbortSignal;
+}
+
+/**
+ * The per-request context. One is built for every request that reaches the pipeline; handlers get it as
+ * their second argument (sampling) or through {@link hmcpContext} (tools, resources, prompts).
+ */
+export interface RequestContext {
+  /** MCP method, e.g. "sampling/createMessage". */
+  readonly method: string;
+  /** JSON-RPC request id. */
+  readonly requestId: string | number;
+  /** Streamable HTTP session id (`mcp-session-id`), if any. */
+  readonly sessionId: string | undefined;
+  readonly transport: TransportKind;
+  /** The authenticated caller; `undefined` only when the server runs with `auth: false`. */
+  readonly principal: Principal | undefined;
+  /** SMART launch context: the only patient a patient-bound token may touch. */
+  readonly patient: string | undefined;
+  /** Remote address of the HTTP peer, if known. */
+  readonly sourceAddress: string | undefined;
+  /** Aborted when the caller cancels or the connection closes. */
+  readonly signal: AbortSignal;
+  /** Patient ids this request touched so far (recorded in the audit record). */
+  readonly patientsTouched: ReadonlySet<string>;
+  /** Guardrail decisions so far (recorded in the audit record; never content). */
+  readonly guardrailDecisions: ReadonlyArray<GuardrailDecisionSummary & { stage: GuardrailStage }>;
+
+  /**
+   * Records that this request touches `patientId` and checks it against the patient launch context.
+   * @throws HMCPError `PatientContextViolation` when the caller's token is bound to another patient.
+   */
+  assertPatient(patientId: string): void;
+  /**
+   * True when the caller's scopes allow `request` (SMART App Launch 2.x scope semantics, patient context honoured).
+   * Always true when the server runs with `auth: false`.
+   */
+  can(request: ScopeRequest): boolean;
+  /**
+   * Like {@link can}, but throws.
+   * @throws HMCPError `InsufficientScope` (`data.required` names the scope that would allow it), or
+   *   `PatientContextViolation` when the act names another patient than the launch context.
+   */
+  require(request: ScopeRequest): void;
+  /**
+   * Sends `notifications/progress` for this request (MCP spec, "Progress"), if the caller asked for progress
+   * (sent a `progressToken`); otherwise does nothing.
+   * @param done - work done so far (must increase)
+   * @param total - total work, if known
+   */
+  progress(done: number, total?: number, message?: string): Promise<void>;
+  /**
+   * Asks the caller's model: sends `sampling/createMessage` back to the client on the same connection
+   * (on HTTP, on this request's SSE stream).
+   * @throws HMCPError `SamplingNotSupported` when the client did not advertise `sampling`.
+   */
+  sample(params: CreateMessageParams, options?: BackRequestOptions): Promise<CreateMessageResult>;
+  /**
+   * Asks the caller's human: sends `elicitation/create` (form mode) back to the client.
+   * @returns the client's `ElicitResult` (`action` accept / decline / cancel).
+   * @throws HMCPError `SamplingNotSupported` with reason "elicitation_not_supported" when the client did not advertise it.
+   */
+  elicit(params: ElicitParams, options?: BackRequestOptions): Promise<ElicitResult>;
+}
+
+/** Context of a sampling handler: the request context. */
+export type SamplingContext = RequestContext;
+
+/**
+ * A client → server sampling handler. Receives the validated `sampling/createMessage` params (after the input
+ * guardrail stage) and returns a `CreateMessageResult`; `role` defaults to "assistant" and `model` to the server's
+ * name. End the turn with `stopReason: "infoNeeded"` to ask for more data.
+ */
+export type SamplingHandler = (
+  params: CreateMessageParams,
+  context: SamplingContext,
+) => Promise<SamplingHandlerResult> | SamplingHandlerResult;
+
+/** What a sampling handler returns: a `CreateMessageResult` whose `role` and `model` may be omitted. */
+export type SamplingHandlerResult = Omit<CreateMessageResult, "role" | "model"> & {
+  role?: CreateMessageResult["role"];
+  model?: string;
+};
+
+const CONTEXTS = new WeakMap<object, RequestContext>();
+
+/** @internal Attaches a context to the SDK's handler `extra` object. */
+export function attachContext(extra: object, context: RequestContext): void {
+  CONTEXTS.set(extra, context);
+}
+
+/**
+ * The HMCP request context of a tool, resource or prompt callback, from the SDK's `extra` argument.
+ * @throws Error when `extra` did not come through an HMCPServer pipeline.
+ */
+export function hmcpContext(extra: object): RequestContext {
+  const ctx = CONTEXTS.get(extra);
+  if (!ctx) throw new Error("hmcpContext: this handler was not called through an HMCPServer");
+  return ctx;
+}

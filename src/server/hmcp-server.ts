@@ -1,0 +1,158 @@
+/**
+ * HMCPServer: an MCP server (the SDK's McpServer) whose every request runs through the HMCP pipeline, and which
+ * answers client → server `sampling/createMessage` (HMCP's extension of MCP; see DESIGN.md §1).
+ */
+import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
+import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
+import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
+import {
+  CreateMessageRequestSchema,
+  CreateMessageResultSchema,
+  ErrorCode,
+  McpError,
+  type Implementation,
+  type JSONRPCRequest,
+} from "@modelcontextprotocol/sdk/types.js";
+import { HMCPError, HMCPErrorCode, HMCP_VERSION, type HMCPCapability, type TransportKind } from "../protocol/index.js";
+import { parseServerOptions, type HMCPServerOptions } from "./options.js";
+import { RequestPipeline, type HandlerExtra, type InnerHandler } from "./pipeline.js";
+import { hmcpContext, type SamplingHandler } from "./context.js";
+
+/** Options of {@link HMCPServer.sampling}. */
+export interface SamplingHandlerOptions {
+  /** Scopes allowing a caller to use this handler (any-of). Default: `["hmcp:sample", "hmcp:access"]`. */
+  requiredScopes?: string[];
+}
+
+type RequestHandlerMap = Map<string, InnerHandler>;
+
+/**
+ * An HMCP agent server.
+ *
+ * ```ts
+ * const server = new HMCPServer({ name: "emr-writeback", version: "1.0.0" }, { guardrails: defaultGuardrails() });
+ * server.sampling(async (params, ctx) => ({ content: { type: "text", text: "done" }, stopReason: "endTurn" }));
+ * ```
+ *
+ * Every request except `initialize` and `ping` runs through one {@link RequestPipeline}: scope and patient-context
+ * checks, the guardrail input stage, the handler, the output stage, and one audit record per outcome. Errors leave
+ * as JSON-RPC errors with the codes of {@link HMCPErrorCode}; unexpected exceptions become `-32603 Internal error`
+ * without their message.
+ *
+ * @throws HMCPConfigError at construction when an option is invalid or unknown (naming the key).
+ */
+export class HMCPServer extends McpServer {
+  readonly pipeline: RequestPipeline;
+  readonly #info: Implementation;
+  #samplingHandler: SamplingHandler | undefined;
+  #samplingScopes: string[] | undefined;
+  #transportKind: TransportKind = "memory";
+
+  constructor(serverInfo: Implementation, options: HMCPServerOptions = {}) {
+    const opts = parseServerOptions(options);
+    super(serverInfo, {
+      capabilities: { ...(opts.capabilities ?? {}) },
+      ...(opts.instructions !== undefined && { instructions: opts.instructions }),
+    });
+    this.#info = serverInfo;
+    this.pipeline = new RequestPipeline(opts, {
+      agentName: serverInfo.name,
+      transport: () => this.#transportKind,
+      clientCapabilities: () => this.server.getClientCapabilities(),
+      methodScopes: (method) => (method === "sampling/createMessage" ? this.#samplingScopes : undefined),
+    });
+    this.#interceptRequestHandlers();
+  }
+
+  /**
+   * Registers the client → server sampling handler. Call once, before `connect`.
+   * @throws Error when a handler is already registered or the server is connected.
+   */
+  sampling(handler: SamplingHandler, options: SamplingHandlerOptions = {}): this {
+    if (this.#samplingHandler) throw new Error("HMCPServer.sampling: a sampling handler is already registered");
+    if (this.isConnected()) throw new Error("HMCPServer.sampling: register the handler before connect()");
+    this.#samplingHandler = handler;
+    this.#samplingScopes = options.requiredScopes;
+    return this;
+  }
+
+  /** The HMCP capability this server advertises (`capabilities.experimental.hmcp`). */
+  get hmcpCapability(): HMCPCapability {
+    const g = this.pipeline.guardrails;
+    return {
+      version: HMCP_VERSION,
+      sampling: this.#samplingHandler !== undefined,
+      ...(g && { guardrails: { input: g.names("input"), output: g.names("output") } }),
+      audit: this.pipeline.auditing,
+      ...(this.pipeline.authEnabled && { scopes: { sampling: [...this.pipeline.requiredScopes("sampling/createMessage")] } }),
+    };
+  }
+
+  /** Connects to a transport; advertises the HMCP capability first. */
+  override async connect(transport: Transport): Promise<void> {
+    this.#transportKind =
+      transport instanceof StreamableHTTPServerTransport ? "http" : transport instanceof StdioServerTransport ? "stdio" : "memory";
+    // registerCapabilities merges `experimental` one level deep, so other experimental capabilities are kept.
+    this.server.registerCapabilities({ experimental: { hmcp: this.hmcpCapability } });
+    // sampling/createMessage always has a handler, so a server without one answers with a clear HMCP error
+    // (and the request is audited) instead of "Method not found".
+    this.server.setRequestHandler(CreateMessageRequestSchema, (request, extra) => this.#onSampling(request.params, extra));
+    return super.connect(transport);
+  }
+
+  async #onSampling(params: JSONRPCRequest["params"] & object, extra: HandlerExtra) {
+    const handler = this.#samplingHandler;
+    if (!handler) {
+      throw new HMCPError(HMCPErrorCode.SamplingNotSupported, "This server does not accept sampling requests", {
+        reason: "sampling_not_supported",
+      });
+    }
+    const ctx = hmcpContext(extra);
+    const out = await handler(params as Parameters<SamplingHandler>[0], ctx);
+    const result = { role: "assistant" as const, model: this.#info.name, ...out };
+    // A handler bug (malformed result) is an internal error, not the caller's fault; the message is not echoed.
+    return CreateMessageResultSchema.parse(result);
+  }
+
+  /**
+   * Routes every registered request handler through the pipeline. The SDK keeps handlers in a per-instance map
+   * (`Protocol._requestHandlers`, SDK 1.x); wrapping the map's entries, rather than the handlers passed to
+   * `setRequestHandler`, puts the pipeline before the SDK's own params parsing, so malformed requests are refused
+   * by the pipeline (as `-32602`) and audited like any other outcome.
+   */
+  #interceptRequestHandlers(): void {
+    const inner = this.server as unknown as {
+      _requestHandlers?: RequestHandlerMap;
+      setRequestHandler: (...args: unknown[]) => void;
+      fallbackRequestHandler?: (request: JSONRPCRequest, extra: HandlerExtra) => Promise<unknown>;
+    };
+    const map = inner._requestHandlers;
+    if (!(map instanceof Map)) {
+      throw new Error("HMCPServer: unsupported @modelcontextprotocol/sdk version (no request handler map)");
+    }
+    const wrapped = new WeakSet<InnerHandler>();
+    const wrap = (method: string) => {
+      const h = map.get(method);
+      if (!h || wrapped.has(h)) return;
+      const w: InnerHandler = (request, extra) => this.pipeline.handle(request, extra, h);
+      wrapped.add(w);
+      map.set(method, w);
+    };
+    for (const method of [...map.keys()]) wrap(method);
+    const original = inner.setRequestHandler.bind(inner);
+    inner.setRequestHandler = (...args: unknown[]) => {
+      // Re-registering a method (e.g. sampling on reconnect) replaces the previous handler.
+      const schema = args[0] as { shape?: { method?: { value?: unknown } } };
+      const method = schema?.shape?.method?.value;
+      if (typeof method === "string") map.delete(method);
+      original(...args);
+      if (typeof method === "string") wrap(method);
+    };
+    // Unknown methods also pass the pipeline (authenticated, audited), then get JSON-RPC "Method not found".
+    inner.fallbackRequestHandler = (request, extra) =>
+      this.pipeline.handle(request, extra, async () => {
+        throw new McpError(ErrorCode.MethodNotFound, "Method not found");
+      });
+  }
+}

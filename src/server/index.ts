@@ -1,0 +1,17 @@
+export { HMCPServer } from "./hmcp-server.js";
+export type { SamplingHandlerOptions } from "./hmcp-server.js";
+export { hmcpContext } from "./context.js";
+export type {
+  RequestContext,
+  SamplingContext,
+  SamplingHandler,
+  SamplingHandlerResult,
+  CreateMessageParams,
+  ElicitParams,
+  BackRequestOptions,
+} from "./context.js";
+export { DEFAULT_REQUIRED_SCOPES, HMCPConfigError } from "./options.js";
+export type { HMCPServerOptions, PipelineHooks } from "./options.js";
+export { PATIENT_META_KEY } from "./pipeline.js";
+export type { RequestPipeline } from "./pipeline.js";
+export { serveStdio } from "./stdio.js";

@@ -1,0 +1,147 @@
+/**
+ * HMCPServer options: validated with zod at construction (STYLE.md habit 8). Unknown keys are an error naming the key.
+ */
+import { z } from "zod";
+import type { ServerCapabilities } from "@modelcontextprotocol/sdk/types.js";
+import type { Principal } from "../protocol/index.js";
+import type { GuardrailRunner } from "../guardrails/types.js";
+import type { AuditRecordInput, AuditSink } from "../audit/record.js";
+import type { RequestContext } from "./context.js";
+
+/**
+ * Scopes that allow each MCP method: any one of the listed scopes suffices (HMCP scopes, or SMART scopes).
+ * A method not listed needs `hmcp:access`. Override per method with `auth.requiredScopes`, or per sampling
+ * handler with `sampling(handler, { requiredScopes })`.
+ */
+export const DEFAULT_REQUIRED_SCOPES: Readonly<Record<string, readonly string[]>> = Object.freeze({
+  "sampling/createMessage": ["hmcp:sample", "hmcp:access"],
+  "tools/list": ["hmcp:access", "hmcp:read", "hmcp:write", "hmcp:sample", "patient/hmcp:read", "patient/hmcp:write"],
+  "tools/call": ["hmcp:access", "hmcp:write", "patient/hmcp:write"],
+  "resources/list": ["hmcp:access", "hmcp:read", "patient/hmcp:read"],
+  "resources/templates/list": ["hmcp:access", "hmcp:read", "patient/hmcp:read"],
+  "resources/read": ["hmcp:access", "hmcp:read", "patient/hmcp:read"],
+  "resources/subscribe": ["hmcp:access", "hmcp:read", "patient/hmcp:read"],
+  "resources/unsubscribe": ["hmcp:access", "hmcp:read", "patient/hmcp:read"],
+  "prompts/list": ["hmcp:access", "hmcp:read", "hmcp:sample"],
+  "prompts/get": ["hmcp:access", "hmcp:read", "hmcp:sample"],
+  "completion/complete": ["hmcp:access", "hmcp:read", "hmcp:sample"],
+  "logging/setLevel": ["hmcp:access"],
+});
+
+/** Hooks that run in addition to the built-in stages, e.g. an extra authorization rule or an audit tap. */
+export interface PipelineHooks {
+  /** Runs after the built-in scope and patient checks; throw an HMCPError to refuse. */
+  authorize?: (context: RequestContext) => void | Promise<void>;
+  /** Receives every audit record (in addition to the audit sink). Must not throw or block. */
+  audit?: (record: AuditRecordInput) => void;
+}
+
+/** Options of {@link HMCPServer}. */
+export interface HMCPServerOptions {
+  /** MCP `instructions` sent in the initialize result. */
+  instructions?: string;
+  /** Extra MCP server capabilities (tools, resources, prompts, logging ... are added as you register them). */
+  capabilities?: ServerCapabilities;
+  /**
+   * Authorization. Default `{}`: on. Over HTTP the principal comes from the bearer check; over stdio and in-memory
+   * transports from `localPrincipal` (requests without a principal are refused with `Unauthenticated`).
+   * `false` turns every check off (tests and local development only).
+   */
+  auth?:
+    | false
+    | {
+        /** Principal for transports without HTTP auth (stdio, in-memory). */
+        localPrincipal?: Principal;
+        /** Per-method scope requirements (any-of), merged over {@link DEFAULT_REQUIRED_SCOPES}. */
+        requiredScopes?: Record<string, string[]>;
+      };
+  /**
+   * Guardrail pipeline for the input and output stages. Default: none configured here; pass
+   * `defaultGuardrails()` or a policy. `false` turns guardrails off.
+   */
+  guardrails?: GuardrailRunner | false;
+  /** Audit sink that receives one record per request outcome. Default: none. */
+  audit?: AuditSink | false;
+  /** Extra pipeline hooks. */
+  hooks?: PipelineHooks;
+}
+
+const PrincipalSchema = z
+  .object({
+    clientId: z.string().min(1),
+    sub: z.string().optional(),
+    scopes: z.array(z.string()),
+    patient: z.string().optional(),
+    fhirUser: z.string().optional(),
+    tenant: z.string().optional(),
+    expiresAt: z.number().optional(),
+    issuer: z.string().optional(),
+  })
+  .strict();
+
+const OptionsSchema = z
+  .object({
+    instructions: z.string().optional(),
+    capabilities: z.record(z.string(), z.unknown()).optional(),
+    auth: z
+      .union([
+        z.literal(false),
+        z
+          .object({
+            localPrincipal: PrincipalSchema.optional(),
+            requiredScopes: z.record(z.string(), z.array(z.string())).optional(),
+          })
+          .strict(),
+      ])
+      .optional(),
+    guardrails: z
+      .union([
+        z.literal(false),
+        z.custom<GuardrailRunner>(
+          (v) => typeof (v as GuardrailRunner)?.evaluate === "function" && typeof (v as GuardrailRunner)?.names === "function",
+          { message: "expected a GuardrailRunner (evaluate, names)" },
+        ),
+      ])
+      .optional(),
+    audit: z
+      .union([
+        z.literal(false),
+        z.custom<AuditSink>((v) => typeof (v as AuditSink)?.append === "function", { message: "expected an AuditSink (append, flush, close)" }),
+      ])
+      .optional(),
+    hooks: z
+      .object({
+        authorize: z.custom<PipelineHooks["authorize"]>((v) => typeof v === "function").optional(),
+        audit: z.custom<PipelineHooks["audit"]>((v) => typeof v === "function").optional(),
+      })
+      .strict()
+      .optional(),
+  })
+  .strict();
+
+/** Error thrown at construction for invalid options. `key` is the dotted path of the offending option. */
+export class HMCPConfigError extends TypeError {
+  constructor(
+    message: string,
+    readonly key: string,
+  ) {
+    super(message);
+    this.name = "HMCPConfigError";
+  }
+}
+
+/**
+ * Validates options. @throws HMCPConfigError naming the first bad or unknown key.
+ * @internal
+ */
+export function parseServerOptions(options: unknown, where = "HMCPServer"): HMCPServerOptions {
+  const parsed = OptionsSchema.safeParse(options ?? {});
+  if (parsed.success) return parsed.data as HMCPServerOptions;
+  const issue = parsed.error.issues[0]!;
+  const base = issue.path.map(String).join(".");
+  if (issue.code === "unrecognized_keys") {
+    const key = [base, issue.keys[0]].filter(Boolean).join(".");
+    throw new HMCPConfigError(`${where} options: unknown key '${key}'`, key);
+  }
+  throw new HMCPConfigError(`${where} options: invalid '${base || "(root)"}': ${issue.message}`, base);
+}

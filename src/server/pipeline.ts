@@ -1,0 +1,369 @@
+/**
+ * The HMCP request pipeline (DESIGN.md §2): the one place every request passes.
+ *
+ *   authorize (scopes, patient context) → guardrails input → handler → guardrails output → result
+ *   └── every outcome (allowed, denied, blocked, failed) → exactly one audit record
+ *
+ * Everything here is framework-free: the pipeline sees JSON-RPC requests and the SDK's handler `extra`.
+ */
+import { createHash, randomUUID } from "node:crypto";
+import { ErrorCode, McpError, type JSONRPCRequest } from "@modelcontextprotocol/sdk/types.js";
+import type { RequestHandlerExtra } from "@modelcontextprotocol/sdk/shared/protocol.js";
+import type { ServerNotification, ServerRequest } from "@modelcontextprotocol/sdk/types.js";
+import { HMCPError, HMCPErrorCode, INVALID_PARAMS, toWireError, type Principal, type TransportKind } from "../protocol/index.js";
+import { allows, satisfiesAny, type ScopeRequest } from "../auth/scopes.js";
+import type { GuardrailDecisionSummary, GuardrailRunner, GuardrailStage } from "../guardrails/types.js";
+import { AUDIT_RECORD_VERSION, type AuditOutcome, type AuditRecordInput, type AuditSink } from "../audit/record.js";
+import { DEFAULT_REQUIRED_SCOPES, type HMCPServerOptions, type PipelineHooks } from "./options.js";
+import { attachContext, type BackRequestOptions, type RequestContext } from "./context.js";
+import { CreateMessageResultSchema, ElicitResultSchema } from "@modelcontextprotocol/sdk/types.js";
+
+/** The SDK's handler `extra`. */
+export type HandlerExtra = RequestHandlerExtra<ServerRequest, ServerNotification>;
+/** A registered SDK request handler. */
+export type InnerHandler = (request: JSONRPCRequest, extra: HandlerExtra) => Promise<unknown>;
+
+/** `_meta` key by which a client declares the patient a request is about (checked against the launch context). */
+export const PATIENT_META_KEY = "hmcp/patient";
+
+/** Methods whose params carry content checked by the input stage. */
+const INPUT_CONTENT_METHODS = new Set(["sampling/createMessage", "tools/call"]);
+/** Methods whose results carry content checked by the output stage. */
+const OUTPUT_CONTENT_METHODS = new Set(["sampling/createMessage", "tools/call", "resources/read", "prompts/get"]);
+/** Methods that run outside the pipeline: connection lifecycle only, no data. */
+const LIFECYCLE_METHODS = new Set(["initialize", "ping"]);
+
+/** What the pipeline needs from the server it serves. */
+export interface PipelineHost {
+  readonly agentName: string;
+  readonly transport: () => TransportKind;
+  readonly clientCapabilities: () => { sampling?: object; elicitation?: object } | undefined;
+  /** Extra scope requirement for a method (e.g. the sampling handler's own), replacing the default. */
+  readonly methodScopes: (method: string) => readonly string[] | undefined;
+}
+
+/** @internal */
+export class RequestPipeline {
+  readonly #auth: false | { localPrincipal?: Principal; requiredScopes: Record<string, readonly string[]> };
+  readonly #guardrails: GuardrailRunner | undefined;
+  readonly #audit: AuditSink | undefined;
+  readonly #hooks: PipelineHooks;
+  readonly #host: PipelineHost;
+
+  constructor(options: HMCPServerOptions, host: PipelineHost) {
+    this.#auth =
+      options.auth === false
+        ? false
+        : {
+            localPrincipal: options.auth?.localPrincipal,
+            requiredScopes: { ...DEFAULT_REQUIRED_SCOPES, ...(options.auth?.requiredScopes ?? {}) },
+          };
+    this.#guardrails = options.guardrails || undefined;
+    this.#audit = options.audit || undefined;
+    this.#hooks = options.hooks ?? {};
+    this.#host = host;
+  }
+
+  get authEnabled(): boolean {
+    return this.#auth !== false;
+  }
+  get guardrails(): GuardrailRunner | undefined {
+    return this.#guardrails;
+  }
+  get auditing(): boolean {
+    return this.#audit !== undefined || this.#hooks.audit !== undefined;
+  }
+  /** Scopes required for `method` (any-of). */
+  requiredScopes(method: string): readonly string[] {
+    if (this.#auth === false) return [];
+    return this.#host.methodScopes(method) ?? this.#auth.requiredScopes[method] ?? ["hmcp:access"];
+  }
+
+  /** Runs one request through the pipeline around `inner`. */
+  async handle(request: JSONRPCRequest, extra: HandlerExtra, inner: InnerHandler): Promise<unknown> {
+    if (LIFECYCLE_METHODS.has(request.method)) return inner(request, extra);
+    const started = performance.now();
+    const ctx = this.#context(request, extra);
+    let req = request;
+    let result: unknown;
+    try {
+      this.#authorize(ctx, request);
+      if (this.#hooks.authorize) await this.#hooks.authorize(ctx);
+      if (this.#guardrails && INPUT_CONTENT_METHODS.has(request.method) && request.params) {
+        const params = await this.#guard(ctx, "input", request.params);
+        if (params !== request.params) req = { ...request, params: params as JSONRPCRequest["params"] };
+      }
+      attachContext(extra, ctx);
+      result = await inner(req, extra);
+      if (this.#guardrails && OUTPUT_CONTENT_METHODS.has(request.method) && result && typeof result === "object") {
+        result = await this.#guard(ctx, "output", result);
+      }
+    } catch (error) {
+      const wire = mapError(error);
+      this.#record(ctx, request, started, outcomeOf(wire), wire.code, reasonOf(wire), undefined, wire);
+      throw wire;
+    }
+    this.#record(ctx, request, started, "allowed", undefined, undefined, result, undefined);
+    return result;
+  }
+
+  #context(request: JSONRPCRequest, extra: HandlerExtra): Ctx {
+    const fromHttp = principalFromAuthInfo(extra.authInfo);
+    const principal = fromHttp ?? (this.#auth === false ? undefined : this.#auth.localPrincipal);
+    const sourceAddress = typeof extra.authInfo?.extra?.["sourceAddress"] === "string" ? (extra.authInfo.extra["sourceAddress"] as string) : undefined;
+    return new Ctx(request, extra, principal, sourceAddress, this, this.#host);
+  }
+
+  #authorize(ctx: Ctx, request: JSONRPCRequest): void {
+    if (this.#auth === false) return;
+    const principal = ctx.principal;
+    if (!principal) {
+      throw new HMCPError(HMCPErrorCode.Unauthenticated, "Authentication required", { reason: "unauthenticated" });
+    }
+    const required = this.requiredScopes(request.method);
+    if (!satisfiesAny(principal.scopes, required)) {
+      throw new HMCPError(HMCPErrorCode.InsufficientScope, `Insufficient scope for ${request.method}`, {
+        reason: "insufficient_scope",
+        required: [...required],
+      });
+    }
+    const declared = (request.params?._meta as Record<string, unknown> | undefined)?.[PATIENT_META_KEY];
+    if (typeof declared === "string") ctx.assertPatient(declared);
+  }
+
+  async #guard(ctx: Ctx, stage: GuardrailStage, payload: unknown): Promise<unknown> {
+    const runner = this.#guardrails!;
+    let outcome;
+    try {
+      outcome = await runner.evaluate(stage, payload, {
+        stage,
+        side: "server",
+        method: ctx.method,
+        patient: ctx.patient,
+        principal: ctx.principal,
+        signal: ctx.signal,
+      });
+    } catch (cause) {
+      // The runner itself failed: fail closed.
+      ctx.decisions.push({ guardrail: "pipeline", action: "block", reason: "guardrail_error", stage });
+      throw new HMCPError(HMCPErrorCode.GuardrailBlocked, "Blocked by guardrail", { reason: "guardrail_error", guardrail: "pipeline" }, { cause });
+    }
+    for (const d of outcome.decisions) ctx.decisions.push({ ...d, stage });
+    if (outcome.action === "block") {
+      const b = outcome.blocked ?? { guardrail: "unknown", reason: "guardrail_blocked" };
+      throw new HMCPError(HMCPErrorCode.GuardrailBlocked, `Blocked by guardrail '${b.guardrail}'`, {
+        reason: b.reason,
+        guardrail: b.guardrail,
+        stage,
+      });
+    }
+    return outcome.payload;
+  }
+
+  #record(
+    ctx: Ctx,
+    request: JSONRPCRequest,
+    started: number,
+    outcome: AuditOutcome,
+    status: number | undefined,
+    reason: string | undefined,
+    result: unknown,
+    error: McpError | undefined,
+  ): void {
+    if (!this.#audit && !this.#hooks.audit) return;
+    const p = ctx.principal;
+    const record: AuditRecordInput = {
+      v: AUDIT_RECORD_VERSION,
+      id: randomUUID(),
+      time: new Date().toISOString(),
+      type: "request",
+      actor: compact({ sub: p?.sub, clientId: p?.clientId, fhirUser: p?.fhirUser, tenant: p?.tenant }),
+      source: compact({ address: ctx.sourceAddress }),
+      transport: ctx.transport,
+      ...(ctx.sessionId !== undefined && { sessionId: ctx.sessionId }),
+      agent: this.#host.agentName,
+      method: request.method,
+      requestId: request.id,
+      patients: [...ctx.patientsTouched],
+      scopes: p?.scopes ?? [],
+      outcome,
+      ...(reason !== undefined && { reason }),
+      ...(status !== undefined && { status }),
+      guardrails: ctx.decisions.map((d) => compact({ guardrail: d.guardrail, stage: d.stage, action: d.action, entityTypes: d.entityTypes, reason: d.reason })) as AuditRecordInput["guardrails"],
+      latencyMs: Math.round((performance.now() - started) * 1000) / 1000,
+      digests: compact({
+        request: request.params === undefined ? undefined : digest(request.params),
+        response: error ? digest({ code: error.code, message: error.message, data: error.data }) : result === undefined ? undefined : digest(result),
+      }),
+    };
+    try {
+      this.#audit?.append(record);
+    } catch {
+      // An audit sink that throws must not turn an answered request into a crash; the sink reports its own failures.
+    }
+    try {
+      this.#hooks.audit?.(record);
+    } catch {
+      // Hooks must not break the request.
+    }
+  }
+}
+
+class Ctx implements RequestContext {
+  readonly method: string;
+  readonly requestId: string | number;
+  readonly sessionId: string | undefined;
+  readonly transport: TransportKind;
+  readonly patient: string | undefined;
+  readonly signal: AbortSignal;
+  readonly patientsTouched = new Set<string>();
+  readonly decisions: Array<GuardrailDecisionSummary & { stage: GuardrailStage }> = [];
+  readonly #extra: HandlerExtra;
+  readonly #pipeline: RequestPipeline;
+  readonly #host: PipelineHost;
+
+  constructor(
+    request: JSONRPCRequest,
+    extra: HandlerExtra,
+    readonly principal: Principal | undefined,
+    readonly sourceAddress: string | undefined,
+    pipeline: RequestPipeline,
+    host: PipelineHost,
+  ) {
+    this.method = request.method;
+    this.requestId = request.id;
+    this.sessionId = extra.sessionId;
+    this.transport = host.transport();
+    this.patient = principal?.patient;
+    this.signal = extra.signal;
+    this.#extra = extra;
+    this.#pipeline = pipeline;
+    this.#host = host;
+  }
+
+  get guardrailDecisions() {
+    return this.decisions;
+  }
+
+  assertPatient(patientId: string): void {
+    this.patientsTouched.add(patientId);
+    if (!this.#pipeline.authEnabled) return;
+    if (this.patient !== undefined && this.patient !== patientId) {
+      throw new HMCPError(HMCPErrorCode.PatientContextViolation, "Request is outside the token's patient context", {
+        reason: "patient_context_mismatch",
+      });
+    }
+  }
+
+  can(request: ScopeRequest): boolean {
+    if (!this.#pipeline.authEnabled) return true;
+    if (!this.principal) return false;
+    if (request.patient !== undefined && this.patient !== undefined && request.patient !== this.patient) return false;
+    return allows(this.principal.scopes, request, this.patient);
+  }
+
+  require(request: ScopeRequest): void {
+    if (request.patient !== undefined) this.assertPatient(request.patient);
+    if (!this.can(request)) {
+      const v1 = request.action === "r" || request.action === "s" ? "read" : "write";
+      const compartment = this.patient !== undefined ? "patient" : "system";
+      throw new HMCPError(HMCPErrorCode.InsufficientScope, `Insufficient scope to ${v1} ${request.resourceType}`, {
+        reason: "insufficient_scope",
+        required: [`${compartment}/${request.resourceType}.${request.action}`],
+      });
+    }
+  }
+
+  async progress(done: number, total?: number, message?: string): Promise<void> {
+    const token = this.#extra._meta?.progressToken;
+    if (token === undefined) return;
+    await this.#extra.sendNotification({
+      method: "notifications/progress",
+      params: { progressToken: token, progress: done, ...(total !== undefined && { total }), ...(message !== undefined && { message }) },
+    });
+  }
+
+  async sample(params: Parameters<RequestContext["sample"]>[0], options?: BackRequestOptions) {
+    if (!this.#host.clientCapabilities()?.sampling) {
+      throw new HMCPError(HMCPErrorCode.SamplingNotSupported, "The client does not support sampling", { reason: "sampling_not_supported" });
+    }
+    return this.#extra.sendRequest({ method: "sampling/createMessage", params }, CreateMessageResultSchema, requestOptions(options));
+  }
+
+  async elicit(params: Parameters<RequestContext["elicit"]>[0], options?: BackRequestOptions) {
+    if (!this.#host.clientCapabilities()?.elicitation) {
+      throw new HMCPError(HMCPErrorCode.SamplingNotSupported, "The client does not support elicitation", { reason: "elicitation_not_supported" });
+    }
+    const formParams = "mode" in params && params.mode ? params : { ...params, mode: "form" as const };
+    return this.#extra.sendRequest({ method: "elicitation/create", params: formParams }, ElicitResultSchema, requestOptions(options));
+  }
+}
+
+function requestOptions(options: BackRequestOptions | undefined) {
+  return { ...(options?.timeoutMs !== undefined && { timeout: options.timeoutMs }), ...(options?.signal && { signal: options.signal }) };
+}
+
+/** Maps the SDK's AuthInfo (set by the HTTP layer) to a Principal. */
+function principalFromAuthInfo(info: HandlerExtra["authInfo"]): Principal | undefined {
+  if (!info) return undefined;
+  const p = info.extra?.["principal"] as Principal | undefined;
+  if (p) return p;
+  if (!info.clientId) return undefined;
+  return { clientId: info.clientId, scopes: info.scopes, ...(info.expiresAt !== undefined && { expiresAt: info.expiresAt }) };
+}
+
+/** Local → wire error mapping, in one place (STYLE.md habit 4). Never echoes an unknown error's message. */
+function mapError(error: unknown): McpError {
+  if (isZodError(error)) {
+    const paths = error.issues.slice(0, 5).map((i) => (i.path.length ? i.path.join(".") : "(root)"));
+    return new McpError(INVALID_PARAMS, `Invalid params at ${paths.join(", ")}`, { reason: "invalid_params", paths });
+  }
+  return toWireError(error);
+}
+
+function isZodError(e: unknown): e is { issues: Array<{ path: PropertyKey[] }> } {
+  return typeof e === "object" && e !== null && Array.isArray((e as { issues?: unknown }).issues) && (e as Error).name?.includes("ZodError");
+}
+
+function outcomeOf(e: McpError): AuditOutcome {
+  switch (e.code) {
+    case HMCPErrorCode.InsufficientScope:
+    case HMCPErrorCode.PatientContextViolation:
+    case HMCPErrorCode.Unauthenticated:
+      return "denied";
+    case HMCPErrorCode.GuardrailBlocked:
+      return "blocked";
+    default:
+      return "failed";
+  }
+}
+
+function reasonOf(e: McpError): string {
+  const reason = (e.data as { reason?: unknown } | undefined)?.reason;
+  if (typeof reason === "string") return reason;
+  switch (e.code) {
+    case ErrorCode.MethodNotFound:
+      return "method_not_found";
+    case ErrorCode.InvalidParams:
+      return "invalid_params";
+    case ErrorCode.InvalidRequest:
+      return "invalid_request";
+    case ErrorCode.RequestTimeout:
+      return "timeout";
+    case ErrorCode.ConnectionClosed:
+      return "connection_closed";
+    case ErrorCode.InternalError:
+      return "internal_error";
+    default:
+      return `error_${e.code}`;
+  }
+}
+
+function digest(value: unknown): string {
+  return createHash("sha256").update(JSON.stringify(value) ?? "").digest("hex");
+}
+
+function compact<T extends Record<string, unknown>>(o: T): T {
+  for (const k of Object.keys(o)) if (o[k] === undefined) delete o[k];
+  return o;
+}

@@ -1,0 +1,26 @@
+/**
+ * Runs an HMCPServer over stdin/stdout (MCP spec 2025-06-18, "Transports: stdio"). stdio has no HTTP auth: requests
+ * run under the server's configured `auth.localPrincipal` (DESIGN.md §2).
+ */
+import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
+import type { HMCPServer } from "./hmcp-server.js";
+
+/**
+ * Connects `server` to this process's stdin/stdout and resolves once connected. The process keeps serving until
+ * stdin closes; then the server is closed.
+ * @returns a function that closes the server.
+ */
+export async function serveStdio(
+  server: HMCPServer,
+  io: { stdin?: NodeJS.ReadableStream; stdout?: NodeJS.WritableStream } = {},
+): Promise<() => Promise<void>> {
+  const transport = new StdioServerTransport(
+    (io.stdin ?? process.stdin) as ConstructorParameters<typeof StdioServerTransport>[0],
+    (io.stdout ?? process.stdout) as ConstructorParameters<typeof StdioServerTransport>[1],
+  );
+  await server.connect(transport);
+  const stdin = io.stdin ?? process.stdin;
+  const close = () => server.close();
+  stdin.once("end", () => void close());
+  return close;
+}
