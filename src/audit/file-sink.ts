@@ -260,6 +260,7 @@ export class FileAuditSink implements AuditSink {
 
   private async writeBatch(batch: AuditRecordInput[]): Promise<void> {
     let out = "";
+    let outBytes = 0;
     for (const record of batch) {
       let canonical: string;
       try {
@@ -269,28 +270,34 @@ export class FileAuditSink implements AuditSink {
         this.opts.onNotice?.("audit record not serialisable; placeholder written", { id: String(record.id) });
         canonical = canonicalJson({ v: 1, id: record.id, type: record.type, time: record.time, error: "unserialisable_record", detail: String((e as Error).message) });
       }
-      const lineBytes = Buffer.byteLength(canonical) + 200;
-      if (await this.needsRotation(out, lineBytes)) {
+      // 200 bytes: the seq/prev/hash envelope around the record.
+      if (this.needsRotation(outBytes, Buffer.byteLength(canonical) + 200)) {
         await this.rotate(out);
         out = "";
+        outBytes = 0;
       }
       const { line, hash } = sealEntry(++this.seq, this.head, canonical);
       this.head = hash;
       out += line + "\n";
+      outBytes += Buffer.byteLength(line) + 1;
       this.sinceCheckpoint++;
-      if (this.signer && this.sinceCheckpoint >= this.checkpointEvery) out += await this.checkpointLine("interval");
+      if (this.signer && this.sinceCheckpoint >= this.checkpointEvery) {
+        const cp = await this.checkpointLine("interval");
+        out += cp;
+        outBytes += Buffer.byteLength(cp);
+      }
     }
     if (out.length > 0) {
       await this.file.handle.write(out);
-      this.file.bytes += Buffer.byteLength(out);
+      this.file.bytes += outBytes;
       await this.file.handle.datasync();
     }
   }
 
-  private async needsRotation(pending: string, lineBytes: number): Promise<boolean> {
-    if (this.file.bytes === 0 && pending.length === 0) return false;
+  private needsRotation(pendingBytes: number, lineBytes: number): boolean {
+    if (this.file.bytes === 0 && pendingBytes === 0) return false;
     if (this.daily && utcDay(this.now()) !== this.file.day) return true;
-    return this.file.bytes + Buffer.byteLength(pending) + lineBytes > this.maxBytes;
+    return this.file.bytes + pendingBytes + lineBytes > this.maxBytes;
   }
 
   /** Writes `pending`, a rotation checkpoint, fsyncs, and opens the next file. */
