@@ -111,6 +111,11 @@ export function attachContext(extra: object, context: RequestContext): void {
   CONTEXTS.set(extra, context);
 }
 
+/** @internal */
+export function hmcpContextOrUndefined(extra: object): RequestContext | undefined {
+  return CONTEXTS.get(extra);
+}
+
 /**
  * The HMCP request context of a tool, resource or prompt callback, from the SDK's `extra` argument.
  * @throws Error when `extra` did not come through an HMCPServer pipeline.

@@ -17,7 +17,7 @@ import {
 import { HMCPError, HMCPErrorCode, HMCP_VERSION, type HMCPCapability, type TransportKind } from "../protocol/index.js";
 import { parseServerOptions, type HMCPServerOptions } from "./options.js";
 import { RequestPipeline, type HandlerExtra, type InnerHandler } from "./pipeline.js";
-import { hmcpContext, type SamplingHandler } from "./context.js";
+import { hmcpContext, hmcpContextOrUndefined, type SamplingHandler } from "./context.js";
 
 /** Options of {@link HMCPServer.sampling}. */
 export interface SamplingHandlerOptions {
@@ -63,6 +63,7 @@ export class HMCPServer extends McpServer {
       methodScopes: (method) => (method === "sampling/createMessage" ? this.#samplingScopes : undefined),
     });
     this.#interceptRequestHandlers();
+    this.#sanitizeToolErrors();
   }
 
   /**
@@ -116,6 +117,28 @@ export class HMCPServer extends McpServer {
   }
 
   /**
+   * The SDK reports a tool callback's exception to the client as an `isError` result carrying the exception's
+   * message, which may hold PHI. Callbacks registered with `registerTool` are wrapped: the exception is kept on the
+   * request context (the pipeline audits it, and re-raises HMCP refusals as JSON-RPC errors) and the client sees
+   * "Tool execution failed". McpErrors keep their message (they are protocol errors, written for the caller).
+   */
+  #sanitizeToolErrors(): void {
+    const register = this.registerTool.bind(this) as (...args: unknown[]) => unknown;
+    (this as unknown as { registerTool: (...args: unknown[]) => unknown }).registerTool = (name, config, callback) =>
+      register(name, config, async (...args: unknown[]) => {
+        try {
+          return await (callback as (...a: unknown[]) => unknown)(...args);
+        } catch (error) {
+          const extra = args[args.length - 1] as object;
+          const ctx = hmcpContextOrUndefined(extra);
+          if (ctx) (ctx as unknown as { toolError: unknown }).toolError = error;
+          if (error instanceof McpError) throw error;
+          throw new Error("Tool execution failed");
+        }
+      });
+  }
+
+  /**
    * Routes every registered request handler through the pipeline. The SDK keeps handlers in a per-instance map
    * (`Protocol._requestHandlers`, SDK 1.x); wrapping the map's entries, rather than the handlers passed to
    * `setRequestHandler`, puts the pipeline before the SDK's own params parsing, so malformed requests are refused
@@ -151,8 +174,13 @@ export class HMCPServer extends McpServer {
     };
     // Unknown methods also pass the pipeline (authenticated, audited), then get JSON-RPC "Method not found".
     inner.fallbackRequestHandler = (request, extra) =>
-      this.pipeline.handle(request, extra, async () => {
-        throw new McpError(ErrorCode.MethodNotFound, "Method not found");
-      });
+      this.pipeline.handle(
+        request,
+        extra,
+        async () => {
+          throw new McpError(ErrorCode.MethodNotFound, "Method not found");
+        },
+        { unknownMethod: true },
+      );
   }
 }

@@ -80,14 +80,14 @@ export class RequestPipeline {
   }
 
   /** Runs one request through the pipeline around `inner`. */
-  async handle(request: JSONRPCRequest, extra: HandlerExtra, inner: InnerHandler): Promise<unknown> {
+  async handle(request: JSONRPCRequest, extra: HandlerExtra, inner: InnerHandler, options: { unknownMethod?: boolean } = {}): Promise<unknown> {
     if (LIFECYCLE_METHODS.has(request.method)) return inner(request, extra);
     const started = performance.now();
     const ctx = this.#context(request, extra);
     let req = request;
     let result: unknown;
     try {
-      this.#authorize(ctx, request);
+      this.#authorize(ctx, request, options.unknownMethod === true);
       if (this.#hooks.authorize) await this.#hooks.authorize(ctx);
       if (this.#guardrails && INPUT_CONTENT_METHODS.has(request.method) && request.params) {
         const params = await this.#guard(ctx, "input", request.params);
@@ -95,6 +95,9 @@ export class RequestPipeline {
       }
       attachContext(extra, ctx);
       result = await inner(req, extra);
+      // The SDK turns a tool callback's exception into an `isError` result; an HMCP refusal raised inside a tool
+      // (scope, patient context) must still leave as its JSON-RPC error.
+      if (ctx.toolError instanceof HMCPError) throw ctx.toolError;
       if (this.#guardrails && OUTPUT_CONTENT_METHODS.has(request.method) && result && typeof result === "object") {
         result = await this.#guard(ctx, "output", result);
       }
@@ -103,7 +106,8 @@ export class RequestPipeline {
       this.#record(ctx, request, started, outcomeOf(wire), wire.code, reasonOf(wire), undefined, wire);
       throw wire;
     }
-    this.#record(ctx, request, started, "allowed", undefined, undefined, result, undefined);
+    if (ctx.toolError !== undefined) this.#record(ctx, request, started, "failed", undefined, "tool_error", result, undefined);
+    else this.#record(ctx, request, started, "allowed", undefined, undefined, result, undefined);
     return result;
   }
 
@@ -114,13 +118,14 @@ export class RequestPipeline {
     return new Ctx(request, extra, principal, sourceAddress, this, this.#host);
   }
 
-  #authorize(ctx: Ctx, request: JSONRPCRequest): void {
+  #authorize(ctx: Ctx, request: JSONRPCRequest, unknownMethod: boolean): void {
     if (this.#auth === false) return;
     const principal = ctx.principal;
     if (!principal) {
       throw new HMCPError(HMCPErrorCode.Unauthenticated, "Authentication required", { reason: "unauthenticated" });
     }
-    const required = this.requiredScopes(request.method);
+    // An unknown method needs only an authenticated caller: it is refused as "Method not found" next.
+    const required = unknownMethod ? [] : this.requiredScopes(request.method);
     if (!satisfiesAny(principal.scopes, required)) {
       throw new HMCPError(HMCPErrorCode.InsufficientScope, `Insufficient scope for ${request.method}`, {
         reason: "insufficient_scope",
@@ -218,6 +223,8 @@ class Ctx implements RequestContext {
   readonly signal: AbortSignal;
   readonly patientsTouched = new Set<string>();
   readonly decisions: Array<GuardrailDecisionSummary & { stage: GuardrailStage }> = [];
+  /** The exception a tool callback threw (the SDK reports it to the client as an `isError` result). */
+  toolError: unknown = undefined;
   readonly #extra: HandlerExtra;
   readonly #pipeline: RequestPipeline;
   readonly #host: PipelineHost;
