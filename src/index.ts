@@ -65,6 +65,52 @@ export type {
 } from "./audit/index.js";
 
 // --- auth ---
+export {
+  parseScope,
+  splitScopes,
+  scopeImplies,
+  satisfiesAny,
+  allows,
+  checkAccess,
+  requiredScopesFor,
+  HMCP_RESOURCE_TYPE,
+  HMCP_SAMPLE_SCOPE,
+  HMCP_ACCESS_SCOPE,
+  DEFAULT_METHOD_SCOPES,
+  UNLISTED_METHOD_SCOPES,
+  requiredScopesForMethod,
+  assertScopes,
+  assertAccess,
+  principalFromClaims,
+  formatBearerChallenge,
+  extractBearerToken,
+  resourceMetadataPathFor,
+  resourceMetadataUrlFor,
+  createJwtBearerAuthenticator,
+  DEFAULT_JWT_ALGORITHMS,
+  createClientCredentialsTokenProvider,
+  TokenRequestError,
+} from "./auth/index.js";
+export type {
+  BearerAuthenticator,
+  BearerCheck,
+  VerifiedToken,
+  ScopeRequest,
+  ScopeAction,
+  ScopeLevel,
+  ParsedScope,
+  AccessDecision,
+  AccessDenial,
+  BearerChallenge,
+  ExtractedToken,
+  ProtectedResourceMetadata,
+  CommonBearerOptions,
+  JwtBearerOptions,
+  JwtBearerAuthenticator,
+  JwksSource,
+  ClientCredentialsOptions,
+  ClientAuthOptions,
+} from "./auth/index.js";
 
 // --- server ---
 export { HMCPServer, hmcpContext, DEFAULT_REQUIRED_SCOPES, HMCPConfigError, PATIENT_META_KEY, serveStdio } from "./server/index.js";

@@ -1,0 +1,215 @@
+/**
+ * The demo's authorization server: a real OAuth 2.0 / OpenID provider (`oidc-provider`) started in-process on
+ * loopback. It issues RFC 9068 JWT access tokens (`typ: at+jwt`, ES256, one signing key per start) through the
+ * client credentials grant with private_key_jwt client authentication (SMART Backend Services) or
+ * client_secret_basic, for the resources named at start (RFC 8707 resource indicators). No token is minted by hand.
+ *
+ * Demo only: keys live in memory, clients come from a config list, and the issuer is plain http on 127.0.0.1.
+ */
+import { createServer } from "node:http";
+import type { IncomingMessage, Server, ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { randomBytes } from "node:crypto";
+import { exportJWK, generateKeyPair } from "jose";
+import type { JWK } from "jose";
+import Provider, { errors } from "oidc-provider";
+import { defaultDemoClients } from "./clients.js";
+import { createMemoryAdapter } from "./memory-adapter.js";
+import type { DemoClientConfig } from "./clients.js";
+
+export { defaultDemoClients, ORCHESTRATOR_WRITE_TYPES } from "./clients.js";
+export type { DemoClientConfig } from "./clients.js";
+
+/** A protected resource (an HMCP server) the demo authorization server issues tokens for. */
+export interface DemoResourceConfig {
+  /** Resource identifier (RFC 8707), e.g. "http://127.0.0.1:3001/mcp"; becomes the token's `aud`. */
+  identifier: string;
+  /** Token format: signed JWT (default) or opaque (for RFC 7662 introspection). */
+  format?: "jwt" | "opaque";
+  /** Access token lifetime, seconds. Default 300. */
+  accessTokenTTLSec?: number;
+}
+
+/** Options of {@link startDemoAuthorizationServer}. */
+export interface DemoAuthorizationServerOptions {
+  /** TCP port on 127.0.0.1. Default 0 (any free port). */
+  port?: number;
+  /** Registered clients. Default {@link defaultDemoClients}(). */
+  clients?: DemoClientConfig[];
+  /** Resources tokens may be issued for (identifiers or configs). At least one. */
+  resources: Array<string | DemoResourceConfig>;
+}
+
+/** A registered client with the keys it authenticates with. */
+export interface DemoClient {
+  clientId: string;
+  scopes: string[];
+  patient?: string;
+  /** private_key_jwt clients: the private JWK (with `kid` and `alg`) to sign client assertions. */
+  privateJwk?: JWK;
+  /** private_key_jwt clients: the registered public JWK. */
+  publicJwk?: JWK;
+  /** client_secret_basic clients: the secret. */
+  clientSecret?: string;
+}
+
+/** A running demo authorization server. */
+export interface DemoAuthorizationServer {
+  /** Issuer identifier, e.g. "http://127.0.0.1:41234". */
+  issuer: string;
+  /** The JWKS URI resource servers verify access tokens with. */
+  jwksUri: string;
+  tokenEndpoint: string;
+  introspectionEndpoint: string;
+  /** Clients by client id. */
+  clients: Record<string, DemoClient>;
+  /** Number of access tokens issued since start. */
+  issuedTokens(): number;
+  /** Stops the HTTP server. */
+  stop(): Promise<void>;
+}
+
+async function clientKeys(alg: "ES384" | "RS384", kid: string): Promise<{ privateJwk: JWK; publicJwk: JWK }> {
+  const { privateKey, publicKey } = await generateKeyPair(alg, { extractable: true });
+  const privateJwk = { ...(await exportJWK(privateKey)), kid, alg, use: "sig" };
+  const publicJwk = { ...(await exportJWK(publicKey)), kid, alg, use: "sig" };
+  return { privateJwk, publicJwk };
+}
+
+function listen(server: Server, port: number): Promise<number> {
+  return new Promise((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(port, "127.0.0.1", () => {
+      server.off("error", reject);
+      resolve((server.address() as AddressInfo).port);
+    });
+  });
+}
+
+/**
+ * Starts the demo authorization server on 127.0.0.1.
+ * @throws Error when the port is in use, no resource is given, or a client id repeats
+ */
+export async function startDemoAuthorizationServer(options: DemoAuthorizationServerOptions): Promise<DemoAuthorizationServer> {
+  const resources = new Map<string, DemoResourceConfig>();
+  for (const r of options.resources ?? []) {
+    const cfg = typeof r === "string" ? { identifier: r } : r;
+    resources.set(cfg.identifier, cfg);
+  }
+  if (resources.size === 0) throw new Error("startDemoAuthorizationServer: at least one resource is required");
+  const configs = options.clients ?? defaultDemoClients();
+  const byId = new Map<string, DemoClientConfig>();
+  for (const c of configs) {
+    if (byId.has(c.clientId)) throw new Error(`startDemoAuthorizationServer: duplicate client id "${c.clientId}"`);
+    byId.set(c.clientId, c);
+  }
+
+  const ref: { handler?: (req: IncomingMessage, res: ServerResponse) => void } = {};
+  const server = createServer((req, res) => {
+    if (ref.handler) ref.handler(req, res);
+    else {
+      res.statusCode = 503;
+      res.end();
+    }
+  });
+  const port = await listen(server, options.port ?? 0);
+  const issuer = `http://127.0.0.1:${port}`;
+
+  const clients: Record<string, DemoClient> = {};
+  const registrations: Record<string, unknown>[] = [];
+  for (const c of configs) {
+    const reg: Record<string, unknown> = {
+      client_id: c.clientId,
+      grant_types: ["client_credentials"],
+      response_types: [],
+      redirect_uris: [],
+    };
+    const out: DemoClient = { clientId: c.clientId, scopes: [...c.scopes] };
+    if (c.patient !== undefined) out.patient = c.patient;
+    if (c.clientSecret !== undefined) {
+      reg["client_secret"] = c.clientSecret;
+      reg["token_endpoint_auth_method"] = "client_secret_basic";
+      out.clientSecret = c.clientSecret;
+    } else {
+      const alg = c.alg ?? "ES384";
+      const { privateJwk, publicJwk } = await clientKeys(alg, `${c.clientId}-key-1`);
+      reg["token_endpoint_auth_method"] = "private_key_jwt";
+      reg["token_endpoint_auth_signing_alg"] = alg;
+      reg["jwks"] = { keys: [publicJwk] };
+      out.privateJwk = privateJwk;
+      out.publicJwk = publicJwk;
+    }
+    registrations.push(reg);
+    clients[c.clientId] = out;
+  }
+
+  const { privateKey: signingKey } = await generateKeyPair("ES256", { extractable: true });
+  const signingJwk = { ...(await exportJWK(signingKey)), kid: `as-es256-${randomBytes(4).toString("hex")}`, alg: "ES256", use: "sig" };
+
+  let issued = 0;
+  const provider = new Provider(issuer, {
+    clients: registrations,
+    adapter: createMemoryAdapter(),
+    clientDefaults: { id_token_signed_response_alg: "ES256", grant_types: ["client_credentials"], response_types: [] },
+    jwks: { keys: [signingJwk] },
+    cookies: { keys: [randomBytes(32).toString("base64url")] },
+    clientAuthMethods: ["private_key_jwt", "client_secret_basic"],
+    enabledJWA: { clientAuthSigningAlgValues: ["ES384", "RS384", "ES256", "RS256", "PS256", "EdDSA"] },
+    scopes: ["openid"],
+    features: {
+      devInteractions: { enabled: false },
+      clientCredentials: { enabled: true },
+      introspection: { enabled: true },
+      revocation: { enabled: true },
+      resourceIndicators: {
+        enabled: true,
+        // A single configured resource is the default; with several, the client must name one.
+        defaultResource: () => (resources.size === 1 ? [...resources.keys()][0] : undefined),
+        useGrantedResource: () => true,
+        getResourceServerInfo: (_ctx: unknown, resourceIndicator: string, client: { clientId: string }) => {
+          const resource = resources.get(resourceIndicator);
+          const cfg = byId.get(client.clientId);
+          if (!resource || !cfg) throw new errors.InvalidTarget();
+          const info: Record<string, unknown> = {
+            scope: cfg.scopes.join(" "),
+            audience: resource.identifier,
+            accessTokenTTL: resource.accessTokenTTLSec ?? 300,
+            accessTokenFormat: resource.format ?? "jwt",
+          };
+          if ((resource.format ?? "jwt") === "jwt") info["jwt"] = { sign: { alg: "ES256" } };
+          return info;
+        },
+      },
+    },
+    extraTokenClaims: (_ctx: unknown, token: { clientId?: string }) => {
+      const cfg = token.clientId ? byId.get(token.clientId) : undefined;
+      if (!cfg) return undefined;
+      const extra: Record<string, string> = {};
+      if (cfg.patient !== undefined) extra["patient"] = cfg.patient;
+      if (cfg.fhirUser !== undefined) extra["fhirUser"] = cfg.fhirUser;
+      if (cfg.tenant !== undefined) extra["tenant"] = cfg.tenant;
+      return extra;
+    },
+  });
+  provider.on("client_credentials.saved", () => {
+    issued++;
+  });
+  provider.on("client_credentials.issued", () => {
+    issued++;
+  });
+  ref.handler = provider.callback();
+
+  return {
+    issuer,
+    jwksUri: `${issuer}/jwks`,
+    tokenEndpoint: `${issuer}/token`,
+    introspectionEndpoint: `${issuer}/token/introspection`,
+    clients,
+    issuedTokens: () => issued,
+    stop: () =>
+      new Promise<void>((resolve, reject) => {
+        server.closeAllConnections();
+        server.close((err) => (err ? reject(err) : resolve()));
+      }),
+  };
+}

@@ -1,0 +1,106 @@
+/**
+ * The part every HMCP bearer authenticator shares: token extraction, the scope checks after verification, and the
+ * RFC 9728 metadata. Verifier-specific code (JWT, introspection) supplies only `verify`.
+ */
+import type { BearerAuthenticator, BearerCheck, VerifiedToken } from "./types.js";
+import { extractBearerToken } from "./bearer-request.js";
+import { bearerFailure } from "./www-authenticate.js";
+import type { ChallengeContext } from "./www-authenticate.js";
+import { requiredScopesForMethod } from "./method-scopes.js";
+import { satisfiesAny } from "./scopes.js";
+import { resourceMetadataPathFor, resourceMetadataUrlFor } from "./resource-metadata.js";
+import type { ProtectedResourceMetadata } from "./resource-metadata.js";
+
+/** Options common to every bearer authenticator. */
+export interface CommonBearerOptions {
+  /**
+   * RFC 9728 metadata served for this resource. `resource` defaults to the authenticator's audience,
+   * `authorization_servers` to `[issuer]`, `bearer_methods_supported` to `["header"]`.
+   */
+  resourceMetadata?: Partial<ProtectedResourceMetadata>;
+  /** Absolute URL put in `resource_metadata=` (default: derived from `resource`, RFC 9728 §3.1). Set it behind a proxy. */
+  resourceMetadataUrl?: string;
+  /** Tokens longer than this are refused (401 `invalid_token`) without a verification attempt. Default 8192 bytes. */
+  maxTokenBytes?: number;
+  /** Scopes (any of) every request needs, beyond a valid token. Default none. Failing → 403 `insufficient_scope`. */
+  requiredScopes?: readonly string[];
+  /**
+   * Per-method scopes (any of) checked against the JSON-RPC body (each request of a batch) → 403 `insufficient_scope`
+   * naming the scopes. Default `DEFAULT_METHOD_SCOPES`; `false` leaves method checks to the server pipeline only.
+   */
+  methodScopes?: Readonly<Record<string, readonly string[]>> | false;
+  /** RFC 6750 `realm` for challenges. */
+  realm?: string;
+}
+
+/** Outcome of verifying a token string. */
+export type VerifyOutcome = { ok: true; verified: VerifiedToken } | { ok: false; description: string };
+
+export interface CoreConfig extends CommonBearerOptions {
+  issuer: string;
+  audience: string;
+  verify: (token: string) => Promise<VerifyOutcome>;
+}
+
+const DEFAULT_MAX_TOKEN_BYTES = 8192;
+
+function methodsOf(body: unknown): string[] {
+  const items = Array.isArray(body) ? body : [body];
+  const out: string[] = [];
+  for (const m of items) {
+    if (typeof m !== "object" || m === null) continue;
+    const method = (m as { method?: unknown }).method;
+    if (typeof method === "string") out.push(method);
+  }
+  return out;
+}
+
+/** Builds a {@link BearerAuthenticator} around a token verifier. */
+export function buildBearerAuthenticator(cfg: CoreConfig): BearerAuthenticator {
+  const maxTokenBytes = cfg.maxTokenBytes ?? DEFAULT_MAX_TOKEN_BYTES;
+  if (!Number.isInteger(maxTokenBytes) || maxTokenBytes <= 0) throw new TypeError("maxTokenBytes must be a positive integer");
+  const metadata: ProtectedResourceMetadata = {
+    resource: cfg.audience,
+    authorization_servers: [cfg.issuer],
+    bearer_methods_supported: ["header"],
+    ...cfg.resourceMetadata,
+  } as ProtectedResourceMetadata;
+  const path = resourceMetadataPathFor(metadata.resource);
+  const ctx: ChallengeContext = { resourceMetadataUrl: cfg.resourceMetadataUrl ?? resourceMetadataUrlFor(metadata.resource) };
+  if (cfg.realm !== undefined) ctx.realm = cfg.realm;
+  const required = cfg.requiredScopes ?? [];
+  const methodTable = cfg.methodScopes === false ? undefined : cfg.methodScopes;
+  const checkMethods = cfg.methodScopes !== false;
+  // On a 401, advertise what a client should ask for: the metadata's scopes_supported, else the baseline.
+  const challengeScope = metadata.scopes_supported?.join(" ") ?? (required.length ? required.join(" ") : undefined);
+  const ctx401: ChallengeContext = { ...ctx };
+  if (challengeScope) ctx401.defaultScope = challengeScope;
+
+  return {
+    resourceMetadataPath: path,
+    resourceMetadata: () => structuredClone(metadata),
+    async check(request): Promise<BearerCheck> {
+      const extracted = extractBearerToken(request, maxTokenBytes);
+      if (extracted.kind === "none") return bearerFailure(ctx401, 401, undefined, "Authorization required: send an Authorization: Bearer access token");
+      if (extracted.kind === "error") {
+        return bearerFailure(extracted.status === 401 ? ctx401 : ctx, extracted.status, extracted.error, extracted.description);
+      }
+      const v = await cfg.verify(extracted.token);
+      if (!v.ok) return bearerFailure(ctx401, 401, "invalid_token", v.description);
+      const scopes = v.verified.principal.scopes;
+      if (!satisfiesAny(scopes, required)) {
+        return bearerFailure(ctx, 403, "insufficient_scope", "The access token lacks a scope this resource requires", required.join(" "));
+      }
+      if (checkMethods) {
+        for (const method of methodsOf(request.body)) {
+          if (method.startsWith("notifications/")) continue;
+          const need = requiredScopesForMethod(method, methodTable);
+          if (!satisfiesAny(scopes, need)) {
+            return bearerFailure(ctx, 403, "insufficient_scope", "The access token lacks a scope this method requires", need.join(" "));
+          }
+        }
+      }
+      return v;
+    },
+  };
+}

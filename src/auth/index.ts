@@ -1,0 +1,32 @@
+/**
+ * HMCP authorization: resource-server token checks, SMART scopes and patient context, RFC 9728 metadata, and
+ * client-side token providers.
+ */
+export type { BearerAuthenticator, BearerCheck, VerifiedToken } from "./types.js";
+export {
+  parseScope,
+  splitScopes,
+  scopeImplies,
+  satisfiesAny,
+  allows,
+  checkAccess,
+  requiredScopesFor,
+  HMCP_RESOURCE_TYPE,
+  HMCP_SAMPLE_SCOPE,
+  HMCP_ACCESS_SCOPE,
+} from "./scopes.js";
+export type { ScopeRequest, ScopeAction, ScopeLevel, ParsedScope, AccessDecision, AccessDenial } from "./scopes.js";
+export { DEFAULT_METHOD_SCOPES, UNLISTED_METHOD_SCOPES, requiredScopesForMethod } from "./method-scopes.js";
+export { assertScopes, assertAccess } from "./access.js";
+export { principalFromClaims } from "./principal.js";
+export { formatBearerChallenge } from "./www-authenticate.js";
+export type { BearerChallenge } from "./www-authenticate.js";
+export { extractBearerToken } from "./bearer-request.js";
+export type { ExtractedToken } from "./bearer-request.js";
+export { resourceMetadataPathFor, resourceMetadataUrlFor } from "./resource-metadata.js";
+export type { ProtectedResourceMetadata } from "./resource-metadata.js";
+export type { CommonBearerOptions } from "./authenticator-core.js";
+export { createJwtBearerAuthenticator, DEFAULT_JWT_ALGORITHMS } from "./jwt-authenticator.js";
+export type { JwtBearerOptions, JwtBearerAuthenticator, JwksSource } from "./jwt-authenticator.js";
+export { createClientCredentialsTokenProvider, TokenRequestError } from "./token-provider.js";
+export type { TokenProvider, ClientCredentialsOptions, ClientAuthOptions } from "./token-provider.js";

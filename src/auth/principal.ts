@@ -1,0 +1,35 @@
+/**
+ * Mapping verified token claims (RFC 9068 §2.2, RFC 7662 §2.2, SMART App Launch 2.x launch context) to a Principal.
+ */
+import type { Principal } from "../protocol/index.js";
+import { splitScopes } from "./scopes.js";
+
+function str(v: unknown): string | undefined {
+  return typeof v === "string" && v.length > 0 ? v : undefined;
+}
+
+/**
+ * Builds the Principal from token claims: `client_id` (else `azp`, else `sub`), `sub`, `scope` (space-separated; a
+ * `scp` string array is also read), SMART `patient` and `fhirUser`, `tenant`, `exp`, `iss`.
+ * @returns the principal, or `undefined` when the claims name no client at all
+ */
+export function principalFromClaims(claims: Record<string, unknown>): Principal | undefined {
+  const clientId = str(claims["client_id"]) ?? str(claims["azp"]) ?? str(claims["sub"]);
+  if (clientId === undefined) return undefined;
+  let scopes = splitScopes(str(claims["scope"]));
+  const scp = claims["scp"];
+  if (scopes.length === 0 && Array.isArray(scp)) scopes = scp.filter((s): s is string => typeof s === "string" && s.length > 0);
+  const p: Principal = { clientId, scopes };
+  const sub = str(claims["sub"]);
+  if (sub !== undefined) p.sub = sub;
+  const patient = str(claims["patient"]);
+  if (patient !== undefined) p.patient = patient;
+  const fhirUser = str(claims["fhirUser"]);
+  if (fhirUser !== undefined) p.fhirUser = fhirUser;
+  const tenant = str(claims["tenant"]);
+  if (tenant !== undefined) p.tenant = tenant;
+  if (typeof claims["exp"] === "number") p.expiresAt = claims["exp"];
+  const iss = str(claims["iss"]);
+  if (iss !== undefined) p.issuer = iss;
+  return p;
+}

@@ -1,0 +1,107 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { decodeJwt, decodeProtectedHeader } from "jose";
+import { createClientCredentialsTokenProvider, createJwtBearerAuthenticator, TokenRequestError } from "../../src/auth/index.js";
+import { startDemoAuthorizationServer, defaultDemoClients } from "../../demo/auth-server/index.js";
+import type { DemoAuthorizationServer } from "../../demo/auth-server/index.js";
+
+const RESOURCE = "http://127.0.0.1:9/mcp";
+let as: DemoAuthorizationServer;
+
+beforeAll(async () => {
+  as = await startDemoAuthorizationServer({
+    resources: [RESOURCE],
+    clients: [...defaultDemoClients("p-123"), { clientId: "secret-client", scopes: ["hmcp:read"], clientSecret: "s3cret-demo-value" }],
+  });
+});
+afterAll(async () => {
+  await as?.stop();
+});
+
+function provider(clientId: string, scope: string, extra: Partial<Parameters<typeof createClientCredentialsTokenProvider>[0]> = {}) {
+  const c = as.clients[clientId]!;
+  return createClientCredentialsTokenProvider({
+    issuer: as.issuer,
+    clientId,
+    auth: { type: "private_key_jwt", privateKey: c.privateJwk! },
+    scope,
+    resource: RESOURCE,
+    allowInsecureRequests: true,
+    ...extra,
+  });
+}
+
+describe("demo authorization server + client credentials token provider", () => {
+  it("issues an RFC 9068 at+jwt for the orchestrator via private_key_jwt, verified by the JWT authenticator", async () => {
+    const tp = provider("orchestrator", "hmcp:sample system/Observation.cu system/*.rs hmcp:access");
+    const token = await tp.getToken();
+    expect(decodeProtectedHeader(token)).toMatchObject({ typ: "at+jwt", alg: "ES256" });
+    const claims = decodeJwt(token);
+    expect(claims).toMatchObject({ iss: as.issuer, aud: RESOURCE, client_id: "orchestrator", tenant: "demo-hospital" });
+    expect(String(claims.scope).split(" ").sort()).toEqual(["hmcp:access", "hmcp:sample", "system/*.rs", "system/Observation.cu"]);
+
+    const auth = createJwtBearerAuthenticator({ issuer: as.issuer, audience: RESOURCE, jwks: { uri: as.jwksUri } });
+    const check = await auth.check({ authorization: [`Bearer ${token}`], url: "/mcp" });
+    expect(check.ok).toBe(true);
+    if (check.ok) expect(check.verified.principal).toMatchObject({ clientId: "orchestrator", scopes: expect.arrayContaining(["hmcp:sample"]) });
+  });
+
+  it("caches the token and fetches a new one after invalidate()", async () => {
+    const tp = provider("reader", "hmcp:read");
+    const before = as.issuedTokens();
+    const a = await tp.getToken();
+    const b = await tp.getToken();
+    expect(b).toBe(a);
+    expect(as.issuedTokens()).toBe(before + 1);
+    tp.invalidate();
+    const c = await tp.getToken();
+    expect(c).not.toBe(a);
+    expect(as.issuedTokens()).toBe(before + 2);
+  });
+
+  it("narrows scopes to what the client is registered for", async () => {
+    const token = await provider("reader", "hmcp:read system/Observation.cu").getToken();
+    expect(decodeJwt(token).scope).toBe("hmcp:read");
+  });
+
+  it("puts the patient claim in patient-bound tokens", async () => {
+    const token = await provider("patient-app", "patient/*.rs hmcp:sample").getToken();
+    expect(decodeJwt(token)).toMatchObject({ patient: "p-123", fhirUser: "Patient/p-123", client_id: "patient-app" });
+  });
+
+  it("accepts the issuer as assertion audience (SEP-1046 profile)", async () => {
+    const c = as.clients["orchestrator"]!;
+    const tp = provider("orchestrator", "hmcp:sample", { auth: { type: "private_key_jwt", privateKey: c.privateJwk!, audience: "issuer" } });
+    expect(decodeJwt(await tp.getToken()).client_id).toBe("orchestrator");
+  });
+
+  it("supports client_secret_basic", async () => {
+    const tp = createClientCredentialsTokenProvider({
+      issuer: as.issuer,
+      clientId: "secret-client",
+      auth: { type: "client_secret_basic", clientSecret: "s3cret-demo-value" },
+      scope: "hmcp:read",
+      resource: RESOURCE,
+      allowInsecureRequests: true,
+    });
+    expect(decodeJwt(await tp.getToken()).client_id).toBe("secret-client");
+  });
+
+  it("fails with invalid_client when the assertion is signed by another client's key", async () => {
+    const tp = provider("orchestrator", "hmcp:sample", {
+      auth: { type: "private_key_jwt", privateKey: { ...as.clients["reader"]!.privateJwk!, kid: "orchestrator-key-1" } },
+    });
+    const err = await tp.getToken().catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(TokenRequestError);
+    expect((err as TokenRequestError).oauthError).toBe("invalid_client");
+  });
+
+  it("fails with invalid_target for an unknown resource", async () => {
+    const err = await provider("orchestrator", "hmcp:sample", { resource: "http://127.0.0.1:9/other" }).getToken().catch((e: unknown) => e);
+    expect((err as TokenRequestError).oauthError).toBe("invalid_target");
+  });
+
+  it("refuses plain http issuers unless allowed", async () => {
+    const err = await provider("orchestrator", "hmcp:sample", { allowInsecureRequests: false }).getToken().catch((e: unknown) => e);
+    expect((err as TokenRequestError).code).toBe("discovery_failed");
+  });
+});
