@@ -44,6 +44,11 @@ export {
   GENESIS_HASH,
   generateAuditSigningKey,
   verifyAuditFiles,
+  queryAudit,
+  iterateAudit,
+  expandAuditPaths,
+  exportFhirAuditEvents,
+  toAuditEvent,
 } from "./audit/index.js";
 export type {
   AuditRecordInput,
@@ -62,6 +67,13 @@ export type {
   VerifyResult,
   VerifyFailure,
   VerifyFailureReason,
+  AuditQuery,
+  ScanStats,
+  FhirAuditBundle,
+  FhirAuditEvent,
+  FhirExportOptions,
+  FhirCoding,
+  FhirReference,
 } from "./audit/index.js";
 
 // --- auth ---

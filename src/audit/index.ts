@@ -10,3 +10,7 @@ export { GENESIS_HASH, generateAuditSigningKey } from "./chain.js";
 export type { AuditSigningKey, AuditVerifyKey, CheckpointAlg, CheckpointBody, ChainEntry } from "./chain.js";
 export { verifyAuditFiles } from "./verify.js";
 export type { VerifyOptions, VerifyResult, VerifyFailure, VerifyFailureReason } from "./verify.js";
+export { queryAudit, iterateAudit, expandAuditPaths } from "./query.js";
+export type { AuditQuery, ScanStats } from "./query.js";
+export { exportFhirAuditEvents, toAuditEvent } from "./fhir.js";
+export type { FhirAuditBundle, FhirAuditEvent, FhirExportOptions, FhirCoding, FhirReference } from "./fhir.js";

@@ -1,5 +1,197 @@
-// Owned by the audit work (issue 4): `hmcp audit verify|query|export`.
-export async function runAuditCommand(_argv: string[], io: { out: (s: string) => void; err: (s: string) => void }): Promise<number> {
-  io.err("hmcp audit: not available in this build");
-  return 2;
+/**
+ * `hmcp audit verify|query|export` (issue 4). Exit codes: 0 ok, 1 check failed, 2 usage error.
+ *
+ *   hmcp audit verify <files or dirs...> [--key <public JWK file>] [--allow-unsigned-tail] [--partial] [--format text|json]
+ *   hmcp audit query  [--patient ID] [--actor ID] [--outcome O] [--method M] [--type T] [--since T] [--until T]
+ *                     [--limit N] [--format table|json] <files or dirs...>
+ *   hmcp audit export --format fhir [same filters as query] [--site NAME] <files or dirs...>
+ *
+ * Directories expand to their `*.jsonl` files sorted by name (chain order).
+ */
+import { readFile } from "node:fs/promises";
+import { parseArgs } from "node:util";
+import {
+  AuditEventTypeSchema,
+  AuditOutcomeSchema,
+  expandAuditPaths,
+  exportFhirAuditEvents,
+  iterateAudit,
+  verifyAuditFiles,
+  type AuditQuery,
+  type AuditRecordInput,
+  type ScanStats,
+} from "../audit/index.js";
+
+type IO = { out: (s: string) => void; err: (s: string) => void };
+
+const USAGE = `usage:
+  hmcp audit verify <files|dirs...> [--key <public JWK file>] [--allow-unsigned-tail] [--partial] [--format text|json]
+  hmcp audit query [--patient ID] [--actor ID] [--outcome allowed|denied|blocked|failed] [--method M] [--type T]
+                   [--since RFC3339] [--until RFC3339] [--limit N] [--format table|json] <files|dirs...>
+  hmcp audit export --format fhir [query filters] [--site NAME] <files|dirs...>`;
+
+class UsageError extends Error {}
+
+const FILTER_OPTIONS = {
+  patient: { type: "string" },
+  actor: { type: "string" },
+  outcome: { type: "string" },
+  method: { type: "string" },
+  type: { type: "string" },
+  since: { type: "string" },
+  until: { type: "string" },
+  limit: { type: "string" },
+  format: { type: "string" },
+} as const;
+
+/** Runs `hmcp audit ...`; resolves to the exit code. */
+export async function runAuditCommand(argv: string[], io: IO): Promise<number> {
+  const [sub, ...rest] = argv;
+  try {
+    switch (sub) {
+      case "verify":
+        return await verify(rest, io);
+      case "query":
+        return await query(rest, io);
+      case "export":
+        return await exportCmd(rest, io);
+      case "help":
+      case "--help":
+      case "-h":
+        io.out(USAGE);
+        return 0;
+      default:
+        throw new UsageError(sub === undefined ? "missing subcommand" : `unknown subcommand '${sub}'`);
+    }
+  } catch (e) {
+    if (e instanceof UsageError || (e as { code?: string }).code?.startsWith("ERR_PARSE_ARGS")) {
+      io.err(`hmcp audit: ${(e as Error).message}\n${USAGE}`);
+      return 2;
+    }
+    if ((e as NodeJS.ErrnoException).code === "ENOENT") {
+      io.err(`hmcp audit: no such file or directory: ${(e as NodeJS.ErrnoException).path ?? ""}`);
+      return 2;
+    }
+    throw e;
+  }
+}
+
+async function files(positionals: string[]): Promise<string[]> {
+  if (positionals.length === 0) throw new UsageError("no audit files given");
+  const out = await expandAuditPaths(positionals);
+  if (out.length === 0) throw new UsageError("no *.jsonl audit files found in the given directories");
+  return out;
+}
+
+async function verify(argv: string[], io: IO): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: { key: { type: "string" }, "allow-unsigned-tail": { type: "boolean" }, partial: { type: "boolean" }, format: { type: "string" } },
+  });
+  const format = values.format ?? "text";
+  if (format !== "text" && format !== "json") throw new UsageError("--format must be text or json");
+  const list = await files(positionals);
+  let publicKey;
+  if (values.key !== undefined) {
+    try {
+      publicKey = JSON.parse(await readFile(values.key, "utf8")) as Record<string, unknown>;
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === "ENOENT") throw e;
+      throw new UsageError(`--key ${values.key}: not a JSON Web Key file`);
+    }
+    if (typeof publicKey["d"] === "string") throw new UsageError("--key must be the PUBLIC key (the file holds a private key)");
+  }
+  let result;
+  try {
+    result = await verifyAuditFiles(list, {
+      ...(publicKey !== undefined && { publicKey }),
+      allowUnsignedTail: values["allow-unsigned-tail"] ?? false,
+      partial: values.partial ?? false,
+    });
+  } catch (e) {
+    throw new UsageError(`--key: ${(e as Error).message}`);
+  }
+  if (format === "json") {
+    io.out(JSON.stringify(result));
+    return result.ok ? 0 : 1;
+  }
+  if (result.ok) {
+    const sig = result.signaturesChecked ? `${result.checkpoints} signed checkpoints verified` : `${result.checkpoints} checkpoints, signatures NOT checked (no --key)`;
+    io.out(
+      `OK: ${result.records} records in ${list.length} file(s); ${sig}; chain ${result.chain ?? "(unnamed)"} head seq ${result.lastSeq} ${result.head.slice(0, 16)}…; ${result.closed ? "closed cleanly" : "not closed (writer still running or crashed)"}`,
+    );
+    return 0;
+  }
+  const f = result.firstError!;
+  io.out(`FAILED: ${f.file} line ${f.line}${f.seq !== undefined ? ` (seq ${f.seq})` : ""}: ${f.reason}: ${f.message}; ${result.records} records verified before it`);
+  return 1;
+}
+
+function parseQuery(values: Partial<Record<keyof typeof FILTER_OPTIONS, string>>): AuditQuery {
+  const q: AuditQuery = {};
+  if (values.patient !== undefined) q.patient = values.patient;
+  if (values.actor !== undefined) q.actor = values.actor;
+  if (values.method !== undefined) q.method = values.method;
+  if (values.outcome !== undefined) {
+    const o = AuditOutcomeSchema.safeParse(values.outcome);
+    if (!o.success) throw new UsageError(`--outcome must be one of ${AuditOutcomeSchema.options.join(", ")}`);
+    q.outcome = o.data;
+  }
+  if (values.type !== undefined) {
+    const t = AuditEventTypeSchema.safeParse(values.type);
+    if (!t.success) throw new UsageError(`--type must be one of ${AuditEventTypeSchema.options.join(", ")}`);
+    q.type = t.data;
+  }
+  for (const k of ["since", "until"] as const) {
+    const v = values[k];
+    if (v === undefined) continue;
+    if (Number.isNaN(Date.parse(v))) throw new UsageError(`--${k} must be an RFC 3339 time, e.g. 2026-11-22T06:00:00Z`);
+    q[k] = v;
+  }
+  if (values.limit !== undefined) {
+    const n = Number(values.limit);
+    if (!Number.isInteger(n) || n < 1) throw new UsageError("--limit must be a positive integer");
+    q.limit = n;
+  }
+  return q;
+}
+
+async function query(argv: string[], io: IO): Promise<number> {
+  const { values, positionals } = parseArgs({ args: argv, allowPositionals: true, options: FILTER_OPTIONS });
+  const format = values.format ?? "table";
+  if (format !== "table" && format !== "json") throw new UsageError("--format must be table or json");
+  const q = parseQuery(values);
+  const list = await files(positionals);
+  const stats: ScanStats = { scanned: 0, skipped: 0 };
+  let n = 0;
+  if (format === "table") io.out(row(["time", "type", "outcome", "reason", "method", "actor", "patients", "agent", "ms"]));
+  for await (const r of iterateAudit(list, q, stats)) {
+    n++;
+    io.out(format === "json" ? JSON.stringify(r) : tableRow(r));
+  }
+  io.err(`${n} record(s) matched${stats.skipped > 0 ? `; ${stats.skipped} unreadable line(s) skipped (run 'hmcp audit verify')` : ""}`);
+  return 0;
+}
+
+function row(cols: string[]): string {
+  const widths = [24, 13, 8, 22, 24, 20, 20, 16, 8];
+  return cols.map((c, i) => c.padEnd(widths[i] ?? 10)).join(" ").trimEnd();
+}
+
+function tableRow(r: AuditRecordInput): string {
+  const actor = r.actor.clientId ?? r.actor.sub ?? "-";
+  return row([r.time, r.type, r.outcome, r.reason ?? "-", r.method ?? "-", actor, r.patients.join(",") || "-", r.agent, String(r.latencyMs)]);
+}
+
+async function exportCmd(argv: string[], io: IO): Promise<number> {
+  const { values, positionals } = parseArgs({ args: argv, allowPositionals: true, options: { ...FILTER_OPTIONS, site: { type: "string" } } });
+  if (values.format !== "fhir") throw new UsageError("export needs --format fhir");
+  const { format: _f, site, ...filters } = values;
+  const q = parseQuery(filters);
+  const list = await files(positionals);
+  const records: AuditRecordInput[] = [];
+  for await (const r of iterateAudit(list, q)) records.push(r);
+  io.out(JSON.stringify(exportFhirAuditEvents(records, site !== undefined ? { site } : {}), null, 2));
+  return 0;
 }

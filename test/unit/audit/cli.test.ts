@@ -1,0 +1,122 @@
+import { readFile, writeFile, readdir } from "node:fs/promises";
+import path from "node:path";
+import { beforeAll, describe, expect, it } from "vitest";
+import { FileAuditSink, generateAuditSigningKey } from "hmcp";
+import { main } from "../../../src/cli/main.js";
+import { sampleRecord, tempLogDir } from "./helpers.js";
+
+async function run(...argv: string[]): Promise<{ code: number; out: string; err: string }> {
+  let out = "";
+  let err = "";
+  const code = await main(argv, { out: (s) => (out += s + "\n"), err: (s) => (err += s + "\n") });
+  return { code, out, err };
+}
+
+let dir: string;
+let file: string;
+let keyFile: string;
+let otherKeyFile: string;
+
+beforeAll(async () => {
+  const keys = await generateAuditSigningKey();
+  dir = await tempLogDir("audit-cli");
+  const sink = await FileAuditSink.open({ dir, signing: { privateKey: keys.privateJwk }, checkpointEvery: 5 });
+  for (let i = 0; i < 12; i++) sink.append(sampleRecord(i));
+  sink.append(sampleRecord(12, { type: "http", method: "POST /mcp", outcome: "denied", reason: "invalid_token", status: 401, patients: [], actor: {} }));
+  await sink.close();
+  file = path.join(dir, (await readdir(dir)).find((f) => f.endsWith(".jsonl"))!);
+  keyFile = path.join(dir, "audit.pub.jwk");
+  await writeFile(keyFile, JSON.stringify(keys.publicJwk));
+  otherKeyFile = path.join(dir, "other.pub.jwk");
+  await writeFile(otherKeyFile, JSON.stringify((await generateAuditSigningKey()).publicJwk));
+});
+
+describe("hmcp audit verify", () => {
+  it("exits 0 with a one-line summary when the chain and signatures are intact", async () => {
+    const r = await run("audit", "verify", file, "--key", keyFile);
+    expect(r.code).toBe(0);
+    expect(r.out.trim().split("\n")).toHaveLength(1);
+    expect(r.out).toMatch(/^OK: 13 records in 1 file\(s\); 3 signed checkpoints verified/);
+  });
+
+  it("accepts a directory and says when signatures were not checked", async () => {
+    const r = await run("audit", "verify", dir);
+    expect(r.code).toBe(0);
+    expect(r.out).toMatch(/signatures NOT checked/);
+  });
+
+  it("exits 1 naming file, line and reason of the first bad record", async () => {
+    const copyDir = await tempLogDir("audit-cli-bad");
+    const lines = (await readFile(file, "utf8")).split("\n");
+    lines[3] = lines[3]!.replace('"requestId":3', '"requestId":33');
+    const bad = path.join(copyDir, path.basename(file));
+    await writeFile(bad, lines.join("\n"));
+    const r = await run("audit", "verify", bad, "--key", keyFile);
+    expect(r.code).toBe(1);
+    expect(r.out).toContain(`FAILED: ${path.basename(file)} line 4 (seq 4): hash_mismatch`);
+    const json = await run("audit", "verify", bad, "--format", "json");
+    expect(JSON.parse(json.out)).toMatchObject({ ok: false, firstError: { line: 4, reason: "hash_mismatch" } });
+  });
+
+  it("exits 1 when the key is not the signer's", async () => {
+    const r = await run("audit", "verify", file, "--key", otherKeyFile);
+    expect(r.code).toBe(1);
+    expect(r.out).toMatch(/bad_signature/);
+  });
+
+  it("exits 2 on usage errors", async () => {
+    expect((await run("audit", "verify")).code).toBe(2);
+    expect((await run("audit", "verify", path.join(dir, "missing.jsonl"))).code).toBe(2);
+    expect((await run("audit", "verify", file, "--bogus")).code).toBe(2);
+    expect((await run("audit", "frobnicate")).code).toBe(2);
+    expect((await run("audit")).code).toBe(2);
+    const priv = path.join(dir, "priv.jwk");
+    await writeFile(priv, JSON.stringify((await generateAuditSigningKey()).privateJwk));
+    const r = await run("audit", "verify", file, "--key", priv);
+    expect(r.code).toBe(2);
+    expect(r.err).toMatch(/PUBLIC key/);
+  });
+});
+
+describe("hmcp audit query", () => {
+  it("filters by patient, outcome, actor, method and time, as JSON Lines", async () => {
+    const r = await run("audit", "query", "--patient", "pat-1", "--format", "json", file);
+    expect(r.code).toBe(0);
+    const recs = r.out.trim().split("\n").map((l) => JSON.parse(l) as { patients: string[]; requestId: number });
+    expect(recs.map((x) => x.requestId)).toEqual([1, 6, 11]);
+    const denied = await run("audit", "query", "--outcome", "denied", "--actor", "client-1", "--format", "json", file);
+    expect(denied.out.trim().split("\n").map((l) => (JSON.parse(l) as { requestId: number }).requestId)).toEqual([1]);
+    const timed = await run("audit", "query", "--since", "2026-11-22T06:00:00.003Z", "--until", "2026-11-22T06:00:00.005Z", "--format", "json", file);
+    expect(timed.out.trim().split("\n").map((l) => (JSON.parse(l) as { requestId: number }).requestId)).toEqual([3, 4]);
+    const http = await run("audit", "query", "--method", "POST /mcp", "--format", "json", dir);
+    expect(JSON.parse(http.out.trim())).toMatchObject({ type: "http", status: 401, reason: "invalid_token" });
+  });
+
+  it("prints a table by default and refuses bad filter values", async () => {
+    const r = await run("audit", "query", "--limit", "2", file);
+    expect(r.code).toBe(0);
+    const lines = r.out.trim().split("\n");
+    expect(lines[0]).toMatch(/^time\s+type\s+outcome/);
+    expect(lines).toHaveLength(3);
+    expect(r.err).toMatch(/2 record\(s\) matched/);
+    expect((await run("audit", "query", "--outcome", "maybe", file)).code).toBe(2);
+    expect((await run("audit", "query", "--since", "yesterday", file)).code).toBe(2);
+    expect((await run("audit", "query", "--format", "xml", file)).code).toBe(2);
+  });
+});
+
+describe("hmcp audit export --format fhir", () => {
+  it("prints a FHIR R4 Bundle of AuditEvents", async () => {
+    const r = await run("audit", "export", "--format", "fhir", "--patient", "pat-2", file);
+    expect(r.code).toBe(0);
+    const bundle = JSON.parse(r.out) as { resourceType: string; type: string; entry: { resource: { resourceType: string; entity: { what: { reference?: string } }[] } }[] };
+    expect(bundle.resourceType).toBe("Bundle");
+    expect(bundle.type).toBe("collection");
+    expect(bundle.entry).toHaveLength(2);
+    for (const e of bundle.entry) {
+      expect(e.resource.resourceType).toBe("AuditEvent");
+      expect(e.resource.entity[0]!.what.reference).toBe("Patient/pat-2");
+    }
+    expect((await run("audit", "export", file)).code).toBe(2);
+  });
+});
