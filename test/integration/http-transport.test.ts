@@ -1,0 +1,122 @@
+import { request } from "node:http";
+import { afterEach, describe, expect, it } from "vitest";
+import { createHttpApp, listen, type Listening } from "hmcp";
+import { createEchoAgent } from "../fixtures/echo-agent.js";
+import { MCP_HEADERS, openSession, readSse } from "../fixtures/raw-http.js";
+
+let http: Listening | undefined;
+afterEach(async () => {
+  await http?.close();
+  http = undefined;
+});
+
+async function start(options: Partial<Parameters<typeof createHttpApp>[0]> = {}) {
+  const app = createHttpApp({ createServer: () => createEchoAgent(), bearer: false, ...options });
+  http = await listen(app);
+  return { app, endpoint: new URL("/mcp", http.url) };
+}
+
+const sessionHeaders = (sid: string) => ({ ...MCP_HEADERS, "mcp-session-id": sid, "mcp-protocol-version": "2025-06-18" });
+
+describe("Streamable HTTP app", () => {
+  it("resumption: a client cut off mid-request reconnects with Last-Event-ID and gets exactly the missed events and the result", async () => {
+    const { endpoint } = await start();
+    const sid = await openSession(endpoint);
+    const abort = new AbortController();
+    const res = await fetch(endpoint, {
+      method: "POST",
+      headers: sessionHeaders(sid),
+      signal: abort.signal,
+      body: JSON.stringify({
+        jsonrpc: "2.0",
+        id: 7,
+        method: "sampling/createMessage",
+        params: { messages: [{ role: "user", content: { type: "text", text: "slow:12" } }], maxTokens: 5, _meta: { progressToken: "p" } },
+      }),
+    });
+    expect(res.headers.get("content-type")).toMatch(/text\/event-stream/);
+    const first = await readSse(res, (_e, all) => all.filter((x) => x.data.includes("notifications/progress")).length === 3);
+    abort.abort();
+    const firstProgress = first.filter((e) => e.data.includes("notifications/progress"));
+    expect(firstProgress.map((e) => JSON.parse(e.data).params.progress)).toEqual([1, 2, 3]);
+    const lastId = firstProgress.at(-1)!.id!;
+    expect(lastId).toBeTruthy();
+
+    await new Promise((r) => setTimeout(r, 120)); // the handler keeps running while the client is away
+    const resumed = await fetch(endpoint, { method: "GET", headers: { ...sessionHeaders(sid), accept: "text/event-stream", "last-event-id": lastId } });
+    expect(resumed.status).toBe(200);
+    const rest = await readSse(resumed, (e) => e.data.includes('"result"'));
+    const messages = rest.map((e) => JSON.parse(e.data));
+    const progress = messages.filter((m) => m.method === "notifications/progress").map((m) => m.params.progress);
+    expect(progress).toEqual([4, 5, 6, 7, 8, 9, 10, 11, 12]);
+    const result = messages.find((m) => m.id === 7);
+    expect(result.result.content.text).toBe("done after 12 steps");
+    // event ids only grow, and none was delivered twice
+    const ids = [...first, ...rest].map((e) => Number(e.id)).filter((n) => !Number.isNaN(n));
+    expect(new Set(ids).size).toBe(ids.length);
+  });
+
+  it("an unknown Last-Event-ID is refused, not answered with another stream's events", async () => {
+    const { endpoint } = await start();
+    const sid = await openSession(endpoint);
+    const res = await fetch(endpoint, { method: "GET", headers: { ...sessionHeaders(sid), accept: "text/event-stream", "last-event-id": "999999" } });
+    expect(res.status).toBeGreaterThanOrEqual(400);
+    await res.body?.cancel();
+  });
+
+  it("refuses a foreign Host header (DNS rebinding protection)", async () => {
+    const { endpoint } = await start();
+    // fetch may not set Host (a forbidden header), so use node:http
+    const status = await new Promise<number>((resolve, reject) => {
+      const req = request(endpoint, { method: "POST", headers: { ...MCP_HEADERS, host: "evil.example:80" } }, (res) => {
+        res.resume();
+        resolve(res.statusCode!);
+      });
+      req.on("error", reject);
+      req.end("{}");
+    });
+    expect(status).toBe(403);
+  });
+
+  it("refuses a body over the limit with 413 and bad JSON with a JSON-RPC parse error", async () => {
+    const { endpoint } = await start({ bodyLimitBytes: 1000 });
+    const big = await fetch(endpoint, { method: "POST", headers: MCP_HEADERS, body: JSON.stringify({ x: "a".repeat(5000) }) });
+    expect(big.status).toBe(413);
+    expect((await big.json()).error.code).toBe(-32600);
+    const bad = await fetch(endpoint, { method: "POST", headers: MCP_HEADERS, body: "{not json" });
+    expect(bad.status).toBe(400);
+    expect((await bad.json()).error.code).toBe(-32700);
+  });
+
+  it("answers 404 for an unknown session and 400 for a non-initialize request without one", async () => {
+    const { endpoint } = await start();
+    const unknown = await fetch(endpoint, { method: "POST", headers: sessionHeaders("nope"), body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "ping" }) });
+    expect(unknown.status).toBe(404);
+    const none = await fetch(endpoint, { method: "POST", headers: MCP_HEADERS, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "ping" }) });
+    expect(none.status).toBe(400);
+  });
+
+  it("caps the number of sessions and reports them on /healthz; shutdown closes them", async () => {
+    const { app, endpoint } = await start({ maxSessions: 2 });
+    await openSession(endpoint);
+    await openSession(endpoint);
+    await expect(openSession(endpoint)).rejects.toThrow(/503/);
+    const health = await (await fetch(new URL("/healthz", http!.url))).json();
+    expect(health).toEqual({ status: "ok", sessions: 2 });
+    await app.close();
+    expect(app.sessionCount).toBe(0);
+  });
+
+  it("DELETE ends a session", async () => {
+    const { app, endpoint } = await start();
+    const sid = await openSession(endpoint);
+    expect(app.sessionCount).toBe(1);
+    const del = await fetch(endpoint, { method: "DELETE", headers: sessionHeaders(sid) });
+    expect(del.status).toBe(200);
+    expect(app.sessionCount).toBe(0);
+  });
+
+  it("requires an explicit bearer choice", () => {
+    expect(() => createHttpApp({ createServer: () => createEchoAgent() } as never)).toThrow(/'bearer' is required/);
+  });
+});
