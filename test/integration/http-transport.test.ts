@@ -82,10 +82,10 @@ describe("Streamable HTTP app", () => {
     const { endpoint } = await start({ bodyLimitBytes: 1000 });
     const big = await fetch(endpoint, { method: "POST", headers: MCP_HEADERS, body: JSON.stringify({ x: "a".repeat(5000) }) });
     expect(big.status).toBe(413);
-    expect((await big.json()).error.code).toBe(-32600);
+    expect(((await big.json()) as { error: { code: number } }).error.code).toBe(-32600);
     const bad = await fetch(endpoint, { method: "POST", headers: MCP_HEADERS, body: "{not json" });
     expect(bad.status).toBe(400);
-    expect((await bad.json()).error.code).toBe(-32700);
+    expect(((await bad.json()) as { error: { code: number } }).error.code).toBe(-32700);
   });
 
   it("answers 404 for an unknown session and 400 for a non-initialize request without one", async () => {

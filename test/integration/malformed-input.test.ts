@@ -71,7 +71,7 @@ describe("malformed input", () => {
           const last = JSON.parse(events.at(-1)!.data);
           expect(isJsonRpcReply(last)).toBe(true);
         } else {
-          const reply = await res.json();
+          const reply = (await res.json()) as any;
           if (res.status >= 400 && !("jsonrpc" in reply)) expect(typeof reply.error).toBe("string");
           else for (const m of Array.isArray(reply) ? reply : [reply]) expect(isJsonRpcReply(m)).toBe(true);
         }

@@ -8,7 +8,7 @@ async function replay(store: BoundedEventStore, id: string) {
   const got: Array<[string, number]> = [];
   const stream = await store.replayEventsAfter(id, {
     send: async (eventId, m) => {
-      got.push([eventId, (m as { params: { progress: number } }).params.progress]);
+      got.push([eventId, (m as unknown as { params: { progress: number } }).params.progress]);
     },
   });
   return { stream, got };
