@@ -2,7 +2,7 @@
  * Mapping verified token claims (RFC 9068 §2.2, RFC 7662 §2.2, SMART App Launch 2.x launch context) to a Principal.
  */
 import type { Principal } from "../protocol/index.js";
-import { splitScopes } from "./scopes.js";
+import { parseScope, splitScopes } from "./scopes.js";
 
 function str(v: unknown): string | undefined {
   return typeof v === "string" && v.length > 0 ? v : undefined;
@@ -11,6 +11,9 @@ function str(v: unknown): string | undefined {
 /**
  * Builds the Principal from token claims: `client_id` (else `azp`, else `sub`), `sub`, `scope` (space-separated; a
  * `scp` string array is also read), SMART `patient` and `fhirUser`, `tenant`, `exp`, `iss`.
+ *
+ * A token without a `patient` claim keeps none of its `patient/` scopes: SMART App Launch 2.x requires the patient
+ * launch context with patient-level scopes, so without it they grant nothing (not even at the method level).
  * @returns the principal, or `undefined` when the claims name no client at all
  */
 export function principalFromClaims(claims: Record<string, unknown>): Principal | undefined {
@@ -19,10 +22,16 @@ export function principalFromClaims(claims: Record<string, unknown>): Principal 
   let scopes = splitScopes(str(claims["scope"]));
   const scp = claims["scp"];
   if (scopes.length === 0 && Array.isArray(scp)) scopes = scp.filter((s): s is string => typeof s === "string" && s.length > 0);
+  const patient = str(claims["patient"]);
+  if (patient === undefined) {
+    scopes = scopes.filter((s) => {
+      const parsed = parseScope(s);
+      return !(parsed.kind === "resource" && parsed.level === "patient");
+    });
+  }
   const p: Principal = { clientId, scopes };
   const sub = str(claims["sub"]);
   if (sub !== undefined) p.sub = sub;
-  const patient = str(claims["patient"]);
   if (patient !== undefined) p.patient = patient;
   const fhirUser = str(claims["fhirUser"]);
   if (fhirUser !== undefined) p.fhirUser = fhirUser;
