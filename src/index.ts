@@ -125,7 +125,7 @@ export type {
 } from "./auth/index.js";
 
 // --- server ---
-export { HMCPServer, hmcpContext, DEFAULT_REQUIRED_SCOPES, HMCPConfigError, PATIENT_META_KEY, serveStdio } from "./server/index.js";
+export { HMCPServer, hmcpContext, HMCPConfigError, PATIENT_META_KEY, serveStdio } from "./server/index.js";
 export type {
   SamplingHandlerOptions,
   RequestContext,

@@ -1,5 +1,5 @@
 /**
- * The express adapter (DESIGN.md §2): host check → bearer check → body limit → Streamable HTTP session → the
+ * The express adapter (DESIGN.md §2): host check → body limit → bearer check → Streamable HTTP session → the
  * server's pipeline. The only folder that imports express.
  */
 import { randomUUID } from "node:crypto";
@@ -114,7 +114,10 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
     });
   }
 
-  // Bearer check (RFC 6750 §2.1, §3): before the body is read, so unauthenticated callers cost no parsing.
+  // Body limit first, then the bearer check: the check reads the JSON-RPC method(s) to answer a missing method scope
+  // with 403 insufficient_scope and the scope to request (RFC 6750 §3.1; MCP authorization, "Scope challenge").
+  app.use(path, express.json({ limit: options.bodyLimitBytes ?? 1024 * 1024 }));
+
   app.use(path, async (req: Request, res: Response, next: NextFunction) => {
     const sourceAddress = req.socket.remoteAddress;
     if (!bearer) {
@@ -127,7 +130,7 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
     }
     let check;
     try {
-      check = await bearer.check({ authorization, url: req.originalUrl, contentType: req.headers["content-type"] });
+      check = await bearer.check({ authorization, url: req.originalUrl, contentType: req.headers["content-type"], body: req.body });
     } catch {
       check = undefined;
     }
@@ -165,8 +168,6 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
     };
     next();
   });
-
-  app.use(path, express.json({ limit: options.bodyLimitBytes ?? 1024 * 1024 }));
 
   const ownerOf = (p: Principal | undefined) => (p ? `${p.issuer ?? ""}|${p.clientId}|${p.sub ?? ""}` : "anonymous");
   const principalOf = (req: Request) => ((req as Request & { auth?: AuthInfo }).auth?.extra?.["principal"] as Principal | undefined);

@@ -10,7 +10,7 @@ export type {
   ElicitParams,
   BackRequestOptions,
 } from "./context.js";
-export { DEFAULT_REQUIRED_SCOPES, HMCPConfigError } from "./options.js";
+export { HMCPConfigError } from "./options.js";
 export type { HMCPServerOptions, PipelineHooks } from "./options.js";
 export { PATIENT_META_KEY } from "./pipeline.js";
 export type { RequestPipeline } from "./pipeline.js";

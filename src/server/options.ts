@@ -8,26 +8,6 @@ import type { GuardrailRunner } from "../guardrails/types.js";
 import type { AuditRecordInput, AuditSink } from "../audit/record.js";
 import type { RequestContext } from "./context.js";
 
-/**
- * Scopes that allow each MCP method: any one of the listed scopes suffices (HMCP scopes, or SMART scopes).
- * A method not listed needs `hmcp:access`. Override per method with `auth.requiredScopes`, or per sampling
- * handler with `sampling(handler, { requiredScopes })`.
- */
-export const DEFAULT_REQUIRED_SCOPES: Readonly<Record<string, readonly string[]>> = Object.freeze({
-  "sampling/createMessage": ["hmcp:sample", "hmcp:access"],
-  "tools/list": ["hmcp:access", "hmcp:read", "hmcp:write", "hmcp:sample", "patient/hmcp:read", "patient/hmcp:write"],
-  "tools/call": ["hmcp:access", "hmcp:write", "patient/hmcp:write"],
-  "resources/list": ["hmcp:access", "hmcp:read", "patient/hmcp:read"],
-  "resources/templates/list": ["hmcp:access", "hmcp:read", "patient/hmcp:read"],
-  "resources/read": ["hmcp:access", "hmcp:read", "patient/hmcp:read"],
-  "resources/subscribe": ["hmcp:access", "hmcp:read", "patient/hmcp:read"],
-  "resources/unsubscribe": ["hmcp:access", "hmcp:read", "patient/hmcp:read"],
-  "prompts/list": ["hmcp:access", "hmcp:read", "hmcp:sample"],
-  "prompts/get": ["hmcp:access", "hmcp:read", "hmcp:sample"],
-  "completion/complete": ["hmcp:access", "hmcp:read", "hmcp:sample"],
-  "logging/setLevel": ["hmcp:access"],
-});
-
 /** Hooks that run in addition to the built-in stages, e.g. an extra authorization rule or an audit tap. */
 export interface PipelineHooks {
   /** Runs after the built-in scope and patient checks; throw an HMCPError to refuse. */
@@ -52,7 +32,7 @@ export interface HMCPServerOptions {
     | {
         /** Principal for transports without HTTP auth (stdio, in-memory). */
         localPrincipal?: Principal;
-        /** Per-method scope requirements (any-of), merged over {@link DEFAULT_REQUIRED_SCOPES}. */
+        /** Per-method scope requirements (any-of), merged over src/auth's `DEFAULT_METHOD_SCOPES`. */
         requiredScopes?: Record<string, string[]>;
       };
   /**

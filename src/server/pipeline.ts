@@ -11,10 +11,11 @@ import { ErrorCode, McpError, type JSONRPCRequest } from "@modelcontextprotocol/
 import type { RequestHandlerExtra } from "@modelcontextprotocol/sdk/shared/protocol.js";
 import type { ServerNotification, ServerRequest } from "@modelcontextprotocol/sdk/types.js";
 import { HMCPError, HMCPErrorCode, INVALID_PARAMS, toWireError, type Principal, type TransportKind } from "../protocol/index.js";
-import { allows, satisfiesAny, type ScopeRequest } from "../auth/scopes.js";
+import { checkAccess, satisfiesAny, type ScopeRequest } from "../auth/scopes.js";
+import { requiredScopesForMethod } from "../auth/method-scopes.js";
 import type { GuardrailDecisionSummary, GuardrailRunner, GuardrailStage } from "../guardrails/types.js";
 import { AUDIT_RECORD_VERSION, type AuditOutcome, type AuditRecordInput, type AuditSink } from "../audit/record.js";
-import { DEFAULT_REQUIRED_SCOPES, type HMCPServerOptions, type PipelineHooks } from "./options.js";
+import type { HMCPServerOptions, PipelineHooks } from "./options.js";
 import { attachContext, type BackRequestOptions, type RequestContext } from "./context.js";
 import { CreateMessageResultSchema, ElicitResultSchema } from "@modelcontextprotocol/sdk/types.js";
 
@@ -44,7 +45,7 @@ export interface PipelineHost {
 
 /** @internal */
 export class RequestPipeline {
-  readonly #auth: false | { localPrincipal?: Principal; requiredScopes: Record<string, readonly string[]> };
+  readonly #auth: false | { localPrincipal?: Principal; requiredScopes: Readonly<Record<string, readonly string[]>> | undefined };
   readonly #guardrails: GuardrailRunner | undefined;
   readonly #audit: AuditSink | undefined;
   readonly #hooks: PipelineHooks;
@@ -56,7 +57,7 @@ export class RequestPipeline {
         ? false
         : {
             localPrincipal: options.auth?.localPrincipal,
-            requiredScopes: { ...DEFAULT_REQUIRED_SCOPES, ...(options.auth?.requiredScopes ?? {}) },
+            requiredScopes: options.auth?.requiredScopes,
           };
     this.#guardrails = options.guardrails || undefined;
     this.#audit = options.audit || undefined;
@@ -76,7 +77,7 @@ export class RequestPipeline {
   /** Scopes required for `method` (any-of). */
   requiredScopes(method: string): readonly string[] {
     if (this.#auth === false) return [];
-    return this.#host.methodScopes(method) ?? this.#auth.requiredScopes[method] ?? ["hmcp:access"];
+    return this.#host.methodScopes(method) ?? requiredScopesForMethod(method, this.#auth.requiredScopes);
   }
 
   /** Runs one request through the pipeline around `inner`. */
@@ -265,20 +266,27 @@ class Ctx implements RequestContext {
   can(request: ScopeRequest): boolean {
     if (!this.#pipeline.authEnabled) return true;
     if (!this.principal) return false;
-    if (request.patient !== undefined && this.patient !== undefined && request.patient !== this.patient) return false;
-    return allows(this.principal.scopes, request, this.patient);
+    return checkAccess(this.principal.scopes, request, this.patient).allowed;
   }
 
   require(request: ScopeRequest): void {
-    if (request.patient !== undefined) this.assertPatient(request.patient);
-    if (!this.can(request)) {
-      const v1 = request.action === "r" || request.action === "s" ? "read" : "write";
-      const compartment = this.patient !== undefined ? "patient" : "system";
-      throw new HMCPError(HMCPErrorCode.InsufficientScope, `Insufficient scope to ${v1} ${request.resourceType}`, {
+    if (request.patient !== undefined) this.patientsTouched.add(request.patient);
+    if (!this.#pipeline.authEnabled) return;
+    if (!this.principal) {
+      throw new HMCPError(HMCPErrorCode.Unauthenticated, "Authentication required", { reason: "unauthenticated" });
+    }
+    const decision = checkAccess(this.principal.scopes, request, this.patient);
+    if (decision.allowed) return;
+    if (decision.reason === "insufficient_scope") {
+      throw new HMCPError(HMCPErrorCode.InsufficientScope, `Insufficient scope for ${request.resourceType}.${request.action}`, {
         reason: "insufficient_scope",
-        required: [`${compartment}/${request.resourceType}.${request.action}`],
+        required: decision.required,
       });
     }
+    throw new HMCPError(HMCPErrorCode.PatientContextViolation, "Request is outside the token's patient context", {
+      reason: decision.reason,
+      required: decision.required,
+    });
   }
 
   async progress(done: number, total?: number, message?: string): Promise<void> {

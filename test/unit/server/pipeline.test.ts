@@ -109,7 +109,7 @@ describe("request pipeline", () => {
     expect(textOf((await client.ask("write Observation for p-9")).content)).toBe("handled: write Observation for p-9");
     const e = await errorOf(client.ask("write Condition for p-9"));
     expect(e.code).toBe(HMCPErrorCode.InsufficientScope);
-    expect(e.data).toEqual({ reason: "insufficient_scope", required: ["system/Condition.c"] });
+    expect(e.data).toEqual({ reason: "insufficient_scope", required: ["system/Condition.c", "patient/Condition.c"] });
   });
 
   it("tool handlers see the context: assertPatient refuses another patient for a patient-bound token", async () => {
