@@ -1,0 +1,36 @@
+import { afterEach, describe, expect, it } from "vitest";
+import { ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js";
+import { connectEcho, type Connected } from "../../fixtures/harness.js";
+
+let conn: Connected | undefined;
+afterEach(async () => {
+  await conn?.close();
+  conn = undefined;
+});
+
+describe("HMCPClient.createMessage", () => {
+  it("times out after timeoutMs without progress", async () => {
+    conn = await connectEcho("memory");
+    const e = await conn.client.ask("slow:20", { timeoutMs: 50 }).catch((x: unknown) => x);
+    expect(e).toBeInstanceOf(McpError);
+    expect((e as McpError).code).toBe(ErrorCode.RequestTimeout);
+  });
+
+  it("progress resets the timeout: a long request that reports progress completes", async () => {
+    conn = await connectEcho("memory");
+    const seen: number[] = [];
+    const r = await conn.client.ask("slow:30", { timeoutMs: 300, onProgress: (p) => seen.push(p.progress) });
+    expect(r.content).toEqual({ type: "text", text: "done after 30 steps" });
+    expect(seen).toEqual(Array.from({ length: 30 }, (_, i) => i + 1));
+  });
+
+  it("an abort signal cancels the request", async () => {
+    conn = await connectEcho("memory");
+    const ac = new AbortController();
+    const p = conn.client.ask("slow:50", { signal: ac.signal });
+    setTimeout(() => ac.abort(new Error("user cancelled")), 30);
+    await expect(p).rejects.toThrow(/cancelled/);
+    // the connection stays usable
+    expect((await conn.client.ask("need-info")).stopReason).toBe("infoNeeded");
+  });
+});
