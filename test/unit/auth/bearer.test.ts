@@ -1,0 +1,158 @@
+/**
+ * The framework-free pieces of the bearer check: token extraction (RFC 6750 §2), challenge formatting (RFC 6750 §3,
+ * RFC 9728 §5.1), metadata paths (RFC 9728 §3.1), construction-time option checks, and the authenticator on a local
+ * key set.
+ */
+import { describe, expect, it } from "vitest";
+import { SignJWT, exportJWK, generateKeyPair } from "jose";
+import {
+  createJwtBearerAuthenticator,
+  extractBearerToken,
+  formatBearerChallenge,
+  principalFromClaims,
+  resourceMetadataPathFor,
+  resourceMetadataUrlFor,
+} from "hmcp";
+
+describe("extractBearerToken", () => {
+  const ok = (authorization: string[], url = "/mcp", extra: { contentType?: string; body?: unknown } = {}) =>
+    extractBearerToken({ authorization, url, ...extra }, 100);
+
+  it("takes the token from one Authorization header, scheme case-insensitive", () => {
+    expect(ok(["Bearer abc.def-ghi_jk~l+/="])).toEqual({ kind: "token", token: "abc.def-ghi_jk~l+/=" });
+    expect(ok(["bEaReR  abc  "])).toEqual({ kind: "token", token: "abc" });
+  });
+
+  it("no header or another scheme is 'no credentials'", () => {
+    expect(ok([])).toEqual({ kind: "none" });
+    expect(ok(["Basic Zm9vOmJhcg=="])).toEqual({ kind: "none" });
+  });
+
+  it("refuses query-string and form-body tokens, two headers, empty and malformed tokens", () => {
+    expect(ok(["Bearer a"], "/mcp?x=1&access_token=abc")).toMatchObject({ status: 400, error: "invalid_request" });
+    expect(ok([], "/mcp", { contentType: "application/x-www-form-urlencoded; charset=utf-8", body: "access_token=abc" })).toMatchObject({
+      status: 400,
+      error: "invalid_request",
+    });
+    expect(ok([], "/mcp", { contentType: "application/x-www-form-urlencoded", body: { access_token: "abc" } })).toMatchObject({ status: 400 });
+    expect(ok(["Bearer a", "Bearer b"])).toMatchObject({ status: 400, error: "invalid_request" });
+    expect(ok(["Bearer"])).toMatchObject({ status: 400, error: "invalid_request" });
+    expect(ok(["Bearer a b"])).toMatchObject({ status: 400, error: "invalid_request" });
+    expect(ok([`Bearer ${"x".repeat(101)}`])).toMatchObject({ status: 401, error: "invalid_token" });
+  });
+
+  it("does not mistake a JSON body field for a form token", () => {
+    expect(ok(["Bearer a"], "/mcp", { contentType: "application/json", body: { access_token: "x" } })).toEqual({ kind: "token", token: "a" });
+  });
+});
+
+describe("formatBearerChallenge", () => {
+  it("quotes values and strips characters RFC 6750 forbids, so nothing can break out of the header", () => {
+    const h = formatBearerChallenge({
+      resourceMetadata: 'https://x/.well-known/oauth-protected-resource/a"b\\c',
+      error: "invalid_token",
+      errorDescription: 'bad "token"\r\nSet-Cookie: a=b \\ é',
+      scope: 'hmcp:sample "x"',
+    });
+    expect(h).toBe(
+      'Bearer resource_metadata="https://x/.well-known/oauth-protected-resource/a\\"b\\\\c", error="invalid_token", error_description="bad tokenSet-Cookie: a=b  ", scope="hmcp:sample x"',
+    );
+    expect(h).not.toMatch(/[\r\n]/);
+  });
+});
+
+describe("resource metadata location (RFC 9728 §3.1)", () => {
+  it.each([
+    ["https://agent.example/mcp", "/.well-known/oauth-protected-resource/mcp"],
+    ["https://agent.example/", "/.well-known/oauth-protected-resource"],
+    ["https://agent.example", "/.well-known/oauth-protected-resource"],
+    ["http://127.0.0.1:3001/agents/emr/mcp/", "/.well-known/oauth-protected-resource/agents/emr/mcp"],
+  ])("%s → %s", (resource, path) => {
+    expect(resourceMetadataPathFor(resource)).toBe(path);
+    expect(resourceMetadataUrlFor(resource)).toBe(new URL(path, resource).href);
+  });
+  it("refuses relative identifiers and fragments", () => {
+    expect(() => resourceMetadataPathFor("/mcp")).toThrow(TypeError);
+    expect(() => resourceMetadataPathFor("https://a/mcp#x")).toThrow(/fragment/);
+  });
+});
+
+describe("createJwtBearerAuthenticator options", () => {
+  const base = { issuer: "https://as", audience: "https://rs/mcp", jwks: { keys: { keys: [] } } };
+  it.each([["none"], ["HS256"], ["hs512"]])("refuses algorithm %s", (alg) => {
+    expect(() => createJwtBearerAuthenticator({ ...base, algorithms: [alg] })).toThrow(/not allowed/);
+  });
+  it("names an unknown option", () => {
+    expect(() => createJwtBearerAuthenticator({ ...base, audiance: "x" } as never)).toThrow(/unknown option "audiance"/);
+  });
+  it("refuses symmetric or private keys in a local key set", () => {
+    expect(() => createJwtBearerAuthenticator({ ...base, jwks: { keys: { keys: [{ kty: "oct", k: "c2VjcmV0" }] } } })).toThrow(/symmetric/);
+    expect(() => createJwtBearerAuthenticator({ ...base, jwks: { keys: { keys: [{ kty: "EC", crv: "P-256", x: "a", y: "b", d: "c" }] } } })).toThrow(/public/);
+  });
+});
+
+describe("JWT authenticator on a local key set", () => {
+  it("verifies, caches by token string, and serves the RFC 9728 document", async () => {
+    const { privateKey, publicKey } = await generateKeyPair("EdDSA", { extractable: true });
+    const jwk = { ...(await exportJWK(publicKey)), kid: "ed" };
+    const auth = createJwtBearerAuthenticator({
+      issuer: "https://as",
+      audience: "https://rs/mcp",
+      jwks: { keys: { keys: [jwk] } },
+      resourceMetadata: { scopes_supported: ["hmcp:sample"] },
+    });
+    const token = await new SignJWT({ client_id: "c", scope: "hmcp:sample", patient: "p9", fhirUser: "Practitioner/1", tenant: "t" })
+      .setProtectedHeader({ alg: "EdDSA", kid: "ed", typ: "application/at+jwt" })
+      .setIssuer("https://as")
+      .setAudience(["https://rs/mcp", "https://other"])
+      .setIssuedAt()
+      .setExpirationTime("5m")
+      .sign(privateKey);
+    const a = await auth.check({ authorization: [`Bearer ${token}`], url: "/mcp" });
+    const b = await auth.check({ authorization: [`Bearer ${token}`], url: "/mcp" });
+    expect(a.ok && b.ok).toBe(true);
+    if (a.ok) expect(a.verified.principal).toMatchObject({ clientId: "c", patient: "p9", fhirUser: "Practitioner/1", tenant: "t", issuer: "https://as" });
+    expect(auth.cacheStats()).toEqual({ hits: 1, misses: 1, size: 1 });
+    expect(auth.resourceMetadataPath).toBe("/.well-known/oauth-protected-resource/mcp");
+    expect(auth.resourceMetadata()).toEqual({
+      resource: "https://rs/mcp",
+      authorization_servers: ["https://as"],
+      bearer_methods_supported: ["header"],
+      scopes_supported: ["hmcp:sample"],
+    });
+  });
+
+  it("applies method scopes to a JSON-RPC body (batch included) when the HTTP layer passes it", async () => {
+    const { privateKey, publicKey } = await generateKeyPair("ES256");
+    const auth = createJwtBearerAuthenticator({ issuer: "https://as", audience: "https://rs/mcp", jwks: { keys: { keys: [{ ...(await exportJWK(publicKey)), kid: "k" }] } } });
+    const token = await new SignJWT({ client_id: "reader", scope: "hmcp:read system/*.rs" })
+      .setProtectedHeader({ alg: "ES256", kid: "k" })
+      .setIssuer("https://as")
+      .setAudience("https://rs/mcp")
+      .setExpirationTime("5m")
+      .sign(privateKey);
+    const read = await auth.check({ authorization: [`Bearer ${token}`], url: "/mcp", body: { jsonrpc: "2.0", id: 1, method: "resources/read", params: {} } });
+    expect(read.ok).toBe(true);
+    const write = await auth.check({
+      authorization: [`Bearer ${token}`],
+      url: "/mcp",
+      body: [{ jsonrpc: "2.0", id: 1, method: "resources/read" }, { jsonrpc: "2.0", id: 2, method: "tools/call" }],
+    });
+    expect(write).toMatchObject({ ok: false, status: 403, error: "insufficient_scope", scope: "hmcp:access hmcp:write patient/hmcp:write" });
+  });
+});
+
+describe("principalFromClaims", () => {
+  it("reads scp arrays and falls back from client_id to azp to sub", () => {
+    expect(principalFromClaims({ azp: "a", sub: "s", scp: ["hmcp:read", 3] })).toMatchObject({ clientId: "a", sub: "s", scopes: ["hmcp:read"] });
+    expect(principalFromClaims({ sub: "s" })).toMatchObject({ clientId: "s" });
+    expect(principalFromClaims({ scope: "hmcp:read" })).toBeUndefined();
+  });
+  it("drops patient/ scopes when the token has no patient claim", () => {
+    expect(principalFromClaims({ client_id: "c", scope: "patient/*.rs hmcp:sample patient/hmcp:read system/Patient.rs" })?.scopes).toEqual([
+      "hmcp:sample",
+      "system/Patient.rs",
+    ]);
+    expect(principalFromClaims({ client_id: "c", patient: "p", scope: "patient/*.rs" })?.scopes).toEqual(["patient/*.rs"]);
+  });
+});
