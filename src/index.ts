@@ -49,6 +49,8 @@ export {
   expandAuditPaths,
   exportFhirAuditEvents,
   toAuditEvent,
+  createOperationalLogger,
+  basicRedactPhi,
 } from "./audit/index.js";
 export type {
   AuditRecordInput,
@@ -74,6 +76,9 @@ export type {
   FhirExportOptions,
   FhirCoding,
   FhirReference,
+  OperationalLoggerOptions,
+  Redactor,
+  LogTransport,
 } from "./audit/index.js";
 
 // --- auth ---

@@ -14,3 +14,5 @@ export { queryAudit, iterateAudit, expandAuditPaths } from "./query.js";
 export type { AuditQuery, ScanStats } from "./query.js";
 export { exportFhirAuditEvents, toAuditEvent } from "./fhir.js";
 export type { FhirAuditBundle, FhirAuditEvent, FhirExportOptions, FhirCoding, FhirReference } from "./fhir.js";
+export { createOperationalLogger, basicRedactPhi } from "./operational-logger.js";
+export type { OperationalLoggerOptions, Redactor, LogTransport } from "./operational-logger.js";

@@ -1,0 +1,108 @@
+/**
+ * The project's operational logger (winston): what a service operator reads, as opposed to the audit
+ * trail a compliance officer reads. Every string in every log entry (message and metadata, nested)
+ * passes through a `redact(text) => string` function before any transport sees it (issue 4: no PHI in
+ * any log line).
+ */
+import winston from "winston";
+
+/** A winston transport instance. */
+export type LogTransport = winston.transport;
+
+/** A PHI redactor: returns `text` with PHI replaced by placeholders. Must be pure and never throw. */
+export type Redactor = (text: string) => string;
+
+/** Options of {@link createOperationalLogger}. */
+export interface OperationalLoggerOptions {
+  /** Lowest level written (npm levels: error, warn, info, http, verbose, debug, silly). Default "info". */
+  level?: string;
+  /**
+   * The redactor every string goes through. Default {@link basicRedactPhi} (patterns only: SSNs,
+   * phone numbers, e-mail addresses, dates, MRN-labelled numbers; it does NOT find names). Servers
+   * should pass the guardrails' `redactPhiText`, which also finds names.
+   */
+  redact?: Redactor;
+  /** Service name added to every entry. Default "hmcp". */
+  service?: string;
+  /** Also append JSON Lines to this file (winston File transport). */
+  file?: string;
+  /** Write to stderr (all levels, JSON Lines). Default true unless `file` or `transports` are given. */
+  console?: boolean;
+  /** Extra winston transports (they receive entries already redacted). */
+  transports?: LogTransport[];
+}
+
+const KEEP = new Set(["level", "timestamp", "service"]);
+
+/**
+ * Creates a winston logger whose entries are redacted, timestamped (RFC 3339 ms) JSON.
+ * Error objects in metadata are reduced to `{ name, code, message: redact(message) }` (no stacks).
+ * @throws Error when `level` is not an npm level or `redact` is not a function.
+ */
+export function createOperationalLogger(opts: OperationalLoggerOptions = {}): winston.Logger {
+  const level = opts.level ?? "info";
+  if (!(level in winston.config.npm.levels)) throw new Error(`createOperationalLogger: unknown level '${level}' (use ${Object.keys(winston.config.npm.levels).join(", ")})`);
+  const redact = opts.redact ?? basicRedactPhi;
+  if (typeof redact !== "function") throw new Error("createOperationalLogger: 'redact' must be a function (text) => string");
+  const redactFormat = winston.format((info) => {
+    for (const key of Object.keys(info)) {
+      if (KEEP.has(key)) continue;
+      (info as Record<string, unknown>)[key] = scrub(info[key], redact, 0);
+    }
+    return info;
+  });
+  const transports: LogTransport[] = [...(opts.transports ?? [])];
+  if (opts.file) transports.push(new winston.transports.File({ filename: opts.file }));
+  if (opts.console ?? (opts.file === undefined && opts.transports === undefined)) {
+    transports.push(new winston.transports.Console({ stderrLevels: Object.keys(winston.config.npm.levels) }));
+  }
+  return winston.createLogger({
+    level,
+    levels: winston.config.npm.levels,
+    defaultMeta: { service: opts.service ?? "hmcp" },
+    format: winston.format.combine(redactFormat(), winston.format.timestamp(), winston.format.json()),
+    transports,
+  });
+}
+
+function scrub(v: unknown, redact: Redactor, depth: number): unknown {
+  if (typeof v === "string") return safe(redact, v);
+  if (v === null || typeof v !== "object") return v;
+  if (depth > 8) return "[depth]";
+  if (v instanceof Error) {
+    const code = (v as NodeJS.ErrnoException).code;
+    return { name: v.name, ...(code !== undefined && { code }), message: safe(redact, v.message) };
+  }
+  if (Array.isArray(v)) return v.map((x) => scrub(x, redact, depth + 1));
+  const out: Record<string, unknown> = {};
+  for (const [k, x] of Object.entries(v)) out[safe(redact, k)] = scrub(x, redact, depth + 1);
+  return out;
+}
+
+function safe(redact: Redactor, text: string): string {
+  try {
+    return redact(text);
+  } catch {
+    return "[redaction failed]";
+  }
+}
+
+const PATTERNS: Array<[RegExp, string]> = [
+  [/[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}/g, "[EMAIL]"],
+  [/\b\d{3}-\d{2}-\d{4}\b/g, "[SSN]"],
+  [/\b(?:MRN|mrn|Medical Record(?: Number)?)\s*[:#]?\s*[A-Za-z0-9-]+/g, "[MRN]"],
+  [/(?:\+?1[-. ]?)?\(?\b\d{3}\)?[-. ]\d{3}[-. ]\d{4}\b/g, "[PHONE]"],
+  [/\b\d{4}-\d{2}-\d{2}(?:T[\d:.]+(?:Z|[+-]\d{2}:\d{2})?)?\b/g, "[DATE]"],
+  [/\b\d{1,2}\/\d{1,2}\/\d{2,4}\b/g, "[DATE]"],
+];
+
+/**
+ * The interim, pattern-only PHI redactor: e-mail addresses, SSNs (ddd-dd-dddd), MRN-labelled
+ * values, US phone numbers, ISO and m/d/y dates. It does NOT find names or addresses; prefer the
+ * guardrails' `redactPhiText`.
+ */
+export function basicRedactPhi(text: string): string {
+  let out = text;
+  for (const [re, ph] of PATTERNS) out = out.replace(re, ph);
+  return out;
+}

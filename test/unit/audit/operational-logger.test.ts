@@ -1,0 +1,68 @@
+import { readFile } from "node:fs/promises";
+import path from "node:path";
+import { describe, expect, it } from "vitest";
+import winston from "winston";
+import { basicRedactPhi, createOperationalLogger, type LogTransport } from "hmcp";
+import { tempLogDir } from "./helpers.js";
+
+// winston's typings name the base class `transport`; at runtime it is `winston.Transport`.
+const Transport = (winston as unknown as { Transport: new (opts?: object) => LogTransport }).Transport;
+
+class Memory extends Transport {
+  lines: string[] = [];
+  override log(info: any, next: () => void): void {
+    this.lines.push(String(info[Symbol.for("message")]));
+    next();
+  }
+}
+
+describe("createOperationalLogger", () => {
+  it("redacts every string, nested, including error messages, and keeps structure", () => {
+    const mem = new Memory();
+    const logger = createOperationalLogger({ transports: [mem], redact: (t) => basicRedactPhi(t).replace(/\bAdolfo Marquardt\b/g, "[NAME]") });
+    logger.warn("lookup for Adolfo Marquardt (SSN 999-65-9492) failed", {
+      patient: { phone: "555-826-5697", email: "adolfo@example.org", born: "1949-08-02", tags: ["MRN: 50635536-8051"] },
+      err: new Error("no record for 999-65-9492"),
+      count: 3,
+    });
+    expect(mem.lines).toHaveLength(1);
+    const line = mem.lines[0]!;
+    for (const phi of ["Adolfo", "Marquardt", "999-65-9492", "555-826-5697", "adolfo@example.org", "1949-08-02", "50635536"]) expect(line).not.toContain(phi);
+    const e = JSON.parse(line) as Record<string, any>;
+    expect(e).toMatchObject({ level: "warn", service: "hmcp", count: 3, message: "lookup for [NAME] (SSN [SSN]) failed" });
+    expect(e["patient"]).toEqual({ phone: "[PHONE]", email: "[EMAIL]", born: "[DATE]", tags: ["[MRN]"] });
+    expect(e["err"]).toEqual({ name: "Error", message: "no record for [SSN]" });
+    expect(e["timestamp"]).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
+  });
+
+  it("honours the level and refuses bad options", () => {
+    const mem = new Memory();
+    const logger = createOperationalLogger({ level: "warn", transports: [mem] });
+    logger.info("not written");
+    logger.error("written");
+    expect(mem.lines).toHaveLength(1);
+    expect(() => createOperationalLogger({ level: "loud" })).toThrow(/unknown level 'loud'/);
+    expect(() => createOperationalLogger({ redact: "yes" as never })).toThrow(/redact/);
+  });
+
+  it("a redactor that throws does not leak the text", () => {
+    const mem = new Memory();
+    createOperationalLogger({ transports: [mem], redact: () => { throw new Error("boom"); } }).info("Adolfo Marquardt");
+    expect(mem.lines[0]).not.toContain("Adolfo");
+  });
+
+  it("writes redacted JSON Lines to a file", async () => {
+    const dir = await tempLogDir("oplog");
+    const file = path.join(dir, "operational.log");
+    const logger = createOperationalLogger({ file });
+    const transport = logger.transports[0]!;
+    // the File transport emits "finish" once its file stream has flushed
+    const done = new Promise<void>((resolve) => transport.once("finish", () => resolve()));
+    logger.info("called back 555-826-5697", { session: "s-1" });
+    logger.end();
+    await done;
+    const text = await readFile(file, "utf8");
+    expect(text).toContain('"message":"called back [PHONE]"');
+    expect(text).not.toContain("555-826-5697");
+  });
+});
