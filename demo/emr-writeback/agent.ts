@@ -1,0 +1,256 @@
+/**
+ * The EMR-writeback agent: an HMCPServer whose sampling handler writes clinical FHIR resources into the EMR store.
+ *
+ * One request's way (issue 5):
+ *   parse (Bundle / array / `clinical_data={...} patient_id=...`) → no patient id: `stopReason: "infoNeeded"`
+ *   → patient-context check and a per-resource-type write-scope check (all or nothing: an unauthorised type
+ *   refuses the whole request with `InsufficientScope`) → financial / unsupported types refused with a reason
+ *   → shape validation (per-resource errors) → clinician approval by elicitation (accept / decline / cancel)
+ *   → write in chunks with progress notifications → one-line summary from the caller's model (server → client
+ *   sampling; skipped when the caller has no model) → summary text, plus `resource_link`s in `_meta`.
+ *
+ * The written resources are MCP resources of this agent, `emr://fhir/{resourceType}/{id}`, readable behind the
+ * same SMART scopes (read access to that type for that patient).
+ */
+import { ResourceTemplate } from "@modelcontextprotocol/sdk/server/mcp.js";
+import { McpError, type ResourceLink } from "@modelcontextprotocol/sdk/types.js";
+import {
+  HMCPError,
+  HMCPServer,
+  INFO_NEEDED,
+  INFO_NEEDED_META_KEY,
+  INVALID_PARAMS,
+  hmcpContext,
+  type CreateMessageParams,
+  type HMCPServerOptions,
+  type SamplingContext,
+  type SamplingHandlerResult,
+} from "hmcp";
+import type { EmrStore, ImportItem } from "../emr-store/store.js";
+import { sourceKeyOf } from "../emr-store/store.js";
+import { type ClinicalType, CLINICAL_TYPES, isClinicalType, isFinancialType, patientElement, resourceDate } from "../fhir/resource.js";
+import { validateClinicalResource } from "../fhir/validate.js";
+import type { EncounterSummaryTask } from "../model/rule-based-provider.js";
+import { parseWritebackRequest, WritebackRequestError } from "./request.js";
+
+/** `_meta` key of the machine-readable outcome of a writeback (see {@link WritebackOutcome}). */
+export const WRITEBACK_META_KEY = "hmcp-demo/writeback";
+/** `_meta` key of the `resource_link`s to what was written (sampling results carry a single content block). */
+export const RESOURCE_LINKS_META_KEY = "hmcp-demo/resourceLinks";
+/** URI scheme of the stored resources. */
+export const EMR_URI_PREFIX = "emr://fhir/";
+
+/** One refused resource: its position in the request, type, stable reason code and a readable sentence. */
+export interface Refusal {
+  index: number;
+  resourceType: string;
+  reason: "financial_resource" | "unsupported_type" | "invalid_shape" | "other_patient" | "source_patient_conflict" | "version_conflict";
+  message: string;
+  /** For `invalid_shape`: one "path: problem" line per issue. */
+  errors?: string[];
+}
+
+/** What a writeback did, in `_meta[WRITEBACK_META_KEY]`. */
+export interface WritebackOutcome {
+  patientId: string;
+  /** "written": created or already present (idempotent retry); "declined" / "cancelled": nothing written. */
+  approval: "accept" | "decline" | "cancel" | "not_asked";
+  written: Array<{ index: number; resourceType: string; id: string; created: boolean }>;
+  refused: Refusal[];
+}
+
+export interface EmrAgentOptions {
+  /** Opens the store on first use (so a refused caller never touches it). Called at most once. */
+  store: () => Promise<EmrStore>;
+  /** HMCPServer options (auth, guardrails, audit). */
+  server?: HMCPServerOptions;
+  /** Resources per transaction / progress step. Default 25. */
+  chunkSize?: number;
+  /** Ask for a clinician's approval before writing. Default true. */
+  requireApproval?: boolean;
+}
+
+function requestText(params: CreateMessageParams): string {
+  for (let i = params.messages.length - 1; i >= 0; i--) {
+    const m = params.messages[i]!;
+    if (m.role !== "user") continue;
+    const blocks = (Array.isArray(m.content) ? m.content : [m.content]) as Array<{ type: string; text?: string }>;
+    const text = blocks.filter((b) => b.type === "text").map((b) => b.text ?? "").join("\n");
+    if (text.trim()) return text;
+  }
+  return "";
+}
+
+const text = (t: string) => ({ type: "text" as const, text: t });
+
+function codeText(r: Record<string, unknown>): string | undefined {
+  for (const k of ["code", "vaccineCode", "medicationCodeableConcept"]) {
+    const c = r[k] as { text?: unknown; coding?: Array<{ display?: unknown }> } | undefined;
+    if (typeof c?.text === "string") return c.text;
+    if (typeof c?.coding?.[0]?.display === "string") return c.coding[0].display;
+  }
+  const cat = (r["category"] as Array<{ text?: unknown }> | undefined)?.[0]?.text;
+  return typeof cat === "string" ? cat : undefined;
+}
+
+/** Builds one EMR-writeback agent server (one per MCP session over HTTP; share the `store` opener). */
+export function createEmrWritebackServer(options: EmrAgentOptions): HMCPServer {
+  let storePromise: Promise<EmrStore> | undefined;
+  const store = () => (storePromise ??= options.store());
+  const chunkSize = options.chunkSize ?? 25;
+  const server = new HMCPServer(
+    { name: "emr-writeback", version: "0.1.0" },
+    {
+      instructions:
+        "Writes clinical FHIR R4 resources (Observation, Condition, MedicationRequest, Procedure, Immunization, AllergyIntolerance, " +
+        "DiagnosticReport, CarePlan) for one patient into the EMR after a clinician's approval. Send a Bundle, an array, or " +
+        "clinical_data={...} patient_id=... in a sampling request.",
+      ...options.server,
+    },
+  );
+
+  server.sampling(async (params, ctx) => handle(params, ctx));
+
+  server.registerResource(
+    "emr-resource",
+    new ResourceTemplate(`${EMR_URI_PREFIX}{resourceType}/{id}`, { list: undefined }),
+    { title: "A clinical resource stored in the demo EMR", mimeType: "application/fhir+json" },
+    async (uri, variables, extra) => {
+      const ctx = hmcpContext(extra);
+      const type = String(variables["resourceType"]);
+      const id = String(variables["id"]);
+      if (!isClinicalType(type)) throw new McpError(-32002, "Resource not found");
+      // Type-level check before the lookup, so an unauthorised caller learns nothing about what exists.
+      ctx.require({ action: "r", resourceType: type, ...(ctx.patient !== undefined && { patient: ctx.patient }) });
+      const row = await (await store()).read(type, id);
+      if (!row) throw new McpError(-32002, "Resource not found");
+      ctx.require({ action: "r", resourceType: type, patient: row.patientId });
+      ctx.assertPatient(row.patientId);
+      return { contents: [{ uri: uri.href, mimeType: "application/fhir+json", text: JSON.stringify(row.resource) }] };
+    },
+  );
+
+  async function handle(params: CreateMessageParams, ctx: SamplingContext): Promise<SamplingHandlerResult> {
+    let req;
+    try {
+      req = parseWritebackRequest(requestText(params));
+    } catch (e) {
+      if (e instanceof WritebackRequestError) throw new McpError(INVALID_PARAMS, e.message);
+      throw e;
+    }
+    const patientId = req.patientId ?? ctx.patient;
+    if (!patientId) {
+      return {
+        content: text(
+          `I need the patient_id of the patient these ${req.entries.length} resources belong to. Resend them as clinical_data={...} patient_id=<FHIR Patient id>.`,
+        ),
+        stopReason: INFO_NEEDED,
+        _meta: { [INFO_NEEDED_META_KEY]: { fields: ["patient_id"] } },
+      };
+    }
+    ctx.assertPatient(patientId);
+
+    // Authorization first, all or nothing: a caller that may not write one of the types writes none of them.
+    const clinicalTypes = new Set(req.entries.map((e) => e.resource.resourceType).filter(isClinicalType));
+    for (const t of clinicalTypes) ctx.require({ action: "c", resourceType: t, patient: patientId });
+
+    const refused: Refusal[] = [];
+    const items: Array<ImportItem & { index: number }> = [];
+    req.entries.forEach((e, index) => {
+      const t = e.resource.resourceType;
+      if (isFinancialType(t)) {
+        refused.push({ index, resourceType: t, reason: "financial_resource", message: `${t} is a financial resource, not clinical data; the EMR clinical writeback does not accept it` });
+        return;
+      }
+      if (!isClinicalType(t)) {
+        refused.push({ index, resourceType: t, reason: "unsupported_type", message: `${t} is not a clinical type this EMR accepts (${CLINICAL_TYPES.join(", ")})` });
+        return;
+      }
+      const el = patientElement(t);
+      const own = e.resource[el] as { reference?: unknown } | undefined;
+      if (own !== undefined && own?.reference !== `Patient/${patientId}`) {
+        refused.push({ index, resourceType: t, reason: "other_patient", message: `${t}.${el} points at a different patient than patient_id` });
+        return;
+      }
+      const check = validateClinicalResource(t, e.resource);
+      if (!check.ok) {
+        refused.push({ index, resourceType: t, reason: "invalid_shape", message: `${t} at entry ${index} is not a valid FHIR R4 ${t}: ${check.errors.join("; ")}`, errors: check.errors });
+        return;
+      }
+      const { [el]: _drop, ...resource } = e.resource;
+      items.push({ index, sourceKey: sourceKeyOf(e), resourceType: t as ClinicalType, resource: { ...resource, resourceType: t } });
+    });
+
+    const outcome: WritebackOutcome = { patientId, approval: "not_asked", written: [], refused };
+    const finish = (summary: string, links: ResourceLink[] = []): SamplingHandlerResult => ({
+      content: text(summary),
+      stopReason: "endTurn",
+      _meta: { [WRITEBACK_META_KEY]: outcome, [RESOURCE_LINKS_META_KEY]: links },
+    });
+    if (items.length === 0) return finish(`Nothing to write: ${refused.length} resource(s) refused.`);
+
+    const counts = new Map<string, number>();
+    for (const it of items) counts.set(it.resourceType, (counts.get(it.resourceType) ?? 0) + 1);
+    const countText = [...counts].map(([t, n]) => `${n} ${t}`).join(", ");
+    if (options.requireApproval !== false) {
+      const answer = await ctx.elicit({
+        message: `Approve writing ${items.length} clinical resource(s) (${countText}) to the EMR for patient ${patientId}?`,
+        requestedSchema: {
+          type: "object",
+          properties: { approve: { type: "boolean", title: "Approve", description: "Write these resources to the EMR" } },
+          required: ["approve"],
+        },
+      });
+      outcome.approval = answer.action === "accept" && answer.content?.["approve"] === false ? "decline" : answer.action;
+      if (outcome.approval !== "accept")
+        return finish(`The clinician ${outcome.approval === "decline" ? "declined" : "cancelled"} the write: nothing was written.`);
+    }
+
+    const db = await store();
+    await ctx.progress(0, items.length, "writing");
+    const statuses = await db.importResources(patientId, items, {
+      chunkSize,
+      signal: ctx.signal,
+      onChunk: (done, total) => ctx.progress(done, total, `written ${done}/${total}`),
+    });
+    const links: ResourceLink[] = [];
+    statuses.forEach((s, i) => {
+      const it = items[i]!;
+      if (s.status === "refused") {
+        refused.push({ index: it.index, resourceType: it.resourceType, reason: s.reason, message: s.message });
+        return;
+      }
+      outcome.written.push({ index: it.index, resourceType: it.resourceType, id: s.id, created: s.status === "created" });
+      links.push({ type: "resource_link", uri: `${EMR_URI_PREFIX}${it.resourceType}/${s.id}`, name: `${it.resourceType}/${s.id}`, mimeType: "application/fhir+json" });
+    });
+    refused.sort((a, b) => a.index - b.index);
+
+    const created = outcome.written.filter((w) => w.created).length;
+    const tally = `Wrote ${created} new, ${outcome.written.length - created} already present, ${refused.length} refused.`;
+    let summary: string | undefined;
+    if (outcome.written.length > 0) {
+      const task: EncounterSummaryTask = {
+        task: "encounter_summary",
+        ...(resourceDate(items[0]!.resource) && { date: resourceDate(items[0]!.resource)! }),
+        resources: items.map((it) => ({ type: it.resourceType, ...(codeText(it.resource) && { text: codeText(it.resource)! }) })),
+      };
+      try {
+        const r = await ctx.sample(
+          {
+            messages: [{ role: "user", content: text(`Summarise this encounter in one line for the chart:\n${JSON.stringify(task)}`) }],
+            maxTokens: 120,
+            systemPrompt: "You write one-line clinical encounter summaries.",
+          },
+          { timeoutMs: 15_000 },
+        );
+        if (r.content.type === "text") summary = r.content.text.split("\n")[0];
+      } catch (e) {
+        // No model on the caller's side (or it failed): the write stands; the summary is just omitted.
+        if (!(e instanceof HMCPError) && !(e instanceof McpError)) throw e;
+      }
+    }
+    return finish(summary ? `${summary}\n${tally}` : tally, links);
+  }
+
+  return server;
+}

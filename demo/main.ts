@@ -1,0 +1,79 @@
+/**
+ * `npm run demo [-- options]`: the HMCP EMR demo on Synthea patients. See `--help`.
+ */
+import path from "node:path";
+import { createInterface } from "node:readline/promises";
+import { parseArgs } from "node:util";
+import type { ClientElicitationHandler } from "hmcp";
+import { runDemo, SHIPPED_DATA_DIR, writeReport } from "./run-demo.js";
+import { serveDemo } from "./serve.js";
+
+const HELP = `HMCP EMR demo: writes real (synthetic) FHIR data for Synthea patients through two HMCP agents.
+
+Usage: npm run demo -- [options]
+  --all                 write every clinical resource of every patient (default: each patient's most recent encounter)
+  --data <dir>          folder of Synthea FHIR R4 bundles (default: the shipped sample, demo/data/bundles)
+  --store <dir>         EMR data directory, embedded Postgres (default: .hmcp/emr); DATABASE_URL=postgres://… uses PostgreSQL instead
+  --report <file.json>  write a machine-readable report
+  --transport <kind>    http (default: agents on loopback ports) or stdio (agents as child processes)
+  --interactive         ask on the terminal before each write (default: approvals are automatic)
+  --serve               start the authorization server and both agents, print their URLs as one JSON line, run until Ctrl-C
+  --help                this text
+`;
+
+async function main(): Promise<number> {
+  const { values } = parseArgs({
+    options: {
+      all: { type: "boolean", default: false },
+      data: { type: "string" },
+      store: { type: "string" },
+      report: { type: "string" },
+      transport: { type: "string", default: "http" },
+      interactive: { type: "boolean", default: false },
+      serve: { type: "boolean", default: false },
+      help: { type: "boolean", default: false },
+    },
+    strict: true,
+  });
+  if (values.help) {
+    process.stdout.write(HELP);
+    return 0;
+  }
+  if (values.transport !== "http" && values.transport !== "stdio") throw new Error(`--transport must be http or stdio, not "${values.transport}"`);
+  const store = process.env["DATABASE_URL"] ? { databaseUrl: process.env["DATABASE_URL"] } : { dataDir: path.resolve(values.store ?? ".hmcp/emr") };
+  const dataDir = path.resolve(values.data ?? SHIPPED_DATA_DIR);
+  if (values.serve) return serveDemo({ dataDir, store });
+
+  let approve: ClientElicitationHandler | "auto" = "auto";
+  let rl: ReturnType<typeof createInterface> | undefined;
+  if (values.interactive) {
+    rl = createInterface({ input: process.stdin, output: process.stdout });
+    const ask = rl;
+    approve = async (params) => {
+      const a = (await ask.question(`\n${params.message} [y = approve / n = decline / c = cancel] `)).trim().toLowerCase();
+      return a.startsWith("y") ? { action: "accept", content: { approve: true } } : a.startsWith("n") ? { action: "decline" } : { action: "cancel" };
+    };
+  }
+  try {
+    const { report, ok } = await runDemo({
+      dataDir,
+      store,
+      all: values.all,
+      transport: values.transport,
+      approve,
+      ...(values.interactive && { verbose: true, timeoutMs: 600_000 }),
+    });
+    if (values.report) await writeReport(values.report, report);
+    return ok ? 0 : 1;
+  } finally {
+    rl?.close();
+  }
+}
+
+main().then(
+  (code) => process.exit(code),
+  (e: unknown) => {
+    process.stderr.write(`demo failed: ${e instanceof Error ? e.message : String(e)}\n`);
+    process.exit(1);
+  },
+);

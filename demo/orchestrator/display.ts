@@ -1,0 +1,95 @@
+/**
+ * What the person running the demo sees: progress bars (one overall, one for the current patient) on a terminal,
+ * plain lines otherwise, and the final summary table. Output goes to the given stream (stdout by default), never
+ * to a log file: it may show synthetic patients' names, which log and audit files never contain.
+ */
+import cliProgress from "cli-progress";
+import Table from "cli-table3";
+import type { OrchestratorEvent } from "./orchestrator.js";
+import type { DemoReport } from "./report.js";
+
+export interface Display {
+  onEvent(e: OrchestratorEvent): void;
+  line(text: string): void;
+  stop(): void;
+}
+
+export function createDisplay(options: { totalResources: number; verbose: boolean; out?: NodeJS.WriteStream }): Display {
+  const out = options.out ?? process.stdout;
+  const tty = out.isTTY === true;
+  let done = 0;
+  let current = 0;
+  const multi = tty
+    ? new cliProgress.MultiBar(
+        { stream: out, format: " {bar} {value}/{total} {label}", hideCursor: true, clearOnComplete: true, autopadding: true },
+        cliProgress.Presets.shades_classic,
+      )
+    : undefined;
+  const overall = multi?.create(options.totalResources, 0, { label: "resources, all patients" });
+  let patientBar: cliProgress.SingleBar | undefined;
+  const print = (t: string) => (multi ? multi.log(`${t}\n`) : out.write(`${t}\n`));
+  return {
+    onEvent(e) {
+      switch (e.type) {
+        case "patient-start":
+          current = 0;
+          if (multi) patientBar = multi.create(e.resources, 0, { label: e.patient.name });
+          else print(`▶ ${e.patient.name} (${e.patient.birthDate}): ${e.resources} resources in ${e.batches} encounter(s)`);
+          break;
+        case "info-needed":
+          if (options.verbose) print(`  EMR agent: infoNeeded (${e.fields.join(", ") || "details"})`);
+          break;
+        case "lookup":
+          if (options.verbose) print(`  patient-data agent: ${e.answer.status === "found" ? `patient id ${e.answer.patientId}` : e.answer.status}`);
+          break;
+        case "progress": {
+          const delta = Math.max(0, e.done - current);
+          current = Math.max(current, e.done);
+          done += delta;
+          patientBar?.update(current);
+          overall?.update(done);
+          break;
+        }
+        case "batch-done":
+          if (options.verbose) print(`  ${e.summary}`);
+          break;
+        case "patient-done": {
+          if (patientBar) {
+            multi?.remove(patientBar);
+            patientBar = undefined;
+          }
+          const ack = Object.values(e.report.acknowledged).reduce((a, b) => a + b, 0);
+          const ref = e.report.refused.reduce((a, b) => a + b.count, 0);
+          print(`✔ ${e.patient.name}: ${ack} written, ${ref} refused${e.report.problem ? ` (${e.report.problem})` : ""}`);
+          break;
+        }
+      }
+    },
+    line: print,
+    stop() {
+      multi?.stop();
+    },
+  };
+}
+
+/** The final summary table: patients, resources written by type, refusals, defences, audit, time. */
+export function renderSummary(report: DemoReport): string {
+  const types = [...new Set(report.patients.flatMap((p) => Object.keys(p.written)))].sort();
+  const t = new Table({ head: ["Patient", "Born", ...types, "Refused"], style: { head: [], border: [] } });
+  for (const p of report.patients) {
+    t.push([p.name, p.birthDate, ...types.map((x) => String(p.written[x] ?? 0)), String(p.refused.reduce((a, r) => a + (r.count ?? 1), 0))]);
+  }
+  const totals = types.map((x) => String(report.patients.reduce((a, p) => a + (p.written[x] ?? 0), 0)));
+  t.push(["Total", "", ...totals, String(report.patients.reduce((a, p) => a + p.refused.reduce((b, r) => b + (r.count ?? 1), 0), 0))]);
+  const reasons = new Map<string, number>();
+  for (const p of report.patients) for (const r of p.refused) reasons.set(`${r.resourceType}: ${r.reason}`, (reasons.get(`${r.resourceType}: ${r.reason}`) ?? 0) + (r.count ?? 1));
+  const d = report.defences;
+  const mark = (b: boolean) => (b ? "yes" : "NO");
+  return [
+    t.toString(),
+    reasons.size ? `Refusals: ${[...reasons].map(([k, n]) => `${k} ×${n}`).join("; ")}` : "Refusals: none",
+    `Defences: prompt injection blocked: ${mark(d.injectionBlocked)} · read-only client refused (insufficient_scope): ${mark(d.insufficientScopeRefused)} · patient-bound client refused another patient: ${mark(d.crossPatientRefused)}`,
+    `Audit: ${report.audit.records} records in ${report.audit.file}, chain verified: ${mark(report.audit.verified)}`,
+    `EMR: ${"dataDir" in report.emr ? report.emr.dataDir : report.emr.databaseUrl} · time ${(report.durationMs / 1000).toFixed(1)} s`,
+  ].join("\n");
+}

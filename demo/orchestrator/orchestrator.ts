@@ -1,0 +1,146 @@
+/**
+ * The orchestrator's flow for one patient (issue 5): send the clinical data to the EMR agent without a patient id
+ * (it answers `infoNeeded`), look the patient up at the patient-data agent by name and birth date, resend each
+ * encounter with the id (the EMR agent asks for approval, writes with progress, and asks our model for a
+ * summary). The two HMCPClients come connected; their sampling / elicitation handlers are the caller's.
+ */
+import { isInfoNeeded, type HMCPClient } from "hmcp";
+import type { CreateMessageResult } from "@modelcontextprotocol/sdk/types.js";
+import { WRITEBACK_META_KEY, type WritebackOutcome } from "../emr-writeback/agent.js";
+import { LOOKUP_META_KEY, type LookupAnswer } from "../patient-data/agent.js";
+import type { EncounterBatch, PatientInput } from "../fhir/synthea.js";
+
+/** Events for the progress display. */
+export type OrchestratorEvent =
+  | { type: "patient-start"; patient: PatientInput; resources: number; batches: number }
+  | { type: "info-needed"; patient: PatientInput; fields: string[] }
+  | { type: "lookup"; patient: PatientInput; answer: LookupAnswer }
+  | { type: "progress"; patient: PatientInput; done: number; total: number }
+  | { type: "batch-done"; patient: PatientInput; batch: EncounterBatch; summary: string; outcome?: WritebackOutcome }
+  | { type: "patient-done"; patient: PatientInput; report: PatientRun };
+
+/** What happened to one patient (the report's per-patient entry, before counting the store). */
+export interface PatientRun {
+  name: string;
+  birthDate: string;
+  patientId?: string;
+  sent: Record<string, number>;
+  /** Resources the EMR agent acknowledged (created or already present), by type. */
+  acknowledged: Record<string, number>;
+  refused: Array<{ resourceType: string; reason: string; count: number }>;
+  /** Source keys (`fullUrl`s) of the resources sent, for counting what reached the store. */
+  sourceKeys: string[];
+  summaries: string[];
+  /** Set when the patient could not be processed (lookup failed, approval declined …). */
+  problem?: string;
+}
+
+export interface OrchestratorOptions {
+  emr: HMCPClient;
+  patients: HMCPClient;
+  onEvent?: (e: OrchestratorEvent) => void;
+  /** Time without progress before a request fails, ms. Default 60,000 (raise it for interactive approval). */
+  timeoutMs?: number;
+}
+
+export function bundleOf(batch: EncounterBatch): { resourceType: "Bundle"; type: "collection"; entry: Array<{ fullUrl: string; resource: unknown }> } {
+  return { resourceType: "Bundle", type: "collection", entry: batch.entries.map((e) => ({ fullUrl: e.fullUrl, resource: e.resource })) };
+}
+
+const textOf = (r: CreateMessageResult): string => (r.content.type === "text" ? r.content.text : "");
+
+function addRefusal(list: PatientRun["refused"], resourceType: string, reason: string, n = 1): void {
+  const hit = list.find((x) => x.resourceType === resourceType && x.reason === reason);
+  if (hit) hit.count += n;
+  else list.push({ resourceType, reason, count: n });
+}
+
+export class Orchestrator {
+  constructor(private readonly options: OrchestratorOptions) {}
+
+  /** Looks the patient up at the patient-data agent by name and birth date only. */
+  async lookup(name: string, birthDate: string): Promise<LookupAnswer> {
+    const r = await this.options.patients.ask(`patient identifier for ${name} born ${birthDate}`, { maxTokens: 200 });
+    const meta = r._meta?.[LOOKUP_META_KEY] as LookupAnswer | undefined;
+    if (meta) return meta;
+    if (isInfoNeeded(r)) return { status: "infoNeeded", fields: [] };
+    try {
+      const id = (JSON.parse(textOf(r)) as { patient_id?: unknown }).patient_id;
+      if (typeof id === "string") return { status: "found", patientId: id };
+    } catch {
+      // plain text answer: not found
+    }
+    return { status: "notFound" };
+  }
+
+  /** Sends one batch for `patientId` (or without one) to the EMR agent. */
+  async send(batch: EncounterBatch, patientId: string | undefined, onProgress?: (done: number, total: number) => void): Promise<CreateMessageResult> {
+    const body = patientId === undefined ? bundleOf(batch) : { patient_id: patientId, clinical_data: bundleOf(batch) };
+    return this.options.emr.ask(JSON.stringify(body), {
+      maxTokens: 200,
+      timeoutMs: this.options.timeoutMs ?? 60_000,
+      ...(patientId !== undefined && { patient: patientId }),
+      ...(onProgress && { onProgress: (p: { progress: number; total?: number }) => onProgress(p.progress, p.total ?? 0) }),
+    });
+  }
+
+  /** Runs the whole flow for one patient over `batches` (chronological). */
+  async runPatient(patient: PatientInput, batches: EncounterBatch[]): Promise<PatientRun> {
+    const emit = this.options.onEvent ?? (() => undefined);
+    const run: PatientRun = { name: patient.name, birthDate: patient.birthDate, sent: {}, acknowledged: {}, refused: [], sourceKeys: [], summaries: [] };
+    const total = batches.reduce((n, b) => n + b.entries.length, 0);
+    emit({ type: "patient-start", patient, resources: total, batches: batches.length });
+    for (const b of batches)
+      for (const e of b.entries) {
+        run.sent[e.resource.resourceType] = (run.sent[e.resource.resourceType] ?? 0) + 1;
+        run.sourceKeys.push(e.fullUrl);
+      }
+    if (batches.length === 0) {
+      emit({ type: "patient-done", patient, report: run });
+      return run;
+    }
+
+    // 1. The EMR agent does not know who this is: it must answer infoNeeded.
+    const first = await this.send(batches[0]!, undefined);
+    if (isInfoNeeded(first)) {
+      const fields = ((first._meta?.["hmcp/infoNeeded"] as { fields?: string[] } | undefined)?.fields ?? []).slice();
+      emit({ type: "info-needed", patient, fields });
+    }
+
+    // 2. Who is it? Name and birth date are all the orchestrator knows.
+    const answer = await this.lookup(patient.name, patient.birthDate);
+    emit({ type: "lookup", patient, answer });
+    if (answer.status !== "found") {
+      run.problem = answer.status === "infoNeeded" ? `patient lookup needs more details (${answer.fields.join(", ")})` : "patient not found in the patient index";
+      for (const [t, n] of Object.entries(run.sent)) addRefusal(run.refused, t, answer.status === "infoNeeded" ? "patient_ambiguous" : "patient_not_found", n);
+      emit({ type: "patient-done", patient, report: run });
+      return run;
+    }
+    run.patientId = answer.patientId;
+
+    // 3. Resend each encounter with the id.
+    let done = 0;
+    for (const batch of batches) {
+      const r = await this.send(batch, answer.patientId, (d) => emit({ type: "progress", patient, done: done + d, total }));
+      const outcome = r._meta?.[WRITEBACK_META_KEY] as WritebackOutcome | undefined;
+      if (outcome) {
+        for (const w of outcome.written) run.acknowledged[w.resourceType] = (run.acknowledged[w.resourceType] ?? 0) + 1;
+        for (const x of outcome.refused) addRefusal(run.refused, x.resourceType, x.reason);
+        if (outcome.approval === "decline" || outcome.approval === "cancel") {
+          run.problem = `approval ${outcome.approval === "decline" ? "declined" : "cancelled"} for some encounters`;
+          const refusedIdx = new Set(outcome.refused.map((x) => x.index));
+          batch.entries.forEach((e, i) => {
+            if (!refusedIdx.has(i)) addRefusal(run.refused, e.resource.resourceType, `approval_${outcome.approval}`);
+          });
+        }
+      }
+      const summary = textOf(r).split("\n")[0] ?? "";
+      run.summaries.push(summary);
+      done += batch.entries.length;
+      emit({ type: "progress", patient, done, total });
+      emit({ type: "batch-done", patient, batch, summary, ...(outcome && { outcome }) });
+    }
+    emit({ type: "patient-done", patient, report: run });
+    return run;
+  }
+}

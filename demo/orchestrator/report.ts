@@ -1,0 +1,43 @@
+/**
+ * The machine-readable report of a demo run (`--report <file.json>`, shape fixed by issue 5):
+ * `{ patients: [{ name, birthDate, patientId, sent, written, refused }], defences, audit, emr, durationMs }`.
+ * `written` counts what is in the EMR store at the end of the run and came from this input (by source identity),
+ * so a rerun reports the same numbers.
+ */
+import type { EmrStore } from "../emr-store/store.js";
+import type { PatientRun } from "./orchestrator.js";
+
+export interface DemoReport {
+  patients: Array<{
+    name: string;
+    birthDate: string;
+    patientId: string | null;
+    sent: Record<string, number>;
+    written: Record<string, number>;
+    /** One entry per (type, reason); `count` says how many resources (an extension of the issue's shape). */
+    refused: Array<{ resourceType: string; reason: string; count: number }>;
+  }>;
+  defences: { injectionBlocked: boolean; insufficientScopeRefused: boolean; crossPatientRefused: boolean };
+  audit: { file: string; files: string[]; records: number; verified: boolean; error?: string };
+  emr: { dataDir: string } | { databaseUrl: string };
+  durationMs: number;
+}
+
+/**
+ * Counts, per patient and type, the stored resources whose source identity is one this patient's input sent,
+ * stored under that patient's id. A resource stored under another id is not counted (and would be a bug).
+ */
+export async function countWritten(store: EmrStore, runs: PatientRun[]): Promise<Array<Record<string, number>>> {
+  const out: Array<Record<string, number>> = [];
+  for (const run of runs) {
+    const counts: Record<string, number> = {};
+    if (run.patientId) {
+      for (const row of await store.findBySourceKeys(run.sourceKeys)) {
+        if (row.patientId !== run.patientId) continue;
+        counts[row.resourceType] = (counts[row.resourceType] ?? 0) + 1;
+      }
+    }
+    out.push(counts);
+  }
+  return out;
+}

@@ -1,0 +1,54 @@
+/**
+ * The patient-data agent: an HMCPServer that answers "which patient is this?" from its master patient index.
+ * Input: a sampling request whose last user message is JSON (`{"name", "birthDate", "gender"?, "mrn"?}`) or text
+ * such as "patient identifier for Adan Portillo born 1961-04-12". Output: `{"patient_id": "..."}` and nothing more
+ * (minimum necessary); `stopReason: "infoNeeded"` when details are missing or several patients match; a clear
+ * not-found sentence otherwise.
+ */
+import { HMCPServer, INFO_NEEDED, INFO_NEEDED_META_KEY, type CreateMessageParams, type HMCPServerOptions, type SamplingHandlerResult } from "hmcp";
+import { parsePatientQuery, type PatientIndex } from "./patient-index.js";
+
+/** `_meta` key of the machine-readable lookup answer. */
+export const LOOKUP_META_KEY = "hmcp-demo/patientLookup";
+
+export type LookupAnswer = { status: "found"; patientId: string } | { status: "infoNeeded"; fields: string[] } | { status: "notFound" };
+
+export interface PatientDataAgentOptions {
+  index: PatientIndex;
+  server?: HMCPServerOptions;
+}
+
+function lastUserText(params: CreateMessageParams): string {
+  for (let i = params.messages.length - 1; i >= 0; i--) {
+    const m = params.messages[i]!;
+    if (m.role !== "user") continue;
+    const blocks = (Array.isArray(m.content) ? m.content : [m.content]) as Array<{ type: string; text?: string }>;
+    const t = blocks.filter((b) => b.type === "text").map((b) => b.text ?? "").join("\n");
+    if (t.trim()) return t;
+  }
+  return "";
+}
+
+export function createPatientDataServer(options: PatientDataAgentOptions): HMCPServer {
+  const server = new HMCPServer(
+    { name: "patient-data", version: "0.1.0" },
+    {
+      instructions: "Finds a patient's FHIR id from name and birth date. Answers with the id only.",
+      ...options.server,
+    },
+  );
+  server.sampling((params): SamplingHandlerResult => {
+    const r = options.index.lookup(parsePatientQuery(lastUserText(params)));
+    if (r.kind === "found") {
+      const answer: LookupAnswer = { status: "found", patientId: r.patientId };
+      return { content: { type: "text", text: JSON.stringify({ patient_id: r.patientId }) }, stopReason: "endTurn", _meta: { [LOOKUP_META_KEY]: answer } };
+    }
+    if (r.kind === "infoNeeded") {
+      const answer: LookupAnswer = { status: "infoNeeded", fields: r.fields };
+      return { content: { type: "text", text: r.message }, stopReason: INFO_NEEDED, _meta: { [INFO_NEEDED_META_KEY]: { fields: r.fields }, [LOOKUP_META_KEY]: answer } };
+    }
+    const answer: LookupAnswer = { status: "notFound" };
+    return { content: { type: "text", text: r.message }, stopReason: "endTurn", _meta: { [LOOKUP_META_KEY]: answer } };
+  });
+  return server;
+}

@@ -1,0 +1,40 @@
+/**
+ * Configuration handed to an agent process started over stdio (`--transport stdio`), in the environment
+ * variable HMCP_DEMO_AGENT_CONFIG (JSON). Over stdio there is no HTTP auth: the agent runs under `principal`.
+ */
+import { z } from "zod";
+import { FileAuditSink, type Principal } from "hmcp";
+
+export const AGENT_CONFIG_ENV = "HMCP_DEMO_AGENT_CONFIG";
+
+const ConfigSchema = z.strictObject({
+  store: z.union([z.strictObject({ dataDir: z.string() }), z.strictObject({ databaseUrl: z.string() })]).optional(),
+  dataDir: z.string().optional(),
+  audit: z.strictObject({ dir: z.string(), prefix: z.string(), privateJwk: z.record(z.string(), z.unknown()) }).optional(),
+  principal: z.strictObject({
+    clientId: z.string(),
+    sub: z.string().optional(),
+    scopes: z.array(z.string()),
+    patient: z.string().optional(),
+    fhirUser: z.string().optional(),
+    tenant: z.string().optional(),
+  }),
+  requireApproval: z.boolean().optional(),
+});
+export type AgentProcessConfig = z.infer<typeof ConfigSchema>;
+
+/** Reads and checks the configuration. @throws Error naming the variable and the bad key. */
+export function readAgentConfig(env: NodeJS.ProcessEnv = process.env): AgentProcessConfig {
+  const raw = env[AGENT_CONFIG_ENV];
+  if (!raw) throw new Error(`${AGENT_CONFIG_ENV} is not set: this agent is started by the demo (npm run demo -- --transport stdio)`);
+  const parsed = ConfigSchema.safeParse(JSON.parse(raw));
+  if (!parsed.success) throw new Error(`${AGENT_CONFIG_ENV}: ${parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`);
+  return parsed.data;
+}
+
+export async function openAgentAudit(cfg: AgentProcessConfig): Promise<FileAuditSink | undefined> {
+  if (!cfg.audit) return undefined;
+  return FileAuditSink.open({ dir: cfg.audit.dir, prefix: cfg.audit.prefix, signing: { privateKey: cfg.audit.privateJwk as never }, durability: { mode: "group", intervalMs: 5, maxRecords: 256 } });
+}
+
+export const principalOf = (cfg: AgentProcessConfig): Principal => cfg.principal;

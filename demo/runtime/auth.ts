@@ -1,0 +1,49 @@
+/**
+ * Real OAuth for the demo: starts the demo authorization server (oidc-provider, in-process) for the agents' URLs,
+ * builds each agent's JWT bearer check against its JWKS, and gives every client a client-credentials token
+ * provider (private_key_jwt, SMART Backend Services). No token is minted by hand.
+ */
+import { createClientCredentialsTokenProvider, createJwtBearerAuthenticator, type BearerAuthenticator, type TokenProvider } from "hmcp";
+import { startDemoAuthorizationServer, type DemoAuthorizationServer } from "../auth-server/index.js";
+import { demoClients } from "./clients.js";
+
+export interface DemoAuth {
+  issuer: string;
+  server: DemoAuthorizationServer;
+  /** The bearer check of the agent at `resourceUrl`. */
+  bearerFor(resourceUrl: string): BearerAuthenticator;
+  /** A token provider for `clientId`, for the agent at `resourceUrl` (RFC 8707 resource indicator). */
+  tokenProvider(clientId: string, resourceUrl: string): TokenProvider;
+  stop(): Promise<void>;
+}
+
+export async function startDemoAuth(options: { resources: string[]; boundPatient: string; port?: number }): Promise<DemoAuth> {
+  const clients = demoClients(options.boundPatient);
+  const server = await startDemoAuthorizationServer({ resources: options.resources, clients, ...(options.port !== undefined && { port: options.port }) });
+  return {
+    issuer: server.issuer,
+    server,
+    bearerFor: (resourceUrl) =>
+      createJwtBearerAuthenticator({
+        issuer: server.issuer,
+        audience: resourceUrl,
+        jwks: { uri: server.jwksUri },
+        // Method-level scopes are left to each agent's pipeline, so refusals arrive as JSON-RPC errors with data.
+        methodScopes: false,
+      }),
+    tokenProvider(clientId, resourceUrl) {
+      const c = server.clients[clientId];
+      const cfg = clients.find((x) => x.clientId === clientId);
+      if (!c?.privateJwk || !cfg) throw new Error(`demo client ${clientId} has no private key`);
+      return createClientCredentialsTokenProvider({
+        issuer: server.issuer,
+        clientId,
+        auth: { type: "private_key_jwt", privateKey: c.privateJwk },
+        scope: cfg.scopes,
+        resource: resourceUrl,
+        allowInsecureRequests: true,
+      });
+    },
+    stop: () => server.stop(),
+  };
+}

@@ -1,0 +1,42 @@
+/**
+ * `npm run demo -- --serve`: the authorization server and both agents, kept running until SIGINT / SIGTERM, with one
+ * JSON line on stdout naming their URLs, so other MCP clients (MCP Inspector, your own) can connect.
+ */
+import path from "node:path";
+import { FileAuditSink, generateAuditSigningKey, resourceMetadataUrlFor } from "hmcp";
+import type { StoreLocation } from "./emr-store/sql.js";
+import { loadPatientBundles } from "./fhir/synthea.js";
+import { startDemoAuth } from "./runtime/auth.js";
+import { demoGuardrails } from "./runtime/guardrails.js";
+import { startHttpAgents } from "./runtime/http-agents.js";
+
+export async function serveDemo(options: { dataDir: string; store: StoreLocation; auditRoot?: string }): Promise<number> {
+  const patients = await loadPatientBundles(options.dataDir);
+  const key = await generateAuditSigningKey();
+  const auditDir = path.resolve(options.auditRoot ?? ".hmcp/audit", `serve-${new Date().toISOString().replace(/[:.]/g, "-")}`);
+  const audit = await FileAuditSink.open({ dir: auditDir, prefix: "demo", signing: { privateKey: key.privateJwk } });
+  const guardrails = demoGuardrails();
+  const agents = await startHttpAgents({ store: options.store, patients: patients.map((p) => p.patient), auth: true, audit, ...(guardrails && { guardrails }) });
+  const auth = await startDemoAuth({ resources: [agents.emrUrl, agents.patientDataUrl], boundPatient: patients[0]?.patient.id ?? "none" });
+  agents.setBearers(auth.bearerFor(agents.emrUrl), auth.bearerFor(agents.patientDataUrl));
+  process.stdout.write(
+    `${JSON.stringify({
+      issuer: auth.issuer,
+      jwksUri: auth.server.jwksUri,
+      tokenEndpoint: auth.server.tokenEndpoint,
+      agents: {
+        emrWriteback: { mcp: agents.emrUrl, protectedResourceMetadata: resourceMetadataUrlFor(agents.emrUrl) },
+        patientData: { mcp: agents.patientDataUrl, protectedResourceMetadata: resourceMetadataUrlFor(agents.patientDataUrl) },
+      },
+      audit: auditDir,
+    })}\n`,
+  );
+  await new Promise<void>((resolve) => {
+    process.once("SIGINT", () => resolve());
+    process.once("SIGTERM", () => resolve());
+  });
+  await agents.close();
+  await auth.stop();
+  await audit.close();
+  return 0;
+}
