@@ -156,6 +156,9 @@ export async function startDemoAuthorizationServer(options: DemoAuthorizationSer
     clientAuthMethods: ["private_key_jwt", "client_secret_basic"],
     enabledJWA: { clientAuthSigningAlgValues: ["ES384", "RS384", "ES256", "RS256", "PS256", "EdDSA"] },
     scopes: ["openid"],
+    ttl: {
+      ClientCredentials: (_ctx: unknown, token: { resourceServer?: { accessTokenTTL?: number } }) => token.resourceServer?.accessTokenTTL ?? 300,
+    },
     features: {
       devInteractions: { enabled: false },
       clientCredentials: { enabled: true },
