@@ -28,7 +28,7 @@ import { AGENT_CONFIG_ENV, type AgentProcessConfig } from "./runtime/agent-confi
 import { startDemoAuth, type DemoAuth } from "./runtime/auth.js";
 import { localPrincipal, ORCHESTRATOR, PATIENT_APP, READER } from "./runtime/clients.js";
 import { demoGuardrails } from "./runtime/guardrails.js";
-import { startHttpAgents, type RunningAgents } from "./runtime/http-agents.js";
+import { startHttpAgents } from "./runtime/http-agents.js";
 
 const demoDir = path.dirname(fileURLToPath(import.meta.url));
 /** The bundles shipped with the demo. */
@@ -118,12 +118,10 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
 
   let endpoints: Endpoints;
   let auth: DemoAuth | undefined;
-  let agents: RunningAgents | undefined;
   let auditSink: FileAuditSink | undefined;
   if ((options.transport ?? "http") === "http") {
     auditSink = await FileAuditSink.open({ dir: auditDir, prefix: "demo", signing: { privateKey: auditKey.privateJwk } });
     const a = await startHttpAgents({ store, patients: patients.map((p) => p.patient), auth: true, audit: auditSink, ...(guardrails && { guardrails }) });
-    agents = a;
     auth = await startDemoAuth({ resources: [a.emrUrl, a.patientDataUrl], boundPatient });
     a.setBearers(auth.bearerFor(a.emrUrl), auth.bearerFor(a.patientDataUrl));
     const au = auth;
