@@ -4,8 +4,10 @@ export type { AuditRecordInput, AuditSink, AuditOutcome, AuditEventType } from "
 export { newAuditRecord } from "./new-record.js";
 export type { AuditRecordDraft } from "./new-record.js";
 export { canonicalJson, contentDigest, sha256Hex } from "./canonical-json.js";
-export { FileAuditSink, AuditSinkError } from "./file-sink.js";
-export type { FileAuditSinkOptions, AuditDurability } from "./file-sink.js";
+export { AuditSinkError } from "./chain-sink.js";
+export type { AuditDurability, ChainSinkCommon } from "./chain-sink.js";
+export { FileAuditSink } from "./file-sink.js";
+export type { FileAuditSinkOptions } from "./file-sink.js";
 export { GENESIS_HASH, generateAuditSigningKey } from "./chain.js";
 export type { AuditSigningKey, AuditVerifyKey, CheckpointAlg, CheckpointBody, ChainEntry } from "./chain.js";
 export { verifyAuditFiles } from "./verify.js";

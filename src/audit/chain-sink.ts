@@ -1,0 +1,262 @@
+/**
+ * The machinery every chained sink shares: the append queue, the group-commit / fsync policy, the
+ * durable-seq bookkeeping, sealing entries into the chain and writing checkpoints. Subclasses only
+ * persist sealed entries (durably, before their promise resolves) and, for files, rotate.
+ * @internal
+ */
+import { canonicalJson } from "./canonical-json.js";
+import { sealEntry, type CheckpointBody, type CheckpointSigner } from "./chain.js";
+import type { AuditRecordInput, AuditSink } from "./record.js";
+
+/**
+ * When appended records become durable.
+ * - `fsync`: every record is persisted (written and fsync'd, or committed) on its own before the
+ *   next; an acknowledged record (see `onDurable`) survives a power loss. Throughput is bounded by
+ *   the storage's sync rate.
+ * - `group` (default): records are gathered for at most `intervalMs` (default 5 ms) or `maxRecords`
+ *   (default 256), then persisted with one write and one fsync (or one INSERT). A crash loses at
+ *   most the records of the open window; earlier records are intact.
+ */
+export type AuditDurability = { mode: "fsync" } | { mode: "group"; intervalMs?: number; maxRecords?: number };
+
+/** Thrown by `append` and rejected by `flush` when the sink cannot take or keep records. */
+export class AuditSinkError extends Error {
+  constructor(
+    readonly code: "closed" | "backpressure" | "write_failed" | "invalid_record" | "unreadable_tail",
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+    this.name = "AuditSinkError";
+  }
+}
+
+/** A sealed chain entry, ready to persist. */
+export interface SealedEntry {
+  seq: number;
+  prev: string;
+  hash: string;
+  /** The JSON Lines line, without newline. */
+  line: string;
+  /** The record's (or checkpoint's) time, RFC 3339. */
+  time: string;
+  type: string;
+}
+
+/** Options every chained sink takes. */
+export interface ChainSinkCommon {
+  durability?: AuditDurability;
+  /** A checkpoint every this many records (default 1000), plus at rotation and at close. */
+  checkpointEvery?: number;
+  /** Called after each persisted batch with the highest durable `seq`. */
+  onDurable?: (seq: number) => void;
+  /** Operational notices without PHI (recovery, write failure). */
+  onNotice?: (message: string, meta: Record<string, unknown>) => void;
+  /** Maximum records waiting to be persisted before `append` throws (default 100,000). */
+  maxQueued?: number;
+  /** Clock (ms since the epoch), for tests. Default `Date.now`. */
+  now?: () => number;
+}
+
+export const COMMON_OPTION_KEYS = ["durability", "checkpointEvery", "onDurable", "onNotice", "maxQueued", "now"];
+
+/** Checks the common options; @throws Error naming the bad option. */
+export function validateCommon(where: string, opts: ChainSinkCommon): void {
+  const d = opts.durability;
+  if (d !== undefined) {
+    if (d.mode !== "fsync" && d.mode !== "group") throw new Error(`${where}: durability.mode must be 'fsync' or 'group'`);
+    if (d.mode === "group" && d.intervalMs !== undefined && !(d.intervalMs >= 0)) throw new Error(`${where}: durability.intervalMs must be >= 0`);
+    if (d.mode === "group" && d.maxRecords !== undefined && !(Number.isInteger(d.maxRecords) && d.maxRecords >= 1)) throw new Error(`${where}: durability.maxRecords must be an integer >= 1`);
+  }
+  if (opts.checkpointEvery !== undefined && !(Number.isInteger(opts.checkpointEvery) && opts.checkpointEvery >= 1)) throw new Error(`${where}: checkpointEvery must be an integer >= 1`);
+  if (opts.maxQueued !== undefined && !(Number.isInteger(opts.maxQueued) && opts.maxQueued >= 1)) throw new Error(`${where}: maxQueued must be an integer >= 1`);
+}
+
+/** @internal */
+export abstract class ChainSinkBase implements AuditSink {
+  private queue: AuditRecordInput[] = [];
+  private appended = 0;
+  private durable = 0;
+  private waiters: { target: number; resolve: () => void; reject: (e: unknown) => void }[] = [];
+  private loop: Promise<void> | undefined;
+  private timer: NodeJS.Timeout | undefined;
+  private failure: AuditSinkError | undefined;
+  private closed = false;
+  protected sinceCheckpoint = 0;
+  private readonly intervalMs: number;
+  private readonly batchMax: number;
+  private readonly checkpointEvery: number;
+  private readonly maxQueued: number;
+  protected readonly now: () => number;
+
+  protected constructor(
+    private readonly common: ChainSinkCommon,
+    protected readonly chainId: string,
+    protected readonly signer: CheckpointSigner | undefined,
+    protected seq: number,
+    protected head: string,
+  ) {
+    const d = common.durability ?? { mode: "group" };
+    this.intervalMs = d.mode === "group" ? (d.intervalMs ?? 5) : 0;
+    this.batchMax = d.mode === "group" ? (d.maxRecords ?? 256) : 1;
+    this.checkpointEvery = common.checkpointEvery ?? 1000;
+    this.maxQueued = common.maxQueued ?? 100_000;
+    this.now = common.now ?? Date.now;
+  }
+
+  /** Persists entries durably (write + fsync, or a committed INSERT) before resolving. */
+  protected abstract persist(entries: SealedEntry[]): Promise<void>;
+  /** Releases resources after the final checkpoint. */
+  protected abstract release(): Promise<void>;
+  /** Whether to start a new segment before an entry of `lineBytes` when `pendingBytes` are unpersisted. */
+  protected shouldRotate(_pendingBytes: number, _lineBytes: number): boolean {
+    return false;
+  }
+  /** Starts a new segment (everything before is persisted). */
+  protected async rotate(): Promise<void> {}
+  /** Short operational name of where entries go (no PHI), for notices. */
+  protected abstract where(): string;
+
+  /** Public JWK that verifies this sink's checkpoints (undefined when unsigned). */
+  get publicJwk() {
+    return this.signer?.publicJwk;
+  }
+
+  /**
+   * Enqueues a record. Synchronous and cheap (a few checks and a push); the record is durable when
+   * `flush()` resolves. The sink takes ownership: do not mutate the record afterwards.
+   * @throws AuditSinkError `closed` after close, `write_failed` after a persist error (fail closed),
+   *   `backpressure` when `maxQueued` records wait, `invalid_record` when `v`/`id`/`type` are missing.
+   */
+  append(record: AuditRecordInput): void {
+    if (this.closed) throw new AuditSinkError("closed", "audit sink is closed");
+    if (this.failure) throw this.failure;
+    if (typeof record !== "object" || record === null || record.v !== 1 || typeof record.id !== "string" || typeof record.type !== "string") {
+      throw new AuditSinkError("invalid_record", "audit record needs v, id and type (build it with newAuditRecord)");
+    }
+    if (this.queue.length >= this.maxQueued) throw new AuditSinkError("backpressure", `audit sink has ${this.queue.length} records waiting to be written`);
+    this.queue.push(record);
+    this.appended++;
+    if (this.queue.length >= this.batchMax || this.intervalMs === 0) this.kick();
+    else this.timer ??= setTimeout(() => this.kick(), this.intervalMs);
+  }
+
+  /**
+   * Resolves when every record appended before the call is persisted durably.
+   * @throws AuditSinkError `write_failed` when persisting failed.
+   */
+  flush(): Promise<void> {
+    if (this.failure) return Promise.reject(this.failure);
+    const target = this.appended;
+    if (this.durable >= target) return Promise.resolve();
+    const p = new Promise<void>((resolve, reject) => this.waiters.push({ target, resolve, reject }));
+    this.kick();
+    return p;
+  }
+
+  /**
+   * Flushes, writes a final checkpoint (signed sinks), persists it and releases resources. Idempotent.
+   * @throws AuditSinkError `write_failed` when records could not be persisted.
+   */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    try {
+      await this.flush();
+    } finally {
+      this.closed = true;
+    }
+    while (this.loop) await this.loop;
+    try {
+      if (this.signer && this.sinceCheckpoint > 0) await this.persist([await this.checkpoint("close")]);
+    } finally {
+      await this.release();
+    }
+  }
+
+  private kick(): void {
+    if (this.timer) {
+      clearTimeout(this.timer);
+      this.timer = undefined;
+    }
+    if (this.loop) return;
+    this.loop = this.run().finally(() => {
+      this.loop = undefined;
+      if (this.queue.length > 0 && !this.failure) this.kick();
+    });
+  }
+
+  private async run(): Promise<void> {
+    try {
+      while (this.queue.length > 0) {
+        const batch = this.queue.splice(0, this.batchMax);
+        await this.writeBatch(batch);
+        this.durable += batch.length;
+        this.common.onDurable?.(this.seq);
+        this.settle();
+      }
+    } catch (e) {
+      this.failure = new AuditSinkError("write_failed", "audit write failed; the sink refuses further records", { cause: e });
+      this.common.onNotice?.("audit write failed", { where: this.where(), code: (e as NodeJS.ErrnoException).code });
+      for (const w of this.waiters.splice(0)) w.reject(this.failure);
+    }
+  }
+
+  private settle(): void {
+    if (this.waiters.length === 0) return;
+    const keep: typeof this.waiters = [];
+    for (const w of this.waiters) {
+      if (w.target <= this.durable) w.resolve();
+      else keep.push(w);
+    }
+    this.waiters = keep;
+  }
+
+  private async writeBatch(batch: AuditRecordInput[]): Promise<void> {
+    let entries: SealedEntry[] = [];
+    let pendingBytes = 0;
+    for (const record of batch) {
+      let canonical: string;
+      try {
+        canonical = canonicalJson(record);
+      } catch (e) {
+        // A record JSON cannot carry: keep the chain honest with a placeholder that says so.
+        this.common.onNotice?.("audit record not serialisable; placeholder written", { id: String(record.id) });
+        canonical = canonicalJson({ v: 1, id: record.id, type: record.type, time: record.time, error: "unserialisable_record", detail: String((e as Error).message) });
+      }
+      // 200 bytes: the seq/prev/hash envelope around the record.
+      if (this.shouldRotate(pendingBytes, Buffer.byteLength(canonical) + 200)) {
+        if (this.signer && this.sinceCheckpoint > 0) entries.push(await this.checkpoint("rotate"));
+        await this.persist(entries);
+        entries = [];
+        pendingBytes = 0;
+        await this.rotate();
+      }
+      const seq = ++this.seq;
+      const { line, hash } = sealEntry(seq, this.head, canonical);
+      entries.push({ seq, prev: this.head, hash, line, time: String(record.time), type: record.type });
+      this.head = hash;
+      pendingBytes += Buffer.byteLength(line) + 1;
+      this.sinceCheckpoint++;
+      if (this.signer && this.sinceCheckpoint >= this.checkpointEvery) {
+        const cp = await this.checkpoint("interval");
+        entries.push(cp);
+        pendingBytes += Buffer.byteLength(cp.line) + 1;
+      }
+    }
+    if (entries.length > 0) await this.persist(entries);
+  }
+
+  /** Seals a checkpoint entry over the current head. */
+  private async checkpoint(why: CheckpointBody["why"]): Promise<SealedEntry> {
+    const signer = this.signer!;
+    const seq = ++this.seq;
+    const time = new Date(this.now()).toISOString();
+    const jws = await signer.sign(this.chainId, seq, this.head, time);
+    const body: CheckpointBody = { type: "checkpoint", time, chain: this.chainId, kid: signer.kid, why, jws };
+    const { line, hash } = sealEntry(seq, this.head, canonicalJson(body));
+    const entry = { seq, prev: this.head, hash, line, time, type: "checkpoint" };
+    this.head = hash;
+    this.sinceCheckpoint = 0;
+    return entry;
+  }
+}
