@@ -21,6 +21,8 @@ export interface RedactedEntity {
   start: number;
   /** End offset (exclusive). */
   end: number;
+  /** The text put in its place (e.g. "[NAME]"); lets the pipeline map offsets through composed redactions. */
+  replacement?: string;
 }
 
 /** A guardrail's decision about one piece of content. */

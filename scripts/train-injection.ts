@@ -1,0 +1,180 @@
+/**
+ * Trains the prompt-injection classifier shipped as guardrails/data/injection-model.json.
+ *
+ * Data (../shared/data, development splits only; see each README):
+ * - prompt-injections/dev.jsonl (deepset/prompt-injections, Apache-2.0): injection (1) / benign (0);
+ * - benign clinical text as extra negatives: mtsamples/dev.jsonl transcriptions (CC0) and
+ *   medquad/dev.jsonl questions and answers (CC BY 4.0), cut into the same windows the detector scores.
+ * Model: L2-regularised logistic regression (AdaGrad) over hashed features (src/guardrails/injection/features.ts).
+ * The decision threshold and the L2 strength are chosen by 5-fold cross-validation (folds by row hash),
+ * so the shipped threshold reflects held-out, not training, performance. Only weights leave this script.
+ *
+ * Run: npx tsx scripts/train-injection.ts [dataDir]
+ */
+import { createHash } from "node:crypto";
+import { readFileSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { DEFAULT_BUCKETS, forEachFeature, normalizeForInjection, ruleHits, rulesIn, windows } from "../src/guardrails/injection/features.js";
+
+const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+const dataDir = path.resolve(process.argv[2] ?? path.join(repo, "../shared/data"));
+const B = DEFAULT_BUCKETS;
+
+interface Doc {
+  group: "pi" | "clin";
+  label: 0 | 1;
+  fold: number;
+  /** sparse vectors, one per window */
+  wins: Array<{ idx: Int32Array; val: Float32Array }>;
+}
+
+function fold(key: string): number {
+  return createHash("sha256").update(key).digest().readUInt32BE(0) % 5;
+}
+
+function vectorize(text: string): Doc["wins"] {
+  const t = normalizeForInjection(text);
+  const hits = ruleHits(t);
+  const out: Doc["wins"] = [];
+  for (const [a, b] of windows(t)) {
+    const counts = new Map<number, number>();
+    const n = forEachFeature(t, a, b, rulesIn(hits, a, b), B, (k) => counts.set(k, (counts.get(k) ?? 0) + 1));
+    if (n === 0) continue;
+    const idx = new Int32Array(counts.size);
+    const val = new Float32Array(counts.size);
+    let i = 0;
+    const norm = 1 / Math.sqrt(n);
+    for (const [k, c] of counts) {
+      idx[i] = k;
+      val[i] = c * norm;
+      i++;
+    }
+    out.push({ idx, val });
+  }
+  return out;
+}
+
+function jsonl<T>(file: string): T[] {
+  return readFileSync(file, "utf8")
+    .split("\n")
+    .filter((l) => l.trim())
+    .map((l) => JSON.parse(l) as T);
+}
+
+const docs: Doc[] = [];
+for (const r of jsonl<{ id: string; text: string; label: 0 | 1 }>(path.join(dataDir, "prompt-injections/dev.jsonl"))) {
+  docs.push({ group: "pi", label: r.label, fold: fold(r.id), wins: vectorize(r.text) });
+}
+for (const r of jsonl<{ id: string; transcription: string }>(path.join(dataDir, "mtsamples/dev.jsonl"))) {
+  docs.push({ group: "clin", label: 0, fold: fold(r.id), wins: vectorize(r.transcription) });
+}
+for (const r of jsonl<{ id: string; question: string; answer: string | null; source_file: string }>(path.join(dataDir, "medquad/dev.jsonl"))) {
+  const f = fold(r.source_file);
+  docs.push({ group: "clin", label: 0, fold: f, wins: vectorize(r.question) });
+  if (r.answer) docs.push({ group: "clin", label: 0, fold: f, wins: vectorize(r.answer) });
+}
+console.log(`docs: ${docs.length} (pi ${docs.filter((d) => d.group === "pi").length}, clinical ${docs.filter((d) => d.group === "clin").length})`);
+
+const CLIN_WEIGHT = 0.25;
+
+function train(set: Doc[], l2: number, epochs = 30): { w: Float32Array; bias: number } {
+  const w = new Float32Array(B);
+  const g2 = new Float32Array(B).fill(1e-8);
+  let bias = 0;
+  let gb2 = 1e-8;
+  const lr = 0.5;
+  // every window is an example; a positive document's windows are all positive (most are one window)
+  const ex: Array<{ v: Doc["wins"][number]; y: number; wt: number }> = [];
+  for (const d of set) for (const v of d.wins) ex.push({ v, y: d.label, wt: d.group === "clin" ? CLIN_WEIGHT : d.label === 1 ? 1.3 : 1 });
+  let seed = 12345;
+  const rnd = () => ((seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 2 ** 32);
+  for (let ep = 0; ep < epochs; ep++) {
+    for (let i = ex.length - 1; i > 0; i--) {
+      const j = Math.floor(rnd() * (i + 1));
+      [ex[i], ex[j]] = [ex[j]!, ex[i]!];
+    }
+    for (const { v, y, wt } of ex) {
+      let z = bias;
+      for (let k = 0; k < v.idx.length; k++) z += w[v.idx[k]!]! * v.val[k]!;
+      const p = 1 / (1 + Math.exp(-z));
+      const g = (p - y) * wt;
+      for (let k = 0; k < v.idx.length; k++) {
+        const b = v.idx[k]!;
+        const gk = g * v.val[k]! + l2 * w[b]!;
+        g2[b]! += gk * gk;
+        w[b]! -= (lr * gk) / Math.sqrt(g2[b]!);
+      }
+      gb2 += g * g;
+      bias -= (lr * g) / Math.sqrt(gb2);
+    }
+  }
+  return { w, bias };
+}
+
+function score(m: { w: Float32Array; bias: number }, d: Doc): number {
+  let best = 0;
+  for (const v of d.wins) {
+    let z = m.bias;
+    for (let k = 0; k < v.idx.length; k++) z += m.w[v.idx[k]!]! * v.val[k]!;
+    best = Math.max(best, 1 / (1 + Math.exp(-z)));
+  }
+  return best;
+}
+
+// Cross-validation over L2 strengths: held-out scores for every document.
+const l2s = [1e-5, 3e-5, 1e-4];
+let bestChoice: { l2: number; threshold: number; recall: number; fprPi: number; fprClin: number } | undefined;
+for (const l2 of l2s) {
+  const held: Array<{ d: Doc; s: number }> = [];
+  for (let f = 0; f < 5; f++) {
+    const m = train(
+      docs.filter((d) => d.fold !== f),
+      l2,
+    );
+    for (const d of docs.filter((d) => d.fold === f)) held.push({ d, s: score(m, d) });
+  }
+  const pos = held.filter((h) => h.d.label === 1);
+  const negPi = held.filter((h) => h.d.group === "pi" && h.d.label === 0);
+  const negClin = held.filter((h) => h.d.group === "clin");
+  for (const th of [0.05, 0.08, 0.1, 0.12, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5]) {
+    const recall = pos.filter((h) => h.s >= th).length / pos.length;
+    const fprPi = negPi.filter((h) => h.s >= th).length / negPi.length;
+    const fprClin = negClin.filter((h) => h.s >= th).length / negClin.length;
+    console.log(`l2=${l2} th=${th} cv recall=${recall.toFixed(3)} fprPi=${fprPi.toFixed(3)} fprClin=${fprClin.toFixed(4)}`);
+    // targets: recall >= 0.90, FPR <= 0.10 (deepset benign) and <= 0.02 (clinical); keep a margin on FPR
+    if (fprPi <= 0.08 && fprClin <= 0.01) {
+      const better = !bestChoice || recall > bestChoice.recall + 1e-9 || (Math.abs(recall - bestChoice.recall) < 1e-9 && fprPi < bestChoice.fprPi);
+      if (better) bestChoice = { l2, threshold: th, recall, fprPi, fprClin };
+    }
+  }
+}
+if (!bestChoice) throw new Error("no setting met the FPR bounds in cross-validation");
+console.log("chosen", bestChoice);
+
+const final = train(docs, bestChoice.l2);
+const index: number[] = [];
+const weight: number[] = [];
+for (let b = 0; b < B; b++) {
+  const v = final.w[b]!;
+  if (Math.abs(v) >= 5e-3) {
+    index.push(b);
+    weight.push(Math.round(v * 1e4) / 1e4);
+  }
+}
+const out = {
+  version: 1,
+  buckets: B,
+  bias: Math.round(final.bias * 1e4) / 1e4,
+  threshold: bestChoice.threshold,
+  index,
+  weight,
+  meta: {
+    trainedBy: "scripts/train-injection.ts",
+    data: ["prompt-injections/dev.jsonl (Apache-2.0)", "mtsamples/dev.jsonl (CC0)", "medquad/dev.jsonl (CC BY 4.0)"],
+    l2: bestChoice.l2,
+    crossValidated: { recall: bestChoice.recall, fprPromptInjectionBenign: bestChoice.fprPi, fprClinical: bestChoice.fprClin },
+  },
+};
+writeFileSync(path.join(repo, "guardrails/data/injection-model.json"), JSON.stringify(out) + "\n");
+console.log(`wrote ${index.length} weights`);

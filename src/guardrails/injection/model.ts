@@ -1,0 +1,73 @@
+/**
+ * The prompt-injection classifier at run time: a logistic regression over hashed features
+ * (./features.ts), weights trained offline by scripts/train-injection.ts and shipped as data
+ * (guardrails/data/injection-model.json). Deterministic, local, no network.
+ */
+import { readFileSync } from "node:fs";
+import { forEachFeature, hardRuleHit, normalizeForInjection, ruleHits, rulesIn, windows } from "./features.js";
+
+/** Shape of the weights file. */
+export interface InjectionModelFile {
+  version: 1;
+  buckets: number;
+  bias: number;
+  /** Default decision threshold on the probability (chosen by cross-validation at training time). */
+  threshold: number;
+  /** Parallel arrays: bucket index and weight, for non-zero weights only. */
+  index: number[];
+  weight: number[];
+  /** Training facts (data, regularisation, cross-validated figures). */
+  meta?: Record<string, unknown>;
+}
+
+/** A loaded model. `score` is the max over windows of P(injection). */
+export class InjectionModel {
+  readonly buckets: number;
+  readonly bias: number;
+  readonly threshold: number;
+  readonly #w: Float32Array;
+  #acc = 0;
+  readonly #emit = (b: number): void => {
+    this.#acc += this.#w[b]!;
+  };
+
+  constructor(file: InjectionModelFile) {
+    if (file.version !== 1 || !Number.isInteger(Math.log2(file.buckets)) || file.index.length !== file.weight.length) {
+      throw new Error("injection model: unsupported or malformed weights file");
+    }
+    this.buckets = file.buckets;
+    this.bias = file.bias;
+    this.threshold = file.threshold;
+    this.#w = new Float32Array(file.buckets);
+    for (let i = 0; i < file.index.length; i++) this.#w[file.index[i]!] = file.weight[i]!;
+  }
+
+  /** Probability (0..1) that `text` contains an injection: max over its windows. */
+  score(text: string): number {
+    const t = normalizeForInjection(text);
+    if (hardRuleHit(t)) return 1;
+    const hits = ruleHits(t);
+    let best = 0;
+    for (const [a, b] of windows(t)) {
+      this.#acc = 0;
+      const n = forEachFeature(t, a, b, rulesIn(hits, a, b), this.buckets, this.#emit);
+      if (n === 0) continue;
+      const z = this.bias + this.#acc / Math.sqrt(n);
+      const p = 1 / (1 + Math.exp(-z));
+      if (p > best) best = p;
+    }
+    return best;
+  }
+}
+
+const cache = new Map<string, InjectionModel>();
+
+/** Loads (once per path) a weights file. @throws Error when unreadable or malformed */
+export function loadInjectionModel(file: string): InjectionModel {
+  let m = cache.get(file);
+  if (!m) {
+    m = new InjectionModel(JSON.parse(readFileSync(file, "utf8")) as InjectionModelFile);
+    cache.set(file, m);
+  }
+  return m;
+}

@@ -1,0 +1,548 @@
+/**
+ * PHI detection and redaction after the HIPAA Safe Harbor identifiers (45 CFR 164.514(b)(2)(i)):
+ * names, geographic subdivisions smaller than a state (street address, city/facility in context, ZIP),
+ * dates more specific than the year, ages over 89, phone and fax numbers, e-mail, SSN, medical record,
+ * account, licence and other identifying numbers, URLs and IP addresses.
+ *
+ * Deterministic and local: precompiled linear-time regular expressions plus a name dictionary
+ * (guardrails/data/phi-lexicon.json: US Census name lists, see scripts/build-phi-lexicon.ts).
+ * Replacements keep the entity type: `[NAME]`, `[DATE]`, `[PHONE]` ...
+ *
+ * Non-guarantees: it is a recall-oriented detector, not a proof of de-identification; a year alone is
+ * kept (Safe Harbor allows it); unusual formats and names without a name context may be missed.
+ */
+import { readFileSync } from "node:fs";
+import path from "node:path";
+import { guardrailsDir } from "../root.js";
+import type { RedactedEntity } from "../types.js";
+
+/** Entity types the detector emits (the replacement is `[TYPE]`). */
+export const PHI_ENTITY_TYPES = [
+  "NAME",
+  "DATE",
+  "AGE",
+  "SSN",
+  "ID",
+  "ACCOUNT",
+  "PHONE",
+  "EMAIL",
+  "URL",
+  "IP",
+  "ADDRESS",
+  "ZIP",
+  "LOCATION",
+] as const;
+export type PhiEntityType = (typeof PHI_ENTITY_TYPES)[number];
+
+/** A detected entity: type and offsets (UTF-16) into the input, plus its replacement. Never the value. */
+export interface PhiEntity extends RedactedEntity {
+  type: PhiEntityType;
+  replacement: string;
+}
+
+/** Result of {@link PhiDetector.redact}. */
+export interface PhiRedaction {
+  /** The input with every entity replaced by `[TYPE]`. */
+  text: string;
+  /** Entities in input order (offsets into the input). */
+  entities: PhiEntity[];
+}
+
+/** Options of {@link createPhiDetector}. */
+export interface PhiDetectorOptions {
+  /** Entity types to detect; default all of {@link PHI_ENTITY_TYPES}. */
+  entities?: readonly PhiEntityType[];
+  /** Extra names (e.g. the patient's and care team's, from the FHIR record) to always treat as names. */
+  names?: readonly string[];
+  /** Path of a lexicon JSON (`{first, last, ambiguous, common}` arrays of lower-case words); default the shipped one. */
+  lexiconFile?: string;
+}
+
+/** A PHI detector. Stateless after construction; safe to share. */
+export interface PhiDetector {
+  /** Finds entities; offsets into `text`, sorted, non-overlapping. */
+  detect(text: string): PhiEntity[];
+  /** Finds and replaces entities with `[TYPE]`. */
+  redact(text: string): PhiRedaction;
+}
+
+interface Lexicon {
+  first: Set<string>;
+  last: Set<string>;
+  ambiguous: Set<string>;
+  common: Set<string>;
+}
+
+const lexicons = new Map<string, Lexicon>();
+
+function loadLexicon(file: string): Lexicon {
+  let lx = lexicons.get(file);
+  if (!lx) {
+    const raw = JSON.parse(readFileSync(file, "utf8")) as Record<string, string[]>;
+    lx = {
+      first: new Set(raw["first"] ?? []),
+      last: new Set(raw["last"] ?? []),
+      ambiguous: new Set(raw["ambiguous"] ?? []),
+      common: new Set(raw["common"] ?? []),
+    };
+    lexicons.set(file, lx);
+  }
+  return lx;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Pattern recognizers. Every pattern starts at a boundary (lookbehind) so that a failed attempt is
+// not retried from every inner position, and uses bounded quantifiers: linear in the input length.
+
+const MONTH =
+  "(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)";
+
+interface Pattern {
+  type: PhiEntityType;
+  re: RegExp;
+  /** Optional check on the match; return false to drop it. */
+  valid?: (m: RegExpExecArray) => boolean;
+  /** Report only this capture group (offset found inside the match). */
+  group?: number;
+}
+
+function luhn(digits: string): boolean {
+  let sum = 0;
+  let dbl = false;
+  for (let i = digits.length - 1; i >= 0; i--) {
+    let d = digits.charCodeAt(i) - 48;
+    if (dbl) {
+      d *= 2;
+      if (d > 9) d -= 9;
+    }
+    sum += d;
+    dbl = !dbl;
+  }
+  return sum % 10 === 0;
+}
+
+const PATTERNS: Pattern[] = [
+  { type: "EMAIL", re: /(?<![\w.%+-])[A-Za-z0-9][A-Za-z0-9._%+-]{0,63}@[A-Za-z0-9][A-Za-z0-9-]{0,62}(?:\.[A-Za-z0-9-]{1,63}){0,4}\.[A-Za-z]{2,24}\b/g },
+  { type: "URL", re: /(?<![\w/])(?:https?:\/\/|www\.)[^\s<>"'|]{1,2000}/gi },
+  { type: "URL", re: /(?<![\w@.-])(?:[a-z0-9-]{1,63}\.){1,4}(?:com|org|net|edu|gov|mil|info|biz|io)(?![\w-])\/?/g },
+  { type: "IP", re: /(?<![\w.])(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(?:\.(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)){3}(?![\w.]\w)/g },
+  { type: "IP", re: /(?<![\w:])(?:[0-9A-Fa-f]{1,4}:){7}[0-9A-Fa-f]{1,4}(?![\w:])/g },
+  { type: "IP", re: /(?<![\w:])(?:[0-9A-Fa-f]{1,4}:){1,6}:(?:[0-9A-Fa-f]{1,4}(?::[0-9A-Fa-f]{1,4}){0,5})?(?![\w:])/g },
+  { type: "SSN", re: /(?<![\w-])\d{3}-\d{2}-\d{4}(?![\w-])/g },
+  { type: "SSN", re: /\b(?:ssn|social security(?: number)?)\W{0,4}(?:is\W{1,2})?(\d{9}|\d{3} \d{2} \d{4})\b/gi, group: 1 },
+  {
+    type: "ACCOUNT",
+    re: /(?<![\w-])\d(?:[ -]?\d){11,18}(?![\w-])/g,
+    valid: (m) => luhn(m[0].replace(/\D/g, "")),
+  },
+  { type: "ACCOUNT", re: /\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,3})?\b/g },
+  // Phone and fax: North American forms, international +CC forms, and grouped digits.
+  {
+    type: "PHONE",
+    re: /(?<![\w+/])(?:\+?1[ .-]?)?(?:\(\d{3}\)\s?|\d{3}\s?[ ./-]\s?)\d{3}\s?[ ./-]\s?\d{4}(?:\s?(?:x|ext\.?|extension)\s?\d{1,5})?(?![\w/])/gi,
+  },
+  { type: "PHONE", re: /(?<![\w+])\+\d{1,3}[ .-]?(?:\(0\)\s?)?(?:\(\d{1,4}\)\s?)?\d{1,5}(?:[ .-]?\d{2,5}){1,5}(?!\w)/g, valid: (m) => m[0].replace(/\D/g, "").length >= 8 },
+  { type: "PHONE", re: /(?<![\w./-])\d{2,5}(?:[ .]\d{2,4}){2,5}(?![\w/]|\.\d)/g, valid: (m) => m[0].replace(/\D/g, "").length >= 8 },
+  {
+    type: "PHONE",
+    re: /\b(?:pager|beeper|pgr|cell(?:ular)?|phone|tel|telephone|fax|mobile|desk|home|work|office|call(?: me)?(?: at| on)?)\s?(?:#|no\.?|number)?\s?[:#-]?\s?(\(?\d[\d() .-]{3,16}\d)(?!\w)/gi,
+    group: 1,
+    valid: (m) => m[1]!.replace(/\D/g, "").length >= 4,
+  },
+  { type: "PHONE", re: /(?<![\w/.-])(?:\d{3}[ -]\d{7}|\d{6}-\d{4})(?![\w/]|[.-]\d)/g },
+  // Dates more specific than the year.
+  { type: "DATE", re: /(?<![\w-])(?:19|20)\d{2}-(?:0?[1-9]|1[0-2])-(?:0?[1-9]|[12]\d|3[01])(?:[T ]\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?(?![\w-])/g },
+  {
+    type: "DATE",
+    re: /(?<![\w/.-])(?:0?[1-9]|1[0-2])(?:\/(?:0?[1-9]|[12]\d|3[01])(?:\/(?:19|20)?\d{2})?|-(?:0?[1-9]|[12]\d|3[01])-(?:19|20)?\d{2})(?![\w/]|-\d|\.\d)/g,
+    valid: (m) => {
+      const parts = m[0].split(/[/-]/);
+      if (parts.length === 3) return true;
+      const a = Number(parts[0]);
+      const b = Number(parts[1]);
+      if (a < b && a <= 3 && (b === 2 || b === 3 || b === 4 || b === 8)) return false; // a fraction: 1/2, 3/4, 2/3
+      if (b <= 5 && /(?:psv|ps|peep|cpap|bipap|ac|simv|vent|d5|str|strength|x)\s{0,2}$/i.test(m.input.slice(Math.max(0, m.index - 8), m.index))) return false;
+      return true;
+    },
+  },
+  { type: "DATE", re: /(?<![\w/.-])(?:0?[1-9]|[12]\d|3[01])[./-](?:0?[1-9]|1[0-2])[./-](?:19|20)\d{2}(?![\w/])/g },
+  { type: "DATE", re: /(?<![\w/.-])(?:0?[1-9]|1[0-2])\/(?:19|20)?\d{2}(?![\w/]|\.\d)/g },
+  {
+    type: "DATE",
+    re: new RegExp(`\\b${MONTH}\\.?\\s{1,2}(?:0?[1-9]|[12]\\d|3[01])(?:st|nd|rd|th)?\\b(?:,?\\s{1,2}(?:19|20)\\d{2}\\b)?`, "gi"),
+    valid: (m) => !/^may\s/i.test(m[0]) || /\d{4}|[a-z]{2}$/i.test(m[0]) || /^May/.test(m[0]),
+  },
+  { type: "DATE", re: new RegExp(`\\b(?:0?[1-9]|[12]\\d|3[01])(?:st|nd|rd|th)?\\s{1,2}(?:of\\s{1,2})?${MONTH}\\b\\.?(?:,?\\s{1,2}(?:19|20)\\d{2}\\b)?`, "gi") },
+  { type: "DATE", re: new RegExp(`\\b${MONTH}\\.?,?\\s{1,2}(?:of\\s)?(?:19|20)\\d{2}\\b`, "gi"), valid: (m) => !/^may\s/i.test(m[0]) || /^May/.test(m[0]) },
+  // Ages over 89.
+  { type: "AGE", re: /\b(?:9\d|1[01]\d)(?=\s?-?\s?(?:yo|y\/o|y\.o\.?|yrs?|years?|year-old|yr-old|-year-old)\b)/gi },
+  { type: "AGE", re: /\b(?:age[d:]?|aged)\s{1,2}(9\d|1[01]\d)\b/gi, group: 1 },
+  // Addresses.
+  {
+    type: "ADDRESS",
+    re: /(?<![\w-])\d{1,6}[A-Za-z]?(?:\s{1,2}[\p{Lu}\d][\p{L}'.-]{0,30}){1,4}\s{1,2}(?:Street|St|Avenue|Ave|Road|Rd|Boulevard|Blvd|Lane|Ln|Drive|Dr|Court|Ct|Way|Place|Pl|Terrace|Ter|Circle|Cir|Highway|Hwy|Parkway|Pkwy|Square|Squares|Sq|Trail|Trl|Crossing|Loop|Alley|Row|Walk|Path|Pike|Plaza|Heights|Hills|Park|Gardens|Mews|Close|Crescent|Grove)\b\.?/gu,
+  },
+  {
+    type: "ADDRESS",
+    re: /(?<![\w-])(?:\d{1,6}\s{1,2})?[\p{Lu}][\p{L}-]{1,30}(?:tie|katu|kuja|polku|vej|gade|straße|strasse|str\.|weg|gasse|laan|straat|plein|vägen|gatan|veien|gata|utca|ulica|ul\.|rue|calle|avenida|rua|via|viale|piazza|street|road|avenue|tee|maantee|puiestee)\s{1,2}\d{1,5}[A-Za-z]?\b/giu,
+  },
+  { type: "ADDRESS", re: /\b(?:apt\.?|apartment|suite|ste\.?|unit|room|rm\.?|box|psc|p\.?\s?o\.?\s?box)\s{0,2}#?\s?\d{1,6}[A-Z]?\b/gi },
+  { type: "ADDRESS", re: /\b(?:APO|FPO|DPO)\s{1,2}(?:AA|AE|AP)\s{1,2}\d{5}\b/g },
+  // ZIP codes: after a state code or a ZIP label, or a standalone 5-digit number.
+  { type: "ZIP", re: /\b(?:zip(?:\s?code)?|postal\s?code|postcode)\s?(?:is\s)?:?\s{0,2}([A-Z0-9]{2,5}(?:[ -][A-Z0-9]{2,4})?)\b/gi, group: 1 },
+  { type: "ZIP", re: /(?<=\b[A-Z]{2}\s{1,2})\d{5}(?:-\d{4})?\b/g },
+  { type: "ZIP", re: /(?<![\w.,/:-])\d{5}(?:-\d{4})?(?![\w./:%]|,\d|-\d)/g },
+  { type: "LOCATION", re: /(?<!\d\s{1,2})\b(?:St|ST|Saint|SAINT)\.?\s[A-Z][A-Za-z]{2,20}(?:'s)?\b/g },
+  // Record, account, licence and other identifying numbers in context, and long digit runs.
+  {
+    type: "ID",
+    re: /\b(?:mrn|mr#|medical record(?:\s(?:no\.?|number|#))?|acct|account(?:\s(?:no\.?|number|#))?|ref(?:erence)?(?:\s?#|\sno\.?|\snumber)?|record\s?#|licen[cs]e(?:\snumber)?(?:\sis)?|dl|driver'?s licen[cs]e(?:\snumber)?(?:\sis)?|patient\sid|member\sid|policy\s(?:no\.?|number|#)|id\s?#|id:|npi|dea|passport(?:\snumber)?(?:\sis)?)\s?[:#]?\s?((?=[A-Z0-9-]{0,20}\d)[A-Z0-9][A-Z0-9-]{3,20})\b/gi,
+    group: 1,
+  },
+  { type: "ID", re: /(?<![\w.,-])\d{7,}(?![\w.,]|-\d)/g },
+];
+
+// Words that introduce a name (titles) or a relative's name.
+const TITLES = new Set([
+  "dr", "drs", "mr", "mrs", "ms", "miss", "mister", "doctor", "prof", "professor", "sra", "herr", "frau", "madam", "mme", "sir", "dame", "mx",
+]);
+const RELATIONS = new Set([
+  "wife", "husband", "daughter", "son", "dtr", "sister", "brother", "mother", "father", "mom", "dad", "friend", "proxy", "caseworker",
+  "niece", "nephew", "grandson", "granddaughter", "grandmother", "grandfather", "aunt", "uncle", "partner", "spouse", "fiance", "fiancee",
+  "girlfriend", "boyfriend", "sibling", "sis", "daughters", "sons", "sisters", "brothers", "nurse", "np", "rn", "pa", "ho", "rabbi", "chaplain",
+  "pastor", "attending", "resident", "fellow", "intern", "neighbor", "neighbour", "named", "called", "dear", "hcp", "contact", "by", "per", "with", "to", "from", "and", "cc",
+]);
+const WEAK_RELATIONS = new Set(["by", "per", "with", "to", "from", "and", "cc", "contact", "dear", "called"]);
+const NAME_IS = /\b(?:my name is|name is|name:|i am|i'm|this is)\s$/i;
+const CREDENTIAL = /^,?\s{0,2}(?:RN|RRT|CRT|MD|DO|NP|PA|PA-C|LPN|CNA|MSW|LCSW|PT|OT|SLP|PharmD|RPh|PhD|BSN|MSN|CCRN|RT)\b/;
+const FACILITY = /^(?:\s{1,2})(?:hospital|hosp|medical center|med ctr|clinic|health center|healthcare center|memorial|infirmary|nursing home|rehab|rehabilitation|campus|hospice|medical|health system|va|vamc|general)\b/i;
+const LOC_PREFIX = /\b(?:lives in|living in|live in|resides in|resident of|from|transferred from|transferred to|transfered to|transfered from|moved to|moved from|travel(?:l?ing|led)? to|trip to|visiting|in|at|to)\s{1,2}$/i;
+
+/** Words that end a name run even when capitalised (facility and document words). */
+const NOT_NAMES = new Set([
+  "hosp", "hospital", "clinic", "center", "centre", "medical", "memorial", "campus", "unit", "ward", "icu", "ccu", "micu", "sicu", "er", "ed",
+  "street", "st", "road", "rd", "avenue", "ave", "the", "and", "or", "of", "to", "in", "on", "at", "for", "with", "by", "from", "is", "was",
+]);
+
+const STRONG_LOC_PREFIX = /\b(?:transferr?ed (?:back )?(?:to|from)|transfer(?:red)? (?:back )?to|admitted to|presented to|went to|go to|lives in|living in|resides in|moved to|moved from|called to|discharged to)\s{1,2}(?:the\s)?$/i;
+
+const TOKEN = /[\p{L}][\p{L}\p{M}'’-]*/gu;
+
+interface Tok {
+  s: number;
+  e: number;
+  w: string;
+  lower: string;
+}
+
+function isCap(w: string): boolean {
+  const c = w.charCodeAt(0);
+  return w[0] !== w[0]!.toLowerCase() && (w.length === 1 || w[1] === w[1]!.toLowerCase() || (c >= 65 && c <= 90 && w === w.toUpperCase()));
+}
+function isTitleCase(w: string): boolean {
+  return w.length > 1 && w[0] !== w[0]!.toLowerCase() && w.slice(1) === w.slice(1).toLowerCase();
+}
+function isUpper(w: string): boolean {
+  return w === w.toUpperCase() && w !== w.toLowerCase();
+}
+
+class Detector implements PhiDetector {
+  readonly #types: Set<PhiEntityType>;
+  readonly #lx: Lexicon;
+  readonly #extra: Set<string>;
+
+  constructor(opts: PhiDetectorOptions) {
+    this.#types = new Set(opts.entities ?? PHI_ENTITY_TYPES);
+    this.#lx = loadLexicon(opts.lexiconFile ?? path.join(guardrailsDir(), "data", "phi-lexicon.json"));
+    this.#extra = new Set((opts.names ?? []).flatMap((n) => n.toLowerCase().split(/\s+/)).filter((n) => n.length > 1));
+  }
+
+  detect(text: string): PhiEntity[] {
+    const found: Array<{ s: number; e: number; type: PhiEntityType }> = [];
+    const types = this.#types;
+    for (const p of PATTERNS) {
+      if (!types.has(p.type)) continue;
+      p.re.lastIndex = 0;
+      let m: RegExpExecArray | null;
+      while ((m = p.re.exec(text)) !== null) {
+        if (m[0].length === 0) {
+          p.re.lastIndex++;
+          continue;
+        }
+        if (p.valid && !p.valid(m)) continue;
+        if (p.group !== undefined) {
+          const g = m[p.group];
+          if (!g) continue;
+          const off = m.index + m[0].lastIndexOf(g);
+          found.push({ s: off, e: off + g.length, type: p.type });
+        } else {
+          let e = m.index + m[0].length;
+          if (p.type === "URL") while (e > m.index && /[.,;:!?)\]'"]/.test(text[e - 1]!)) e--;
+          found.push({ s: m.index, e, type: p.type });
+        }
+      }
+    }
+    if (types.has("ADDRESS")) this.#addressLines(text, found);
+    if (types.has("NAME") || types.has("LOCATION")) this.#names(text, found);
+    return merge(found, text);
+  }
+
+  redact(text: string): PhiRedaction {
+    const entities = this.detect(text);
+    if (entities.length === 0) return { text, entities };
+    let out = "";
+    let at = 0;
+    for (const e of entities) {
+      out += text.slice(at, e.start) + e.replacement;
+      at = e.end;
+    }
+    out += text.slice(at);
+    return { text: out, entities };
+  }
+
+  /** A street line followed by short lines (city, region, country + postcode) is one address. */
+  #addressLines(text: string, found: Array<{ s: number; e: number; type: PhiEntityType }>): void {
+    const streets = found.filter((f) => f.type === "ADDRESS");
+    for (const a of streets) {
+      let end = a.e;
+      for (let k = 0; k < 4; k++) {
+        const nl = text.indexOf("\n", end);
+        if (nl < 0 || nl - end > 30) break;
+        if (/\S/.test(text.slice(end, nl)) && !/^[\s,]*(?:[\p{L}\d.'-]+\s?){0,4}$/u.test(text.slice(end, nl))) break;
+        let lineEnd = text.indexOf("\n", nl + 1);
+        if (lineEnd < 0) lineEnd = text.length;
+        const line = text.slice(nl + 1, lineEnd);
+        if (line.trim().length === 0 || line.length > 40 || /[:?!]|\.\s|@|https?:/.test(line)) break;
+        end = lineEnd;
+      }
+      if (end > a.e) found.push({ s: a.s, e: end, type: "ADDRESS" });
+    }
+  }
+
+  #names(text: string, found: Array<{ s: number; e: number; type: PhiEntityType }>): void {
+    const { first, last, ambiguous, common } = this.#lx;
+    const extra = this.#extra;
+    const toks: Tok[] = [];
+    TOKEN.lastIndex = 0;
+    let m: RegExpExecArray | null;
+    while ((m = TOKEN.exec(text)) !== null) {
+      let w = m[0];
+      while (w.length > 1 && (w.endsWith("-") || w.endsWith("'") || w.endsWith("’"))) w = w.slice(0, -1);
+      let lower = w.toLowerCase();
+      if (lower.endsWith("'s") || lower.endsWith("’s")) lower = lower.slice(0, -2);
+      toks.push({ s: m.index, e: m.index + w.length, w, lower });
+    }
+    const n = toks.length;
+    const isName = new Uint8Array(n);
+    const known = (t: Tok) => first.has(t.lower) || last.has(t.lower) || extra.has(t.lower);
+    const isCommon = (t: Tok) => common.has(t.lower) || ambiguous.has(t.lower) || t.lower.length < 2;
+    const gap = (a: Tok, b: Tok) => text.slice(a.e, b.s);
+    const sentenceStart = (i: number) => i === 0 || /[.!?:;\n]\s*$/.test(gap(toks[i - 1]!, toks[i]!)) || /^\s*["'(]$/.test(gap(toks[i - 1]!, toks[i]!));
+    const allCapsText = (i: number) => {
+      // True when the surrounding text is upper case (so case says nothing about names).
+      let up = 0;
+      let tot = 0;
+      for (let j = Math.max(0, i - 4); j < Math.min(n, i + 5); j++) {
+        if (j === i) continue;
+        tot++;
+        if (isUpper(toks[j]!.w)) up++;
+      }
+      return tot > 0 && up / tot > 0.6;
+    };
+    const nameLike = (t: Tok, i: number) => {
+      if (extra.has(t.lower)) return true;
+      if (common.has(t.lower) && !known(t)) return false;
+      if (NOT_NAMES.has(t.lower)) return false;
+      if (isUpper(t.w) && allCapsText(i)) return known(t) && !isCommon(t);
+      if (isTitleCase(t.w) || (isUpper(t.w) && t.w.length > 1)) return !common.has(t.lower) || known(t) || ambiguous.has(t.lower) ? true : false;
+      // lower case: only dictionary names
+      return known(t) && !allCapsText(i);
+    };
+
+    for (let i = 0; i < n; i++) {
+      const t = toks[i]!;
+      // 1. after a title ("Dr. Jones", "mrs. marcela carlson", "DR SULLIVAN")
+      if (TITLES.has(t.lower) && i + 1 < n && /^(?:\.?\s{1,3}|\.)$/.test(gap(t, toks[i + 1]!))) {
+        const nx = toks[i + 1]!;
+        if (isCap(nx.w) || known(nx) || ambiguous.has(nx.lower) || !common.has(nx.lower)) {
+          if (!(common.has(nx.lower) && !known(nx) && !ambiguous.has(nx.lower) && !isCap(nx.w))) isName[i + 1] = 1;
+        }
+        continue;
+      }
+      // 2. after a relation or "my name is"
+      if ((RELATIONS.has(t.lower) || NAME_IS.test(text.slice(Math.max(0, t.s - 12), t.s))) && i + 1 < n) {
+        let j = i + 1;
+        const g = gap(t, toks[j]!);
+        if (!/^[\s,(:]{1,4}$/.test(g)) continue;
+        if (toks[j]!.lower === "is" && j + 1 < n) j++;
+        const nx = toks[j]!;
+        const weak = WEAK_RELATIONS.has(t.lower);
+        if (NAME_IS.test(text.slice(Math.max(0, t.s - 12), t.s)) && !RELATIONS.has(t.lower)) {
+          // t itself follows "my name is"
+          if (isCap(t.w) || known(t) || !common.has(t.lower)) isName[i] = 1;
+          continue;
+        }
+        if (weak) {
+          if (t.lower === "and") continue; // handled when extending runs
+          if (nx && (known(nx) || extra.has(nx.lower)) && !isCommon(nx) && (isTitleCase(nx.w) || isUpper(nx.w))) isName[j] = 1;
+        } else if (nx && !common.has(nx.lower) && nx.lower.length > 1 && !TITLES.has(nx.lower)) {
+          isName[j] = 1;
+        } else if (nx && ambiguous.has(nx.lower) && isCap(nx.w) && !allCapsText(j)) {
+          isName[j] = 1;
+        }
+        continue;
+      }
+      // 3. dictionary names in name shape
+      if (isName[i]) continue;
+      if (extra.has(t.lower)) {
+        isName[i] = 1;
+        continue;
+      }
+      if (!known(t) || isCommon(t)) continue;
+      if (isTitleCase(t.w)) {
+        isName[i] = 1;
+      } else if (isUpper(t.w) && t.w.length > 2 && i + 1 < n && known(toks[i + 1]!) && !isCommon(toks[i + 1]!) && /^\s{1,2}$/.test(gap(t, toks[i + 1]!))) {
+        isName[i] = 1;
+        isName[i + 1] = 1;
+      } else if (t.w === t.lower && first.has(t.lower) && i + 1 < n && last.has(toks[i + 1]!.lower) && !isCommon(toks[i + 1]!) && /^\s{1,2}$/.test(gap(t, toks[i + 1]!))) {
+        isName[i] = 1;
+        isName[i + 1] = 1;
+      }
+    }
+    // 4. extend runs: neighbours that look like names, initials, and signatures ("DAN A. FORMAN-LYONS, RRT")
+    for (let pass = 0; pass < 2; pass++) {
+      for (let i = 0; i < n; i++) {
+        if (!isName[i]) continue;
+        const t = toks[i]!;
+        if (i + 1 < n && !isName[i + 1]) {
+          const nx = toks[i + 1]!;
+          const g = gap(t, nx);
+          if (/^\.?\s{1,2}$/.test(g) && ((nx.w.length === 1 && isUpper(nx.w)) || (nameLike(nx, i + 1) && (isCap(nx.w) === isCap(t.w) || known(nx))))) {
+            if (!(nx.w.length === 1 && !/^\.?\s/.test(text.slice(nx.e, nx.e + 2)) && !/^\s/.test(g))) isName[i + 1] = 1;
+          }
+        }
+        if (i > 0 && !isName[i - 1]) {
+          const pv = toks[i - 1]!;
+          const g = gap(pv, t);
+          if (/^\.?\s{1,2}$/.test(g) && ((pv.w.length === 1 && isUpper(pv.w) && i > 1 && isName[i - 2]) || (nameLike(pv, i - 1) && known(pv) && isCap(pv.w) === isCap(t.w)))) {
+            isName[i - 1] = 1;
+          }
+        }
+      }
+    }
+    // initial + surname ("E. WELSH", "Z. Miller") and "<name> and <name>"
+    for (let i = 0; i + 1 < n; i++) {
+      const t = toks[i]!;
+      const nx = toks[i + 1]!;
+      if (t.w.length === 1 && isUpper(t.w) && /^\.\s{1,2}$/.test(gap(t, nx)) && nx.w.length > 1 && (isCap(nx.w) || known(nx)) && (known(nx) || !common.has(nx.lower)) && !NOT_NAMES.has(nx.lower)) {
+        isName[i] = 1;
+        isName[i + 1] = 1;
+      }
+      if (isName[i] && i + 2 < n && nx.lower === "and" && !isName[i + 2]) {
+        const y = toks[i + 2]!;
+        if ((known(y) || extra.has(y.lower)) && !isCommon(y) && /^\s{1,2}$/.test(gap(t, nx)) && /^\s{1,2}$/.test(gap(nx, y))) isName[i + 2] = 1;
+      }
+    }
+    // signatures: capitalised words right before a credential
+    for (let i = 0; i < n; i++) {
+      const t = toks[i]!;
+      if (!CREDENTIAL.test(text.slice(t.e, t.e + 12))) continue;
+      if (!(isCap(t.w) || t.w.includes("-"))) continue;
+      const line = text.lastIndexOf("\n", t.s);
+      if (t.s - line > 40) continue;
+      for (let j = i; j >= 0 && toks[j]!.s > line && i - j < 4; j--) {
+        if (!isCap(toks[j]!.w) && toks[j]!.w.length > 1) break;
+        isName[j] = 1;
+      }
+    }
+    if (this.#types.has("NAME")) {
+      for (let i = 0; i < n; i++) if (isName[i]) found.push({ s: toks[i]!.s, e: toks[i]!.e, type: "NAME" });
+    }
+    if (!this.#types.has("LOCATION")) return;
+    // Facilities and places in context: "VAMC HOSPITAL", "reisterstown hospital", "lives in Hampton".
+    for (let i = 0; i < n; i++) {
+      const t = toks[i]!;
+      if (isName[i]) continue;
+      const after = text.slice(t.e, t.e + 24);
+      if (FACILITY.test(after) && (!common.has(t.lower) || (isTitleCase(t.w) && !NOT_NAMES.has(t.lower))) && t.lower.length > 1) {
+        found.push({ s: t.s, e: t.e, type: "LOCATION" });
+        const pv = i > 0 ? toks[i - 1]! : undefined;
+        if (pv && /^\s{1,2}$/.test(gap(pv, t)) && (!common.has(pv.lower) || (isTitleCase(pv.w) && isTitleCase(t.w) && !NOT_NAMES.has(pv.lower))) && isCap(pv.w) === isCap(t.w)) {
+          found.push({ s: toks[i - 1]!.s, e: toks[i - 1]!.e, type: "LOCATION" });
+        }
+        continue;
+      }
+      if (i > 0 && STRONG_LOC_PREFIX.test(text.slice(Math.max(0, t.s - 24), t.s)) && !common.has(t.lower) && !ambiguous.has(t.lower) && t.lower.length > 1 && !NOT_NAMES.has(t.lower)) {
+        found.push({ s: t.s, e: t.e, type: "LOCATION" });
+        const nx = toks[i + 1];
+        if (nx && /^\s{1,2}$/.test(gap(t, nx)) && !common.has(nx.lower) && !NOT_NAMES.has(nx.lower) && isCap(nx.w) === isCap(t.w)) found.push({ s: nx.s, e: nx.e, type: "LOCATION" });
+        continue;
+      }
+      if (i > 0 && LOC_PREFIX.test(text.slice(Math.max(0, t.s - 20), t.s)) && isTitleCase(t.w) && !common.has(t.lower) && !ambiguous.has(t.lower) && !sentenceStart(i)) {
+        found.push({ s: t.s, e: t.e, type: "LOCATION" });
+        for (let j = i + 1; j < n && j < i + 3; j++) {
+          const nx = toks[j]!;
+          if (!/^\s{1,2}$/.test(gap(toks[j - 1]!, nx)) || !isTitleCase(nx.w) || common.has(nx.lower)) break;
+          found.push({ s: nx.s, e: nx.e, type: "LOCATION" });
+        }
+      }
+    }
+  }
+}
+
+const PRIORITY: Record<PhiEntityType, number> = {
+  EMAIL: 9, URL: 8, IP: 8, SSN: 8, ACCOUNT: 7, ADDRESS: 7, DATE: 6, PHONE: 6, ID: 5, AGE: 5, ZIP: 4, NAME: 3, LOCATION: 2,
+};
+
+/** Sorts, drops overlaps (longer / higher priority wins), joins adjacent names, adds replacements. */
+function merge(found: Array<{ s: number; e: number; type: PhiEntityType }>, text: string): PhiEntity[] {
+  found.sort((a, b) => a.s - b.s || b.e - a.e || PRIORITY[b.type] - PRIORITY[a.type]);
+  const out: PhiEntity[] = [];
+  for (const f of found) {
+    const prev = out[out.length - 1];
+    if (prev && f.s < prev.end) {
+      if (f.e > prev.end) {
+        if (f.e - f.s > prev.end - prev.start && PRIORITY[f.type] >= PRIORITY[prev.type]) {
+          // a longer, stronger entity overlapping the previous: extend
+          prev.end = f.e;
+          prev.type = f.type;
+          prev.replacement = `[${f.type}]`;
+        } else {
+          prev.end = f.e;
+        }
+      }
+      continue;
+    }
+    if (prev && (prev.type === f.type && (f.type === "NAME" || f.type === "LOCATION" || f.type === "ADDRESS")) && /^[.,]?\s{1,2}$/.test(text.slice(prev.end, f.s))) {
+      prev.end = f.e;
+      continue;
+    }
+    out.push({ type: f.type, start: f.s, end: f.e, replacement: `[${f.type}]` });
+  }
+  return out;
+}
+
+/**
+ * Creates a PHI detector. The default lexicon is read once per process and shared.
+ * @throws Error when the lexicon file cannot be read or parsed
+ */
+export function createPhiDetector(options: PhiDetectorOptions = {}): PhiDetector {
+  return new Detector(options);
+}
+
+let shared: PhiDetector | undefined;
+
+/** Detects and redacts PHI with the default detector (all entity types). See {@link PhiDetector.redact}. */
+export function redactPhi(text: string): PhiRedaction {
+  shared ??= createPhiDetector();
+  return shared.redact(text);
+}
+
+/**
+ * Cheap helper for log lines: the text with PHI replaced by `[TYPE]` (default detector). Intended
+ * for the audit logger, so no PHI reaches a log line. Never throws on a string input.
+ */
+export function redactPhiText(text: string): string {
+  if (text.length === 0) return text;
+  return redactPhi(text).text;
+}

@@ -1,0 +1,297 @@
+/**
+ * The guardrail pipeline: ordered guardrails per stage, each with a timeout and a failure mode.
+ * Implements the {@link GuardrailRunner} seam the server and the client call (DESIGN.md §2).
+ */
+import { performance } from "node:perf_hooks";
+import type { Guardrail, TextCheckContext } from "./guardrail.js";
+import { walkPayload, type Walk } from "./content.js";
+import type {
+  Decision,
+  GuardrailContext,
+  GuardrailDecisionSummary,
+  GuardrailOutcome,
+  GuardrailRunner,
+  GuardrailStage,
+  RedactedEntity,
+} from "./types.js";
+
+/** What happens when a guardrail throws or times out. */
+export type FailMode = "closed" | "open";
+
+/** One guardrail placed at a stage. */
+export interface PipelineEntry {
+  guardrail: Guardrail;
+  /**
+   * Time budget for this guardrail over one `evaluate` call (all text items), ms. Default 1000.
+   * Async checks are abandoned (their `signal` aborted) when it expires; a synchronous check cannot be
+   * interrupted, so its elapsed time is compared after it returns.
+   */
+  timeoutMs?: number;
+  /** Default `"closed"`: an error or timeout blocks with reason `guardrail_error` / `guardrail_timeout`. */
+  failMode?: FailMode;
+}
+
+/** Guardrails per stage, in evaluation order. */
+export interface PipelineConfig {
+  input?: PipelineEntry[];
+  output?: PipelineEntry[];
+}
+
+/** The result of {@link GuardrailPipeline.inspectText}: entities in the offsets of the ORIGINAL text. */
+export interface TextInspection {
+  action: "allow" | "redact" | "block";
+  text: string;
+  entities: RedactedEntity[];
+  decisions: GuardrailDecisionSummary[];
+  blocked?: { guardrail: string; reason: string };
+}
+
+/** Default per-guardrail timeout, ms. */
+export const DEFAULT_GUARDRAIL_TIMEOUT_MS = 1000;
+
+interface Entry {
+  guardrail: Guardrail;
+  timeoutMs: number;
+  failMode: FailMode;
+}
+
+class GuardrailTimeout extends Error {}
+
+function isPromise<T>(v: T | Promise<T>): v is Promise<T> {
+  return typeof (v as { then?: unknown } | null)?.then === "function";
+}
+
+function withTimeout<T>(p: Promise<T>, ms: number, ac: AbortController): Promise<T> {
+  if (ms <= 0) {
+    ac.abort();
+    return Promise.reject(new GuardrailTimeout());
+  }
+  return new Promise<T>((resolve, reject) => {
+    const t = setTimeout(() => {
+      ac.abort();
+      reject(new GuardrailTimeout());
+    }, ms);
+    p.then(
+      (v) => {
+        clearTimeout(t);
+        resolve(v);
+      },
+      (e: unknown) => {
+        clearTimeout(t);
+        reject(e instanceof Error ? e : new Error("guardrail failed"));
+      },
+    );
+  });
+}
+
+/** A replacement made in a text, in current and original coordinates (for offset mapping). */
+interface Region {
+  cs: number;
+  ce: number;
+  os: number;
+  oe: number;
+}
+
+/**
+ * Ordered guardrails per stage. `evaluate` walks an MCP params/result object, runs every guardrail on
+ * every text item (every message and the system prompt, results, elicitation text, tool arguments and
+ * resource text) and on the exchange structure, and returns the same shape, redacted where redacted.
+ *
+ * Semantics: guardrails run in order; a block stops evaluation; a redaction is written back before the
+ * next guardrail runs (redactions compose); an error or timeout blocks (`guardrail_error`,
+ * `guardrail_timeout`) unless the entry's `failMode` is `"open"`, in which case it is recorded and
+ * skipped. The input payload is never mutated: a copy is made on the first change.
+ */
+export class GuardrailPipeline implements GuardrailRunner {
+  readonly #stages: Record<GuardrailStage, Entry[]>;
+
+  /**
+   * @param config - guardrails per stage
+   * @throws Error when a guardrail is placed at a stage it does not support, or a timeout is not positive
+   */
+  constructor(config: PipelineConfig = {}) {
+    const build = (stage: GuardrailStage, list: PipelineEntry[] | undefined): Entry[] =>
+      (list ?? []).map((e) => {
+        if (e.guardrail.stages && !e.guardrail.stages.includes(stage)) {
+          throw new Error(`guardrail "${e.guardrail.name}" does not run at stage "${stage}"`);
+        }
+        if (!e.guardrail.check && !e.guardrail.checkExchange) {
+          throw new Error(`guardrail "${e.guardrail.name}" has neither check nor checkExchange`);
+        }
+        const timeoutMs = e.timeoutMs ?? DEFAULT_GUARDRAIL_TIMEOUT_MS;
+        if (!(timeoutMs > 0)) throw new Error(`guardrail "${e.guardrail.name}": timeoutMs must be > 0`);
+        return { guardrail: e.guardrail, timeoutMs, failMode: e.failMode ?? "closed" };
+      });
+    this.#stages = { input: build("input", config.input), output: build("output", config.output) };
+  }
+
+  names(stage: GuardrailStage): string[] {
+    return this.#stages[stage].map((e) => e.guardrail.name);
+  }
+
+  async evaluate<T>(stage: GuardrailStage, payload: T, context: GuardrailContext): Promise<GuardrailOutcome<T>> {
+    const root = { value: payload as unknown };
+    let walk: Walk = walkPayload(root);
+    let copied = false;
+    let changed = false;
+    const decisions: GuardrailDecisionSummary[] = [];
+
+    for (const entry of this.#stages[stage]) {
+      const g = entry.guardrail;
+      const start = performance.now();
+      const ac = new AbortController();
+      const signal = context.signal ? AbortSignal.any([context.signal, ac.signal]) : ac.signal;
+      const ctx: GuardrailContext = { ...context, stage, signal };
+      const entityTypes = new Set<string>();
+      let note: string | undefined;
+      try {
+        if (g.checkExchange) {
+          let d = g.checkExchange(walk.view, ctx);
+          if (isPromise(d)) d = await withTimeout(d, entry.timeoutMs - (performance.now() - start), ac);
+          if (d.action === "block") return this.#block(root.value as T, decisions, g.name, d.reason);
+          if (d.action === "modify") {
+            root.value = d.payload;
+            walk = walkPayload(root);
+            copied = false;
+            changed = true;
+            for (const c of d.changes) entityTypes.add(c);
+          }
+        }
+        if (g.check) {
+          for (let i = 0; i < walk.slots.length; i++) {
+            const slot = walk.slots[i]!;
+            const text = slot.holder[slot.key] as string;
+            const tctx: TextCheckContext = { ...ctx, location: slot.location };
+            let d: Decision | Promise<Decision> = g.check(text, tctx);
+            if (isPromise(d)) d = await withTimeout(d, entry.timeoutMs - (performance.now() - start), ac);
+            if (d.action === "block") return this.#block(root.value as T, decisions, g.name, d.reason);
+            if (d.action === "redact" && d.content !== text) {
+              if (!copied) {
+                root.value = structuredClone(root.value);
+                walk = walkPayload(root);
+                copied = true;
+              }
+              const s = walk.slots[i]!;
+              s.holder[s.key] = d.content;
+              changed = true;
+              for (const e of d.entities) entityTypes.add(e.type);
+            }
+          }
+        }
+        if (performance.now() - start > entry.timeoutMs) throw new GuardrailTimeout();
+      } catch (e) {
+        const reason = e instanceof GuardrailTimeout ? "guardrail_timeout" : "guardrail_error";
+        ac.abort();
+        if (entry.failMode === "closed") return this.#block(root.value as T, decisions, g.name, reason);
+        note = reason;
+      }
+      decisions.push({
+        guardrail: g.name,
+        action: entityTypes.size > 0 ? "redact" : "allow",
+        ...(entityTypes.size > 0 ? { entityTypes: [...entityTypes] } : {}),
+        ...(note ? { reason: note } : {}),
+      });
+    }
+    return { action: changed ? "redact" : "allow", payload: root.value as T, decisions };
+  }
+
+  #block<T>(payload: T, decisions: GuardrailDecisionSummary[], guardrail: string, reason: string): GuardrailOutcome<T> {
+    decisions.push({ guardrail, action: "block", reason });
+    return { action: "block", payload, decisions, blocked: { guardrail, reason } };
+  }
+
+  /**
+   * Runs a stage's text checks over one string and reports every redacted entity in the offsets of the
+   * ORIGINAL string (redactions of later guardrails are mapped back through earlier ones). Structural
+   * checks (`checkExchange`) are skipped. Used by `hmcp guardrails eval` to score detection quality.
+   */
+  async inspectText(stage: GuardrailStage, text: string, context?: Partial<GuardrailContext>): Promise<TextInspection> {
+    const base: GuardrailContext = { side: "server", method: "sampling/createMessage", ...context, stage };
+    const decisions: GuardrailDecisionSummary[] = [];
+    let regions: Region[] = [];
+    let current = text;
+    for (const entry of this.#stages[stage]) {
+      const g = entry.guardrail;
+      if (!g.check) continue;
+      const start = performance.now();
+      const ac = new AbortController();
+      try {
+        let d: Decision | Promise<Decision> = g.check(current, { ...base, signal: ac.signal, location: { path: "", kind: "message", role: "user" } });
+        if (isPromise(d)) d = await withTimeout(d, entry.timeoutMs - (performance.now() - start), ac);
+        if (d.action === "block") {
+          decisions.push({ guardrail: g.name, action: "block", reason: d.reason });
+          return { action: "block", text: current, entities: [], decisions, blocked: { guardrail: g.name, reason: d.reason } };
+        }
+        if (d.action === "redact" && d.content !== current) {
+          regions = composeRegions(regions, current, d.content, d.entities);
+          current = d.content;
+          decisions.push({ guardrail: g.name, action: "redact", entityTypes: [...new Set(d.entities.map((e) => e.type))] });
+        } else {
+          decisions.push({ guardrail: g.name, action: "allow" });
+        }
+      } catch (e) {
+        const reason = e instanceof GuardrailTimeout ? "guardrail_timeout" : "guardrail_error";
+        if (entry.failMode === "closed") {
+          decisions.push({ guardrail: g.name, action: "block", reason });
+          return { action: "block", text: current, entities: [], decisions, blocked: { guardrail: g.name, reason } };
+        }
+        decisions.push({ guardrail: g.name, action: "allow", reason });
+      }
+    }
+    const entities: RedactedEntity[] = regions.map((r) => ({ type: typeOf(current, r), start: r.os, end: r.oe }));
+    return { action: regions.length > 0 ? "redact" : "allow", text: current, entities, decisions };
+  }
+}
+
+function typeOf(text: string, r: Region): string {
+  const m = /^\[([A-Z_]+)\]$/.exec(text.slice(r.cs, r.ce));
+  return m ? m[1]! : "REDACTED";
+}
+
+/** Maps a position of the current text to the original text. */
+function toOriginal(regions: Region[], pos: number, isEnd: boolean): number {
+  let delta = 0;
+  for (const r of regions) {
+    if (pos <= r.cs) break;
+    if (pos < r.ce) return isEnd ? r.oe : r.os;
+    delta = r.oe - r.ce;
+  }
+  return pos + delta;
+}
+
+/**
+ * Given the regions already replaced (current → original), the text before and after a guardrail's
+ * redaction and its entities (offsets in `before`), returns the regions of `after` mapped to the original.
+ */
+function composeRegions(regions: Region[], before: string, after: string, entities: RedactedEntity[]): Region[] {
+  const sorted = [...entities].sort((a, b) => a.start - b.start);
+  const fresh: Array<Region & { be: number }> = [];
+  let shift = 0; // after-position minus before-position for unchanged text
+  let lastEnd = 0;
+  for (let i = 0; i < sorted.length; i++) {
+    const e = sorted[i]!;
+    if (e.start < lastEnd) continue; // overlaps the previous entity
+    const ns = e.start + shift;
+    let ne: number;
+    if (e.replacement !== undefined) {
+      ne = ns + e.replacement.length;
+    } else {
+      let next = before.length;
+      for (let j = i + 1; j < sorted.length; j++) if (sorted[j]!.start >= e.end) { next = sorted[j]!.start; break; }
+      const gap = before.slice(e.end, Math.min(next, e.end + 16));
+      const found = gap.length > 0 ? after.indexOf(gap, ns) : after.length - (before.length - e.end);
+      ne = found < ns ? ns : found;
+    }
+    fresh.push({ cs: ns, ce: ne, os: toOriginal(regions, e.start, false), oe: toOriginal(regions, e.end, true), be: e.end });
+    shift = ne - e.end;
+    lastEnd = e.end;
+  }
+  const merged: Region[] = fresh.map(({ cs, ce, os, oe }) => ({ cs, ce, os, oe }));
+  for (const r of regions) {
+    if (fresh.some((f) => f.os <= r.os && f.oe >= r.oe)) continue;
+    let s = 0;
+    for (const f of fresh) if (f.be <= r.cs) s = f.ce - f.be;
+    merged.push({ cs: r.cs + s, ce: r.ce + s, os: r.os, oe: r.oe });
+  }
+  return merged.sort((a, b) => a.cs - b.cs);
+}

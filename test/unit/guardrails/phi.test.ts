@@ -1,0 +1,40 @@
+import { describe, expect, it } from "vitest";
+import { createPhiDetector, redactPhi, redactPhiText } from "../../../src/guardrails/index.js";
+
+describe("PHI detector", () => {
+  it("redacts Safe Harbor identifiers with typed placeholders", () => {
+    const text =
+      "Mrs. Margaret Gaudreau (MRN: 00482913, SSN 123-45-6789) seen 03/14/2024 by Dr. Sullivan. " +
+      "Call 617-555-0123 or mail m.gaudreau@example.org; lives at 12 Maple Street, Boston, MA 02115. IP 10.1.2.3, https://portal.example.com/x";
+    const r = redactPhi(text);
+    for (const v of ["Margaret", "Gaudreau", "00482913", "123-45-6789", "03/14/2024", "Sullivan", "617-555-0123", "m.gaudreau@example.org", "12 Maple Street", "02115", "10.1.2.3", "portal.example.com"]) {
+      expect(r.text, v).not.toContain(v);
+    }
+    expect(r.text).toContain("[NAME]");
+    expect(r.text).toContain("[DATE]");
+    expect(r.text).toContain("[SSN]");
+    expect(r.text).toContain("[EMAIL]");
+    expect(r.text).toContain("[PHONE]");
+    for (const e of r.entities) expect(text.slice(e.start, e.end).length).toBeGreaterThan(0);
+  });
+
+  it("keeps clinical content, years and ages under 90", () => {
+    const text = "Patient is a 67 yo male with CHF since 2019, BP 120/80, on Lasix 40 mg daily. Foley catheter in place.";
+    expect(redactPhiText(text)).toBe(text);
+  });
+
+  it("redacts ages over 89 and dates with month names", () => {
+    expect(redactPhiText("A 93 yo woman admitted on March 3rd, 2021.")).toBe("A [AGE] yo woman admitted on [DATE].");
+  });
+
+  it("finds relatives' names in context and extra names given by the caller", () => {
+    expect(redactPhiText("daughter suzette called")).toBe("daughter [NAME] called");
+    expect(createPhiDetector({ names: ["Zyxwv"] }).redact("seen with zyxwv today").text).toBe("seen with [NAME] today");
+  });
+
+  it("returns offsets and never the values", () => {
+    const r = redactPhi("Call me at 617-555-0123.");
+    expect(r.entities).toEqual([{ type: "PHONE", start: 11, end: 23, replacement: "[PHONE]" }]);
+    expect(JSON.stringify(r.entities)).not.toContain("555");
+  });
+});

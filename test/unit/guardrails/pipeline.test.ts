@@ -1,0 +1,108 @@
+import { describe, expect, it } from "vitest";
+import { GuardrailPipeline, type Guardrail, type GuardrailContext } from "../../../src/guardrails/index.js";
+
+const ctx: GuardrailContext = { stage: "input", side: "server", method: "sampling/createMessage" };
+
+function req(...texts: string[]) {
+  return {
+    systemPrompt: "You are a careful assistant.",
+    messages: texts.map((t, i) => ({ role: i % 2 ? "assistant" : "user", content: { type: "text", text: t } })),
+    maxTokens: 100,
+  };
+}
+
+const upper: Guardrail = { name: "upper", check: (t) => ({ action: "redact", content: t.replace(/secret/g, "[X]"), entities: [] }) };
+const blocker = (word: string, name = "blocker"): Guardrail => ({
+  name,
+  check: (t) => (t.includes(word) ? { action: "block", reason: "found_" + word } : { action: "allow" }),
+});
+
+describe("GuardrailPipeline", () => {
+  it("checks every message, not only the last, and reports the blocking guardrail", async () => {
+    const seen: string[] = [];
+    const spy: Guardrail = { name: "spy", check: (t, c) => (seen.push(c.location.path), { action: "allow" }) };
+    const p = new GuardrailPipeline({ input: [{ guardrail: spy }, { guardrail: blocker("evil") }] });
+    const out = await p.evaluate("input", req("evil first", "fine", "fine too"), ctx);
+    expect(out.action).toBe("block");
+    expect(out.blocked).toEqual({ guardrail: "blocker", reason: "found_evil" });
+    expect(seen).toEqual(["systemPrompt", "messages[0].content.text", "messages[1].content.text", "messages[2].content.text"]);
+  });
+
+  it("runs in order and stops at the first block", async () => {
+    const calls: string[] = [];
+    const a: Guardrail = { name: "a", check: () => (calls.push("a"), { action: "block", reason: "a" }) };
+    const b: Guardrail = { name: "b", check: () => (calls.push("b"), { action: "allow" }) };
+    const out = await new GuardrailPipeline({ input: [{ guardrail: a }, { guardrail: b }] }).evaluate("input", "x", ctx);
+    expect(out.blocked?.guardrail).toBe("a");
+    expect(calls).toEqual(["a"]);
+  });
+
+  it("composes redactions: the next guardrail sees the redacted text, the input is not mutated", async () => {
+    let seenBySecond = "";
+    const second: Guardrail = { name: "second", check: (t) => ((seenBySecond = t), { action: "allow" }) };
+    const payload = req("my secret plan");
+    const out = await new GuardrailPipeline({ input: [{ guardrail: upper }, { guardrail: second }] }).evaluate("input", payload, ctx);
+    expect(out.action).toBe("redact");
+    expect(seenBySecond).toBe("my [X] plan");
+    expect((out.payload.messages[0]!.content as { text: string }).text).toBe("my [X] plan");
+    expect((payload.messages[0]!.content as { text: string }).text).toBe("my secret plan");
+  });
+
+  it("fails closed on an error and on a timeout", async () => {
+    const thrower: Guardrail = { name: "thrower", check: () => { throw new Error("boom with PHI John Smith"); } };
+    const slow: Guardrail = { name: "slow", check: () => new Promise((r) => setTimeout(() => r({ action: "allow" }), 200)) };
+    const e = await new GuardrailPipeline({ input: [{ guardrail: thrower }] }).evaluate("input", "x", ctx);
+    expect(e.blocked).toEqual({ guardrail: "thrower", reason: "guardrail_error" });
+    const t = await new GuardrailPipeline({ input: [{ guardrail: slow, timeoutMs: 20 }] }).evaluate("input", "x", ctx);
+    expect(t.blocked).toEqual({ guardrail: "slow", reason: "guardrail_timeout" });
+  });
+
+  it("aborts the signal of a timed-out async guardrail", async () => {
+    let aborted = false;
+    const slow: Guardrail = {
+      name: "slow",
+      check: (_t, c) => new Promise((r) => { c.signal?.addEventListener("abort", () => { aborted = true; r({ action: "allow" }); }); }),
+    };
+    await new GuardrailPipeline({ input: [{ guardrail: slow, timeoutMs: 10 }] }).evaluate("input", "x", ctx);
+    expect(aborted).toBe(true);
+  });
+
+  it("fails open only when configured, and records it", async () => {
+    const thrower: Guardrail = { name: "thrower", check: () => { throw new Error("x"); } };
+    const out = await new GuardrailPipeline({ input: [{ guardrail: thrower, failMode: "open" }, { guardrail: upper }] }).evaluate("input", "a secret", ctx);
+    expect(out.action).toBe("redact");
+    expect(out.payload).toBe("a [X]");
+    expect(out.decisions[0]).toEqual({ guardrail: "thrower", action: "allow", reason: "guardrail_error" });
+  });
+
+  it("walks results, elicitation, tool arguments, resources and content arrays", async () => {
+    const p = new GuardrailPipeline({ output: [{ guardrail: upper }] });
+    const o = (x: unknown) => p.evaluate("output", x, { ...ctx, stage: "output" });
+    expect((await o({ role: "assistant", content: { type: "text", text: "secret" }, model: "m" })).payload).toMatchObject({ content: { text: "[X]" } });
+    expect((await o({ content: [{ type: "text", text: "a secret" }, { type: "image", data: "secret", mimeType: "image/png" }] })).payload).toEqual({
+      content: [{ type: "text", text: "a [X]" }, { type: "image", data: "secret", mimeType: "image/png" }],
+    });
+    expect((await o({ action: "accept", content: { note: "secret", n: 3 } })).payload).toEqual({ action: "accept", content: { note: "[X]", n: 3 } });
+    expect((await o({ message: "tell me the secret", requestedSchema: {} })).payload).toMatchObject({ message: "tell me the [X]" });
+    expect((await o({ name: "t", arguments: { a: ["secret"] } })).payload).toEqual({ name: "t", arguments: { a: ["[X]"] } });
+    expect((await o({ contents: [{ uri: "x://1", text: "secret" }] })).payload).toEqual({ contents: [{ uri: "x://1", text: "[X]" }] });
+    expect((await o({ messages: [{ role: "user", content: [{ type: "text", text: "secret" }, { type: "resource", resource: { uri: "u", text: "secret" } }] }] })).payload).toEqual({
+      messages: [{ role: "user", content: [{ type: "text", text: "[X]" }, { type: "resource", resource: { uri: "u", text: "[X]" } }] }],
+    });
+  });
+
+  it("names the guardrails per stage and rejects a guardrail placed at a stage it does not support", () => {
+    const p = new GuardrailPipeline({ input: [{ guardrail: upper }], output: [{ guardrail: blocker("x") }] });
+    expect(p.names("input")).toEqual(["upper"]);
+    expect(p.names("output")).toEqual(["blocker"]);
+    expect(() => new GuardrailPipeline({ output: [{ guardrail: { ...upper, stages: ["input"] } }] })).toThrow(/does not run at stage "output"/);
+  });
+
+  it("inspectText maps composed redactions back to the original offsets", async () => {
+    const a: Guardrail = { name: "a", check: (t) => { const i = t.indexOf("Bob"); return i < 0 ? { action: "allow" } : { action: "redact", content: t.slice(0, i) + "[NAME]" + t.slice(i + 3), entities: [{ type: "NAME", start: i, end: i + 3, replacement: "[NAME]" }] }; } };
+    const b: Guardrail = { name: "b", check: (t) => { const i = t.indexOf("42"); return i < 0 ? { action: "allow" } : { action: "redact", content: t.slice(0, i) + "[AGE]" + t.slice(i + 2), entities: [{ type: "AGE", start: i, end: i + 2 }] }; } };
+    const r = await new GuardrailPipeline({ output: [{ guardrail: a }, { guardrail: b }] }).inspectText("output", "Bob is 42 today");
+    expect(r.text).toBe("[NAME] is [AGE] today");
+    expect(r.entities).toEqual([{ type: "NAME", start: 0, end: 3 }, { type: "AGE", start: 7, end: 9 }]);
+  });
+});
