@@ -152,6 +152,7 @@ export {
   resourceMetadataUrlFor,
   createJwtBearerAuthenticator,
   DEFAULT_JWT_ALGORITHMS,
+  createIntrospectionAuthenticator,
   createClientCredentialsTokenProvider,
   TokenRequestError,
 } from "./auth/index.js";
@@ -172,6 +173,7 @@ export type {
   JwtBearerOptions,
   JwtBearerAuthenticator,
   JwksSource,
+  IntrospectionOptions,
   ClientCredentialsOptions,
   ClientAuthOptions,
 } from "./auth/index.js";

@@ -18,6 +18,8 @@ export interface DemoClientConfig {
   alg?: "ES384" | "RS384";
   /** When set, the client authenticates with client_secret_basic instead of private_key_jwt. */
   clientSecret?: string;
+  /** A resource server allowed to call the introspection endpoint (RFC 7662 §2.1). Default false. */
+  introspect?: boolean;
 }
 
 /** FHIR resource types the orchestrator may write (create and update). */

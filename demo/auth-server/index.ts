@@ -162,8 +162,15 @@ export async function startDemoAuthorizationServer(options: DemoAuthorizationSer
     features: {
       devInteractions: { enabled: false },
       clientCredentials: { enabled: true },
-      introspection: { enabled: true },
-      revocation: { enabled: true },
+      // Only clients registered as resource servers may introspect; a client may revoke only its own tokens.
+      introspection: {
+        enabled: true,
+        allowedPolicy: (_ctx: unknown, client: { clientId: string }) => byId.get(client.clientId)?.introspect === true,
+      },
+      revocation: {
+        enabled: true,
+        allowedPolicy: (_ctx: unknown, client: { clientId: string }, token: { clientId?: string }) => token.clientId === client.clientId,
+      },
       resourceIndicators: {
         enabled: true,
         // A single configured resource is the default; with several, the client must name one.

@@ -28,5 +28,7 @@ export type { ProtectedResourceMetadata } from "./resource-metadata.js";
 export type { CommonBearerOptions } from "./authenticator-core.js";
 export { createJwtBearerAuthenticator, DEFAULT_JWT_ALGORITHMS } from "./jwt-authenticator.js";
 export type { JwtBearerOptions, JwtBearerAuthenticator, JwksSource } from "./jwt-authenticator.js";
+export { createIntrospectionAuthenticator } from "./introspection-authenticator.js";
+export type { IntrospectionOptions } from "./introspection-authenticator.js";
 export { createClientCredentialsTokenProvider, TokenRequestError } from "./token-provider.js";
 export type { TokenProvider, ClientCredentialsOptions, ClientAuthOptions } from "./token-provider.js";

@@ -83,7 +83,11 @@ function defaultAlg(jwk: JWK): string {
   throw new TokenRequestError("invalid_configuration", "private_key_jwt: unsupported private key type");
 }
 
-async function toClientAuth(auth: ClientAuthOptions): Promise<oauth.ClientAuth> {
+/**
+ * Builds oauth4webapi client authentication from {@link ClientAuthOptions} (also used by the introspection verifier).
+ * @throws TokenRequestError `invalid_configuration` for a bad key, missing kid or lifetime over 300 s
+ */
+export async function buildClientAuth(auth: ClientAuthOptions): Promise<oauth.ClientAuth> {
   if (auth.type === "client_secret_basic") {
     if (!auth.clientSecret) throw new TokenRequestError("invalid_configuration", "client_secret_basic: clientSecret is required");
     return oauth.ClientSecretBasic(auth.clientSecret);
@@ -122,6 +126,30 @@ async function toClientAuth(auth: ClientAuthOptions): Promise<oauth.ClientAuth> 
 }
 
 /**
+ * Fetches authorization server metadata: RFC 8414 then OpenID Connect Discovery 1.0 ("auto"), or one of them.
+ * The metadata's `issuer` must equal `issuer` exactly (RFC 8414 §3.3).
+ * @throws TokenRequestError `discovery_failed`
+ */
+export async function discoverAuthorizationServer(
+  issuer: string,
+  discovery: "auto" | "oauth2" | "oidc",
+  http: () => { signal: () => AbortSignal; [oauth.allowInsecureRequests]?: boolean },
+): Promise<oauth.AuthorizationServer> {
+  const issuerUrl = new URL(issuer);
+  const algs: Array<"oauth2" | "oidc"> = discovery === "oidc" ? ["oidc"] : discovery === "oauth2" ? ["oauth2"] : ["oauth2", "oidc"];
+  let last: unknown;
+  for (const algorithm of algs) {
+    try {
+      const res = await oauth.discoveryRequest(issuerUrl, { ...http(), algorithm });
+      return await oauth.processDiscoveryResponse(issuerUrl, res);
+    } catch (e) {
+      last = e;
+    }
+  }
+  throw new TokenRequestError("discovery_failed", "Authorization server metadata discovery failed", { cause: last });
+}
+
+/**
  * Creates a {@link TokenProvider} for the OAuth 2.0 client credentials grant (RFC 6749 §4.4).
  * @throws TokenRequestError from `getToken()`: `discovery_failed` (metadata unreachable or issuer mismatch),
  *   `token_request_failed` (with `oauthError`, e.g. `invalid_client`, `invalid_scope`, `invalid_target`),
@@ -146,26 +174,14 @@ export function createClientCredentialsTokenProvider(options: ClientCredentialsO
   let inflight: Promise<string> | undefined;
 
   async function discover(): Promise<oauth.AuthorizationServer> {
-    if (as) return as;
-    const issuerUrl = new URL(options.issuer);
-    const algs: Array<"oauth2" | "oidc"> = options.discovery === "oidc" ? ["oidc"] : options.discovery === "oauth2" ? ["oauth2"] : ["oauth2", "oidc"];
-    let last: unknown;
-    for (const algorithm of algs) {
-      try {
-        const res = await oauth.discoveryRequest(issuerUrl, { ...http(), algorithm });
-        as = await oauth.processDiscoveryResponse(issuerUrl, res);
-        return as;
-      } catch (e) {
-        last = e;
-      }
-    }
-    throw new TokenRequestError("discovery_failed", "Authorization server metadata discovery failed", { cause: last });
+    as ??= await discoverAuthorizationServer(options.issuer, options.discovery ?? "auto", http);
+    return as;
   }
 
   async function fetchToken(): Promise<string> {
     const server = await discover();
     if (!server.token_endpoint) throw new TokenRequestError("discovery_failed", "Authorization server metadata has no token_endpoint");
-    clientAuth ??= toClientAuth(options.auth);
+    clientAuth ??= buildClientAuth(options.auth);
     const authFn = await clientAuth;
     const params = new URLSearchParams();
     if (scope) params.set("scope", scope);

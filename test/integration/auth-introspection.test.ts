@@ -1,0 +1,87 @@
+/**
+ * RFC 7662 introspection verifier against the real oidc-provider: opaque tokens, revocation, audience, fail closed.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import * as oauth from "oauth4webapi";
+import { importJWK } from "jose";
+import { createClientCredentialsTokenProvider, createIntrospectionAuthenticator } from "hmcp";
+import { defaultDemoClients, startDemoAuthorizationServer } from "../../demo/auth-server/index.js";
+import type { DemoAuthorizationServer } from "../../demo/auth-server/index.js";
+
+const OPAQUE = "http://127.0.0.1:9/opaque-agent/mcp";
+const OTHER = "http://127.0.0.1:9/other-agent/mcp";
+let as: DemoAuthorizationServer;
+
+beforeAll(async () => {
+  as = await startDemoAuthorizationServer({
+    resources: [{ identifier: OPAQUE, format: "opaque" }, { identifier: OTHER, format: "opaque" }],
+    clients: [...defaultDemoClients("p-1"), { clientId: "opaque-agent", scopes: [], introspect: true }],
+  });
+});
+afterAll(async () => {
+  await as?.stop();
+});
+
+const token = (resource = OPAQUE, clientId = "orchestrator", scope = "hmcp:sample hmcp:access") =>
+  createClientCredentialsTokenProvider({
+    issuer: as.issuer,
+    clientId,
+    auth: { type: "private_key_jwt", privateKey: as.clients[clientId]!.privateJwk! },
+    scope,
+    resource,
+    allowInsecureRequests: true,
+  }).getToken();
+
+const authenticator = (extra: Partial<Parameters<typeof createIntrospectionAuthenticator>[0]> = {}) =>
+  createIntrospectionAuthenticator({
+    issuer: as.issuer,
+    audience: OPAQUE,
+    clientId: "opaque-agent",
+    auth: { type: "private_key_jwt", privateKey: as.clients["opaque-agent"]!.privateJwk! },
+    allowInsecureRequests: true,
+    cacheTtlSec: 0,
+    ...extra,
+  });
+
+const check = (a: ReturnType<typeof authenticator>, t: string) => a.check({ authorization: [`Bearer ${t}`], url: "/mcp" });
+
+describe("createIntrospectionAuthenticator", () => {
+  it("accepts an active opaque token for this resource and builds the principal from the answer", async () => {
+    const t = await token(OPAQUE, "patient-app", "hmcp:sample patient/*.rs");
+    expect(t.split(".").length).toBe(1); // opaque, not a JWT
+    const r = await check(authenticator(), t);
+    expect(r.ok).toBe(true);
+    if (r.ok) expect(r.verified.principal).toMatchObject({ clientId: "patient-app", patient: "p-1", scopes: ["hmcp:sample", "patient/*.rs"] });
+  });
+
+  it("refuses a revoked token", async () => {
+    const t = await token();
+    const a = authenticator();
+    expect((await check(a, t)).ok).toBe(true);
+    const server = await oauth.processDiscoveryResponse(
+      new URL(as.issuer),
+      await oauth.discoveryRequest(new URL(as.issuer), { [oauth.allowInsecureRequests]: true }),
+    );
+    const key = (await importJWK(as.clients["orchestrator"]!.privateJwk!, "ES384")) as oauth.CryptoKey;
+    const res = await oauth.revocationRequest(server, { client_id: "orchestrator" }, oauth.PrivateKeyJwt({ key, kid: "orchestrator-key-1" }), t, {
+      [oauth.allowInsecureRequests]: true,
+    });
+    await oauth.processRevocationResponse(res);
+    expect(await check(a, t)).toMatchObject({ ok: false, status: 401, error: "invalid_token", description: "The access token is not active" });
+  });
+
+  it("refuses a token issued for another resource", async () => {
+    expect(await check(authenticator(), await token(OTHER))).toMatchObject({ ok: false, status: 401, error: "invalid_token" });
+  });
+
+  it("refuses garbage and fails closed when the introspecting client cannot authenticate", async () => {
+    expect(await check(authenticator(), "not-a-real-token")).toMatchObject({ ok: false, error: "invalid_token" });
+    const wrongKey = authenticator({ auth: { type: "private_key_jwt", privateKey: { ...as.clients["reader"]!.privateJwk!, kid: "opaque-agent-key-1" } } });
+    expect(await check(wrongKey, await token())).toMatchObject({ ok: false, status: 401, error: "invalid_token" });
+  });
+
+  it("refuses introspection by a client that is not a registered resource server", async () => {
+    const a = authenticator({ clientId: "reader", auth: { type: "private_key_jwt", privateKey: as.clients["reader"]!.privateJwk! } });
+    expect((await check(a, await token())).ok).toBe(false);
+  });
+});
