@@ -158,8 +158,8 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
     };
     let n = 0;
     endpoints = {
-      emrClient: (clientId) => spawnAgent("emr-writeback", clientId, clientId === ORCHESTRATOR ? "emr-writeback" : `emr-writeback-${clientId}-${++n}`),
-      patientDataClient: () => spawnAgent("patient-data", ORCHESTRATOR, "patient-data"),
+      emrClient: (clientId) => spawnAgent("emr-writeback", clientId, clientId === ORCHESTRATOR ? "emr_writeback" : `emr_writeback_${clientId.replace(/[^A-Za-z0-9]/g, "_")}_${++n}`),
+      patientDataClient: () => spawnAgent("patient-data", ORCHESTRATOR, "patient_data"),
       close: async () => undefined,
       auditFiles: () => listAudit(auditDir),
     };
