@@ -98,6 +98,9 @@ export {
   toAuditEvent,
   createOperationalLogger,
   basicRedactPhi,
+  PostgresAuditSink,
+  verifyAuditTable,
+  listAuditChains,
 } from "./audit/index.js";
 export type {
   AuditRecordInput,
@@ -126,6 +129,9 @@ export type {
   OperationalLoggerOptions,
   Redactor,
   LogTransport,
+  ChainSinkCommon,
+  PostgresAuditSinkOptions,
+  AuditQueryable,
 } from "./audit/index.js";
 
 // --- auth ---

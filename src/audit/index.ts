@@ -18,3 +18,5 @@ export { exportFhirAuditEvents, toAuditEvent } from "./fhir.js";
 export type { FhirAuditBundle, FhirAuditEvent, FhirExportOptions, FhirCoding, FhirReference } from "./fhir.js";
 export { createOperationalLogger, basicRedactPhi } from "./operational-logger.js";
 export type { OperationalLoggerOptions, Redactor, LogTransport } from "./operational-logger.js";
+export { PostgresAuditSink, verifyAuditTable, listAuditChains } from "./postgres-sink.js";
+export type { PostgresAuditSinkOptions, AuditQueryable } from "./postgres-sink.js";

@@ -1,0 +1,137 @@
+/**
+ * The audit chain in PostgreSQL, for deployments with several instances (DESIGN.md §4): the same
+ * entries as the file sink, one chain per instance id, one row per entry.
+ *
+ * Table (created when missing, name configurable):
+ *   (instance_id text, seq bigint, prev text, hash text, time timestamptz, type text, line text,
+ *    PRIMARY KEY (instance_id, seq))
+ * `line` is the exact JSON Lines text the verifier checks; `time`/`type` are for indexing only.
+ * A group-commit batch is one multi-row INSERT (atomic; durable when the server commits, per its
+ * `synchronous_commit`). Two writers with the same instance id collide on the primary key: the
+ * second fails closed (`write_failed`) rather than forking the chain.
+ */
+import { GENESIS_HASH, createCheckpointSigner, type AuditSigningKey, type CheckpointSigner } from "./chain.js";
+import { ChainSinkBase, COMMON_OPTION_KEYS, validateCommon, type ChainSinkCommon, type SealedEntry } from "./chain-sink.js";
+import { ChainVerifier, type VerifyOptions, type VerifyResult } from "./verify.js";
+
+/** What the sink needs from a database client: `pg.Pool`, `pg.Client` and PGlite all fit. */
+export interface AuditQueryable {
+  query(text: string, params?: unknown[]): Promise<{ rows: unknown[] }>;
+}
+
+/** Options of {@link PostgresAuditSink.open}. */
+export interface PostgresAuditSinkOptions extends ChainSinkCommon {
+  db: AuditQueryable;
+  /** This instance's chain id (e.g. host name or pod name); one writer per id. */
+  instanceId: string;
+  /** Checkpoint key, as for the file sink; `false` to opt out knowingly. */
+  signing: AuditSigningKey | false;
+  /** Table name (letters, digits, `_`; optionally schema-qualified). Default "hmcp_audit". */
+  table?: string;
+  /** Create the table if missing. Default true. */
+  createTable?: boolean;
+}
+
+const TABLE_RE = /^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?$/;
+
+/**
+ * Hash-chained audit sink over PostgreSQL (or PGlite). Same durability policies, checkpoints and
+ * `append`/`flush`/`close` contract as {@link FileAuditSink}; no rotation (rows are the unit).
+ */
+export class PostgresAuditSink extends ChainSinkBase {
+  private constructor(
+    private readonly db: AuditQueryable,
+    private readonly table: string,
+    opts: PostgresAuditSinkOptions,
+    signer: CheckpointSigner | undefined,
+    seq: number,
+    head: string,
+  ) {
+    super(opts, opts.instanceId, signer, seq, head);
+  }
+
+  /**
+   * Creates the table if asked, and continues this instance's chain from its highest seq.
+   * @throws Error on invalid options or when the database refuses the statements.
+   */
+  static async open(opts: PostgresAuditSinkOptions): Promise<PostgresAuditSink> {
+    const known = new Set(["db", "instanceId", "signing", "table", "createTable", ...COMMON_OPTION_KEYS]);
+    for (const k of Object.keys(opts ?? {})) if (!known.has(k)) throw new Error(`PostgresAuditSink: unknown option '${k}'`);
+    if (typeof opts?.db?.query !== "function") throw new Error("PostgresAuditSink: 'db' must have query(text, params) (pg.Pool, pg.Client or PGlite)");
+    if (typeof opts.instanceId !== "string" || opts.instanceId === "") throw new Error("PostgresAuditSink: 'instanceId' is required");
+    if (opts.signing === undefined) throw new Error("PostgresAuditSink: 'signing' is required (a checkpoint key, or false to opt out knowingly)");
+    const table = opts.table ?? "hmcp_audit";
+    if (!TABLE_RE.test(table)) throw new Error("PostgresAuditSink: 'table' may hold letters, digits and '_' (optionally schema.table)");
+    validateCommon("PostgresAuditSink", opts);
+    const signer = opts.signing === false ? undefined : await createCheckpointSigner(opts.signing);
+    if (opts.createTable ?? true) await ensureTable(opts.db, table);
+    const { rows } = await opts.db.query(`SELECT seq, hash FROM ${table} WHERE instance_id = $1 ORDER BY seq DESC LIMIT 1`, [opts.instanceId]);
+    const last = rows[0] as { seq: string | number; hash: string } | undefined;
+    return new PostgresAuditSink(opts.db, table, opts, signer, last ? Number(last.seq) : 0, last?.hash ?? GENESIS_HASH);
+  }
+
+  protected override async persist(entries: SealedEntry[]): Promise<void> {
+    if (entries.length === 0) return;
+    const params: unknown[] = [];
+    const values: string[] = [];
+    for (const e of entries) {
+      const b = params.length;
+      values.push(`($${b + 1}, $${b + 2}, $${b + 3}, $${b + 4}, $${b + 5}, $${b + 6}, $${b + 7})`);
+      params.push(this.chainId, e.seq, e.prev, e.hash, e.time, e.type, e.line);
+    }
+    await this.db.query(`INSERT INTO ${this.table} (instance_id, seq, prev, hash, time, type, line) VALUES ${values.join(", ")}`, params);
+  }
+
+  protected override async release(): Promise<void> {
+    // The connection is the caller's.
+  }
+
+  protected override where(): string {
+    return `${this.table}:${this.chainId}`;
+  }
+}
+
+async function ensureTable(db: AuditQueryable, table: string): Promise<void> {
+  await db.query(
+    `CREATE TABLE IF NOT EXISTS ${table} (
+       instance_id text NOT NULL,
+       seq bigint NOT NULL,
+       prev text NOT NULL,
+       hash text NOT NULL,
+       time timestamptz NOT NULL,
+       type text NOT NULL,
+       line text NOT NULL,
+       PRIMARY KEY (instance_id, seq)
+     )`,
+  );
+}
+
+/**
+ * Verifies one instance's chain stored by {@link PostgresAuditSink}, reading rows in seq order in
+ * pages of 5,000. Failures name `file` as `<table>:<instanceId>` and `line` as the row's seq.
+ * @throws Error when the query fails or `publicKey` is unusable.
+ */
+export async function verifyAuditTable(db: AuditQueryable, opts: VerifyOptions & { instanceId: string; table?: string }): Promise<VerifyResult> {
+  const table = opts.table ?? "hmcp_audit";
+  if (!TABLE_RE.test(table)) throw new Error("verifyAuditTable: invalid table name");
+  const v = await ChainVerifier.create(opts);
+  const where = `${table}:${opts.instanceId}`;
+  let after = -1;
+  outer: for (;;) {
+    const { rows } = await db.query(`SELECT seq, line FROM ${table} WHERE instance_id = $1 AND seq > $2 ORDER BY seq LIMIT 5000`, [opts.instanceId, after]);
+    if (rows.length === 0) break;
+    for (const r of rows as { seq: string | number; line: string }[]) {
+      after = Number(r.seq);
+      if (!(await v.line(where, after, r.line, true))) break outer;
+    }
+  }
+  v.finish();
+  return v.result();
+}
+
+/** Lists the chains (instance ids) in the table. */
+export async function listAuditChains(db: AuditQueryable, table = "hmcp_audit"): Promise<string[]> {
+  if (!TABLE_RE.test(table)) throw new Error("listAuditChains: invalid table name");
+  const { rows } = await db.query(`SELECT DISTINCT instance_id FROM ${table} ORDER BY instance_id`);
+  return (rows as { instance_id: string }[]).map((r) => r.instance_id);
+}
