@@ -1,6 +1,7 @@
 /**
  * Client side: OAuth 2.0 `client_credentials` access tokens for HMCPClient, built on oauth4webapi.
  *
+ * - Without an `issuer`, the authorization server is found from the resource's RFC 9728 metadata first.
  * - Authorization server discovery: RFC 8414 (`/.well-known/oauth-authorization-server`), then OpenID Connect
  *   Discovery 1.0 (`/.well-known/openid-configuration`), unless `discovery` pins one; or pass `authorizationServer`.
  * - Client authentication: `private_key_jwt` (RFC 7523 §2.2) as profiled by SMART Backend Services
@@ -41,8 +42,12 @@ export type ClientAuthOptions =
 
 /** Options of {@link createClientCredentialsTokenProvider}. */
 export interface ClientCredentialsOptions {
-  /** Issuer identifier of the authorization server (used for discovery and checked against the metadata). */
-  issuer: string;
+  /**
+   * Issuer identifier of the authorization server (used for discovery and checked against the metadata). When
+   * omitted, it is discovered from the resource's RFC 9728 protected resource metadata (`authorization_servers[0]`),
+   * as MCP clients do; `resource` is then required.
+   */
+  issuer?: string;
   /** Authorization server metadata; skips discovery when given. */
   authorizationServer?: oauth.AuthorizationServer;
   /** Discovery document to use. Default "auto": RFC 8414 first, then OpenID Connect Discovery. */
@@ -150,13 +155,35 @@ export async function discoverAuthorizationServer(
 }
 
 /**
+ * Reads a resource's RFC 9728 protected resource metadata (`/.well-known/oauth-protected-resource{path}`) and returns
+ * its first authorization server. The document's `resource` must equal the identifier (RFC 9728 §3.3).
+ * @throws TokenRequestError `discovery_failed`
+ */
+export async function discoverIssuerFromResource(
+  resource: string,
+  http: () => { signal: () => AbortSignal; [oauth.allowInsecureRequests]?: boolean },
+): Promise<string> {
+  try {
+    const url = new URL(resource);
+    const rs = await oauth.processResourceDiscoveryResponse(url, await oauth.resourceDiscoveryRequest(url, http()));
+    const first = rs.authorization_servers?.[0];
+    if (typeof first !== "string") throw new Error("no authorization_servers");
+    return first;
+  } catch (e) {
+    throw new TokenRequestError("discovery_failed", "Protected resource metadata discovery (RFC 9728) failed", { cause: e });
+  }
+}
+
+/**
  * Creates a {@link TokenProvider} for the OAuth 2.0 client credentials grant (RFC 6749 §4.4).
  * @throws TokenRequestError from `getToken()`: `discovery_failed` (metadata unreachable or issuer mismatch),
  *   `token_request_failed` (with `oauthError`, e.g. `invalid_client`, `invalid_scope`, `invalid_target`),
  *   `invalid_configuration` (bad key or options). Messages never contain secrets or tokens.
  */
 export function createClientCredentialsTokenProvider(options: ClientCredentialsOptions): TokenProvider {
-  if (!options.issuer) throw new TokenRequestError("invalid_configuration", "issuer is required");
+  if (!options.issuer && !options.resource && !options.authorizationServer) {
+    throw new TokenRequestError("invalid_configuration", "issuer (or resource, for RFC 9728 discovery) is required");
+  }
   if (!options.clientId) throw new TokenRequestError("invalid_configuration", "clientId is required");
   const skew = options.refreshSkewSec ?? 60;
   const timeoutMs = options.timeoutMs ?? 10_000;
@@ -174,7 +201,9 @@ export function createClientCredentialsTokenProvider(options: ClientCredentialsO
   let inflight: Promise<string> | undefined;
 
   async function discover(): Promise<oauth.AuthorizationServer> {
-    as ??= await discoverAuthorizationServer(options.issuer, options.discovery ?? "auto", http);
+    if (as) return as;
+    const issuer = options.issuer ?? (await discoverIssuerFromResource(options.resource!, http));
+    as = await discoverAuthorizationServer(issuer, options.discovery ?? "auto", http);
     return as;
   }
 

@@ -124,6 +124,20 @@ describe("authorization end to end with oidc-provider", () => {
     expect(agent.ran).toContain("orchestrator");
   });
 
+  it("a client given only the resource finds the authorization server through RFC 9728 metadata", async () => {
+    const tp = createClientCredentialsTokenProvider({
+      clientId: "orchestrator",
+      auth: { type: "private_key_jwt", privateKey: as.clients["orchestrator"]!.privateJwk! },
+      scope: "hmcp:sample system/Observation.cu",
+      resource: agent.endpoint.href,
+      allowInsecureRequests: true,
+    });
+    const c = new HMCPClient({ name: "discovering", version: "1" }, { tokenProvider: tp });
+    clients.push(c);
+    await c.connect({ type: "http", url: agent.endpoint });
+    expect((await c.createMessage(message)).content).toMatchObject({ text: "written by orchestrator" });
+  });
+
   it("serves RFC 9728 metadata naming the demo authorization server", async () => {
     const res = await fetch(new URL("/.well-known/oauth-protected-resource/mcp", agent.endpoint));
     expect(await res.json()).toMatchObject({ resource: agent.endpoint.href, authorization_servers: [as.issuer] });
