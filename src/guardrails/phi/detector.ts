@@ -210,17 +210,19 @@ const RELATIONS = new Set([
   "wife", "husband", "daughter", "son", "dtr", "sister", "brother", "mother", "father", "mom", "dad", "friend", "proxy", "caseworker",
   "niece", "nephew", "grandson", "granddaughter", "grandmother", "grandfather", "aunt", "uncle", "partner", "spouse", "fiance", "fiancee",
   "girlfriend", "boyfriend", "sibling", "sis", "daughters", "sons", "sisters", "brothers", "nurse", "np", "rn", "pa", "ho", "rabbi", "chaplain",
-  "pastor", "attending", "resident", "fellow", "intern", "neighbor", "neighbour", "named", "called", "dear", "hcp", "contact", "by", "per", "with", "to", "from", "and", "cc",
+  "pastor", "neighbor", "neighbour", "named", "called", "dear", "hcp", "contact", "by", "per", "with", "to", "from", "and", "cc",
 ]);
 const WEAK_RELATIONS = new Set(["by", "per", "with", "to", "from", "and", "cc", "contact", "dear", "called"]);
 const NAME_IS = /\b(?:my name is|name is|name:|i am|i'm|this is)\s$/i;
-const CREDENTIAL = /^,?\s{0,2}(?:RN|RRT|CRT|MD|DO|NP|PA|PA-C|LPN|CNA|MSW|LCSW|PT|OT|SLP|PharmD|RPh|PhD|BSN|MSN|CCRN|RT)\b/;
+const CREDENTIAL = /^,?\s{0,2}(?:RN|RRT|CRT|MD|NP|PA-C|LPN|CNA|MSW|LCSW|SLP|PharmD|RPh|PhD|BSN|MSN|CCRN)\b/;
 const FACILITY = /^(?:\s{1,2})(?:hospital|hosp|medical center|med ctr|clinic|health center|healthcare center|memorial|infirmary|nursing home|rehab|rehabilitation|campus|hospice|medical|health system|va|vamc|general)\b/i;
 const LOC_PREFIX = /\b(?:lives in|living in|live in|resides in|resident of|from|transferred from|transferred to|transfered to|transfered from|moved to|moved from|travel(?:l?ing|led)? to|trip to|visiting|in|at|to)\s{1,2}$/i;
 
 /** Words that end a name run even when capitalised (facility and document words). */
 const NOT_NAMES = new Set([
   "hosp", "hospital", "clinic", "center", "centre", "medical", "memorial", "campus", "unit", "ward", "icu", "ccu", "micu", "sicu", "er", "ed",
+  "ho", "min", "ve", "los", "rad", "sang", "riss", "sero", "pan", "bair", "fent", "quinton", "pearl", "riker", "swan", "levo", "aline", "pacer", "fick", "hickman", "foley", "dopa", "neo", "vanco", "lasix", "heparin", "english", "spanish", "french",
+  "german", "italian", "russian", "chinese", "portuguese", "polish", "greek", "arabic", "hindi", "vietnamese", "korean", "japanese",
   "street", "st", "road", "rd", "avenue", "ave", "the", "and", "or", "of", "to", "in", "on", "at", "for", "with", "by", "from", "is", "was",
 ]);
 
@@ -282,7 +284,10 @@ class Detector implements PhiDetector {
         }
       }
     }
-    if (types.has("ADDRESS")) this.#addressLines(text, found);
+    if (types.has("ADDRESS")) {
+      scanAddresses(text, found, this.#lx.common);
+      this.#addressLines(text, found);
+    }
     if (types.has("NAME") || types.has("LOCATION")) this.#names(text, found);
     return merge(found, text);
   }
@@ -334,7 +339,7 @@ class Detector implements PhiDetector {
     }
     const n = toks.length;
     const isName = new Uint8Array(n);
-    const known = (t: Tok) => first.has(t.lower) || last.has(t.lower) || extra.has(t.lower);
+    const known = (t: Tok) => extra.has(t.lower) || ((first.has(t.lower) || last.has(t.lower)) && !NOT_NAMES.has(t.lower));
     const isCommon = (t: Tok) => common.has(t.lower) || ambiguous.has(t.lower) || t.lower.length < 2;
     const gap = (a: Tok, b: Tok) => text.slice(a.e, b.s);
     const sentenceStart = (i: number) => i === 0 || /[.!?:;\n]\s*$/.test(gap(toks[i - 1]!, toks[i]!)) || /^\s*["'(]$/.test(gap(toks[i - 1]!, toks[i]!));
@@ -385,7 +390,7 @@ class Detector implements PhiDetector {
         if (weak) {
           if (t.lower === "and") continue; // handled when extending runs
           if (nx && (known(nx) || extra.has(nx.lower)) && !isCommon(nx) && (isTitleCase(nx.w) || isUpper(nx.w))) isName[j] = 1;
-        } else if (nx && !common.has(nx.lower) && nx.lower.length > 1 && !TITLES.has(nx.lower)) {
+        } else if (nx && !common.has(nx.lower) && nx.lower.length > 1 && !TITLES.has(nx.lower) && !NOT_NAMES.has(nx.lower) && !RELATIONS.has(nx.lower) && (known(nx) || (isCap(nx.w) && !allCapsText(j)) || (nx.w === nx.lower && !/(?:ed|ing|ly)$/.test(nx.lower) && !ambiguous.has(nx.lower)))) {
           isName[j] = 1;
         } else if (nx && ambiguous.has(nx.lower) && isCap(nx.w) && !allCapsText(j)) {
           isName[j] = 1;
@@ -434,7 +439,7 @@ class Detector implements PhiDetector {
     for (let i = 0; i + 1 < n; i++) {
       const t = toks[i]!;
       const nx = toks[i + 1]!;
-      if (t.w.length === 1 && isUpper(t.w) && /^\.\s{1,2}$/.test(gap(t, nx)) && nx.w.length > 1 && (isCap(nx.w) || known(nx)) && (known(nx) || !common.has(nx.lower)) && !NOT_NAMES.has(nx.lower)) {
+      if (t.w.length === 1 && isUpper(t.w) && /^\.\s{1,2}$/.test(gap(t, nx)) && nx.w.length > 1 && !NOT_NAMES.has(nx.lower) && (allCapsText(i + 1) ? known(nx) && !isCommon(nx) : isTitleCase(nx.w) && !common.has(nx.lower)) && !(i > 0 && /[/\w]$/.test(text.slice(Math.max(0, t.s - 1), t.s)))) {
         isName[i] = 1;
         isName[i + 1] = 1;
       }
@@ -451,7 +456,9 @@ class Detector implements PhiDetector {
       const line = text.lastIndexOf("\n", t.s);
       if (t.s - line > 40) continue;
       for (let j = i; j >= 0 && toks[j]!.s > line && i - j < 4; j--) {
-        if (!isCap(toks[j]!.w) && toks[j]!.w.length > 1) break;
+        const tj = toks[j]!;
+        if (!isCap(tj.w) && tj.w.length > 1) break;
+        if (tj.w.length > 1 && common.has(tj.lower) && !known(tj)) break;
         isName[j] = 1;
       }
     }
@@ -487,6 +494,106 @@ class Detector implements PhiDetector {
         }
       }
     }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Free-form street addresses (international): a house number followed by street words and another
+// number, a street suffix or a unit ("28245 Puruntie 82 Apt. 595"), or any address-like run after an
+// address phrase ("lives at", "address is", "corner of"). Runs are consumed with a sticky token regex.
+
+const ADDR_TRIGGER =
+  /\b(?:address(?:es)?(?: is)?(?: here they are)?|lives (?:at|on)|live (?:at|on)|living at|located at|office is at|offices are located at|is at|is on|(?:sent|send(?: it| a new one)?|deliver(?:ed)?|mail(?:ed)?|return|moved|move) to|corner of|meet (?:me|you) at|stop at|drops? you off at|arrived at|enter on|north side of|south side of|address to|address with|it is|in)\s?:?\s{1,6}/giu;
+const ADDR_NUM_START = /(?<![\w.,/:+-])\d{1,6}(?:\s\d{1,6})?\s(?=[\p{Lu}])/gu;
+const ADDR_TOKEN =
+  /(?:[ \t]{0,4}|,[ \t]{0,4}|\n[ \t>?]{0,6}|\n,[ \t]{0,4})(?:[\p{Lu}][\p{L}\p{M}'’.-]*|\d{1,6}[A-Za-z]?(?:-\d{1,4})?|(?:apt|apartment|suite|ste|unit|box|postbox|p\.o\.|po)\b\.?|(?:and|de|du|del|dei|der|van|von|u|ul|str|st|la|le|do|da|di|dos|das|y|of|the|corner|street|road|avenue|lane|drive|place|square|terrace|way|court)\b\.?|\((?:[\p{Lu}][\p{L}]*)\))/uy;
+const ADDR_SUFFIX = /^(?:street|st|avenue|ave|road|rd|boulevard|blvd|lane|ln|drive|dr|court|ct|way|place|pl|terrace|sq|square|squares|loop|pass|club|union|strasse|straße|str|vej|katu|kuja|tie|rua|rue|via|vicolo|calle)\.?$/i;
+const UNIT_WORD = /^(?:apt|apartment|suite|ste|unit|box|postbox|p\.o\.|po)\.?$/i;
+const NOT_ADDR_AFTER_NUM = /^(?:%|(?:mg|ml|mcg|cc|kg|g|units?|hours?|hrs?|days?|weeks?|months?|years?|times|x|min|mins|minutes|am|pm|percent|liters?|l)\b)/i;
+
+/** Share of upper-case letters among the first 2,000 letters (clinical notes are often all caps). */
+function upperShare(text: string): number {
+  let up = 0;
+  let letters = 0;
+  for (let i = 0; i < text.length && letters < 2000; i++) {
+    const c = text.charCodeAt(i);
+    if (c >= 65 && c <= 90) {
+      up++;
+      letters++;
+    } else if (c >= 97 && c <= 122) letters++;
+  }
+  return letters === 0 ? 0 : up / letters;
+}
+
+function scanAddresses(text: string, found: Array<{ s: number; e: number; type: PhiEntityType }>, common: Set<string>): void {
+  const upperText = upperShare(text) > 0.5;
+  const tryRun = (start: number, triggered: boolean): number => {
+    ADDR_TOKEN.lastIndex = start;
+    let end = start;
+    let caps = 0;
+    let nums = 0;
+    let suffix = false;
+    let unit = false;
+    let count = 0;
+    let lines = 0;
+    let m: RegExpExecArray | null;
+    while (count < 24 && (m = ADDR_TOKEN.exec(text)) !== null) {
+      if (m[0].length === 0) break;
+      if (m.index !== start && !/^[\s,]/.test(m[0])) break; // tokens are separated
+      const tok = m[0].replace(/^[\s,>?]+/, "");
+      if (m[0].includes("\n") && ++lines > 4) break;
+      if (/^\d/.test(tok)) {
+        nums++;
+        if (NOT_ADDR_AFTER_NUM.test(text.slice(ADDR_TOKEN.lastIndex).trimStart())) break;
+      } else if (/^[\p{Lu}]/u.test(tok)) {
+        if (upperText && !ADDR_SUFFIX.test(tok) && !UNIT_WORD.test(tok)) {
+          if (common.has(tok.toLowerCase().replace(/[.'’]+$/, ""))) break;
+        }
+        if ((tok.replace(/[.'’-]+$/, "").length >= 3 && !common.has(tok.toLowerCase().replace(/[.'’]+$/, ""))) || ADDR_SUFFIX.test(tok)) caps++;
+        if (ADDR_SUFFIX.test(tok)) suffix = true;
+      }
+      if (UNIT_WORD.test(tok)) unit = true;
+      if (ADDR_SUFFIX.test(tok)) suffix = true;
+      count++;
+      // a sentence ends at a word with a full stop that is not an abbreviation of the address
+      if (tok.endsWith(".") && tok.length > 3 && !UNIT_WORD.test(tok) && !ADDR_SUFFIX.test(tok) && /^\s/.test(text.slice(ADDR_TOKEN.lastIndex, ADDR_TOKEN.lastIndex + 1))) {
+        if (/^[\p{Lu}\d(]/u.test(tok)) end = ADDR_TOKEN.lastIndex - 1;
+        break;
+      }
+      // do not end on a connector word
+      if (/^[\p{Lu}\d(]/u.test(tok) || UNIT_WORD.test(tok) || ADDR_SUFFIX.test(tok)) end = ADDR_TOKEN.lastIndex;
+    }
+    if (end <= start) return start;
+    const first = text.slice(start, end);
+    if (triggered) {
+      if (caps >= 1 && (nums >= 1 || caps >= 2 || suffix)) return end;
+      return start;
+    }
+    const afterNum = text.slice(start).replace(/^\d{1,6}(?:\s\d{1,6})?\s/, "");
+    if (NOT_ADDR_AFTER_NUM.test(afterNum)) return start;
+    if (caps >= 1 && (nums >= 2 || suffix || unit) && first.length > 6) return end;
+    return start;
+  };
+  ADDR_NUM_START.lastIndex = 0;
+  let m: RegExpExecArray | null;
+  let covered = 0;
+  while ((m = ADDR_NUM_START.exec(text)) !== null) {
+    if (m.index < covered) continue;
+    const e = tryRun(m.index, false);
+    if (e > m.index) {
+      found.push({ s: m.index, e, type: "ADDRESS" });
+      covered = e;
+      ADDR_NUM_START.lastIndex = e;
+    }
+  }
+  ADDR_TRIGGER.lastIndex = 0;
+  while ((m = ADDR_TRIGGER.exec(text)) !== null) {
+    const s = m.index + m[0].length;
+    const trig = m[0].toLowerCase().replace(/[\s:]+$/, "");
+    const weak = trig === "in" || trig === "it is" || trig === "is at" || trig === "is on";
+    if (upperText && weak) continue;
+    const e = tryRun(s, !weak);
+    if (e > s) found.push({ s, e, type: "ADDRESS" });
   }
 }
 
