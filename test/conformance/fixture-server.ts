@@ -1,0 +1,386 @@
+/**
+ * Conformance fixture: an HMCPServer exposing exactly the tools, resources, prompts, completions and logging that the
+ * official `@modelcontextprotocol/conformance` server scenarios call (names, arguments and content as the scenarios'
+ * descriptions specify), served over Streamable HTTP by `createHttpApp`.
+ *
+ * Authentication is off on purpose: the server runs with `auth: false` and the app with `bearer: false`, because the
+ * conformance suite checks the MCP surface (it does not do OAuth against a server). The auth suite (test/security,
+ * test/integration/auth-demo-server.test.ts) checks authentication and scopes. Everything else stays on: every request
+ * still passes the HMCP pipeline, and the app still does host-header validation, sessions and the bounded event store.
+ *
+ * Usage: `node --import tsx test/conformance/fixture-server.ts [--port N]`. Prints one JSON line
+ * `{"url":"http://127.0.0.1:PORT/mcp"}` on stdout when listening, and shuts down gracefully on SIGTERM / SIGINT.
+ */
+import { pathToFileURL } from "node:url";
+import { crc32, deflateSync } from "node:zlib";
+import { z } from "zod";
+import { ResourceTemplate } from "@modelcontextprotocol/sdk/server/mcp.js";
+import { completable } from "@modelcontextprotocol/sdk/server/completable.js";
+import {
+  SetLevelRequestSchema,
+  SubscribeRequestSchema,
+  UnsubscribeRequestSchema,
+  type LoggingLevel,
+  type ServerNotification,
+} from "@modelcontextprotocol/sdk/types.js";
+import { HMCPServer, createHttpApp, hmcpContext, listen } from "hmcp";
+
+/** A valid 1×1 PNG (one red RGBA pixel), built here so that the bytes are checked by construction (PNG spec, ISO/IEC 15948). */
+function redPixelPng(): string {
+  const chunk = (type: string, data: Buffer) => {
+    const body = Buffer.concat([Buffer.from(type, "ascii"), data]);
+    const out = Buffer.alloc(12 + data.length);
+    out.writeUInt32BE(data.length, 0);
+    body.copy(out, 4);
+    out.writeUInt32BE(crc32(body), 8 + data.length);
+    return out;
+  };
+  const ihdr = Buffer.alloc(13);
+  ihdr.writeUInt32BE(1, 0); // width, px
+  ihdr.writeUInt32BE(1, 4); // height, px
+  ihdr.set([8, 6, 0, 0, 0], 8); // 8-bit RGBA, deflate, no filter method, no interlace
+  const scanline = Buffer.from([0, 255, 0, 0, 255]); // filter type 0, then R G B A
+  const signature = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
+  return Buffer.concat([signature, chunk("IHDR", ihdr), chunk("IDAT", deflateSync(scanline)), chunk("IEND", Buffer.alloc(0))]).toString("base64");
+}
+const PNG_1X1 = redPixelPng();
+
+/** A valid 8 kHz mono 16-bit PCM WAV file holding 10 ms of silence. */
+function silentWav(): string {
+  const samples = 80;
+  const data = samples * 2;
+  const b = Buffer.alloc(44 + data);
+  b.write("RIFF", 0, "ascii");
+  b.writeUInt32LE(36 + data, 4);
+  b.write("WAVE", 8, "ascii");
+  b.write("fmt ", 12, "ascii");
+  b.writeUInt32LE(16, 16); // fmt chunk size
+  b.writeUInt16LE(1, 20); // PCM
+  b.writeUInt16LE(1, 22); // mono
+  b.writeUInt32LE(8000, 24); // sample rate, Hz
+  b.writeUInt32LE(16000, 28); // byte rate
+  b.writeUInt16LE(2, 32); // block align
+  b.writeUInt16LE(16, 34); // bits per sample
+  b.write("data", 36, "ascii");
+  b.writeUInt32LE(data, 40);
+  return b.toString("base64");
+}
+const WAV_SILENCE = silentWav();
+
+/** MCP log levels in increasing severity (MCP spec 2025-06-18, "Logging"; RFC 5424 severities). */
+const LEVELS: readonly LoggingLevel[] = ["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"];
+
+/** Input of json_schema_2020_12_tool. Built once: a zod registry id may be registered only once per process. */
+const JSON_SCHEMA_2020_12_INPUT = z.strictObject({
+  name: z.string().optional(),
+  address: z.object({ street: z.string(), city: z.string() }).partial().meta({ id: "address" }).optional(),
+});
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+interface Extra {
+  sendNotification: (notification: ServerNotification) => Promise<void>;
+}
+
+/** One HMCPServer per MCP session (createHttpApp calls this on every initialize). */
+export function createConformanceServer(): HMCPServer {
+  const server = new HMCPServer(
+    { name: "hmcp-conformance-fixture", version: "0.1.0" },
+    {
+      // Conformance checks the MCP surface; authentication and scopes are the auth suite's job.
+      auth: false,
+      capabilities: { logging: {}, resources: { subscribe: true, listChanged: true } },
+    },
+  );
+
+  // --- logging: the session's minimum level, set by logging/setLevel; log notifications below it are dropped.
+  let minLevel: LoggingLevel = "info";
+  server.server.setRequestHandler(SetLevelRequestSchema, async (request) => {
+    minLevel = request.params.level;
+    return {};
+  });
+  /** Sends a log notification on the current request's stream (so it reaches the caller before the result). */
+  const log = async (extra: Extra, level: LoggingLevel, data: string) => {
+    if (LEVELS.indexOf(level) < LEVELS.indexOf(minLevel)) return;
+    await extra.sendNotification({ method: "notifications/message", params: { level, logger: "conformance-fixture", data } });
+  };
+
+  // --- tools
+  server.registerTool("test_simple_text", { description: "Returns simple text content" }, async () => ({
+    content: [{ type: "text", text: "This is a simple text response for testing." }],
+  }));
+
+  server.registerTool("test_image_content", { description: "Returns image content (a 1x1 PNG)" }, async () => ({
+    content: [{ type: "image", data: PNG_1X1, mimeType: "image/png" }],
+  }));
+
+  server.registerTool("test_audio_content", { description: "Returns audio content (a short silent WAV)" }, async () => ({
+    content: [{ type: "audio", data: WAV_SILENCE, mimeType: "audio/wav" }],
+  }));
+
+  server.registerTool("test_embedded_resource", { description: "Returns an embedded resource" }, async () => ({
+    content: [
+      {
+        type: "resource",
+        resource: { uri: "test://embedded-resource", mimeType: "text/plain", text: "This is an embedded resource content." },
+      },
+    ],
+  }));
+
+  server.registerTool("test_multiple_content_types", { description: "Returns text, image and resource content" }, async () => ({
+    content: [
+      { type: "text", text: "Multiple content types test:" },
+      { type: "image", data: PNG_1X1, mimeType: "image/png" },
+      {
+        type: "resource",
+        resource: { uri: "test://mixed-content-resource", mimeType: "application/json", text: JSON.stringify({ test: "data", value: 123 }) },
+      },
+    ],
+  }));
+
+  server.registerTool("test_tool_with_logging", { description: "Sends three log notifications while it runs" }, async (extra) => {
+    await log(extra, "info", "Tool execution started");
+    await sleep(50);
+    await log(extra, "info", "Tool processing data");
+    await sleep(50);
+    await log(extra, "info", "Tool execution completed");
+    return { content: [{ type: "text", text: "Tool with logging executed successfully" }] };
+  });
+
+  server.registerTool("test_error_handling", { description: "Always fails" }, async () => {
+    // HMCPServer reports a thrown tool error as an `isError` result with the fixed text "Tool execution failed"
+    // (the exception's message is never echoed: it may hold PHI). The scenario accepts any error text.
+    throw new Error("This tool intentionally returns an error for testing");
+  });
+
+  server.registerTool("test_tool_with_progress", { description: "Reports progress 0, 50, 100 of 100" }, async (extra) => {
+    const ctx = hmcpContext(extra);
+    for (const done of [0, 50, 100]) {
+      await ctx.progress(done, 100, `Completed step ${done} of 100`);
+      if (done < 100) await sleep(50);
+    }
+    return { content: [{ type: "text", text: "Tool with progress executed successfully" }] };
+  });
+
+  server.registerTool(
+    "test_sampling",
+    { description: "Asks the caller's model (sampling/createMessage back to the client)", inputSchema: { prompt: z.string() } },
+    async ({ prompt }, extra) => {
+      const result = await hmcpContext(extra).sample({
+        messages: [{ role: "user", content: { type: "text", text: prompt } }],
+        maxTokens: 100,
+      });
+      const text = result.content && !Array.isArray(result.content) && result.content.type === "text" ? result.content.text : JSON.stringify(result.content);
+      return { content: [{ type: "text", text: `LLM response: ${text}` }] };
+    },
+  );
+
+  server.registerTool(
+    "test_elicitation",
+    { description: "Asks the caller's human (elicitation/create back to the client)", inputSchema: { message: z.string() } },
+    async ({ message }, extra) => {
+      const result = await hmcpContext(extra).elicit({
+        message,
+        requestedSchema: {
+          type: "object",
+          properties: {
+            username: { type: "string", description: "User's response" },
+            email: { type: "string", description: "User's email address" },
+          },
+          required: ["username", "email"],
+        },
+      });
+      return { content: [{ type: "text", text: `User response: action=${result.action}, content=${JSON.stringify(result.content ?? {})}` }] };
+    },
+  );
+
+  server.registerTool("test_elicitation_sep1034_defaults", { description: "Elicitation with defaults for every primitive type (SEP-1034)" }, async (extra) => {
+    const result = await hmcpContext(extra).elicit({
+      message: "Please review and update the form fields with defaults",
+      requestedSchema: {
+        type: "object",
+        properties: {
+          name: { type: "string", description: "User name", default: "John Doe" },
+          age: { type: "integer", description: "User age", default: 30 },
+          score: { type: "number", description: "User score", default: 95.5 },
+          status: { type: "string", description: "User status", enum: ["active", "inactive", "pending"], default: "active" },
+          verified: { type: "boolean", description: "Verification status", default: true },
+        },
+        required: [],
+      },
+    });
+    return { content: [{ type: "text", text: `Elicitation completed: action=${result.action}, content=${JSON.stringify(result.content ?? {})}` }] };
+  });
+
+  server.registerTool("test_elicitation_sep1330_enums", { description: "Elicitation with the five enum schema variants (SEP-1330)" }, async (extra) => {
+    const result = await hmcpContext(extra).elicit({
+      message: "Please select options from the enum fields",
+      requestedSchema: {
+        type: "object",
+        properties: {
+          untitledSingle: { type: "string", description: "Untitled single-select", enum: ["option1", "option2", "option3"] },
+          titledSingle: {
+            type: "string",
+            description: "Titled single-select",
+            oneOf: [
+              { const: "value1", title: "First Option" },
+              { const: "value2", title: "Second Option" },
+              { const: "value3", title: "Third Option" },
+            ],
+          },
+          legacyEnum: {
+            type: "string",
+            description: "Legacy titled enum (deprecated enumNames)",
+            enum: ["opt1", "opt2", "opt3"],
+            enumNames: ["Option One", "Option Two", "Option Three"],
+          },
+          untitledMulti: {
+            type: "array",
+            description: "Untitled multi-select",
+            items: { type: "string", enum: ["option1", "option2", "option3"] },
+          },
+          titledMulti: {
+            type: "array",
+            description: "Titled multi-select",
+            items: {
+              anyOf: [
+                { const: "value1", title: "First Choice" },
+                { const: "value2", title: "Second Choice" },
+                { const: "value3", title: "Third Choice" },
+              ],
+            },
+          },
+        },
+        required: [],
+      },
+    });
+    return { content: [{ type: "text", text: `Elicitation completed: action=${result.action}, content=${JSON.stringify(result.content ?? {})}` }] };
+  });
+
+  // JSON Schema 2020-12 keyword preservation (SEP-1613): the SDK renders zod as draft 2020-12 (`$schema`), a schema
+  // with a registry id as a `$defs` entry, and a strict object as `additionalProperties: false`.
+  server.registerTool(
+    "json_schema_2020_12_tool",
+    { description: "Tool with JSON Schema 2020-12 features", inputSchema: JSON_SCHEMA_2020_12_INPUT },
+    async () => ({ content: [{ type: "text", text: "JSON Schema 2020-12 tool called" }] }),
+  );
+
+  // SSE polling (SEP-1699): closes the request's SSE stream mid-call when the transport allows it (event store on,
+  // client protocol version >= 2025-11-25), so the client must reconnect with Last-Event-ID to get the result.
+  server.registerTool("test_reconnection", { description: "Closes its SSE stream mid-call to test resumption" }, async (extra) => {
+    await sleep(50);
+    (extra as { closeSSEStream?: () => void }).closeSSEStream?.();
+    await sleep(100);
+    return { content: [{ type: "text", text: "Reconnection test completed" }] };
+  });
+
+  // --- resources
+  server.registerResource(
+    "static-text",
+    "test://static-text",
+    { description: "A static text resource", mimeType: "text/plain" },
+    async (uri) => ({ contents: [{ uri: uri.href, mimeType: "text/plain", text: "This is the content of the static text resource." }] }),
+  );
+
+  server.registerResource(
+    "static-binary",
+    "test://static-binary",
+    { description: "A static binary resource (a 1x1 PNG)", mimeType: "image/png" },
+    async (uri) => ({ contents: [{ uri: uri.href, mimeType: "image/png", blob: PNG_1X1 }] }),
+  );
+
+  server.registerResource(
+    "template-data",
+    new ResourceTemplate("test://template/{id}/data", { list: undefined }),
+    { description: "A resource template with an id parameter", mimeType: "application/json" },
+    async (uri, { id }) => ({
+      contents: [{ uri: uri.href, mimeType: "application/json", text: JSON.stringify({ id, templateTest: true, data: `Data for ID: ${String(id)}` }) }],
+    }),
+  );
+
+  server.registerResource(
+    "watched-resource",
+    "test://watched-resource",
+    { description: "A resource clients may subscribe to", mimeType: "text/plain" },
+    async (uri) => ({ contents: [{ uri: uri.href, mimeType: "text/plain", text: "Watched resource content." }] }),
+  );
+
+  // resources/subscribe and resources/unsubscribe (McpServer has no high-level API for them).
+  const subscriptions = new Set<string>();
+  server.server.setRequestHandler(SubscribeRequestSchema, async (request) => {
+    subscriptions.add(request.params.uri);
+    return {};
+  });
+  server.server.setRequestHandler(UnsubscribeRequestSchema, async (request) => {
+    subscriptions.delete(request.params.uri);
+    return {};
+  });
+
+  // --- prompts (and completion/complete, through the completable argument)
+  server.registerPrompt("test_simple_prompt", { description: "A prompt without arguments" }, () => ({
+    messages: [{ role: "user", content: { type: "text", text: "This is a simple prompt for testing." } }],
+  }));
+
+  server.registerPrompt(
+    "test_prompt_with_arguments",
+    {
+      description: "A prompt with two arguments",
+      argsSchema: {
+        arg1: completable(z.string().describe("First test argument"), (value) =>
+          ["paris", "park", "party", "test", "testValue1"].filter((v) => v.startsWith(value)),
+        ),
+        arg2: z.string().describe("Second test argument"),
+      },
+    },
+    ({ arg1, arg2 }) => ({
+      messages: [{ role: "user", content: { type: "text", text: `Prompt with arguments: arg1='${arg1}', arg2='${arg2}'` } }],
+    }),
+  );
+
+  server.registerPrompt(
+    "test_prompt_with_embedded_resource",
+    { description: "A prompt embedding a resource", argsSchema: { resourceUri: z.string().describe("URI of the resource to embed") } },
+    ({ resourceUri }) => ({
+      messages: [
+        { role: "user", content: { type: "resource", resource: { uri: resourceUri, mimeType: "text/plain", text: "Embedded resource content for testing." } } },
+        { role: "user", content: { type: "text", text: "Please process the embedded resource above." } },
+      ],
+    }),
+  );
+
+  server.registerPrompt("test_prompt_with_image", { description: "A prompt with image content" }, () => ({
+    messages: [
+      { role: "user", content: { type: "image", data: PNG_1X1, mimeType: "image/png" } },
+      { role: "user", content: { type: "text", text: "Please analyze the image above." } },
+    ],
+  }));
+
+  return server;
+}
+
+async function main(): Promise<void> {
+  const portArg = process.argv.indexOf("--port");
+  const port = portArg >= 0 ? Number(process.argv[portArg + 1]) : 0;
+  const http = createHttpApp({ createServer: createConformanceServer, bearer: false, agentName: "hmcp-conformance-fixture" });
+  const listening = await listen(http, { host: "127.0.0.1", port });
+  process.stdout.write(`${JSON.stringify({ url: new URL("/mcp", listening.url).href })}\n`);
+
+  let stopping = false;
+  const stop = () => {
+    if (stopping) return;
+    stopping = true;
+    listening.close().then(
+      () => process.exit(0),
+      () => process.exit(1),
+    );
+  };
+  process.on("SIGTERM", stop);
+  process.on("SIGINT", stop);
+}
+
+if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  main().catch((error: unknown) => {
+    process.stderr.write(`conformance fixture failed to start: ${String(error)}\n`);
+    process.exit(1);
+  });
+}

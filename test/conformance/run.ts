@@ -1,0 +1,135 @@
+/**
+ * Runs the official MCP conformance suite (`@modelcontextprotocol/conformance`, server scenarios) against the HMCP
+ * fixture server, with test/conformance/baseline.yml as the expected-failures baseline.
+ *
+ *   npm run conformance                      # every server scenario (suite "all": active + pending)
+ *   npm run conformance -- --scenario ping   # one scenario (the baseline still applies)
+ *
+ * Exit status: 0 when every scenario passes or is baselined; 1 on an unexpected failure (a FAILURE or WARNING check
+ * in a scenario not in the baseline), on a stale baseline entry (a baselined scenario that now passes), or when the
+ * fixture or the suite cannot start. The suite needs Node >= 22, so it runs under `npx -p node@22` (the npm registry
+ * is the only network it needs; npx caches both packages after the first run).
+ *
+ * Environment: CONFORMANCE_OUTPUT_DIR saves each scenario's checks.json there (the suite's `-o`).
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { createInterface } from "node:readline";
+import { fileURLToPath } from "node:url";
+import { readBaseline } from "./baseline.js";
+
+/** The suite version this baseline was written against. Changing it means re-reading the scenarios. */
+const CONFORMANCE_PACKAGE = "@modelcontextprotocol/conformance@0.1.16";
+/** The suite needs Node 22 (its dependencies declare `engines: node >= 22`). */
+const SUITE_NODE = "node@22";
+
+const ROOT = fileURLToPath(new URL("../..", import.meta.url));
+const FIXTURE = fileURLToPath(new URL("./fixture-server.ts", import.meta.url));
+const BASELINE = fileURLToPath(new URL("./baseline.yml", import.meta.url));
+/** Time the fixture may take to print its URL, ms. */
+const FIXTURE_START_TIMEOUT_MS = 30_000;
+/** Time the fixture may take to shut down on SIGTERM before it is killed, ms. */
+const FIXTURE_STOP_TIMEOUT_MS = 10_000;
+/** Time the whole suite may take, ms (it takes seconds once npx has cached the packages). */
+const SUITE_TIMEOUT_MS = 10 * 60_000;
+
+async function startFixture(): Promise<{ child: ChildProcess; url: string }> {
+  const child = spawn(process.execPath, ["--import", "tsx", FIXTURE], { cwd: ROOT, stdio: ["ignore", "pipe", "inherit"] });
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`fixture did not print its URL within ${FIXTURE_START_TIMEOUT_MS} ms`)), FIXTURE_START_TIMEOUT_MS);
+    const lines = createInterface({ input: child.stdout! });
+    lines.once("line", (line) => {
+      clearTimeout(timer);
+      try {
+        const parsed = JSON.parse(line) as { url?: unknown };
+        if (typeof parsed.url !== "string") throw new Error("no url");
+        resolve(parsed.url);
+      } catch {
+        reject(new Error(`fixture printed an unexpected first line: ${line.slice(0, 200)}`));
+      }
+    });
+    child.once("exit", (code, signal) => {
+      clearTimeout(timer);
+      reject(new Error(`fixture exited before listening (code ${code}, signal ${signal})`));
+    });
+  });
+  // Keep draining stdout so the fixture never blocks on a full pipe.
+  child.stdout!.resume();
+  return { child, url };
+}
+
+async function stopFixture(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  child.kill("SIGTERM");
+  const timer = setTimeout(() => child.kill("SIGKILL"), FIXTURE_STOP_TIMEOUT_MS);
+  await exited;
+  clearTimeout(timer);
+}
+
+function runSuite(url: string, extraArgs: string[]): Promise<number> {
+  const args = [
+    "-y",
+    "-p",
+    SUITE_NODE,
+    "-p",
+    CONFORMANCE_PACKAGE,
+    "conformance",
+    "server",
+    "--url",
+    url,
+    "--expected-failures",
+    BASELINE,
+    ...(process.env["CONFORMANCE_OUTPUT_DIR"] ? ["-o", process.env["CONFORMANCE_OUTPUT_DIR"]] : []),
+    ...(extraArgs.includes("--scenario") || extraArgs.includes("--suite") ? [] : ["--suite", "all"]),
+    ...extraArgs,
+  ];
+  const npx = process.platform === "win32" ? "npx.cmd" : "npx";
+  return new Promise((resolve, reject) => {
+    const child = spawn(npx, args, { cwd: ROOT, stdio: "inherit", env: { ...process.env, npm_config_yes: "true" } });
+    const timer = setTimeout(() => {
+      process.stderr.write(`conformance: the suite did not finish within ${SUITE_TIMEOUT_MS / 1000} s\n`);
+      child.kill("SIGTERM");
+    }, SUITE_TIMEOUT_MS);
+    child.once("error", (error) => {
+      clearTimeout(timer);
+      reject(error);
+    });
+    child.once("exit", (code, signal) => {
+      clearTimeout(timer);
+      resolve(code ?? (signal ? 1 : 0));
+    });
+  });
+}
+
+async function main(): Promise<number> {
+  const started = performance.now();
+  // Fails early (before npx) when an entry has no reason.
+  const baseline = readBaseline(BASELINE);
+  process.stdout.write(`conformance: ${CONFORMANCE_PACKAGE} under ${SUITE_NODE}; baseline ${baseline.server.length} scenario(s)\n`);
+  for (const entry of baseline.server) process.stdout.write(`  ~ ${entry.scenario}: ${entry.reason}\n`);
+
+  const { child, url } = await startFixture();
+  const stopOnSignal = () => {
+    void stopFixture(child).finally(() => process.exit(130));
+  };
+  process.once("SIGINT", stopOnSignal);
+  process.once("SIGTERM", stopOnSignal);
+  let code: number;
+  try {
+    process.stdout.write(`conformance: fixture listening at ${url}\n`);
+    code = await runSuite(url, process.argv.slice(2));
+  } finally {
+    await stopFixture(child);
+  }
+  const seconds = ((performance.now() - started) / 1000).toFixed(1);
+  process.stdout.write(`conformance: ${code === 0 ? "passed" : "FAILED"} (exit ${code}) in ${seconds} s\n`);
+  return code;
+}
+
+main().then(
+  (code) => process.exit(code),
+  (error: unknown) => {
+    process.stderr.write(`conformance: ${error instanceof Error ? error.message : String(error)}\n`);
+    process.exit(1);
+  },
+);
