@@ -42,6 +42,11 @@ export interface HttpAppOptions {
   audit?: AuditSink;
   /** Agent name used in those records. Default "hmcp". */
   agentName?: string;
+  /**
+   * Reconnection delay suggested to clients in the SSE `retry:` field (MCP 2025-11-25 SSE polling, SEP-1699), ms.
+   * Default 1,000.
+   */
+  sseRetryMs?: number;
   /** Answer with JSON instead of SSE streams when the server sends nothing back mid-request (no resumability then). Default false. */
   enableJsonResponse?: boolean;
 }
@@ -200,6 +205,7 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
         sessionIdGenerator: () => randomUUID(),
         ...(options.eventStore !== false && { eventStore: new BoundedEventStore(options.eventStore ?? {}) }),
         ...(options.enableJsonResponse && { enableJsonResponse: true }),
+        retryInterval: options.sseRetryMs ?? 1000,
         onsessioninitialized: (sessionId) => {
           sessions.set(sessionId, { transport, server, owner: ownerOf(principal), principal, lastSeen: Date.now(), sourceAddress: req.socket.remoteAddress });
           audit({ type: "session.start", actor: actorOf(principal), source: compact({ address: req.socket.remoteAddress }), transport: "http", sessionId, outcome: "allowed", latencyMs: 0, scopes: principal?.scopes ?? [] });
