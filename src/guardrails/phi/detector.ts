@@ -192,7 +192,7 @@ const PATTERNS: Pattern[] = [
   { type: "ZIP", re: /\b(?:zip(?:\s?code)?|postal\s?code|postcode)\s?(?:is\s)?:?\s{0,2}([A-Z0-9]{2,5}(?:[ -][A-Z0-9]{2,4})?)\b/gi, group: 1 },
   { type: "ZIP", re: /(?<=\b[A-Z]{2}\s{1,2})\d{5}(?:-\d{4})?\b/g },
   { type: "ZIP", re: /(?<![\w.,/:-])\d{5}(?:-\d{4})?(?![\w./:%]|,\d|-\d)/g },
-  { type: "LOCATION", re: /(?<!\d\s{1,2})\b(?:St|ST|Saint|SAINT)\.?\s[A-Z][A-Za-z]{2,20}(?:'s)?\b/g },
+  { type: "LOCATION", re: /(?<!\d\s{1,2})\b(?:(?:St|ST)\.\s?|(?:Saint|SAINT)\s)[A-Z][A-Za-z]{2,20}(?:'s)?\b/g },
   // Record, account, licence and other identifying numbers in context, and long digit runs.
   {
     type: "ID",
@@ -213,6 +213,8 @@ const RELATIONS = new Set([
   "pastor", "neighbor", "neighbour", "named", "called", "dear", "hcp", "contact", "by", "per", "with", "to", "from", "and", "cc",
 ]);
 const WEAK_RELATIONS = new Set(["by", "per", "with", "to", "from", "and", "cc", "contact", "dear", "called"]);
+const CUE_WORDS = new Set(["says", "said", "asks", "asked", "told", "tells", "wrote", "writes", "under", "called", "named", "meet", "thanks", "dear", "hi", "hello", "hey", "ask", "contact", "mr", "mrs", "ms", "dr"]);
+const NON_ASCII = /[\u00C0-\u024F]/;
 const NAME_IS = /\b(?:my name is|name is|name:|i am|i'm|this is)\s$/i;
 const CREDENTIAL = /^,?\s{0,2}(?:RN|RRT|CRT|MD|NP|PA-C|LPN|CNA|MSW|LCSW|SLP|PharmD|RPh|PhD|BSN|MSN|CCRN)\b/;
 const FACILITY = /^(?:\s{1,2})(?:hospital|hosp|medical center|med ctr|clinic|health center|healthcare center|memorial|infirmary|nursing home|rehab|rehabilitation|campus|hospice|medical|health system|va|vamc|general)\b/i;
@@ -221,7 +223,7 @@ const LOC_PREFIX = /\b(?:lives in|living in|live in|resides in|resident of|from|
 /** Words that end a name run even when capitalised (facility and document words). */
 const NOT_NAMES = new Set([
   "hosp", "hospital", "clinic", "center", "centre", "medical", "memorial", "campus", "unit", "ward", "icu", "ccu", "micu", "sicu", "er", "ed",
-  "ho", "min", "ve", "los", "rad", "sang", "riss", "sero", "pan", "bair", "fent", "quinton", "pearl", "riker", "swan", "levo", "aline", "pacer", "fick", "hickman", "foley", "dopa", "neo", "vanco", "lasix", "heparin", "english", "spanish", "french",
+  "osh", "vicu", "csru", "ew", "careview", "ho", "min", "ve", "los", "rad", "sang", "riss", "sero", "pan", "bair", "fent", "quinton", "pearl", "riker", "swan", "levo", "aline", "pacer", "fick", "hickman", "foley", "dopa", "neo", "vanco", "lasix", "heparin", "english", "spanish", "french",
   "german", "italian", "russian", "chinese", "portuguese", "polish", "greek", "arabic", "hindi", "vietnamese", "korean", "japanese",
   "street", "st", "road", "rd", "avenue", "ave", "the", "and", "or", "of", "to", "in", "on", "at", "for", "with", "by", "from", "is", "was",
 ]);
@@ -334,7 +336,10 @@ class Detector implements PhiDetector {
       let w = m[0];
       while (w.length > 1 && (w.endsWith("-") || w.endsWith("'") || w.endsWith("’"))) w = w.slice(0, -1);
       let lower = w.toLowerCase();
-      if (lower.endsWith("'s") || lower.endsWith("’s")) lower = lower.slice(0, -2);
+      if (lower.endsWith("'s") || lower.endsWith("’s")) {
+        lower = lower.slice(0, -2);
+        w = w.slice(0, -2);
+      }
       toks.push({ s: m.index, e: m.index + w.length, w, lower });
     }
     const n = toks.length;
@@ -372,6 +377,20 @@ class Detector implements PhiDetector {
         if (isCap(nx.w) || known(nx) || ambiguous.has(nx.lower) || !common.has(nx.lower)) {
           if (!(common.has(nx.lower) && !known(nx) && !ambiguous.has(nx.lower) && !isCap(nx.w))) isName[i + 1] = 1;
         }
+        continue;
+      }
+      // 2a. after "my name is", a speech verb or a greeting: a capitalised word that is not a common word
+      if (NAME_IS.test(text.slice(Math.max(0, t.s - 12), t.s)) && !common.has(t.lower) && !NOT_NAMES.has(t.lower) && (isCap(t.w) || (known(t) && /name is\s$/i.test(text.slice(Math.max(0, t.s - 9), t.s))))) {
+        isName[i] = 1;
+        continue;
+      }
+      if (i > 0 && CUE_WORDS.has(toks[i - 1]!.lower) && /^[\s,:]{1,3}$/.test(gap(toks[i - 1]!, t)) && isTitleCase(t.w) && !common.has(t.lower) && !ambiguous.has(t.lower) && !NOT_NAMES.has(t.lower)) {
+        isName[i] = 1;
+        continue;
+      }
+      // 2b. a capitalised word with letters outside ASCII (names in English text: "Szöllösy", "Guðmundsdóttir")
+      if (isTitleCase(t.w) && NON_ASCII.test(t.w) && !common.has(t.lower) && !NOT_NAMES.has(t.lower)) {
+        isName[i] = 1;
         continue;
       }
       // 2. after a relation or "my name is"
