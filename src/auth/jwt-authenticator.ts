@@ -23,7 +23,7 @@ export const DEFAULT_JWT_ALGORITHMS: readonly string[] = Object.freeze(["ES256",
 /** Where the verification keys come from. */
 export type JwksSource =
   | {
-      /** The authorization server's `jwks_uri`. */
+      /** The authorization server's `jwks_uri`: https, or http on a loopback host (127.0.0.0/8, [::1], localhost). */
       uri: string | URL;
       /** HTTP timeout per fetch, ms. Default 5000. */
       timeoutMs?: number;
@@ -70,6 +70,10 @@ const KNOWN_OPTIONS = new Set([
   "resourceMetadataUrl", "maxTokenBytes", "requiredScopes", "methodScopes", "realm",
 ]);
 const ACCEPTED_TYP = new Set(["at+jwt", "application/at+jwt", "jwt"]);
+
+function isLoopback(hostname: string): boolean {
+  return hostname === "localhost" || hostname === "[::1]" || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(hostname);
+}
 
 function keyFingerprint(jwk: JWK): string {
   return [jwk.kty, jwk.crv, jwk.x, jwk.y, jwk.n, jwk.e, jwk.alg].map((v) => v ?? "").join("|");
@@ -143,8 +147,8 @@ function classify(e: unknown): string {
  * audience, unknown key, JWKS unavailable → 401 `invalid_token`; missing scope → 403 `insufficient_scope` with
  * `scope`. Every challenge carries `resource_metadata` (RFC 9728 §5.1).
  *
- * @throws TypeError at construction on an unknown option, an empty issuer/audience, a non-URL resource, or an
- *   algorithm allow-list containing `none` or an HMAC algorithm
+ * @throws TypeError at construction on an unknown option, an empty issuer/audience, a non-URL resource, an
+ *   algorithm allow-list containing `none` or an HMAC algorithm, or a `jwks.uri` that is not https (loopback excepted)
  */
 export function createJwtBearerAuthenticator(options: JwtBearerOptions): JwtBearerAuthenticator {
   for (const k of Object.keys(options)) if (!KNOWN_OPTIONS.has(k)) throw new TypeError(`createJwtBearerAuthenticator: unknown option "${k}"`);
@@ -167,6 +171,9 @@ export function createJwtBearerAuthenticator(options: JwtBearerOptions): JwtBear
   if ("uri" in options.jwks) {
     const src = options.jwks;
     const url = new URL(String(src.uri));
+    if (url.protocol !== "https:" && !(url.protocol === "http:" && isLoopback(url.hostname))) {
+      throw new TypeError("createJwtBearerAuthenticator: jwks.uri must be an https: URL (http: is allowed for loopback hosts only)");
+    }
     const store: { jwks?: JSONWebKeySet; uat?: number } = {};
     const remote = createRemoteJWKSet(url, {
       timeoutDuration: src.timeoutMs ?? 5000,

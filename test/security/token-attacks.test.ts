@@ -89,6 +89,8 @@ async function startResource(jwksUri: string, resourceBase?: string): Promise<Fi
     audience: endpoint.href,
     jwks: { uri: jwksUri, cooldownMs: 0, timeoutMs: 2000 },
     requiredScopes: REQUIRED,
+    // Sampling here may also be used with the patient-level HMCP scope (patient-bound callers).
+    methodScopes: { "sampling/createMessage": REQUIRED },
     resourceMetadata: { scopes_supported: ["hmcp:sample", "hmcp:access", "patient/hmcp:read"] },
   });
   return { http, endpoint, auth: holder.auth, ran: () => ran };
@@ -403,6 +405,35 @@ describe("token attack suite (createHttpApp + JWT bearer authenticator)", () => 
 });
 
 describe("JWKS availability and key rotation", () => {
+  it("32 once the key set is older than its max age, a cached token is verified again against a re-fetched set", async () => {
+    // Own resource (own key-set cache), since this case moves the clock.
+    const saved = fx;
+    fx = await startResource(jwks.uri);
+    try {
+      const sid = await session(await mint());
+      const now = Math.floor(Date.now() / 1000);
+      const token = await mint({ iat: now, exp: now + 3600 });
+      const send = () => post(fx.endpoint, { authorization: `Bearer ${token}`, "mcp-session-id": sid }, samplingBody());
+      expect((await send()).status).toBe(200);
+      const { misses } = fx.auth.cacheStats();
+      const fetches = jwks.fetches();
+      vi.useFakeTimers({ toFake: ["Date"] });
+      try {
+        vi.setSystemTime(Date.now() + 11 * 60_000); // past the 10 min default max age
+        jwks.set([]); // the issuer withdrew every key meanwhile
+        await expectRefused({ authorization: `Bearer ${token}` }, 401, "invalid_token", { sid });
+        expect(fx.auth.cacheStats().misses).toBe(misses + 1);
+        expect(jwks.fetches()).toBeGreaterThan(fetches);
+      } finally {
+        vi.useRealTimers();
+        jwks.set([jwkA]);
+      }
+    } finally {
+      await fx.http.close();
+      fx = saved;
+    }
+  });
+
   it("30 JWKS endpoint down → 401 invalid_token (fail closed)", async () => {
     const dead = createServer();
     await new Promise<void>((r) => dead.listen(0, "127.0.0.1", () => r()));

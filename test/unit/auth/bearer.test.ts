@@ -85,6 +85,11 @@ describe("createJwtBearerAuthenticator options", () => {
   it("names an unknown option", () => {
     expect(() => createJwtBearerAuthenticator({ ...base, audiance: "x" } as never)).toThrow(/unknown option "audiance"/);
   });
+  it("refuses a plain-http JWKS URI except on loopback", () => {
+    expect(() => createJwtBearerAuthenticator({ ...base, jwks: { uri: "http://as.example/jwks" } })).toThrow(/https/);
+    expect(() => createJwtBearerAuthenticator({ ...base, jwks: { uri: "http://127.0.0.1:9/jwks" } })).not.toThrow();
+    expect(() => createJwtBearerAuthenticator({ ...base, jwks: { uri: "https://as.example/jwks" } })).not.toThrow();
+  });
   it("refuses symmetric or private keys in a local key set", () => {
     expect(() => createJwtBearerAuthenticator({ ...base, jwks: { keys: { keys: [{ kty: "oct", k: "c2VjcmV0" }] } } })).toThrow(/symmetric/);
     expect(() => createJwtBearerAuthenticator({ ...base, jwks: { keys: { keys: [{ kty: "EC", crv: "P-256", x: "a", y: "b", d: "c" }] } } })).toThrow(/public/);
