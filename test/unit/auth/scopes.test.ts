@@ -236,3 +236,53 @@ describe("DEFAULT_METHOD_SCOPES", () => {
     expect(requiredScopesForMethod("tools/call", { "tools/call": ["hmcp:write"] })).toEqual(["hmcp:write"]);
   });
 });
+
+describe("properties", () => {
+  const letters = fc
+    .subarray(["c", "r", "u", "d", "s"], { minLength: 1 })
+    .map((a) => a.join(""));
+  const restriction = fc.constantFrom("", "?category=laboratory", "?category=vital-signs", "?category=laboratory&status=final");
+  const resourceScope = fc
+    .tuple(fc.constantFrom("patient", "user", "system"), fc.constantFrom("Observation", "Condition", "*"), letters, restriction)
+    .map(([l, t, a, q]) => `${l}/${t}.${a}${q}`);
+  const anyScope = fc.oneof(resourceScope, fc.constantFrom("hmcp:read", "hmcp:write", "patient/hmcp:read", "patient/hmcp:write", "hmcp:sample", "openid"));
+  const request = fc.record(
+    {
+      action: fc.constantFrom("c", "r", "u", "d", "s"),
+      resourceType: fc.constantFrom("Observation", "Condition", "hmcp"),
+      patient: fc.constantFrom("p1", "p2"),
+      params: fc.constantFrom({ category: "laboratory" }, { category: "vital-signs" }, { category: "laboratory", status: "final" }),
+    },
+    { requiredKeys: ["action", "resourceType"] },
+  ) as fc.Arbitrary<ScopeRequest>;
+  const ctxPatient = fc.constantFrom(undefined, "p1");
+
+  it("scopeImplies is sound: whatever the implied scope allows, the implying scope allows too", () => {
+    fc.assert(
+      fc.property(anyScope, anyScope, request, ctxPatient, (g, h, r, p) => {
+        if (scopeImplies(g, h) && allows([h], r, p)) expect(allows([g], r, p)).toBe(true);
+      }),
+      { numRuns: 3000 },
+    );
+  });
+
+  it("more scopes never take access away, and a scope always implies itself", () => {
+    fc.assert(
+      fc.property(fc.array(anyScope, { maxLength: 4 }), anyScope, request, ctxPatient, (granted, extra, r, p) => {
+        if (allows(granted, r, p)) expect(allows([...granted, extra], r, p)).toBe(true);
+        if (parseScope(extra).kind !== "invalid") expect(scopeImplies(extra, extra)).toBe(true);
+      }),
+      { numRuns: 2000 },
+    );
+  });
+
+  it("only patient/ grants ever depend on the patient, and they allow only the context patient", () => {
+    fc.assert(
+      fc.property(fc.array(anyScope, { maxLength: 4 }), request, (granted, r) => {
+        const patientOnly = granted.every((g) => g.startsWith("patient/"));
+        if (patientOnly && r.patient !== undefined && allows(granted, r, "p1")) expect(r.patient).toBe("p1");
+      }),
+      { numRuns: 2000 },
+    );
+  });
+});
