@@ -20,6 +20,7 @@ import {
 } from "@modelcontextprotocol/sdk/types.js";
 import { HMCPError, HMCPErrorCode, readHMCPCapability, type HMCPCapability } from "../protocol/index.js";
 import type { GuardrailRunner } from "../guardrails/types.js";
+import { defaultGuardrails } from "../guardrails/policy.js";
 
 /** Params of `sampling/createMessage`. */
 export type CreateMessageParams = CreateMessageRequest["params"];
@@ -55,8 +56,9 @@ export interface HMCPClientOptions {
   /**
    * Guardrails for the client side: the `input` stage checks the requests a server sends back (sampling,
    * elicitation) before the application's handler sees them; the `output` stage checks what the client answers.
+   * Default: `defaultGuardrails()` (guardrails/default.yaml); `false` turns them off.
    */
-  guardrails?: GuardrailRunner;
+  guardrails?: GuardrailRunner | false;
   /** Handler for server → client `sampling/createMessage`. Without one, such requests get `SamplingNotSupported`. */
   onSampling?: ClientSamplingHandler;
   /** Handler for server → client `elicitation/create`. Without one, every elicitation is declined. */
@@ -189,7 +191,7 @@ export class HMCPClient {
   }
 
   async #guard<T>(stage: "input" | "output", payload: T, method: string, signal: AbortSignal): Promise<T> {
-    const g = this.#options.guardrails;
+    const g = this.#options.guardrails === false ? undefined : (this.#options.guardrails ??= defaultGuardrails());
     if (!g) return payload;
     let outcome;
     try {

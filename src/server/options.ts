@@ -36,8 +36,9 @@ export interface HMCPServerOptions {
         requiredScopes?: Record<string, string[]>;
       };
   /**
-   * Guardrail pipeline for the input and output stages. Default: none configured here; pass
-   * `defaultGuardrails()` or a policy. `false` turns guardrails off.
+   * Guardrail pipeline for the input and output stages. Default: `defaultGuardrails()`, the shipped
+   * `guardrails/default.yaml` (injection, limits and patient context on input; PHI redaction on output).
+   * `false` turns guardrails off.
    */
   guardrails?: GuardrailRunner | false;
   /** Audit sink that receives one record per request outcome. Default: none. */

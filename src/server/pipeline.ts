@@ -14,6 +14,7 @@ import { HMCPError, HMCPErrorCode, INVALID_PARAMS, toWireError, type Principal, 
 import { checkAccess, satisfiesAny, type ScopeRequest } from "../auth/scopes.js";
 import { requiredScopesForMethod } from "../auth/method-scopes.js";
 import type { GuardrailDecisionSummary, GuardrailRunner, GuardrailStage } from "../guardrails/types.js";
+import { defaultGuardrails } from "../guardrails/policy.js";
 import { AUDIT_RECORD_VERSION, type AuditOutcome, type AuditRecordInput, type AuditSink } from "../audit/record.js";
 import type { HMCPServerOptions, PipelineHooks } from "./options.js";
 import { attachContext, type BackRequestOptions, type RequestContext } from "./context.js";
@@ -59,7 +60,8 @@ export class RequestPipeline {
             localPrincipal: options.auth?.localPrincipal,
             requiredScopes: options.auth?.requiredScopes,
           };
-    this.#guardrails = options.guardrails || undefined;
+    // Secure by default: no `guardrails` option means the shipped guardrails/default.yaml policy.
+    this.#guardrails = options.guardrails === false ? undefined : (options.guardrails ?? defaultGuardrails());
     this.#audit = options.audit || undefined;
     this.#hooks = options.hooks ?? {};
     this.#host = host;
