@@ -1,6 +1,27 @@
 /**
  * HMCP authorization: resource-server token checks, SMART scopes and patient context, RFC 9728 metadata, and
  * client-side token providers.
+ *
+ * Resource server (an HMCP agent):
+ * ```ts
+ * const bearer = createJwtBearerAuthenticator({
+ *   issuer: "https://auth.hospital.example",          // exact `iss`
+ *   audience: "https://agents.hospital.example/emr/mcp", // this agent's RFC 8707 resource identifier
+ *   jwks: { uri: "https://auth.hospital.example/jwks" },
+ *   resourceMetadata: { scopes_supported: ["hmcp:sample", "system/Observation.c"] },
+ * });
+ * const app = createHttpApp({ bearer, createServer: () => makeAgent() });
+ * // inside a handler: ctx.require({ action: "c", resourceType: "Observation", patient })
+ * ```
+ * Client (an orchestrator, SMART Backend Services):
+ * ```ts
+ * const tokenProvider = createClientCredentialsTokenProvider({
+ *   issuer: "https://auth.hospital.example", clientId: "orchestrator",
+ *   auth: { type: "private_key_jwt", privateKey: privateJwk },        // ES384 / RS384 JWK with kid
+ *   scope: "hmcp:sample system/Observation.c", resource: "https://agents.hospital.example/emr/mcp",
+ * });
+ * const client = new HMCPClient({ name: "orchestrator", version: "1" }, { tokenProvider });
+ * ```
  */
 export type { BearerAuthenticator, BearerCheck, VerifiedToken } from "./types.js";
 export {
