@@ -1,5 +1,11 @@
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { defineConfig } from "vitest/config";
+
+// Every log and audit file the suite writes goes under one folder, which the PHI scan checks after the run.
+const logDir = (process.env["HMCP_LOG_DIR"] ??= mkdtempSync(path.join(tmpdir(), "hmcp-test-logs-")));
 
 export default defineConfig({
   resolve: {
@@ -10,5 +16,7 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 30_000,
     pool: "forks",
+    env: { HMCP_LOG_DIR: logDir },
+    globalSetup: ["test/unit/audit/log-dir.global.ts"],
   },
 });

@@ -17,9 +17,10 @@ export interface OperationalLoggerOptions {
   /** Lowest level written (npm levels: error, warn, info, http, verbose, debug, silly). Default "info". */
   level?: string;
   /**
-   * The redactor every string goes through. Default {@link basicRedactPhi} (patterns only: SSNs,
-   * phone numbers, e-mail addresses, dates, MRN-labelled numbers; it does NOT find names). Servers
-   * should pass the guardrails' `redactPhiText`, which also finds names.
+   * The redactor every string goes through, after the pattern pass {@link basicRedactPhi} (which
+   * always runs first: SSNs, phones, e-mails, dates, MRN-labelled values, licence/passport-shaped
+   * ids). Default: the pattern pass alone, which does NOT find names. Servers should pass the
+   * guardrails' `redactPhiText`, which also finds names.
    */
   redact?: Redactor;
   /** Service name added to every entry. Default "hmcp". */
@@ -33,21 +34,27 @@ export interface OperationalLoggerOptions {
 }
 
 const KEEP = new Set(["level", "timestamp", "service"]);
+/** Metadata keys whose values are PHI or message content by nature: replaced whole, whatever they hold. */
+const SENSITIVE_KEY = /^(name|names|given|family|patientName|fullName|ssn|mrn|phone|telecom|email|address|birthDate|dob|content|contents|text|prompt|messages|body|params|result)$/i;
 
 /**
  * Creates a winston logger whose entries are redacted, timestamped (RFC 3339 ms) JSON.
  * Error objects in metadata are reduced to `{ name, code, message: redact(message) }` (no stacks).
+ * Metadata under keys that hold PHI or content by nature (`name`, `ssn`, `mrn`, `phone`, `email`,
+ * `address`, `birthDate`, `content`, `text`, `prompt`, `messages`, `body`, `params`, `result` …) is
+ * replaced by "[REDACTED]" whatever it holds.
  * @throws Error when `level` is not an npm level or `redact` is not a function.
  */
 export function createOperationalLogger(opts: OperationalLoggerOptions = {}): winston.Logger {
   const level = opts.level ?? "info";
   if (!(level in winston.config.npm.levels)) throw new Error(`createOperationalLogger: unknown level '${level}' (use ${Object.keys(winston.config.npm.levels).join(", ")})`);
-  const redact = opts.redact ?? basicRedactPhi;
-  if (typeof redact !== "function") throw new Error("createOperationalLogger: 'redact' must be a function (text) => string");
+  const given = opts.redact;
+  if (given !== undefined && typeof given !== "function") throw new Error("createOperationalLogger: 'redact' must be a function (text) => string");
+  const redact: Redactor = given === undefined || given === basicRedactPhi ? basicRedactPhi : (t) => given(basicRedactPhi(t));
   const redactFormat = winston.format((info) => {
     for (const key of Object.keys(info)) {
       if (KEEP.has(key)) continue;
-      (info as Record<string, unknown>)[key] = scrub(info[key], redact, 0);
+      (info as Record<string, unknown>)[key] = key !== "message" && SENSITIVE_KEY.test(key) ? "[REDACTED]" : scrub(info[key], redact, 0);
     }
     return info;
   });
@@ -75,7 +82,7 @@ function scrub(v: unknown, redact: Redactor, depth: number): unknown {
   }
   if (Array.isArray(v)) return v.map((x) => scrub(x, redact, depth + 1));
   const out: Record<string, unknown> = {};
-  for (const [k, x] of Object.entries(v)) out[safe(redact, k)] = scrub(x, redact, depth + 1);
+  for (const [k, x] of Object.entries(v)) out[safe(redact, k)] = SENSITIVE_KEY.test(k) ? "[REDACTED]" : scrub(x, redact, depth + 1);
   return out;
 }
 
@@ -90,16 +97,19 @@ function safe(redact: Redactor, text: string): string {
 const PATTERNS: Array<[RegExp, string]> = [
   [/[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}/g, "[EMAIL]"],
   [/\b\d{3}-\d{2}-\d{4}\b/g, "[SSN]"],
-  [/\b(?:MRN|mrn|Medical Record(?: Number)?)\s*[:#]?\s*[A-Za-z0-9-]+/g, "[MRN]"],
+  [/\b(?:MRN|mrn|Medical Record(?: Number)?)\s*[:#=]?\s*[A-Za-z0-9-]+/g, "[MRN]"],
+  // licence / passport shaped: 1-2 letters and 7+ digits, optionally a trailing letter (e.g. S99991568, X43747560X)
+  [/\b[A-Z]{1,2}\d{7,}[A-Z]?\b/g, "[ID]"],
   [/(?:\+?1[-. ]?)?\(?\b\d{3}\)?[-. ]\d{3}[-. ]\d{4}\b/g, "[PHONE]"],
   [/\b\d{4}-\d{2}-\d{2}(?:T[\d:.]+(?:Z|[+-]\d{2}:\d{2})?)?\b/g, "[DATE]"],
   [/\b\d{1,2}\/\d{1,2}\/\d{2,4}\b/g, "[DATE]"],
 ];
 
 /**
- * The interim, pattern-only PHI redactor: e-mail addresses, SSNs (ddd-dd-dddd), MRN-labelled
- * values, US phone numbers, ISO and m/d/y dates. It does NOT find names or addresses; prefer the
- * guardrails' `redactPhiText`.
+ * The pattern-only PHI redactor: e-mail addresses, SSNs (ddd-dd-dddd), MRN-labelled values,
+ * licence/passport-shaped ids, US phone numbers, ISO and m/d/y dates. It does NOT find names or
+ * addresses; the operational logger runs it before the configured redactor (e.g. the guardrails'
+ * `redactPhiText`).
  */
 export function basicRedactPhi(text: string): string {
   let out = text;

@@ -30,9 +30,20 @@ describe("createOperationalLogger", () => {
     for (const phi of ["Adolfo", "Marquardt", "999-65-9492", "555-826-5697", "adolfo@example.org", "1949-08-02", "50635536"]) expect(line).not.toContain(phi);
     const e = JSON.parse(line) as Record<string, any>;
     expect(e).toMatchObject({ level: "warn", service: "hmcp", count: 3, message: "lookup for [NAME] (SSN [SSN]) failed" });
-    expect(e["patient"]).toEqual({ phone: "[PHONE]", email: "[EMAIL]", born: "[DATE]", tags: ["[MRN]"] });
+    // keys that hold PHI by nature are replaced whole; other strings go through the redactor
+    expect(e["patient"]).toEqual({ phone: "[REDACTED]", email: "[REDACTED]", born: "[DATE]", tags: ["[MRN]"] });
     expect(e["err"]).toEqual({ name: "Error", message: "no record for [SSN]" });
     expect(e["timestamp"]).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
+  });
+
+  it("always runs the pattern pass before the configured redactor", () => {
+    const mem = new Memory();
+    createOperationalLogger({ transports: [mem], redact: (t) => t }).info("licence S99991568 passport X43747560X phone 555-826-5697 mrn=50635536-8051-4085-bfd4-511a05062ac2", {
+      meta: { content: "anything at all", note: "ok" },
+    });
+    const e = JSON.parse(mem.lines[0]!) as { message: string; meta: unknown };
+    expect(e.message).toBe("licence [ID] passport [ID] phone [PHONE] [MRN]");
+    expect(e.meta).toEqual({ content: "[REDACTED]", note: "ok" });
   });
 
   it("honours the level and refuses bad options", () => {

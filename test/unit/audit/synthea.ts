@@ -64,9 +64,11 @@ export function phiNeedles(patients: SyntheaPatient[]): { label: string; re: Reg
   const out: { label: string; re: RegExp }[] = [];
   const esc = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
   for (const p of patients) {
-    for (const n of [...p.given, p.family]) if (n.length >= 4) out.push({ label: `name of patient in ${p.file}`, re: new RegExp(`(?<![\\p{L}\\p{N}])${esc(n)}(?![\\p{L}\\p{N}])`, "u") });
+    // Labels name the FHIR id only: the bundle file name itself carries the patient's name.
+    const who = `Synthea Patient/${p.id}`;
+    for (const n of [...p.given, p.family]) if (n.length >= 4) out.push({ label: `name of ${who}`, re: new RegExp(`(?<![\\p{L}\\p{N}])${esc(n)}(?![\\p{L}\\p{N}])`, "u") });
     for (const [kind, v] of [["SSN", p.ssn], ["MRN", p.mrn], ["phone", p.phone], ["licence", p.driversLicence], ["passport", p.passport]] as const) {
-      if (v) out.push({ label: `${kind} of patient in ${p.file}`, re: new RegExp(esc(v)) });
+      if (v) out.push({ label: `${kind} of ${who}`, re: new RegExp(esc(v)) });
     }
   }
   return out;
