@@ -127,6 +127,15 @@ describe("JWT authenticator on a local key set", () => {
     });
   });
 
+  it("verifies a token once when many requests present it at the same time", async () => {
+    const { privateKey, publicKey } = await generateKeyPair("ES256");
+    const auth = createJwtBearerAuthenticator({ issuer: "https://as", audience: "https://rs/mcp", jwks: { keys: { keys: [{ ...(await exportJWK(publicKey)), kid: "k" }] } } });
+    const token = await new SignJWT({ client_id: "c" }).setProtectedHeader({ alg: "ES256", kid: "k" }).setIssuer("https://as").setAudience("https://rs/mcp").setExpirationTime("5m").sign(privateKey);
+    const results = await Promise.all(Array.from({ length: 20 }, () => auth.check({ authorization: [`Bearer ${token}`], url: "/mcp" })));
+    expect(results.every((r) => r.ok)).toBe(true);
+    expect(auth.cacheStats().misses).toBe(1);
+  });
+
   it("applies method scopes to a JSON-RPC body (batch included) when the HTTP layer passes it", async () => {
     const { privateKey, publicKey } = await generateKeyPair("ES256");
     const auth = createJwtBearerAuthenticator({ issuer: "https://as", audience: "https://rs/mcp", jwks: { keys: { keys: [{ ...(await exportJWK(publicKey)), kid: "k" }] } } });
