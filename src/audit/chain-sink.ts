@@ -162,13 +162,12 @@ export abstract class ChainSinkBase implements AuditSink {
     if (this.closed) return;
     try {
       await this.flush();
-    } finally {
       this.closed = true;
-    }
-    while (this.loop) await this.loop;
-    try {
+      while (this.loop) await this.loop;
       if (this.signer && this.sinceCheckpoint > 0) await this.persist([await this.checkpoint("close")]);
     } finally {
+      this.closed = true;
+      if (this.timer) clearTimeout(this.timer);
       await this.release();
     }
   }

@@ -47,6 +47,8 @@ const FILE_RE = /^(.+)-(\d{8})-(\d{6})\.jsonl$/;
 export class FileAuditSink extends ChainSinkBase {
   private readonly maxBytes: number;
   private readonly daily: boolean;
+  /** When the current file's UTC day ends, ms since the epoch. */
+  private dayEnds: number;
 
   private constructor(
     private readonly opts: FileAuditSinkOptions,
@@ -60,6 +62,7 @@ export class FileAuditSink extends ChainSinkBase {
     super(opts, chainId, signer, seq, head);
     this.maxBytes = opts.rotate?.maxBytes ?? 64 * 1024 * 1024;
     this.daily = opts.rotate?.daily ?? true;
+    this.dayEnds = dayEnd(file.day);
   }
 
   /**
@@ -116,7 +119,7 @@ export class FileAuditSink extends ChainSinkBase {
 
   protected override shouldRotate(pendingBytes: number, lineBytes: number): boolean {
     if (this.file.bytes === 0 && pendingBytes === 0) return false;
-    if (this.daily && utcDay(this.now()) !== this.file.day) return true;
+    if (this.daily && this.now() >= this.dayEnds) return true;
     return this.file.bytes + pendingBytes + lineBytes > this.maxBytes;
   }
 
@@ -127,6 +130,7 @@ export class FileAuditSink extends ChainSinkBase {
     const p = path.join(this.opts.dir, fileName(this.prefix, day, counter));
     const handle = await open(p, "a", 0o600);
     this.file = { handle, path: p, bytes: 0, day, counter };
+    this.dayEnds = dayEnd(day);
   }
 
   protected override async release(): Promise<void> {
@@ -150,6 +154,11 @@ function validateOptions(opts: FileAuditSinkOptions): void {
 
 function fileName(prefix: string, day: string, counter: number): string {
   return `${prefix}-${day}-${String(counter).padStart(6, "0")}.jsonl`;
+}
+
+/** End of a UTC day "YYYYMMDD", ms since the epoch. */
+function dayEnd(day: string): number {
+  return Date.UTC(Number(day.slice(0, 4)), Number(day.slice(4, 6)) - 1, Number(day.slice(6, 8)) + 1);
 }
 
 function utcDay(ms: number): string {
