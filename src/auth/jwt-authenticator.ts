@@ -49,6 +49,12 @@ export interface JwtBearerOptions extends CommonBearerOptions {
   algorithms?: readonly string[];
   /** Tolerated clock skew for `exp`/`nbf`/`iat`, seconds. Default 30. */
   clockToleranceSec?: number;
+  /**
+   * Accept only `typ: at+jwt` / `application/at+jwt`, as RFC 9068 §4 requires. Default false: `JWT` and an absent
+   * `typ` are accepted too, because widely deployed authorization servers issue those; any other `typ` is refused
+   * either way.
+   */
+  requireAtJwtTyp?: boolean;
   /** Maximum token age from `iat`, seconds. Default: not checked (RFC 9068 leaves lifetime to `exp`). */
   maxTokenAgeSec?: number;
   /**
@@ -66,7 +72,7 @@ export interface JwtBearerAuthenticator extends BearerAuthenticator {
 }
 
 const KNOWN_OPTIONS = new Set([
-  "issuer", "audience", "jwks", "algorithms", "clockToleranceSec", "maxTokenAgeSec", "cache", "resourceMetadata",
+  "issuer", "audience", "jwks", "algorithms", "clockToleranceSec", "maxTokenAgeSec", "requireAtJwtTyp", "cache", "resourceMetadata",
   "resourceMetadataUrl", "maxTokenBytes", "requiredScopes", "methodScopes", "realm",
 ]);
 const ACCEPTED_TYP = new Set(["at+jwt", "application/at+jwt", "jwt"]);
@@ -238,8 +244,9 @@ export function createJwtBearerAuthenticator(options: JwtBearerOptions): JwtBear
     } catch (e) {
       return { ok: false, description: classify(e) };
     }
-    const typ = result.protectedHeader.typ;
-    if (typ !== undefined && !ACCEPTED_TYP.has(typ.toLowerCase())) {
+    const typ = result.protectedHeader.typ?.toLowerCase();
+    const typOk = options.requireAtJwtTyp ? typ === "at+jwt" || typ === "application/at+jwt" : typ === undefined || ACCEPTED_TYP.has(typ);
+    if (!typOk) {
       return { ok: false, description: "The token is not an access token (typ)" };
     }
     const claims = result.payload as Record<string, unknown>;

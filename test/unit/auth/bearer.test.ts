@@ -127,6 +127,18 @@ describe("JWT authenticator on a local key set", () => {
     });
   });
 
+  it("requireAtJwtTyp accepts only at+jwt (RFC 9068 §4)", async () => {
+    const { privateKey, publicKey } = await generateKeyPair("ES256");
+    const keys = { keys: [{ ...(await exportJWK(publicKey)), kid: "k" }] };
+    const mint = (typ?: string) =>
+      new SignJWT({ client_id: "c" }).setProtectedHeader({ alg: "ES256", kid: "k", ...(typ && { typ }) }).setIssuer("https://as").setAudience("https://rs/mcp").setExpirationTime("5m").sign(privateKey);
+    const strict = createJwtBearerAuthenticator({ issuer: "https://as", audience: "https://rs/mcp", jwks: { keys }, requireAtJwtTyp: true });
+    const lax = createJwtBearerAuthenticator({ issuer: "https://as", audience: "https://rs/mcp", jwks: { keys } });
+    const ok = async (a: typeof strict, typ?: string) => (await a.check({ authorization: [`Bearer ${await mint(typ)}`], url: "/mcp" })).ok;
+    expect([await ok(strict, "at+jwt"), await ok(strict, "application/at+jwt"), await ok(strict, "JWT"), await ok(strict)]).toEqual([true, true, false, false]);
+    expect([await ok(lax, "JWT"), await ok(lax), await ok(lax, "logout+jwt")]).toEqual([true, true, false]);
+  });
+
   it("verifies a token once when many requests present it at the same time", async () => {
     const { privateKey, publicKey } = await generateKeyPair("ES256");
     const auth = createJwtBearerAuthenticator({ issuer: "https://as", audience: "https://rs/mcp", jwks: { keys: { keys: [{ ...(await exportJWK(publicKey)), kid: "k" }] } } });
