@@ -1,11 +1,23 @@
-// Audit sink throughput per durability policy, and the cost of append() on the request path.
-// Not a test: prints figures. Run: npx tsx bench/audit.ts [records]
+// Audit sink throughput per durability policy, the cost of append() on the request path, and the
+// added latency per request through HMCPServer. Not a test: prints figures.
+// Run: npx tsx bench/audit.ts [records] [calls]
 // Target (issue 4): >= 20,000 records/s with group commit on the team machines (2 cores).
 import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { performance } from "node:perf_hooks";
-import { FileAuditSink, generateAuditSigningKey, newAuditRecord, verifyAuditFiles, type AuditDurability, type AuditRecordInput } from "../src/index.js";
+import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
+import {
+  FileAuditSink,
+  HMCPClient,
+  HMCPServer,
+  generateAuditSigningKey,
+  newAuditRecord,
+  verifyAuditFiles,
+  type AuditDurability,
+  type AuditRecordInput,
+  type AuditSink,
+} from "../src/index.js";
 
 const N = Number(process.argv[2] ?? 50_000);
 const keys = await generateAuditSigningKey();
@@ -63,3 +75,43 @@ console.log(`node ${process.version}, ${os.cpus().length} cpus, ${os.tmpdir()}`)
 await run("group commit (default 5 ms / 256)", { mode: "group" }, N);
 await run("group commit (1 ms / 64)", { mode: "group", intervalMs: 1, maxRecords: 64 }, N);
 await run("fsync per record", { mode: "fsync" }, Math.min(N, 5_000));
+
+// Added latency per request: sequential sampling calls through HMCPServer (auth and guardrails off,
+// in-memory transport) without audit, and with the file sink per durability policy.
+async function pipelineLatency(label: string, durability: AuditDurability | undefined, calls: number): Promise<number[]> {
+  let dir: string | undefined;
+  let sink: AuditSink | undefined;
+  if (durability) {
+    dir = await mkdtemp(path.join(os.tmpdir(), "hmcp-bench-audit-lat-"));
+    sink = await FileAuditSink.open({ dir, signing: { privateKey: keys.privateJwk }, durability });
+  }
+  const server = new HMCPServer({ name: "bench", version: "1" }, { auth: false, guardrails: false, audit: sink ?? false });
+  server.sampling(async () => ({ content: { type: "text", text: "ok" }, stopReason: "endTurn" }));
+  const client = new HMCPClient({ name: "bench-client", version: "1" });
+  const [a, b] = InMemoryTransport.createLinkedPair();
+  await server.connect(b);
+  await client.connect({ type: "transport", transport: a });
+  const params = { messages: [{ role: "user" as const, content: { type: "text" as const, text: "hello" } }], maxTokens: 10 };
+  for (let i = 0; i < 200; i++) await client.createMessage(params); // warm-up
+  const times: number[] = [];
+  for (let i = 0; i < calls; i++) {
+    const t = performance.now();
+    await client.createMessage(params);
+    times.push(performance.now() - t);
+  }
+  await client.close();
+  await server.close();
+  await sink?.close();
+  if (dir) await rm(dir, { recursive: true, force: true });
+  times.sort((x, y) => x - y);
+  const q = (p: number) => times[Math.min(times.length - 1, Math.floor(p * times.length))]!;
+  console.log(`${label.padEnd(34)} ${String(calls).padStart(7)} calls    median ${(q(0.5) * 1000).toFixed(0).padStart(5)} µs  p99 ${(q(0.99) * 1000).toFixed(0).padStart(6)} µs`);
+  return [q(0.5), q(0.99)];
+}
+
+const CALLS = Number(process.argv[3] ?? 3000);
+console.log("\nper-request latency through HMCPServer (in-memory transport, auth/guardrails off):");
+const [base] = await pipelineLatency("no audit", undefined, CALLS);
+const [group] = await pipelineLatency("audit, group commit (default)", { mode: "group" }, CALLS);
+const [fsync] = await pipelineLatency("audit, fsync per record", { mode: "fsync" }, CALLS);
+console.log(`added median latency: group commit ${((group! - base!) * 1000).toFixed(0)} µs, fsync ${((fsync! - base!) * 1000).toFixed(0)} µs (append never waits for the disk)`);
