@@ -110,7 +110,7 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
   const makeClient = (name: string, tokenProvider?: TokenProvider) => {
     const c = new HMCPClient(
       { name, version: "0.1.0" },
-      { ...(tokenProvider && { tokenProvider }), onSampling: (params) => model.createMessage(params), onElicitation: approve },
+      { ...(tokenProvider && { tokenProvider }), guardrails, onSampling: (params) => model.createMessage(params), onElicitation: approve },
     );
     clients.push(c);
     return c;
@@ -121,7 +121,7 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
   let auditSink: FileAuditSink | undefined;
   if ((options.transport ?? "http") === "http") {
     auditSink = await FileAuditSink.open({ dir: auditDir, prefix: "demo", signing: { privateKey: auditKey.privateJwk } });
-    const a = await startHttpAgents({ store, patients: patients.map((p) => p.patient), auth: true, audit: auditSink, ...(guardrails && { guardrails }) });
+    const a = await startHttpAgents({ store, patients: patients.map((p) => p.patient), auth: true, audit: auditSink, guardrails });
     auth = await startDemoAuth({ resources: [a.emrUrl, a.patientDataUrl], boundPatient });
     a.setBearers(auth.bearerFor(a.emrUrl), auth.bearerFor(a.patientDataUrl));
     const au = auth;
@@ -251,7 +251,7 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
     durationMs: Date.now() - started,
   };
   if (display) display.line(`\n${renderSummary(report)}`);
-  const ok = runs.every((r) => r.patientId && !r.problem) && defences.insufficientScopeRefused && defences.crossPatientRefused && verified && (defences.injectionBlocked || !guardrails);
+  const ok = runs.every((r) => r.patientId && !r.problem) && defences.insufficientScopeRefused && defences.crossPatientRefused && verified && defences.injectionBlocked;
   return { report, runs, ok };
 }
 

@@ -16,7 +16,7 @@ export async function serveDemo(options: { dataDir: string; store: StoreLocation
   const auditDir = path.resolve(options.auditRoot ?? ".hmcp/audit", `serve-${new Date().toISOString().replace(/[:.]/g, "-")}`);
   const audit = await FileAuditSink.open({ dir: auditDir, prefix: "demo", signing: { privateKey: key.privateJwk } });
   const guardrails = demoGuardrails();
-  const agents = await startHttpAgents({ store: options.store, patients: patients.map((p) => p.patient), auth: true, audit, ...(guardrails && { guardrails }) });
+  const agents = await startHttpAgents({ store: options.store, patients: patients.map((p) => p.patient), auth: true, audit, guardrails });
   const auth = await startDemoAuth({ resources: [agents.emrUrl, agents.patientDataUrl], boundPatient: patients[0]?.patient.id ?? "none" });
   agents.setBearers(auth.bearerFor(agents.emrUrl), auth.bearerFor(agents.patientDataUrl));
   process.stdout.write(

@@ -16,7 +16,7 @@ const guardrails = demoGuardrails();
 let store: Promise<EmrStore> | undefined;
 const server = createEmrWritebackServer({
   store: () => (store ??= EmrStore.open(location)),
-  server: { auth: { localPrincipal: principalOf(cfg) }, ...(audit && { audit }), ...(guardrails && { guardrails }) },
+  server: { auth: { localPrincipal: principalOf(cfg) }, ...(audit && { audit }), guardrails },
   ...(cfg.requireApproval === false && { requireApproval: false }),
 });
 let closing = false;

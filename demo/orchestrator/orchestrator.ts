@@ -4,8 +4,8 @@
  * encounter with the id (the EMR agent asks for approval, writes with progress, and asks our model for a
  * summary). The two HMCPClients come connected; their sampling / elicitation handlers are the caller's.
  */
-import { isInfoNeeded, type HMCPClient } from "hmcp";
-import type { CreateMessageResult } from "@modelcontextprotocol/sdk/types.js";
+import { HMCPErrorCode, isInfoNeeded, type HMCPClient } from "hmcp";
+import { McpError, type CreateMessageResult } from "@modelcontextprotocol/sdk/types.js";
 import { WRITEBACK_META_KEY, type WritebackOutcome } from "../emr-writeback/agent.js";
 import { LOOKUP_META_KEY, type LookupAnswer } from "../patient-data/agent.js";
 import type { EncounterBatch, PatientInput } from "../fhir/synthea.js";
@@ -121,7 +121,19 @@ export class Orchestrator {
     // 3. Resend each encounter with the id.
     let done = 0;
     for (const batch of batches) {
-      const r = await this.send(batch, answer.patientId, (d) => emit({ type: "progress", patient, done: done + d, total }));
+      let r: CreateMessageResult;
+      try {
+        r = await this.send(batch, answer.patientId, (d) => emit({ type: "progress", patient, done: done + d, total }));
+      } catch (e) {
+        // A guardrail refused this encounter: report it and go on with the next one. Anything else stops the run.
+        if (!(e instanceof McpError) || e.code !== HMCPErrorCode.GuardrailBlocked) throw e;
+        const guardrail = (e.data as { guardrail?: string } | undefined)?.guardrail ?? "unknown";
+        for (const x of batch.entries) addRefusal(run.refused, x.resource.resourceType, `blocked_by_guardrail:${guardrail}`);
+        run.problem = "some encounters were blocked by a guardrail";
+        done += batch.entries.length;
+        emit({ type: "progress", patient, done, total });
+        continue;
+      }
       const outcome = r._meta?.[WRITEBACK_META_KEY] as WritebackOutcome | undefined;
       if (outcome) {
         for (const w of outcome.written) run.acknowledged[w.resourceType] = (run.acknowledged[w.resourceType] ?? 0) + 1;

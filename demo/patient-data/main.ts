@@ -16,7 +16,7 @@ const audit = await openAgentAudit(cfg);
 const guardrails = demoGuardrails();
 const server = createPatientDataServer({
   index: new PatientIndex(patients.map((p) => p.patient)),
-  server: { auth: { localPrincipal: principalOf(cfg) }, ...(audit && { audit }), ...(guardrails && { guardrails }) },
+  server: { auth: { localPrincipal: principalOf(cfg) }, ...(audit && { audit }), guardrails },
 });
 let closing = false;
 const shutdown = async () => {

@@ -164,9 +164,10 @@ describe("defences", () => {
     const obs = other.encounters.flatMap((x) => x.entries).find((x) => x.resource.resourceType === "Observation")!;
     const e = await errorOf(app.ask(JSON.stringify({ patient_id: other.patient.id, clinical_data: [obs.resource] }), { patient: other.patient.id! }));
     expect(e.code).toBe(HMCPErrorCode.PatientContextViolation);
-    // Without the _meta declaration the handler's own check still refuses.
+    // Without the _meta declaration it is still refused: by the patient-context guardrail on input, or else by the
+    // handler's own check.
     const e2 = await errorOf(app.ask(JSON.stringify({ patient_id: other.patient.id, clinical_data: [obs.resource] })));
-    expect(e2.code).toBe(HMCPErrorCode.PatientContextViolation);
+    expect([HMCPErrorCode.PatientContextViolation, HMCPErrorCode.GuardrailBlocked]).toContain(e2.code);
     expect(await (await stack.agents.store()).listByPatient(other.patient.id!)).toEqual([]);
     // Its own patient, an Observation: allowed (the token's patient context fills in the missing patient id).
     const own = patient.encounters.flatMap((x) => x.entries).find((x) => x.resource.resourceType === "Observation")!;

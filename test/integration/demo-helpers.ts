@@ -13,6 +13,7 @@ import { isClinicalType, mapReferences, patientElement, type ClinicalType, type 
 import { RuleBasedModelProvider } from "../../demo/model/rule-based-provider.js";
 import { startDemoAuth, type DemoAuth } from "../../demo/runtime/auth.js";
 import { startHttpAgents, type RunningAgents } from "../../demo/runtime/http-agents.js";
+import { demoGuardrails } from "../../demo/runtime/guardrails.js";
 import type { FhirResource as Resource } from "../../demo/fhir/resource.js";
 
 export const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
@@ -39,7 +40,7 @@ export interface DemoStack {
 export async function startStack(options: { extraPatients?: Resource[] } = {}): Promise<DemoStack> {
   const patients = await loadPatientBundles(shippedData);
   const store = await tempDir("hmcp-demo-flow-");
-  const agents = await startHttpAgents({ store: { dataDir: store.dir }, patients: [...patients.map((p) => p.patient), ...(options.extraPatients ?? [])], auth: true });
+  const agents = await startHttpAgents({ store: { dataDir: store.dir }, patients: [...patients.map((p) => p.patient), ...(options.extraPatients ?? [])], auth: true, guardrails: demoGuardrails() });
   const auth = await startDemoAuth({ resources: [agents.emrUrl, agents.patientDataUrl], boundPatient: patients[0]!.patient.id! });
   agents.setBearers(auth.bearerFor(agents.emrUrl), auth.bearerFor(agents.patientDataUrl));
   const clients: HMCPClient[] = [];
@@ -49,13 +50,13 @@ export async function startStack(options: { extraPatients?: Resource[] } = {}): 
     agents,
     auth,
     async emrClient(clientId, approve = approveAll) {
-      const c = new HMCPClient({ name: clientId, version: "1" }, { tokenProvider: auth.tokenProvider(clientId, agents.emrUrl), onElicitation: approve, onSampling: (p) => model.createMessage(p) });
+      const c = new HMCPClient({ name: clientId, version: "1" }, { tokenProvider: auth.tokenProvider(clientId, agents.emrUrl), guardrails: demoGuardrails(), onElicitation: approve, onSampling: (p) => model.createMessage(p) });
       await c.connect({ type: "http", url: agents.emrUrl });
       clients.push(c);
       return c;
     },
     async patientDataClient() {
-      const c = new HMCPClient({ name: "orchestrator", version: "1" }, { tokenProvider: auth.tokenProvider("orchestrator", agents.patientDataUrl) });
+      const c = new HMCPClient({ name: "orchestrator", version: "1" }, { tokenProvider: auth.tokenProvider("orchestrator", agents.patientDataUrl), guardrails: demoGuardrails() });
       await c.connect({ type: "http", url: agents.patientDataUrl });
       clients.push(c);
       return c;

@@ -1,0 +1,132 @@
+/**
+ * Crash safety of the import: the EMR agent process is killed (SIGKILL) in the middle of an `--all` run over stdio;
+ * running the demo again on the same data directory completes the import with no resource missing or duplicated.
+ * Also: a clean second run on the same store writes nothing new and reports the same numbers.
+ */
+import { spawn } from "node:child_process";
+import { readdir, readFile } from "node:fs/promises";
+import path from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { loadPatientBundles } from "../../demo/fhir/synthea.js";
+import { isClinicalType } from "../../demo/fhir/resource.js";
+import type { DemoReport } from "../../demo/orchestrator/report.js";
+import { EmrStore, repoRoot, shippedData, tempDir } from "./demo-helpers.js";
+
+const cleanup: Array<() => Promise<void>> = [];
+afterAll(async () => {
+  for (const c of cleanup) await c();
+});
+
+interface Run {
+  code: number | null;
+  stdout: string;
+}
+
+/** Runs the demo CLI; `onLine` sees each stdout line with the child's pid. */
+function demo(args: string[], onLine?: (line: string, pid: number) => void): Promise<Run> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ["--import", "tsx", path.join(repoRoot, "demo/main.ts"), ...args], { cwd: repoRoot, stdio: ["ignore", "pipe", "pipe"] });
+    let stdout = "";
+    let buf = "";
+    child.stdout.setEncoding("utf8").on("data", (d: string) => {
+      stdout += d;
+      buf += d;
+      let i: number;
+      while ((i = buf.indexOf("\n")) >= 0) {
+        onLine?.(buf.slice(0, i), child.pid!);
+        buf = buf.slice(i + 1);
+      }
+    });
+    child.stderr.resume();
+    child.on("error", reject);
+    child.on("exit", (code) => resolve({ code, stdout }));
+  });
+}
+
+/** Pids of the processes whose parent is `ppid` and whose command line contains `needle` (Linux /proc). */
+async function childrenMatching(ppid: number, needle: string): Promise<number[]> {
+  const out: number[] = [];
+  for (const d of await readdir("/proc")) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      const stat = await readFile(`/proc/${d}/stat`, "utf8");
+      const parent = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+      if (parent !== ppid) continue;
+      if ((await readFile(`/proc/${d}/cmdline`, "utf8")).includes(needle)) out.push(Number(d));
+    } catch {
+      // the process ended meanwhile
+    }
+  }
+  return out;
+}
+
+async function expectCompleteStore(dataDir: string): Promise<number> {
+  const patients = await loadPatientBundles(shippedData);
+  const keys = new Map<string, string>();
+  for (const p of patients) for (const e of p.encounters) for (const x of e.entries) if (isClinicalType(x.resource.resourceType)) keys.set(x.fullUrl, p.patient.id!);
+  const db = await EmrStore.open({ dataDir });
+  try {
+    const rows = await db.findBySourceKeys([...keys.keys()]);
+    expect(rows.length).toBe(keys.size);
+    for (const r of rows) expect(r.patientId).toBe(keys.get(r.sourceKey));
+    expect(await db.count()).toBe(keys.size);
+    return keys.size;
+  } finally {
+    await db.close();
+  }
+}
+
+describe("demo crash safety and clean restart", () => {
+  it("kill the EMR agent mid --all (stdio), run again: nothing missing, nothing duplicated", { timeout: 240_000 }, async () => {
+    const tmp = await tempDir("hmcp-demo-kill-");
+    cleanup.push(tmp.remove);
+    const store = path.join(tmp.dir, "emr");
+    const common = ["--all", "--transport", "stdio", "--store", store];
+    let killed = 0;
+    let patientsDone = 0;
+    const first = await demo(common, (line, pid) => {
+      if (line.startsWith("✔ ")) patientsDone++;
+      // After the first patient is fully written, kill the EMR agent while the second patient's encounters go in.
+      if (patientsDone === 1 && line.startsWith("▶ ") && killed === 0) {
+        killed = -1;
+        setTimeout(() => {
+          void childrenMatching(pid, "emr-writeback/main.ts").then((pids) => {
+            for (const p of pids) process.kill(p, "SIGKILL");
+            killed = pids.length;
+          });
+        }, 400);
+      }
+    });
+    expect(killed).toBe(1);
+    expect(first.code).not.toBe(0);
+
+    const second = await demo([...common, "--report", path.join(tmp.dir, "report.json")]);
+    expect(second.code).toBe(0);
+    const total = await expectCompleteStore(store);
+    const report = JSON.parse(await readFile(path.join(tmp.dir, "report.json"), "utf8")) as DemoReport;
+    expect(report.patients.reduce((n, p) => n + Object.values(p.written).reduce((a, b) => a + b, 0), 0)).toBe(total);
+  });
+
+  it("npm run demo (default) twice on the same store: exit 0, same report numbers, nothing duplicated", { timeout: 120_000 }, async () => {
+    const tmp = await tempDir("hmcp-demo-restart-");
+    cleanup.push(tmp.remove);
+    const store = path.join(tmp.dir, "emr");
+    const r1 = await demo(["--store", store, "--report", path.join(tmp.dir, "r1.json")]);
+    expect(r1.code).toBe(0);
+    const r2 = await demo(["--store", store, "--report", path.join(tmp.dir, "r2.json")]);
+    expect(r2.code).toBe(0);
+    const a = JSON.parse(await readFile(path.join(tmp.dir, "r1.json"), "utf8")) as DemoReport;
+    const b = JSON.parse(await readFile(path.join(tmp.dir, "r2.json"), "utf8")) as DemoReport;
+    expect(b.patients).toEqual(a.patients);
+    expect(a.patients.length).toBe(6);
+    expect(a.patients.every((p) => p.patientId && Object.keys(p.written).length > 0)).toBe(true);
+    expect(a.audit.verified && b.audit.verified).toBe(true);
+    expect(a.defences).toMatchObject({ insufficientScopeRefused: true, crossPatientRefused: true });
+    const db = await EmrStore.open({ dataDir: store });
+    try {
+      expect(await db.count()).toBe(a.patients.reduce((n, p) => n + Object.values(p.written).reduce((x, y) => x + y, 0), 0));
+    } finally {
+      await db.close();
+    }
+  });
+});
