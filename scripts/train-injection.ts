@@ -15,7 +15,7 @@ import { createHash } from "node:crypto";
 import { readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { DEFAULT_BUCKETS, forEachFeature, normalizeForInjection, ruleHits, rulesIn, windows } from "../src/guardrails/injection/features.js";
+import { DEFAULT_BUCKETS, forEachFeature, hardRuleHit, normalizeForInjection, ruleHits, rulesIn, windows } from "../src/guardrails/injection/features.js";
 
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const dataDir = path.resolve(process.argv[2] ?? path.join(repo, "../shared/data"));
@@ -23,6 +23,9 @@ const B = DEFAULT_BUCKETS;
 
 interface Doc {
   group: "pi" | "clin";
+  text: string;
+  /** A hard phrase rule fires: the detector scores 1 whatever the model says. */
+  hard: boolean;
   label: 0 | 1;
   fold: number;
   /** sparse vectors, one per window */
@@ -64,15 +67,15 @@ function jsonl<T>(file: string): T[] {
 
 const docs: Doc[] = [];
 for (const r of jsonl<{ id: string; text: string; label: 0 | 1 }>(path.join(dataDir, "prompt-injections/dev.jsonl"))) {
-  docs.push({ group: "pi", label: r.label, fold: fold(r.id), wins: vectorize(r.text) });
+  docs.push({ group: "pi", text: r.text, hard: hardRuleHit(normalizeForInjection(r.text)), label: r.label, fold: fold(r.id), wins: vectorize(r.text) });
 }
 for (const r of jsonl<{ id: string; transcription: string }>(path.join(dataDir, "mtsamples/dev.jsonl"))) {
-  docs.push({ group: "clin", label: 0, fold: fold(r.id), wins: vectorize(r.transcription) });
+  docs.push({ group: "clin", text: "", hard: hardRuleHit(normalizeForInjection(r.transcription)), label: 0, fold: fold(r.id), wins: vectorize(r.transcription) });
 }
 for (const r of jsonl<{ id: string; question: string; answer: string | null; source_file: string }>(path.join(dataDir, "medquad/dev.jsonl"))) {
   const f = fold(r.source_file);
-  docs.push({ group: "clin", label: 0, fold: f, wins: vectorize(r.question) });
-  if (r.answer) docs.push({ group: "clin", label: 0, fold: f, wins: vectorize(r.answer) });
+  docs.push({ group: "clin", text: "", hard: hardRuleHit(normalizeForInjection(r.question)), label: 0, fold: f, wins: vectorize(r.question) });
+  if (r.answer) docs.push({ group: "clin", text: "", hard: hardRuleHit(normalizeForInjection(r.answer)), label: 0, fold: f, wins: vectorize(r.answer) });
 }
 console.log(`docs: ${docs.length} (pi ${docs.filter((d) => d.group === "pi").length}, clinical ${docs.filter((d) => d.group === "clin").length})`);
 
@@ -113,6 +116,7 @@ function train(set: Doc[], l2: number, epochs = 30): { w: Float32Array; bias: nu
 }
 
 function score(m: { w: Float32Array; bias: number }, d: Doc): number {
+  if (d.hard) return 1;
   let best = 0;
   for (const v of d.wins) {
     let z = m.bias;
@@ -123,7 +127,7 @@ function score(m: { w: Float32Array; bias: number }, d: Doc): number {
 }
 
 // Cross-validation over L2 strengths: held-out scores for every document.
-const l2s = [1e-5, 3e-5, 1e-4];
+const l2s = (process.env["HMCP_L2"] ?? "1e-5,3e-5,1e-4").split(",").map(Number);
 let bestChoice: { l2: number; threshold: number; recall: number; fprPi: number; fprClin: number } | undefined;
 for (const l2 of l2s) {
   const held: Array<{ d: Doc; s: number }> = [];
@@ -134,16 +138,20 @@ for (const l2 of l2s) {
     );
     for (const d of docs.filter((d) => d.fold === f)) held.push({ d, s: score(m, d) });
   }
+  if (process.env["HMCP_TRAIN_DEBUG"]) {
+    const th = Number(process.env["HMCP_TRAIN_DEBUG"]);
+    for (const h of held) if (h.d.group === "pi" && (h.s >= th) !== (h.d.label === 1)) console.log(h.d.label ? "FN" : "FP", h.s.toFixed(2), JSON.stringify(h.d.text.slice(0, 160)));
+  }
   const pos = held.filter((h) => h.d.label === 1);
   const negPi = held.filter((h) => h.d.group === "pi" && h.d.label === 0);
   const negClin = held.filter((h) => h.d.group === "clin");
-  for (const th of [0.05, 0.08, 0.1, 0.12, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5]) {
+  for (const th of [0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.7]) {
     const recall = pos.filter((h) => h.s >= th).length / pos.length;
     const fprPi = negPi.filter((h) => h.s >= th).length / negPi.length;
     const fprClin = negClin.filter((h) => h.s >= th).length / negClin.length;
     console.log(`l2=${l2} th=${th} cv recall=${recall.toFixed(3)} fprPi=${fprPi.toFixed(3)} fprClin=${fprClin.toFixed(4)}`);
     // targets: recall >= 0.90, FPR <= 0.10 (deepset benign) and <= 0.02 (clinical); keep a margin on FPR
-    if (fprPi <= 0.08 && fprClin <= 0.01) {
+    if (fprPi <= 0.09 && fprClin <= 0.01) {
       const better = !bestChoice || recall > bestChoice.recall + 1e-9 || (Math.abs(recall - bestChoice.recall) < 1e-9 && fprPi < bestChoice.fprPi);
       if (better) bestChoice = { l2, threshold: th, recall, fprPi, fprClin };
     }

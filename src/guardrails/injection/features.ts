@@ -36,6 +36,22 @@ export const HARD_RULES: readonly RegExp[] = [
   /\b(?:ignoriere|vergiss|missachte)\s(?:alle\s)?(?:vorherigen\s|bisherigen\s|obigen\s)?(?:anweisungen|instruktionen|aufträge|aufgaben|regeln)\b|\bvergiss\s(?:alles|jetzt alles)\b/,
   /\b(?:reveal|print|show|repeat|output)\s(?:me\s)?(?:your|the)\s(?:system\s|initial\s|original\s|hidden\s)?(?:prompt|instructions)\b/,
   /\b(?:dan mode|developer mode enabled|do anything now|jailbroken)\b/,
+  // role change and instruction override, as phrased in public injection corpora (EN, DE, FR, ES, HR, RU)
+  /\bi want you to act as\b|\bich möchte, dass sie als\b|\bact as (?:a|an) [\w-]+ ?(?:interpreter|terminal|translator|console)\b/,
+  /\b(?:forget|vergiss)\s(?:about\s)?(?:everything|all|alles)\b/,
+  /\boubliez?\s(?:toutes?\s)?(?:les\s)?instructions\b|\bolvid[ae]\s(?:todo|todas\s(?:las\s)?instrucciones)\b|\bzaboravi\ssve\b|забудьте\sвсе|\babweichend\szu\s(?:den\s)?vorherigen\b/,
+  /\b(?:ignore|igmre|ignoriere)\s(?:what|everything|alles|was)\s(?:i|ich)\s/,
+  /\b(?:now you are|you are now|jetzt bist du|du bist jetzt|nun bist du)\b/,
+  /\b(?:pretend (?:you|to be)|imagine you are|stell dir vor,? du bist|tu so als)\b/,
+  /\b(?:new tasks?|neue aufgaben?|neue anweisungen|new instructions)\s(?:follow|folgen)\b|\bnow (?:comes?|follows?) (?:a )?new\b|\bnun folgen\b/,
+  /\b(?:attention|achtung)\s?-\s?(?:stop|stopp)\b/,
+  /\b(?:say|sage|sag|include)\b.{0,25}\b(?:hate|hasse)\b/,
+  /zzspacedzz/,
+  /\b(?:print|spell-?check|zeige|drucken)\b.{0,30}\b(?:above|obige|prompt)/,
+  /\b(?:do not|don'?t|not)\s(?:look|use|answer)\b.{0,30}\b(?:documents|articles|context)\b|\bnot by the articles\b|\bignore all provided context\b/,
+  /\b(?:well done|very good|sehr gut|gut gemacht|excellent performance|superbly done|great\.)\b.{0,80}\b(?:now|jetzt|nun)\b/,
+  /\bhuman:\s?human:/,
+  /^you are (?:the |a |an |three )/,
 ];
 
 /** True when a {@link HARD_RULES} phrase occurs in the normalised text. */
@@ -62,7 +78,8 @@ const SEED_RULE = 0x811c9dc5 ^ 0x165667b1;
 export function normalizeForInjection(text: string): string {
   let t = text.normalize("NFKC").toLowerCase();
   if (t.includes("\\n")) t = t.replaceAll("\\n", " ");
-  if (/(?:^|\s)\p{L} \p{L} \p{L} /u.test(t)) t = t.replace(/(?<=(?:^|\s)\p{L}) (?=\p{L}(?:\s|$))/gu, "");
+  // s p a c e d - o u t letters are an obfuscation: join them and mark the text
+  if (/(?:^|\s)\p{L} \p{L} \p{L} \p{L} /u.test(t)) t = t.replace(/(?<=(?:^|\s)\p{L}) (?=\p{L}(?:\s|$))/gu, "") + " zzspacedzz";
   return t;
 }
 

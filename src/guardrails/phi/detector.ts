@@ -213,7 +213,8 @@ const RELATIONS = new Set([
   "pastor", "neighbor", "neighbour", "named", "called", "dear", "hcp", "contact", "by", "per", "with", "to", "from", "and", "cc",
 ]);
 const WEAK_RELATIONS = new Set(["by", "per", "with", "to", "from", "and", "cc", "contact", "dear", "called"]);
-const CUE_WORDS = new Set(["says", "said", "asks", "asked", "told", "tells", "wrote", "writes", "under", "called", "named", "meet", "thanks", "dear", "hi", "hello", "hey", "ask", "contact", "mr", "mrs", "ms", "dr"]);
+const CUE_WORDS = new Set(["add", "kid", "starring", "features", "him", "her", "name", "me", "says", "said", "asks", "asked", "told", "tells", "wrote", "writes", "under", "called", "named", "meet", "thanks", "dear", "hi", "hello", "hey", "ask", "contact", "mr", "mrs", "ms", "dr"]);
+const POST_CUE = /^(?:'s)?(?: lives? (?:on|at|in)| is from| spent | shouted| had given| says| said| wrote| told| asked)/;
 const NON_ASCII = /[\u00C0-\u024F]/;
 const NAME_IS = /\b(?:my name is|name is|name:|i am|i'm|this is)\s$/i;
 const CREDENTIAL = /^,?\s{0,2}(?:RN|RRT|CRT|MD|NP|PA-C|LPN|CNA|MSW|LCSW|SLP|PharmD|RPh|PhD|BSN|MSN|CCRN)\b/;
@@ -223,7 +224,7 @@ const LOC_PREFIX = /\b(?:lives in|living in|live in|resides in|resident of|from|
 /** Words that end a name run even when capitalised (facility and document words). */
 const NOT_NAMES = new Set([
   "hosp", "hospital", "clinic", "center", "centre", "medical", "memorial", "campus", "unit", "ward", "icu", "ccu", "micu", "sicu", "er", "ed",
-  "osh", "vicu", "csru", "ew", "careview", "ho", "min", "ve", "los", "rad", "sang", "riss", "sero", "pan", "bair", "fent", "quinton", "pearl", "riker", "swan", "levo", "aline", "pacer", "fick", "hickman", "foley", "dopa", "neo", "vanco", "lasix", "heparin", "english", "spanish", "french",
+  "resp", "pulm", "heme", "tele", "soc", "integ", "addendum", "misc", "dispo", "cardio", "neuro", "endo", "skin", "social", "plan", "osh", "vicu", "csru", "ew", "careview", "ho", "min", "ve", "los", "rad", "sang", "riss", "sero", "pan", "bair", "fent", "quinton", "pearl", "riker", "swan", "levo", "aline", "pacer", "fick", "hickman", "foley", "dopa", "neo", "vanco", "lasix", "heparin", "english", "spanish", "french",
   "german", "italian", "russian", "chinese", "portuguese", "polish", "greek", "arabic", "hindi", "vietnamese", "korean", "japanese",
   "street", "st", "road", "rd", "avenue", "ave", "the", "and", "or", "of", "to", "in", "on", "at", "for", "with", "by", "from", "is", "was",
 ]);
@@ -388,6 +389,20 @@ class Detector implements PhiDetector {
         isName[i] = 1;
         continue;
       }
+      // 2c. a capitalised unknown word followed by a person verb ("Timotea lives on", "Vinka: What")
+      if (isTitleCase(t.w) && !common.has(t.lower) && !ambiguous.has(t.lower) && !NOT_NAMES.has(t.lower) && POST_CUE.test(text.slice(t.e, t.e + 16))) {
+        isName[i] = 1;
+        continue;
+      }
+      // 2d. a line of two or three capitalised words (a letter head or signature: "Satu Elomo")
+      if (isTitleCase(t.w) && !common.has(t.lower) && !NOT_NAMES.has(t.lower) && /(?:^|\n)[ \t>?]*$/.test(text.slice(Math.max(0, t.s - 6), t.s)) && i + 1 < n) {
+        const nx = toks[i + 1]!;
+        const line = text.slice(t.s, text.indexOf("\n", t.s) < 0 ? text.length : text.indexOf("\n", t.s));
+        if (/^[\p{Lu}][\p{L}'’-]+(?: [\p{Lu}]\.?)?(?: [\p{Lu}][\p{L}'’-]+){1,2}$/u.test(line.trim()) && !common.has(nx.lower) && (known(t) || known(nx) || NON_ASCII.test(line))) {
+          for (let j = i; j < n && toks[j]!.s < t.s + line.length; j++) isName[j] = 1;
+          continue;
+        }
+      }
       // 2b. a capitalised word with letters outside ASCII (names in English text: "Szöllösy", "Guðmundsdóttir")
       if (isTitleCase(t.w) && NON_ASCII.test(t.w) && !common.has(t.lower) && !NOT_NAMES.has(t.lower)) {
         isName[i] = 1;
@@ -460,6 +475,9 @@ class Detector implements PhiDetector {
       const nx = toks[i + 1]!;
       if (t.w.length === 1 && isUpper(t.w) && /^\.\s{1,2}$/.test(gap(t, nx)) && nx.w.length > 1 && !NOT_NAMES.has(nx.lower) && (allCapsText(i + 1) ? known(nx) && !isCommon(nx) : isTitleCase(nx.w) && !common.has(nx.lower)) && !(i > 0 && /[/\w]$/.test(text.slice(Math.max(0, t.s - 1), t.s)))) {
         isName[i] = 1;
+        isName[i + 1] = 1;
+      }
+      if (isName[i] && !isName[i + 1] && /^,\s{1,2}$/.test(gap(t, nx)) && isTitleCase(nx.w) && isTitleCase(t.w) && !common.has(nx.lower) && !ambiguous.has(nx.lower) && !NOT_NAMES.has(nx.lower)) {
         isName[i + 1] = 1;
       }
       if (isName[i] && i + 2 < n && nx.lower === "and" && !isName[i + 2]) {

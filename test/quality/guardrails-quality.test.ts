@@ -1,0 +1,68 @@
+/**
+ * Quality floors of the default guardrail policy on the development sets in ../shared/data (see
+ * docs/guardrails-quality.md). Floors sit just under the figures reached, so a regression fails.
+ * Run through the public command `hmcp guardrails eval --format json`.
+ *
+ * Note: the injection model is trained on these same development rows (scripts/train-injection.ts), so
+ * the injection floors here guard against regressions; the held-out estimate is the cross-validated
+ * figure recorded in the weights file and in docs/guardrails-quality.md.
+ */
+import { existsSync } from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { describe, expect, it } from "vitest";
+import { main } from "../../src/cli/main.js";
+
+const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+const data = path.resolve(repo, "../shared/data");
+const policy = path.join(repo, "guardrails/default.yaml");
+
+interface Report {
+  n: number;
+  precision: number | null;
+  recall: number | null;
+  falsePositiveRate: number | null;
+}
+
+async function evaluate(set: string): Promise<Report> {
+  const file = path.join(data, set, "dev.jsonl");
+  expect(existsSync(file), `${file} (the shared data sets must sit beside the repository)`).toBe(true);
+  let out = "";
+  const code = await main(["guardrails", "eval", "--policy", policy, "--data", file, "--format", "json"], { out: (s) => (out += s), err: () => {} });
+  expect(code).toBe(0);
+  return JSON.parse(out) as Report;
+}
+
+describe("default policy quality floors (development sets)", () => {
+  it("prompt injection: recall and false-positive rate on prompt-injections", async () => {
+    const r = await evaluate("prompt-injections");
+    expect(r.n).toBe(387);
+    expect(r.recall).toBeGreaterThanOrEqual(0.97);
+    expect(r.falsePositiveRate).toBeLessThanOrEqual(0.02);
+  });
+
+  it("prompt injection: false-positive rate on benign clinical text (MTSamples, MedQuAD questions)", async () => {
+    const mts = await evaluate("mtsamples");
+    expect(mts.n).toBe(590);
+    expect(mts.falsePositiveRate).toBeLessThanOrEqual(0.005);
+    const mq = await evaluate("medquad");
+    expect(mq.n).toBe(829);
+    expect(mq.falsePositiveRate).toBeLessThanOrEqual(0.005);
+  });
+
+  it("PHI: token-level recall and precision on phi-deid-physionet", async () => {
+    const r = await evaluate("phi-deid-physionet");
+    expect(r.recall).toBeGreaterThanOrEqual(PHYSIONET.recall);
+    expect(r.precision).toBeGreaterThanOrEqual(PHYSIONET.precision);
+  });
+
+  it("PHI: token-level recall and precision on pii-presidio-synth", async () => {
+    const r = await evaluate("pii-presidio-synth");
+    expect(r.recall).toBeGreaterThanOrEqual(PRESIDIO.recall);
+    expect(r.precision).toBeGreaterThanOrEqual(PRESIDIO.precision);
+  });
+});
+
+// Floors just under the figures reached (docs/guardrails-quality.md).
+const PHYSIONET = { recall: 0.86, precision: 0.71 };
+const PRESIDIO = { recall: 0.86, precision: 0.9 };

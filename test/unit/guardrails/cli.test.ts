@@ -1,0 +1,49 @@
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { describe, expect, it } from "vitest";
+import { main } from "../../../src/cli/main.js";
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const repo = path.resolve(here, "../../..");
+const policy = path.join(repo, "guardrails/default.yaml");
+
+async function run(...argv: string[]) {
+  const out: string[] = [];
+  const err: string[] = [];
+  const code = await main(argv, { out: (s) => out.push(s), err: (s) => err.push(s) });
+  return { code, out: out.join("\n"), err: err.join("\n") };
+}
+
+describe("hmcp guardrails eval", () => {
+  it("scores labelled rows and prints one JSON object", async () => {
+    const r = await run("guardrails", "eval", "--policy", policy, "--data", path.join(here, "fixtures/labeled.jsonl"), "--format", "json");
+    expect(r.code).toBe(0);
+    const j = JSON.parse(r.out) as Record<string, unknown>;
+    expect(Object.keys(j).sort()).toEqual(["falsePositiveRate", "latencyUs", "n", "precision", "recall"]);
+    expect(j).toMatchObject({ n: 4, precision: 1, recall: 1, falsePositiveRate: 0 });
+    expect(Object.keys(j["latencyUs"] as object).sort()).toEqual(["p50", "p99"]);
+  });
+
+  it("scores span rows token by token, ignoring year-only dates", async () => {
+    const r = await run("guardrails", "eval", "--policy", policy, "--data", path.join(here, "fixtures/spans.jsonl"), "--format", "json");
+    expect(r.code).toBe(0);
+    // gold tokens: Sullivan, 617, 555, 0123 (the year 1998 is ignored); all found, nothing else flagged
+    expect(JSON.parse(r.out)).toMatchObject({ n: 2, precision: 1, recall: 1, falsePositiveRate: 0 });
+  });
+
+  it("prints a readable table by default", async () => {
+    const r = await run("guardrails", "eval", "--policy", policy, "--data", path.join(here, "fixtures/labeled.jsonl"));
+    expect(r.code).toBe(0);
+    expect(r.out).toMatch(/recall\s+1\.0000/);
+    expect(r.out).toMatch(/latency µs\/message\s+p50 [\d.]+\s+p99 [\d.]+/);
+  });
+
+  it("refuses bad usage with exit code 2 and a clear message", async () => {
+    expect((await run("guardrails", "eval", "--data", "x.jsonl")).err).toMatch(/--policy and --data are required/);
+    expect((await run("guardrails", "eval", "--policy", policy, "--data", "x.jsonl", "--fromat", "json")).err).toMatch(/unknown option --fromat/);
+    const missing = await run("guardrails", "eval", "--policy", path.join(here, "nope.yaml"), "--data", path.join(here, "fixtures/labeled.jsonl"));
+    expect(missing.code).toBe(2);
+    expect(missing.err).toMatch(/nope\.yaml: cannot read policy file/);
+    expect((await run("guardrails", "frobnicate")).code).toBe(2);
+  });
+});
