@@ -6,7 +6,7 @@
  */
 import { canonicalJson } from "./canonical-json.js";
 import { sealEntry, type CheckpointBody, type CheckpointSigner } from "./chain.js";
-import type { AuditRecordInput, AuditSink } from "./record.js";
+import { AUDIT_RECORD_VERSION, type AuditRecordInput, type AuditSink } from "./record.js";
 
 /**
  * When appended records become durable.
@@ -131,7 +131,7 @@ export abstract class ChainSinkBase implements AuditSink {
   append(record: AuditRecordInput): void {
     if (this.closed) throw new AuditSinkError("closed", "audit sink is closed");
     if (this.failure) throw this.failure;
-    if (typeof record !== "object" || record === null || record.v !== 1 || typeof record.id !== "string" || typeof record.type !== "string") {
+    if (typeof record !== "object" || record === null || record.v !== AUDIT_RECORD_VERSION || typeof record.id !== "string" || typeof record.type !== "string") {
       throw new AuditSinkError("invalid_record", "audit record needs v, id and type (build it with newAuditRecord)");
     }
     if (this.queue.length >= this.maxQueued) throw new AuditSinkError("backpressure", `audit sink has ${this.queue.length} records waiting to be written`);
@@ -232,7 +232,8 @@ export abstract class ChainSinkBase implements AuditSink {
       }
       const seq = ++this.seq;
       const { line, hash } = sealEntry(seq, this.head, canonical);
-      entries.push({ seq, prev: this.head, hash, line, time: String(record.time), type: record.type });
+      const time = typeof record.time === "string" && !Number.isNaN(Date.parse(record.time)) ? record.time : new Date(this.now()).toISOString();
+      entries.push({ seq, prev: this.head, hash, line, time, type: record.type });
       this.head = hash;
       pendingBytes += Buffer.byteLength(line) + 1;
       this.sinceCheckpoint++;

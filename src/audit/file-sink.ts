@@ -7,7 +7,7 @@
  * path may afford. winston stays the project's operational logger ({@link createOperationalLogger});
  * this appender owns the chain, the durability policy and rotation.
  */
-import { mkdir, open, readdir, stat, type FileHandle } from "node:fs/promises";
+import { mkdir, open, readFile, readdir, stat, unlink, writeFile, type FileHandle } from "node:fs/promises";
 import path from "node:path";
 import { GENESIS_HASH, createCheckpointSigner, type AuditSigningKey, type CheckpointSigner } from "./chain.js";
 import { AuditSinkError, ChainSinkBase, COMMON_OPTION_KEYS, validateCommon, type ChainSinkCommon, type SealedEntry } from "./chain-sink.js";
@@ -47,6 +47,7 @@ const FILE_RE = /^(.+)-(\d{8})-(\d{6})\.jsonl$/;
 export class FileAuditSink extends ChainSinkBase {
   private readonly maxBytes: number;
   private readonly daily: boolean;
+  private lockPath: string | undefined;
   /** When the current file's UTC day ends, ms since the epoch. */
   private dayEnds: number;
 
@@ -69,14 +70,26 @@ export class FileAuditSink extends ChainSinkBase {
    * Opens (or continues) the chain in `opts.dir`: finds the newest `<prefix>-*.jsonl`, reads its
    * last complete line to continue `seq`/`prev`, and cuts off a torn last line (an incomplete write
    * from a crash; never an acknowledged record), reporting it through `onNotice`.
-   * @throws Error on invalid options; {@link AuditSinkError} `unreadable_tail` when the last complete
-   *   line is not a chain entry (run `hmcp audit verify` on the files).
+   * One writer per chain: `<prefix>.lock` in `dir` holds the writer's pid; a lock left by a dead
+   * process (crash) is taken over.
+   * @throws Error on invalid options or when a live process holds the lock; {@link AuditSinkError}
+   *   `unreadable_tail` when the last complete line is not a chain entry (run `hmcp audit verify`).
    */
   static async open(opts: FileAuditSinkOptions): Promise<FileAuditSink> {
     validateOptions(opts);
     const prefix = opts.prefix ?? "audit";
     const signer = opts.signing === false ? undefined : await createCheckpointSigner(opts.signing);
     await mkdir(opts.dir, { recursive: true, mode: 0o700 });
+    const lock = await takeLock(path.join(opts.dir, `${prefix}.lock`));
+    try {
+      return await FileAuditSink.openLocked(opts, prefix, signer, lock);
+    } catch (e) {
+      await unlink(lock).catch(() => undefined);
+      throw e;
+    }
+  }
+
+  private static async openLocked(opts: FileAuditSinkOptions, prefix: string, signer: CheckpointSigner | undefined, lock: string): Promise<FileAuditSink> {
     const existing = (await readdir(opts.dir))
       .map((name) => ({ name, m: FILE_RE.exec(name) }))
       .filter((f): f is { name: string; m: RegExpExecArray } => f.m !== null && f.m[1] === prefix)
@@ -100,7 +113,9 @@ export class FileAuditSink extends ChainSinkBase {
     const fileDay = last?.m[2] ?? today;
     const p = path.join(opts.dir, last?.name ?? fileName(prefix, today, counter));
     const handle = await open(p, "a", 0o600);
-    return new FileAuditSink(opts, prefix, opts.chainId ?? prefix, signer, { handle, path: p, bytes: size, day: fileDay, counter }, seq, head);
+    const sink = new FileAuditSink(opts, prefix, opts.chainId ?? prefix, signer, { handle, path: p, bytes: size, day: fileDay, counter }, seq, head);
+    sink.lockPath = lock;
+    return sink;
   }
 
   /** Highest `seq` sealed so far, the chain head and the current file, for operations. */
@@ -134,7 +149,11 @@ export class FileAuditSink extends ChainSinkBase {
   }
 
   protected override async release(): Promise<void> {
-    await this.file.handle.close();
+    try {
+      await this.file.handle.close();
+    } finally {
+      if (this.lockPath) await unlink(this.lockPath).catch(() => undefined);
+    }
   }
 
   protected override where(): string {
@@ -154,6 +173,34 @@ function validateOptions(opts: FileAuditSinkOptions): void {
 
 function fileName(prefix: string, day: string, counter: number): string {
   return `${prefix}-${day}-${String(counter).padStart(6, "0")}.jsonl`;
+}
+
+/** Creates `<prefix>.lock` with our pid; takes over a lock whose process is gone. @throws Error when held by a live process. */
+async function takeLock(lock: string): Promise<string> {
+  for (let attempt = 0; attempt < 2; attempt++) {
+    try {
+      await writeFile(lock, String(process.pid), { flag: "wx", mode: 0o600 });
+      return lock;
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== "EEXIST") throw e;
+    }
+    const pid = Number((await readFile(lock, "utf8").catch(() => "")).trim());
+    if (Number.isInteger(pid) && pid > 0 && pid !== process.pid && alive(pid)) {
+      throw new Error(`FileAuditSink: ${path.basename(lock)} is held by running process ${pid}; one writer per audit chain (use another dir or prefix)`);
+    }
+    if (pid === process.pid) throw new Error(`FileAuditSink: this process already has a sink open on ${path.basename(lock)}`);
+    await unlink(lock).catch(() => undefined);
+  }
+  throw new Error(`FileAuditSink: could not take ${path.basename(lock)}`);
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === "EPERM";
+  }
 }
 
 /** End of a UTC day "YYYYMMDD", ms since the epoch. */

@@ -104,6 +104,22 @@ describe("FileAuditSink + verifyAuditFiles", () => {
     expect(() => sink.append(sampleRecord(6))).toThrow(AuditSinkError);
   });
 
+  it("allows one writer per chain: a live holder is refused, a dead one's lock is taken over", async () => {
+    const dir = await tempLogDir("audit-lock");
+    const first = await FileAuditSink.open({ dir, signing: false });
+    await expect(FileAuditSink.open({ dir, signing: false })).rejects.toThrow(/already has a sink open/);
+    // another prefix is another chain
+    const other = await FileAuditSink.open({ dir, prefix: "other", signing: false });
+    await other.close();
+    await first.close();
+    // a lock left by a process that no longer exists (a crash) does not block the restart
+    await writeFile(path.join(dir, "audit.lock"), "2147483646");
+    const again = await FileAuditSink.open({ dir, signing: false });
+    again.append(sampleRecord(1));
+    await again.close();
+    expect((await readdir(dir)).filter((f) => f.endsWith(".lock"))).toEqual([]);
+  });
+
   it("refuses bad options and records, naming the problem", async () => {
     const dir = await tempLogDir("audit-opts");
     await expect(FileAuditSink.open({ dir } as never)).rejects.toThrow(/signing/);
