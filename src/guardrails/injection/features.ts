@@ -168,10 +168,11 @@ export function rulesIn(hits: Array<[number, number]>, from: number, to: number)
 }
 
 /**
- * Splits a long normalised text into overlapping windows of about `size` characters (at word
- * boundaries), so that an injection inside a long document is not diluted. Short texts are one window.
+ * Splits a long normalised text into windows of about `size` characters (at word boundaries), so
+ * that an injection inside a long document is not diluted. Short texts are one window. (Phrases that
+ * straddle a boundary are still caught by the hard rules, which run over the whole text.)
  */
-export function windows(t: string, size = 600, step = 300): Array<[number, number]> {
+export function windows(t: string, size = 600, step = 600): Array<[number, number]> {
   if (t.length <= size) return [[0, t.length]];
   const out: Array<[number, number]> = [];
   for (let s = 0; s < t.length; s += step) {
@@ -189,4 +190,63 @@ export function windows(t: string, size = 600, step = 300): Array<[number, numbe
     if (b >= t.length) break;
   }
   return out;
+}
+
+/**
+ * The same features as {@link forEachFeature}, summed directly against `weights` (no callback, no
+ * allocation): returns the weight sum and stores the feature count in `out[0]`. Used on the hot path.
+ */
+export function sumFeatures(t: string, from: number, to: number, rules: number, weights: Float32Array, out: Float64Array): number {
+  const mask = weights.length - 1;
+  let sum = 0;
+  let n = 0;
+  let prevStart = -1;
+  let prevEnd = -1;
+  let i = from;
+  while (i < to) {
+    while (i < to && !isWordChar(t.charCodeAt(i))) i++;
+    if (i >= to) break;
+    const s = i;
+    let hw = SEED_WORD;
+    while (i < to) {
+      const c = t.charCodeAt(i);
+      if (!isWordChar(c)) break;
+      hw ^= c;
+      hw = Math.imul(hw, 16777619);
+      i++;
+    }
+    const e = i;
+    sum += weights[(hw >>> 0) & mask]!;
+    n++;
+    if (prevStart >= 0) {
+      let h = fnv(SEED_BIGRAM, t, prevStart, prevEnd);
+      h ^= 32;
+      h = Math.imul(h, 16777619);
+      sum += weights[fnv(h, t, s, e) & mask]!;
+      n++;
+    }
+    if (e - s >= 2) {
+      const w0 = s - 1;
+      const w1 = e + 1;
+      for (let k = w0; k + 4 <= w1; k++) {
+        let h = SEED_CHAR;
+        for (let q = k; q < k + 4; q++) {
+          h ^= q < s || q >= e ? 32 : t.charCodeAt(q);
+          h = Math.imul(h, 16777619);
+        }
+        sum += weights[(h >>> 0) & mask]!;
+        n++;
+      }
+    }
+    prevStart = s;
+    prevEnd = e;
+  }
+  for (let r = 0; r < RULES.length; r++) {
+    if (rules & (1 << r)) {
+      sum += 4 * weights[fnv(SEED_RULE, RULES[r]![0]) & mask]!;
+      n += 4;
+    }
+  }
+  out[0] = n;
+  return sum;
 }

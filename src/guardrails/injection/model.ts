@@ -4,7 +4,7 @@
  * (guardrails/data/injection-model.json). Deterministic, local, no network.
  */
 import { readFileSync } from "node:fs";
-import { forEachFeature, hardRuleHit, normalizeForInjection, ruleHits, rulesIn, windows } from "./features.js";
+import { hardRuleHit, sumFeatures, normalizeForInjection, ruleHits, rulesIn, windows } from "./features.js";
 
 /** Shape of the weights file. */
 export interface InjectionModelFile {
@@ -26,10 +26,7 @@ export class InjectionModel {
   readonly bias: number;
   readonly threshold: number;
   readonly #w: Float32Array;
-  #acc = 0;
-  readonly #emit = (b: number): void => {
-    this.#acc += this.#w[b]!;
-  };
+  readonly #n = new Float64Array(1);
 
   constructor(file: InjectionModelFile) {
     if (file.version !== 1 || !Number.isInteger(Math.log2(file.buckets)) || file.index.length !== file.weight.length) {
@@ -49,10 +46,10 @@ export class InjectionModel {
     const hits = ruleHits(t);
     let best = 0;
     for (const [a, b] of windows(t)) {
-      this.#acc = 0;
-      const n = forEachFeature(t, a, b, rulesIn(hits, a, b), this.buckets, this.#emit);
+      const sum = sumFeatures(t, a, b, rulesIn(hits, a, b), this.#w, this.#n);
+      const n = this.#n[0]!;
       if (n === 0) continue;
-      const z = this.bias + this.#acc / Math.sqrt(n);
+      const z = this.bias + sum / Math.sqrt(n);
       const p = 1 / (1 + Math.exp(-z));
       if (p > best) best = p;
     }

@@ -104,6 +104,8 @@ interface Pattern {
   valid?: (m: RegExpExecArray) => boolean;
   /** Report only this capture group (offset found inside the match). */
   group?: number;
+  /** Cheap pre-check on the whole text; the pattern runs only when it returns true. */
+  gate?: (text: string) => boolean;
 }
 
 function luhn(digits: string): boolean {
@@ -121,13 +123,15 @@ function luhn(digits: string): boolean {
   return sum % 10 === 0;
 }
 
+const DOMAIN_GATE = /\.(?:com|org|net|edu|gov|mil|info|biz|io)\b/;
+
 const PATTERNS: Pattern[] = [
-  { type: "EMAIL", re: /(?<![\w.%+-])[A-Za-z0-9][A-Za-z0-9._%+-]{0,63}@[A-Za-z0-9][A-Za-z0-9-]{0,62}(?:\.[A-Za-z0-9-]{1,63}){0,4}\.[A-Za-z]{2,24}\b/g },
+  { type: "EMAIL", gate: (t) => t.includes("@"), re: /(?<![\w.%+-])[A-Za-z0-9][A-Za-z0-9._%+-]{0,63}@[A-Za-z0-9][A-Za-z0-9-]{0,62}(?:\.[A-Za-z0-9-]{1,63}){0,4}\.[A-Za-z]{2,24}\b/g },
   { type: "URL", re: /(?<![\w/])(?:https?:\/\/|www\.)[^\s<>"'|]{1,2000}/gi },
-  { type: "URL", re: /(?<![\w@.-])(?:[a-z0-9-]{1,63}\.){1,4}(?:com|org|net|edu|gov|mil|info|biz|io)(?![\w-])\/?/g },
+  { type: "URL", gate: (t) => DOMAIN_GATE.test(t), re: /(?<![\w@.-])(?:[a-z0-9-]{1,63}\.){1,4}(?:com|org|net|edu|gov|mil|info|biz|io)(?![\w-])\/?/g },
   { type: "IP", re: /(?<![\w.])(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(?:\.(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)){3}(?![\w.]\w)/g },
-  { type: "IP", re: /(?<![\w:])(?:[0-9A-Fa-f]{1,4}:){7}[0-9A-Fa-f]{1,4}(?![\w:])/g },
-  { type: "IP", re: /(?<![\w:])(?:[0-9A-Fa-f]{1,4}:){1,6}:(?:[0-9A-Fa-f]{1,4}(?::[0-9A-Fa-f]{1,4}){0,5})?(?![\w:])/g },
+  { type: "IP", gate: (t) => t.includes(":"), re: /(?<![\w:])(?:[0-9A-Fa-f]{1,4}:){7}[0-9A-Fa-f]{1,4}(?![\w:])/g },
+  { type: "IP", gate: (t) => t.includes("::"), re: /(?<![\w:])(?:[0-9A-Fa-f]{1,4}:){1,6}:(?:[0-9A-Fa-f]{1,4}(?::[0-9A-Fa-f]{1,4}){0,5})?(?![\w:])/g },
   { type: "SSN", re: /(?<![\w-])\d{3}-\d{2}-\d{4}(?![\w-])/g },
   { type: "SSN", re: /\b(?:ssn|social security(?: number)?)\W{0,4}(?:is\W{1,2})?(\d{9}|\d{3} \d{2} \d{4})\b/gi, group: 1 },
   {
@@ -219,6 +223,9 @@ const NON_ASCII = /[\u00C0-\u024F]/;
 const NAME_IS = /\b(?:my name is|name is|name:|i am|i'm|this is)\s$/i;
 const CREDENTIAL = /^,?\s{0,2}(?:RN|RRT|CRT|MD|NP|PA-C|LPN|CNA|MSW|LCSW|SLP|PharmD|RPh|PhD|BSN|MSN|CCRN)\b/;
 const FACILITY = /^(?:\s{1,2})(?:hospital|hosp|medical center|med ctr|clinic|health center|healthcare center|memorial|infirmary|nursing home|rehab|rehabilitation|campus|hospice|medical|health system|va|vamc|general)\b/i;
+const NAME_PREV = new Set(["is", "am", "i'm", "name", "me"]);
+const LOC_PREV = new Set(["in", "from", "to", "at", "of", "the", "visiting"]);
+const FACILITY_WORDS = new Set(["hospital", "hosp", "medical", "med", "clinic", "health", "healthcare", "memorial", "infirmary", "nursing", "rehab", "rehabilitation", "campus", "hospice", "va", "vamc", "general"]);
 const LOC_PREFIX = /\b(?:lives in|living in|live in|resides in|resident of|from|transferred from|transferred to|transfered to|transfered from|moved to|moved from|travel(?:l?ing|led)? to|trip to|visiting|in|at|to)\s{1,2}$/i;
 
 /** Words that end a name run even when capitalised (facility and document words). */
@@ -240,15 +247,47 @@ interface Tok {
   lower: string;
 }
 
+const isUp = (c: number) => c >= 65 && c <= 90;
+const isLow = (c: number) => c >= 97 && c <= 122;
+
+/** Capitalised: "Smith", "SMITH", "J" (ASCII fast path; other scripts by case mapping). */
 function isCap(w: string): boolean {
-  const c = w.charCodeAt(0);
-  return w[0] !== w[0]!.toLowerCase() && (w.length === 1 || w[1] === w[1]!.toLowerCase() || (c >= 65 && c <= 90 && w === w.toUpperCase()));
+  const c0 = w.charCodeAt(0);
+  if (c0 < 128) {
+    if (!isUp(c0)) return false;
+    if (w.length === 1) return true;
+    const c1 = w.charCodeAt(1);
+    return !isUp(c1) || isUpper(w);
+  }
+  return w[0] !== w[0]!.toLowerCase() && (w.length === 1 || w[1] === w[1]!.toLowerCase() || w === w.toUpperCase());
 }
+/** Title case: "Smith" (first letter upper, the rest not upper). */
 function isTitleCase(w: string): boolean {
-  return w.length > 1 && w[0] !== w[0]!.toLowerCase() && w.slice(1) === w.slice(1).toLowerCase();
+  if (w.length < 2) return false;
+  const c0 = w.charCodeAt(0);
+  if (c0 < 128 && !isUp(c0)) return false;
+  if (c0 >= 128 && w[0] === w[0]!.toLowerCase()) return false;
+  for (let i = 1; i < w.length; i++) {
+    const c = w.charCodeAt(i);
+    if (isUp(c)) return false;
+    if (c >= 128 && w[i] !== w[i]!.toLowerCase()) return false;
+  }
+  return true;
 }
+/** All upper case, with at least one letter. */
 function isUpper(w: string): boolean {
-  return w === w.toUpperCase() && w !== w.toLowerCase();
+  let letter = false;
+  for (let i = 0; i < w.length; i++) {
+    const c = w.charCodeAt(i);
+    if (isLow(c)) return false;
+    if (isUp(c)) letter = true;
+    else if (c >= 128) {
+      const ch = w[i]!;
+      if (ch !== ch.toUpperCase()) return false;
+      if (ch !== ch.toLowerCase()) letter = true;
+    }
+  }
+  return letter;
 }
 
 class Detector implements PhiDetector {
@@ -266,7 +305,7 @@ class Detector implements PhiDetector {
     const found: Array<{ s: number; e: number; type: PhiEntityType }> = [];
     const types = this.#types;
     for (const p of PATTERNS) {
-      if (!types.has(p.type)) continue;
+      if (!types.has(p.type) || (p.gate && !p.gate(text))) continue;
       p.re.lastIndex = 0;
       let m: RegExpExecArray | null;
       while ((m = p.re.exec(text)) !== null) {
@@ -349,6 +388,8 @@ class Detector implements PhiDetector {
     const isCommon = (t: Tok) => common.has(t.lower) || ambiguous.has(t.lower) || t.lower.length < 2;
     const gap = (a: Tok, b: Tok) => text.slice(a.e, b.s);
     const sentenceStart = (i: number) => i === 0 || /[.!?:;\n]\s*$/.test(gap(toks[i - 1]!, toks[i]!)) || /^\s*["'(]$/.test(gap(toks[i - 1]!, toks[i]!));
+    const upperFlag = new Uint8Array(n);
+    for (let j = 0; j < n; j++) upperFlag[j] = isUpper(toks[j]!.w) ? 1 : 0;
     const allCapsText = (i: number) => {
       // True when the surrounding text is upper case (so case says nothing about names).
       let up = 0;
@@ -356,7 +397,7 @@ class Detector implements PhiDetector {
       for (let j = Math.max(0, i - 4); j < Math.min(n, i + 5); j++) {
         if (j === i) continue;
         tot++;
-        if (isUpper(toks[j]!.w)) up++;
+        up += upperFlag[j]!;
       }
       return tot > 0 && up / tot > 0.6;
     };
@@ -381,7 +422,7 @@ class Detector implements PhiDetector {
         continue;
       }
       // 2a. after "my name is", a speech verb or a greeting: a capitalised word that is not a common word
-      if (NAME_IS.test(text.slice(Math.max(0, t.s - 12), t.s)) && !common.has(t.lower) && !NOT_NAMES.has(t.lower) && (isCap(t.w) || (known(t) && /name is\s$/i.test(text.slice(Math.max(0, t.s - 9), t.s))))) {
+      if (i > 0 && NAME_PREV.has(toks[i - 1]!.lower) && !common.has(t.lower) && !NOT_NAMES.has(t.lower) && NAME_IS.test(text.slice(Math.max(0, t.s - 12), t.s)) && (isCap(t.w) || (known(t) && /name is\s$/i.test(text.slice(Math.max(0, t.s - 9), t.s))))) {
         isName[i] = 1;
         continue;
       }
@@ -409,18 +450,13 @@ class Detector implements PhiDetector {
         continue;
       }
       // 2. after a relation or "my name is"
-      if ((RELATIONS.has(t.lower) || NAME_IS.test(text.slice(Math.max(0, t.s - 12), t.s))) && i + 1 < n) {
+      if (RELATIONS.has(t.lower) && i + 1 < n) {
         let j = i + 1;
         const g = gap(t, toks[j]!);
         if (!/^[\s,(:]{1,4}$/.test(g)) continue;
         if (toks[j]!.lower === "is" && j + 1 < n) j++;
         const nx = toks[j]!;
         const weak = WEAK_RELATIONS.has(t.lower);
-        if (NAME_IS.test(text.slice(Math.max(0, t.s - 12), t.s)) && !RELATIONS.has(t.lower)) {
-          // t itself follows "my name is"
-          if (isCap(t.w) || known(t) || !common.has(t.lower)) isName[i] = 1;
-          continue;
-        }
         if (weak) {
           if (t.lower === "and") continue; // handled when extending runs
           if (nx && (known(nx) || extra.has(nx.lower)) && !isCommon(nx) && (isTitleCase(nx.w) || isUpper(nx.w))) isName[j] = 1;
@@ -507,8 +543,8 @@ class Detector implements PhiDetector {
     for (let i = 0; i < n; i++) {
       const t = toks[i]!;
       if (isName[i]) continue;
-      const after = text.slice(t.e, t.e + 24);
-      if (FACILITY.test(after) && (!common.has(t.lower) || (isTitleCase(t.w) && !NOT_NAMES.has(t.lower))) && t.lower.length > 1) {
+      const after = i + 1 < n && FACILITY_WORDS.has(toks[i + 1]!.lower) ? text.slice(t.e, t.e + 24) : "";
+      if (i + 1 < n && FACILITY_WORDS.has(toks[i + 1]!.lower) && t.lower.length > 1 && (!common.has(t.lower) || (isTitleCase(t.w) && !NOT_NAMES.has(t.lower))) && FACILITY.test(after)) {
         found.push({ s: t.s, e: t.e, type: "LOCATION" });
         const pv = i > 0 ? toks[i - 1]! : undefined;
         if (pv && /^\s{1,2}$/.test(gap(pv, t)) && (!common.has(pv.lower) || (isTitleCase(pv.w) && isTitleCase(t.w) && !NOT_NAMES.has(pv.lower))) && isCap(pv.w) === isCap(t.w)) {
@@ -516,13 +552,13 @@ class Detector implements PhiDetector {
         }
         continue;
       }
-      if (i > 0 && STRONG_LOC_PREFIX.test(text.slice(Math.max(0, t.s - 24), t.s)) && !common.has(t.lower) && !ambiguous.has(t.lower) && t.lower.length > 1 && !NOT_NAMES.has(t.lower)) {
+      if (i > 0 && LOC_PREV.has(toks[i - 1]!.lower) && !common.has(t.lower) && !ambiguous.has(t.lower) && t.lower.length > 1 && !NOT_NAMES.has(t.lower) && STRONG_LOC_PREFIX.test(text.slice(Math.max(0, t.s - 24), t.s))) {
         found.push({ s: t.s, e: t.e, type: "LOCATION" });
         const nx = toks[i + 1];
         if (nx && /^\s{1,2}$/.test(gap(t, nx)) && !common.has(nx.lower) && !NOT_NAMES.has(nx.lower) && isCap(nx.w) === isCap(t.w)) found.push({ s: nx.s, e: nx.e, type: "LOCATION" });
         continue;
       }
-      if (i > 0 && LOC_PREFIX.test(text.slice(Math.max(0, t.s - 20), t.s)) && isTitleCase(t.w) && !common.has(t.lower) && !ambiguous.has(t.lower) && !sentenceStart(i)) {
+      if (i > 0 && isTitleCase(t.w) && !common.has(t.lower) && !ambiguous.has(t.lower) && LOC_PREV.has(toks[i - 1]!.lower) && LOC_PREFIX.test(text.slice(Math.max(0, t.s - 20), t.s)) && !sentenceStart(i)) {
         found.push({ s: t.s, e: t.e, type: "LOCATION" });
         for (let j = i + 1; j < n && j < i + 3; j++) {
           const nx = toks[j]!;
