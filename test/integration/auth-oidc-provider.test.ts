@@ -41,7 +41,8 @@ async function startAgent(): Promise<Agent> {
   const app = createHttpApp({
     bearer,
     createServer: () => {
-      const s = new HMCPServer({ name: "emr-writer", version: "1.0.0" });
+      // Guardrails off: these tests are about authorization alone, independent of the guardrail policy in force.
+      const s = new HMCPServer({ name: "emr-writer", version: "1.0.0" }, { guardrails: false });
       s.registerTool("write-observation", { description: "writes an Observation" }, async () => {
         ran.push("tool");
         return { content: [{ type: "text", text: "written" }] };
@@ -85,7 +86,7 @@ function tokenProvider(clientId: string, scope: string, resource: URL) {
 }
 
 async function connect(clientId: string, scope: string, target: Agent = agent): Promise<HMCPClient> {
-  const c = new HMCPClient({ name: clientId, version: "1.0.0" }, { tokenProvider: tokenProvider(clientId, scope, target.endpoint) });
+  const c = new HMCPClient({ name: clientId, version: "1.0.0" }, { tokenProvider: tokenProvider(clientId, scope, target.endpoint), guardrails: false });
   await c.connect({ type: "http", url: target.endpoint });
   clients.push(c);
   return c;
@@ -132,7 +133,7 @@ describe("authorization end to end with oidc-provider", () => {
       resource: agent.endpoint.href,
       allowInsecureRequests: true,
     });
-    const c = new HMCPClient({ name: "discovering", version: "1" }, { tokenProvider: tp });
+    const c = new HMCPClient({ name: "discovering", version: "1" }, { tokenProvider: tp, guardrails: false });
     clients.push(c);
     await c.connect({ type: "http", url: agent.endpoint });
     expect((await c.createMessage(message)).content).toMatchObject({ text: "written by orchestrator" });

@@ -61,7 +61,8 @@ interface Fixture {
 async function startResource(jwksUri: string, resourceBase?: string): Promise<Fixture> {
   let ran = 0;
   const makeServer = () => {
-    const s = new HMCPServer({ name: "attack-target", version: "1.0.0" });
+    // Guardrails off: this suite tests the authorization layer alone, independent of the guardrail policy in force.
+    const s = new HMCPServer({ name: "attack-target", version: "1.0.0" }, { guardrails: false });
     s.sampling(
       async () => {
         ran++;
@@ -154,6 +155,10 @@ async function session(token: string): Promise<string> {
   return new Promise((resolve, reject) => {
     const req = httpRequest(fx.endpoint, { method: "POST" }, (res) => {
       res.resume();
+      if (res.statusCode !== 200) {
+        reject(new Error(`initialize refused: HTTP ${res.statusCode} ${String(res.headers["www-authenticate"])}`));
+        return;
+      }
       res.on("end", async () => {
         const sid = String(res.headers["mcp-session-id"]);
         await post(fx.endpoint, { authorization: `Bearer ${token}`, "mcp-session-id": sid }, { jsonrpc: "2.0", method: "notifications/initialized" });
