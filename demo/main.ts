@@ -15,6 +15,7 @@ Usage: npm run demo -- [options]
   --data <dir>          folder of Synthea FHIR R4 bundles (default: the shipped sample, demo/data/bundles)
   --store <dir>         EMR data directory, embedded Postgres (default: .hmcp/emr); DATABASE_URL=postgres://… uses PostgreSQL instead
   --report <file.json>  write a machine-readable report
+  --audit-dir <dir>     where each run's audit trail goes, one sub-folder per run (default: .hmcp/audit)
   --transport <kind>    http (default: agents on loopback ports) or stdio (agents as child processes)
   --interactive         ask on the terminal before each write (default: approvals are automatic)
   --serve               start the authorization server and both agents, print their URLs as one JSON line, run until Ctrl-C
@@ -28,6 +29,7 @@ async function main(): Promise<number> {
       data: { type: "string" },
       store: { type: "string" },
       report: { type: "string" },
+      "audit-dir": { type: "string" },
       transport: { type: "string", default: "http" },
       interactive: { type: "boolean", default: false },
       serve: { type: "boolean", default: false },
@@ -42,7 +44,8 @@ async function main(): Promise<number> {
   if (values.transport !== "http" && values.transport !== "stdio") throw new Error(`--transport must be http or stdio, not "${values.transport}"`);
   const store = process.env["DATABASE_URL"] ? { databaseUrl: process.env["DATABASE_URL"] } : { dataDir: path.resolve(values.store ?? ".hmcp/emr") };
   const dataDir = path.resolve(values.data ?? SHIPPED_DATA_DIR);
-  if (values.serve) return serveDemo({ dataDir, store });
+  const auditRoot = path.resolve(values["audit-dir"] ?? ".hmcp/audit");
+  if (values.serve) return serveDemo({ dataDir, store, auditRoot });
 
   let approve: ClientElicitationHandler | "auto" = "auto";
   let rl: ReturnType<typeof createInterface> | undefined;
@@ -58,6 +61,7 @@ async function main(): Promise<number> {
     const { report, ok } = await runDemo({
       dataDir,
       store,
+      auditRoot,
       all: values.all,
       transport: values.transport,
       approve,

@@ -81,7 +81,7 @@ describe("demo crash safety and clean restart", () => {
     const tmp = await tempDir("hmcp-demo-kill-");
     cleanup.push(tmp.remove);
     const store = path.join(tmp.dir, "emr");
-    const common = ["--all", "--transport", "stdio", "--store", store];
+    const common = ["--all", "--transport", "stdio", "--store", store, "--audit-dir", path.join(tmp.dir, "audit")];
     let killed = 0;
     let patientsDone = 0;
     const first = await demo(common, (line, pid) => {
@@ -111,9 +111,10 @@ describe("demo crash safety and clean restart", () => {
     const tmp = await tempDir("hmcp-demo-restart-");
     cleanup.push(tmp.remove);
     const store = path.join(tmp.dir, "emr");
-    const r1 = await demo(["--store", store, "--report", path.join(tmp.dir, "r1.json")]);
+    const audit = ["--audit-dir", path.join(tmp.dir, "audit")];
+    const r1 = await demo(["--store", store, ...audit, "--report", path.join(tmp.dir, "r1.json")]);
     expect(r1.code).toBe(0);
-    const r2 = await demo(["--store", store, "--report", path.join(tmp.dir, "r2.json")]);
+    const r2 = await demo(["--store", store, ...audit, "--report", path.join(tmp.dir, "r2.json")]);
     expect(r2.code).toBe(0);
     const a = JSON.parse(await readFile(path.join(tmp.dir, "r1.json"), "utf8")) as DemoReport;
     const b = JSON.parse(await readFile(path.join(tmp.dir, "r2.json"), "utf8")) as DemoReport;
