@@ -65,6 +65,12 @@ export interface VerifyResult {
   /** True when the last entry is a checkpoint written at close (a clean shutdown). */
   closed: boolean;
   firstError?: VerifyFailure;
+  /**
+   * Set when the files hold several chains (file name prefixes, e.g. one per agent): each chain's own
+   * result. The top level then sums `records` and `checkpoints`, `closed` is true when every chain is
+   * closed, and `lastSeq`/`head`/`chain`/`signedThrough` are those of the first failing chain (else the last).
+   */
+  chains?: Array<VerifyResult & { name: string; files: number }>;
 }
 
 /** Running state of a chain verification, shared by the file and table verifiers. */
@@ -168,13 +174,49 @@ export class ChainVerifier {
   }
 }
 
+const FILE_RE = /^(.+)-\d{8}-\d{6}\.jsonl$/;
+
 /**
- * Verifies one chain spread over `files`, given in chain order (file names sort in chain order).
- * Never throws for content problems: they are reported in `firstError` (file name, 1-based line,
- * seq where known, reason code, message).
+ * Verifies the chains in `files`. Files written by {@link FileAuditSink} (`<prefix>-<YYYYMMDD>-<NNNNNN>.jsonl`)
+ * are grouped by prefix, one chain each, in counter order; other files form one chain in the order given.
+ * Never throws for content problems: they are reported in `firstError` (file name, 1-based line, seq
+ * where known, reason code, message).
  * @throws Error when `publicKey` is not a usable public key.
  */
 export async function verifyAuditFiles(files: string[], opts: VerifyOptions = {}): Promise<VerifyResult> {
+  const groups = new Map<string, string[]>();
+  for (const f of files) {
+    const name = FILE_RE.exec(path.basename(f))?.[1] ?? "";
+    groups.set(name, [...(groups.get(name) ?? []), f]);
+  }
+  for (const [name, list] of groups) {
+    if (name !== "") list.sort((a, b) => counterOf(a) - counterOf(b));
+  }
+  if (groups.size <= 1) return verifyChain(files.length === 0 ? [] : [...groups.values()][0]!, opts);
+  const chains: NonNullable<VerifyResult["chains"]> = [];
+  for (const [name, list] of groups) chains.push({ ...(await verifyChain(list, opts)), name: name || "(other)", files: list.length });
+  const pick = chains.find((c) => !c.ok) ?? chains.at(-1)!;
+  return {
+    ok: chains.every((c) => c.ok),
+    records: chains.reduce((n, c) => n + c.records, 0),
+    checkpoints: chains.reduce((n, c) => n + c.checkpoints, 0),
+    signaturesChecked: chains.every((c) => c.signaturesChecked),
+    signedThrough: pick.signedThrough,
+    lastSeq: pick.lastSeq,
+    head: pick.head,
+    ...(pick.chain !== undefined && { chain: pick.chain }),
+    closed: chains.every((c) => c.closed),
+    ...(pick.firstError !== undefined && { firstError: pick.firstError }),
+    chains,
+  };
+}
+
+function counterOf(file: string): number {
+  return Number(/-(\d{6})\.jsonl$/.exec(file)?.[1] ?? 0);
+}
+
+/** Verifies one chain spread over `files`, in the order given. */
+async function verifyChain(files: string[], opts: VerifyOptions): Promise<VerifyResult> {
   const v = await ChainVerifier.create(opts);
   outer: for (const file of files) {
     const name = path.basename(file);

@@ -118,6 +118,10 @@ async function verify(argv: string[], io: IO): Promise<number> {
   }
   if (result.ok) {
     const sig = result.signaturesChecked ? `${result.checkpoints} signed checkpoints verified` : `${result.checkpoints} checkpoints, signatures NOT checked (no --key)`;
+    if (result.chains) {
+      io.out(`OK: ${result.records} records in ${list.length} file(s), ${result.chains.length} chains (${result.chains.map((c) => `${c.name}: ${c.records}`).join(", ")}); ${sig}; ${result.closed ? "all closed cleanly" : "not all closed (writer still running or crashed)"}`);
+      return 0;
+    }
     io.out(
       `OK: ${result.records} records in ${list.length} file(s); ${sig}; chain ${result.chain ?? "(unnamed)"} head seq ${result.lastSeq} ${result.head.slice(0, 16)}…; ${result.closed ? "closed cleanly" : "not closed (writer still running or crashed)"}`,
     );

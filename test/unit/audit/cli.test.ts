@@ -58,6 +58,30 @@ describe("hmcp audit verify", () => {
     expect(JSON.parse(json.out)).toMatchObject({ ok: false, firstError: { line: 4, reason: "hash_mismatch" } });
   });
 
+  it("verifies each chain of a directory holding several (one per agent prefix)", async () => {
+    const keys = await generateAuditSigningKey();
+    const multi = await tempLogDir("audit-cli-multi");
+    for (const [prefix, n] of [["emr", 3], ["patient_data", 5]] as const) {
+      const s = await FileAuditSink.open({ dir: multi, prefix, signing: { privateKey: keys.privateJwk }, rotate: { maxBytes: 4096 } });
+      for (let i = 0; i < n; i++) s.append(sampleRecord(i));
+      await s.close();
+    }
+    const pub = path.join(multi, "pub.jwk");
+    await writeFile(pub, JSON.stringify(keys.publicJwk));
+    const ok = await run("audit", "verify", multi, "--key", pub);
+    expect(ok.code).toBe(0);
+    expect(ok.out).toMatch(/OK: 8 records in \d+ file\(s\), 2 chains \(emr: 3, patient_data: 5\)/);
+    // break the second chain: only it is reported
+    const victim = (await readdir(multi)).filter((f) => f.startsWith("patient_data-")).sort()[0]!;
+    const text = await readFile(path.join(multi, victim), "utf8");
+    await writeFile(path.join(multi, victim), text.replace('"requestId":1', '"requestId":7'));
+    const bad = await run("audit", "verify", multi, "--key", pub, "--format", "json");
+    expect(bad.code).toBe(1);
+    const result = JSON.parse(bad.out) as { ok: boolean; firstError: { file: string; reason: string }; chains: { name: string; ok: boolean }[] };
+    expect(result.chains.map((c) => [c.name, c.ok])).toEqual([["emr", true], ["patient_data", false]]);
+    expect(result.firstError).toMatchObject({ file: victim, reason: "hash_mismatch" });
+  });
+
   it("exits 1 when the key is not the signer's", async () => {
     const r = await run("audit", "verify", file, "--key", otherKeyFile);
     expect(r.code).toBe(1);
