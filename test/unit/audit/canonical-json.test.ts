@@ -55,3 +55,23 @@ describe("newAuditRecord", () => {
     expect(r2.id).not.toBe(r.id);
   });
 });
+
+describe("canonicalJson properties", () => {
+  it("is stable under parse/serialise, independent of key order, and parses back to the value", async () => {
+    const fc = (await import("fast-check")).default;
+    const shuffleKeys = (v: unknown): unknown => {
+      if (Array.isArray(v)) return v.map(shuffleKeys);
+      if (v && typeof v === "object") return Object.fromEntries(Object.entries(v).reverse().map(([k, x]) => [k, shuffleKeys(x)]));
+      return v;
+    };
+    fc.assert(
+      fc.property(fc.jsonValue(), (v) => {
+        const c = canonicalJson(v);
+        expect(canonicalJson(JSON.parse(c))).toBe(c);
+        expect(canonicalJson(shuffleKeys(v))).toBe(c);
+        expect(JSON.parse(c)).toEqual(JSON.parse(JSON.stringify(v)));
+      }),
+      { numRuns: 300, seed: 42 },
+    );
+  });
+});

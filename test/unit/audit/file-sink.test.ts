@@ -207,3 +207,24 @@ describe("tampering is detected by verify", () => {
     expectFailure(await verifyAuditFiles(files, { publicKey: other.publicJwk }), 5, "bad_signature");
   });
 });
+
+describe("any single-character edit is detected", () => {
+  it("with the key, verify fails for every edit that changes the file (property)", async () => {
+    const fc = (await import("fast-check")).default;
+    const { files } = await writeChain(12);
+    const original = await readFile(files[0]!, "utf8");
+    const body = original.slice(0, -1); // keep the final newline in place
+    await fc.assert(
+      fc.asyncProperty(fc.nat({ max: body.length - 1 }), fc.constantFrom("0", "1", "a", "f", "x", "\"", " ", "}", "9"), async (pos, ch) => {
+        const edited = body.slice(0, pos) + ch + body.slice(pos + 1) + "\n";
+        if (edited === original) return;
+        await writeFile(files[0]!, edited);
+        const r = await verifyAuditFiles(files, { publicKey: keys.publicJwk });
+        expect(r.ok).toBe(false);
+      }),
+      { numRuns: 150, seed: 7 },
+    );
+    await writeFile(files[0]!, original);
+    expect((await verifyAuditFiles(files, { publicKey: keys.publicJwk })).ok).toBe(true);
+  });
+});
