@@ -165,6 +165,7 @@ export {
 export type {
   BearerAuthenticator,
   BearerCheck,
+  BearerFailureReason,
   VerifiedToken,
   ScopeRequest,
   ScopeAction,

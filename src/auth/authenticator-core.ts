@@ -2,7 +2,7 @@
  * The part every HMCP bearer authenticator shares: token extraction, the scope checks after verification, and the
  * RFC 9728 metadata. Verifier-specific code (JWT, introspection) supplies only `verify`.
  */
-import type { BearerAuthenticator, BearerCheck, VerifiedToken } from "./types.js";
+import type { BearerAuthenticator, BearerCheck, BearerFailureReason, VerifiedToken } from "./types.js";
 import { extractBearerToken } from "./bearer-request.js";
 import { bearerFailure } from "./www-authenticate.js";
 import type { ChallengeContext } from "./www-authenticate.js";
@@ -34,7 +34,7 @@ export interface CommonBearerOptions {
 }
 
 /** Outcome of verifying a token string. */
-export type VerifyOutcome = { ok: true; verified: VerifiedToken } | { ok: false; description: string };
+export type VerifyOutcome = { ok: true; verified: VerifiedToken } | { ok: false; description: string; reason: BearerFailureReason };
 
 export interface CoreConfig extends CommonBearerOptions {
   issuer: string;
@@ -81,22 +81,24 @@ export function buildBearerAuthenticator(cfg: CoreConfig): BearerAuthenticator {
     resourceMetadata: () => structuredClone(metadata),
     async check(request): Promise<BearerCheck> {
       const extracted = extractBearerToken(request, maxTokenBytes);
-      if (extracted.kind === "none") return bearerFailure(ctx401, 401, undefined, "Authorization required: send an Authorization: Bearer access token");
+      if (extracted.kind === "none") {
+        return bearerFailure(ctx401, 401, undefined, "Authorization required: send an Authorization: Bearer access token", undefined, "no_credentials");
+      }
       if (extracted.kind === "error") {
-        return bearerFailure(extracted.status === 401 ? ctx401 : ctx, extracted.status, extracted.error, extracted.description);
+        return bearerFailure(extracted.status === 401 ? ctx401 : ctx, extracted.status, extracted.error, extracted.description, undefined, extracted.reason);
       }
       const v = await cfg.verify(extracted.token);
-      if (!v.ok) return bearerFailure(ctx401, 401, "invalid_token", v.description);
+      if (!v.ok) return bearerFailure(ctx401, 401, "invalid_token", v.description, undefined, v.reason);
       const scopes = v.verified.principal.scopes;
       if (!satisfiesAny(scopes, required)) {
-        return bearerFailure(ctx, 403, "insufficient_scope", "The access token lacks a scope this resource requires", required.join(" "));
+        return bearerFailure(ctx, 403, "insufficient_scope", "The access token lacks a scope this resource requires", required.join(" "), "insufficient_scope");
       }
       if (checkMethods) {
         for (const method of methodsOf(request.body)) {
           if (method.startsWith("notifications/")) continue;
           const need = requiredScopesForMethod(method, methodTable);
           if (!satisfiesAny(scopes, need)) {
-            return bearerFailure(ctx, 403, "insufficient_scope", "The access token lacks a scope this method requires", need.join(" "));
+            return bearerFailure(ctx, 403, "insufficient_scope", "The access token lacks a scope this method requires", need.join(" "), "insufficient_scope");
           }
         }
       }

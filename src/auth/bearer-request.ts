@@ -4,12 +4,14 @@
  * form-encoded body (§2.2) is refused with 400 `invalid_request`, as is more than one `Authorization` header.
  */
 
+import type { BearerFailureReason } from "./types.js";
+
 /** Result of {@link extractBearerToken}. */
 export type ExtractedToken =
   | { kind: "token"; token: string }
   /** No credentials at all (RFC 6750 §3.1: answer 401 with no error code). */
   | { kind: "none" }
-  | { kind: "error"; status: 400 | 401; error: "invalid_request" | "invalid_token"; description: string };
+  | { kind: "error"; status: 400 | 401; error: "invalid_request" | "invalid_token"; description: string; reason: BearerFailureReason };
 
 // RFC 6750 §2.1 b64token.
 const B64TOKEN = /^[A-Za-z0-9\-._~+/]+=*$/;
@@ -42,15 +44,15 @@ export function extractBearerToken(
   maxTokenBytes: number,
 ): ExtractedToken {
   if (queryHasAccessToken(request.url)) {
-    return { kind: "error", status: 400, error: "invalid_request", description: "Access tokens in the URL query are not accepted; send an Authorization: Bearer header" };
+    return { kind: "error", status: 400, error: "invalid_request", description: "Access tokens in the URL query are not accepted; send an Authorization: Bearer header", reason: "token_in_query" };
   }
   if (formBodyHasAccessToken(request.contentType, request.body)) {
-    return { kind: "error", status: 400, error: "invalid_request", description: "Access tokens in a form body are not accepted; send an Authorization: Bearer header" };
+    return { kind: "error", status: 400, error: "invalid_request", description: "Access tokens in a form body are not accepted; send an Authorization: Bearer header", reason: "token_in_body" };
   }
   const headers = request.authorization;
   if (headers.length === 0) return { kind: "none" };
   if (headers.length > 1) {
-    return { kind: "error", status: 400, error: "invalid_request", description: "More than one Authorization header" };
+    return { kind: "error", status: 400, error: "invalid_request", description: "More than one Authorization header", reason: "multiple_authorization_headers" };
   }
   const value = (headers[0] ?? "").trim();
   const sp = value.indexOf(" ");
@@ -59,13 +61,13 @@ export function extractBearerToken(
   if (scheme.toLowerCase() !== "bearer") return { kind: "none" };
   const token = sp === -1 ? "" : value.slice(sp + 1).trim();
   if (token.length === 0) {
-    return { kind: "error", status: 400, error: "invalid_request", description: "Authorization header has no bearer token" };
+    return { kind: "error", status: 400, error: "invalid_request", description: "Authorization header has no bearer token", reason: "empty_token" };
   }
   if (Buffer.byteLength(token, "utf8") > maxTokenBytes) {
-    return { kind: "error", status: 401, error: "invalid_token", description: "Access token too large" };
+    return { kind: "error", status: 401, error: "invalid_token", description: "Access token too large", reason: "token_too_large" };
   }
   if (!B64TOKEN.test(token)) {
-    return { kind: "error", status: 400, error: "invalid_request", description: "Malformed bearer token" };
+    return { kind: "error", status: 400, error: "invalid_request", description: "Malformed bearer token", reason: "malformed_authorization" };
   }
   return { kind: "token", token };
 }

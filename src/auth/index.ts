@@ -23,7 +23,7 @@
  * const client = new HMCPClient({ name: "orchestrator", version: "1" }, { tokenProvider });
  * ```
  */
-export type { BearerAuthenticator, BearerCheck, VerifiedToken } from "./types.js";
+export type { BearerAuthenticator, BearerCheck, BearerFailureReason, VerifiedToken } from "./types.js";
 export {
   parseScope,
   splitScopes,

@@ -78,22 +78,22 @@ export function createIntrospectionAuthenticator(options: IntrospectionOptions):
       const res = await oauth.introspectionRequest(server, client, await clientAuth, token, http());
       answer = await oauth.processIntrospectionResponse(server, client, res);
     } catch {
-      return { ok: false, description: "The access token could not be verified: the introspection endpoint is unavailable" };
+      return { ok: false, description: "The access token could not be verified: the introspection endpoint is unavailable", reason: "introspection_unavailable" };
     }
-    if (answer.active !== true) return { ok: false, description: "The access token is not active" };
-    if (typeof answer.exp === "number" && answer.exp <= nowSec - CLOCK_TOLERANCE_SEC) return { ok: false, description: "The access token has expired" };
-    if (typeof answer.nbf === "number" && answer.nbf > nowSec + CLOCK_TOLERANCE_SEC) return { ok: false, description: "The access token is not yet valid" };
-    if (answer.iss !== undefined && answer.iss !== issuer) return { ok: false, description: "The access token was issued by an untrusted issuer" };
+    if (answer.active !== true) return { ok: false, description: "The access token is not active", reason: "inactive" };
+    if (typeof answer.exp === "number" && answer.exp <= nowSec - CLOCK_TOLERANCE_SEC) return { ok: false, description: "The access token has expired", reason: "expired" };
+    if (typeof answer.nbf === "number" && answer.nbf > nowSec + CLOCK_TOLERANCE_SEC) return { ok: false, description: "The access token is not yet valid", reason: "not_yet_valid" };
+    if (answer.iss !== undefined && answer.iss !== issuer) return { ok: false, description: "The access token was issued by an untrusted issuer", reason: "wrong_issuer" };
     const aud = answer.aud === undefined ? [] : Array.isArray(answer.aud) ? answer.aud : [answer.aud];
     if (aud.length === 0 ? options.requireAudience !== false : !aud.includes(audience)) {
-      return { ok: false, description: "The access token is not intended for this resource" };
+      return { ok: false, description: "The access token is not intended for this resource", reason: "wrong_audience" };
     }
     if (typeof answer.token_type === "string" && answer.token_type.toLowerCase() !== "bearer") {
-      return { ok: false, description: "The access token is not a bearer token" };
+      return { ok: false, description: "The access token is not a bearer token", reason: "wrong_token_type" };
     }
     const claims = { ...answer } as Record<string, unknown>;
     const principal = principalFromClaims(claims);
-    if (!principal) return { ok: false, description: "The access token names no client" };
+    if (!principal) return { ok: false, description: "The access token names no client", reason: "no_client" };
     const verified = { token, principal, claims };
     if (cache) {
       const until = Math.min(nowSec + ttl, typeof answer.exp === "number" ? answer.exp : Infinity);

@@ -11,7 +11,7 @@
  */
 import { createLocalJWKSet, createRemoteJWKSet, jwksCache, jwtVerify } from "jose";
 import type { JSONWebKeySet, JWTVerifyGetKey, JWTVerifyResult, JWK } from "jose";
-import type { BearerAuthenticator } from "./types.js";
+import type { BearerAuthenticator, BearerFailureReason } from "./types.js";
 import { buildBearerAuthenticator } from "./authenticator-core.js";
 import type { CommonBearerOptions, VerifyOutcome } from "./authenticator-core.js";
 import { principalFromClaims } from "./principal.js";
@@ -106,42 +106,46 @@ class KeySetView {
   }
 }
 
-function classify(e: unknown): string {
+function fail(description: string, reason: BearerFailureReason): { ok: false; description: string; reason: BearerFailureReason } {
+  return { ok: false, description, reason };
+}
+
+function classify(e: unknown): VerifyOutcome {
   const code = (e as { code?: unknown })?.code;
   switch (code) {
     case "ERR_JWT_EXPIRED":
-      return "The access token has expired";
+      return fail("The access token has expired", "expired");
     case "ERR_JWT_CLAIM_VALIDATION_FAILED": {
       const claim = (e as { claim?: unknown }).claim;
       switch (claim) {
         case "iss":
-          return "The access token was issued by an untrusted issuer";
+          return fail("The access token was issued by an untrusted issuer", "wrong_issuer");
         case "aud":
-          return "The access token is not intended for this resource";
+          return fail("The access token is not intended for this resource", "wrong_audience");
         case "nbf":
-          return "The access token is not yet valid";
+          return fail("The access token is not yet valid", "not_yet_valid");
         case "iat":
-          return "The access token has an invalid issued-at time";
+          return fail("The access token has an invalid issued-at time", "invalid_claims");
         case "exp":
-          return "The access token has no valid expiry";
+          return fail("The access token has no valid expiry", "invalid_claims");
         default:
-          return "The access token failed claim validation";
+          return fail("The access token failed claim validation", "invalid_claims");
       }
     }
     case "ERR_JWS_SIGNATURE_VERIFICATION_FAILED":
-      return "The access token signature is invalid";
+      return fail("The access token signature is invalid", "bad_signature");
     case "ERR_JOSE_ALG_NOT_ALLOWED":
-      return "The access token uses a signing algorithm that is not allowed";
+      return fail("The access token uses a signing algorithm that is not allowed", "alg_not_allowed");
     case "ERR_JWKS_NO_MATCHING_KEY":
     case "ERR_JWKS_MULTIPLE_MATCHING_KEYS":
-      return "No trusted key matches the access token";
+      return fail("No trusted key matches the access token", "unknown_key");
     case "ERR_JWS_INVALID":
     case "ERR_JWT_INVALID":
     case "ERR_JOSE_NOT_SUPPORTED":
-      return "The access token is malformed";
+      return fail("The access token is malformed", "malformed_token");
     default:
       // JWKS fetch failures (timeout, network, non-200, bad JSON): fail closed.
-      return "The access token could not be verified: the authorization server's key set is unavailable";
+      return fail("The access token could not be verified: the authorization server's key set is unavailable", "key_set_unavailable");
   }
 }
 
@@ -242,16 +246,16 @@ export function createJwtBearerAuthenticator(options: JwtBearerOptions): JwtBear
       if (options.maxTokenAgeSec !== undefined) verifyOptions.maxTokenAge = options.maxTokenAgeSec;
       result = await jwtVerify(token, getKey, verifyOptions);
     } catch (e) {
-      return { ok: false, description: classify(e) };
+      return classify(e);
     }
     const typ = result.protectedHeader.typ?.toLowerCase();
     const typOk = options.requireAtJwtTyp ? typ === "at+jwt" || typ === "application/at+jwt" : typ === undefined || ACCEPTED_TYP.has(typ);
     if (!typOk) {
-      return { ok: false, description: "The token is not an access token (typ)" };
+      return fail("The token is not an access token (typ)", "wrong_token_type");
     }
     const claims = result.payload as Record<string, unknown>;
     const principal = principalFromClaims(claims);
-    if (!principal) return { ok: false, description: "The access token names no client" };
+    if (!principal) return fail("The access token names no client", "no_client");
     const verified = { token, principal, claims };
     const exp = claims["exp"] as number;
     if (cache) {

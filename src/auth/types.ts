@@ -26,7 +26,34 @@ export type BearerCheck =
       scope?: string;
       /** Complete `WWW-Authenticate` header value to send. */
       wwwAuthenticate: string;
+      /** Machine-readable cause for the audit record (never sent to the client, never PHI). */
+      reason?: BearerFailureReason;
     };
+
+/** Why a bearer check failed: a stable code for audit records and metrics. */
+export type BearerFailureReason =
+  | "no_credentials"
+  | "token_in_query"
+  | "token_in_body"
+  | "multiple_authorization_headers"
+  | "empty_token"
+  | "malformed_authorization"
+  | "token_too_large"
+  | "expired"
+  | "not_yet_valid"
+  | "wrong_issuer"
+  | "wrong_audience"
+  | "invalid_claims"
+  | "bad_signature"
+  | "alg_not_allowed"
+  | "unknown_key"
+  | "malformed_token"
+  | "wrong_token_type"
+  | "no_client"
+  | "key_set_unavailable"
+  | "inactive"
+  | "introspection_unavailable"
+  | "insufficient_scope";
 
 /** What the HTTP layer needs from the resource-server side of auth. Framework-free (no express types). */
 export interface BearerAuthenticator {

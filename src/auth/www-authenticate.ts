@@ -4,7 +4,7 @@
  * and `scope` are first reduced to the characters RFC 6750 §3 allows (%x20-21 / %x23-5B / %x5D-7E), so no value can
  * break out of the header or inject a parameter.
  */
-import type { BearerCheck } from "./types.js";
+import type { BearerCheck, BearerFailureReason } from "./types.js";
 
 /** Parameters of a Bearer challenge. */
 export interface BearerChallenge {
@@ -58,6 +58,7 @@ export function bearerFailure(
   error: "invalid_request" | "invalid_token" | "insufficient_scope" | undefined,
   description: string,
   scope?: string,
+  reason?: BearerFailureReason,
 ): Extract<BearerCheck, { ok: false }> {
   const s = scope ?? ctx.defaultScope;
   const challenge: BearerChallenge = { errorDescription: description };
@@ -69,5 +70,6 @@ export function bearerFailure(
   const out: Extract<BearerCheck, { ok: false }> = { ok: false, status, description, wwwAuthenticate: formatBearerChallenge(challenge) };
   if (error !== undefined) out.error = error;
   if (s !== undefined && s.length > 0) out.scope = s;
+  if (reason !== undefined) out.reason = reason;
   return out;
 }

@@ -11,7 +11,7 @@ import { createHmac } from "node:crypto";
 import { SignJWT, exportJWK, exportSPKI, generateKeyPair } from "jose";
 import type { CryptoKey, JWK, JWTPayload } from "jose";
 import { HMCPErrorCode, HMCPServer, createHttpApp, createJwtBearerAuthenticator, listen } from "hmcp";
-import type { JwtBearerAuthenticator, Listening } from "hmcp";
+import type { BearerFailureReason, JwtBearerAuthenticator, Listening } from "hmcp";
 
 const ISSUER = "https://as.example.test";
 const REQUIRED = ["hmcp:sample", "hmcp:access", "patient/hmcp:read"];
@@ -185,7 +185,7 @@ async function expectRefused(
   headers: Record<string, string | string[]>,
   status: number,
   error: string | undefined,
-  opts: { url?: URL; body?: unknown; sid?: string } = {},
+  opts: { url?: URL; body?: unknown; sid?: string; reason?: BearerFailureReason } = {},
 ): Promise<Reply> {
   const before = fx.ran();
   const res = await post(opts.url ?? fx.endpoint, { "mcp-session-id": opts.sid ?? sessionId, ...headers }, opts.body ?? samplingBody());
@@ -194,6 +194,17 @@ async function expectRefused(
   expect(challengeParam(res.www, "error")).toBe(error);
   expect(challengeParam(res.www, "resource_metadata")).toBe(new URL("/.well-known/oauth-protected-resource/mcp", fx.endpoint).href);
   expect(fx.ran()).toBe(before);
+  if (opts.reason !== undefined) {
+    // The same request straight to the authenticator: the machine-readable reason the audit record can carry.
+    const url = opts.url ?? fx.endpoint;
+    const auth = headers["authorization"];
+    const check = await fx.auth.check({
+      authorization: auth === undefined ? [] : Array.isArray(auth) ? auth : [auth],
+      url: url.pathname + url.search,
+      body: opts.body ?? samplingBody(),
+    });
+    expect(check.ok ? "ok" : check.reason).toBe(opts.reason);
+  }
   return res;
 }
 
@@ -221,7 +232,7 @@ describe("token attack suite (createHttpApp + JWT bearer authenticator)", () => 
   });
 
   it("1 no credentials → 401 without error code, with resource_metadata and scope", async () => {
-    const res = await expectRefused({}, 401, undefined);
+    const res = await expectRefused({}, 401, undefined, { reason: "no_credentials" });
     expect(challengeParam(res.www, "scope")).toBe("hmcp:sample hmcp:access patient/hmcp:read");
     expect(res.www).not.toContain("error_description");
   });
@@ -231,7 +242,7 @@ describe("token attack suite (createHttpApp + JWT bearer authenticator)", () => 
     const token = `${b64u(JSON.stringify({ alg: "none", typ: "at+jwt" }))}.${b64u(
       JSON.stringify({ iss: ISSUER, aud: fx.endpoint.href, client_id: "orchestrator", sub: "orchestrator", scope: "hmcp:sample", exp: now + 300 }),
     )}.`;
-    await expectRefused({ authorization: `Bearer ${token}` }, 401, "invalid_token");
+    await expectRefused({ authorization: `Bearer ${token}` }, 401, "invalid_token", { reason: "alg_not_allowed" });
   });
 
   it("3 HS256 signed with the public key as the HMAC secret → 401 invalid_token", async () => {
@@ -241,35 +252,35 @@ describe("token attack suite (createHttpApp + JWT bearer authenticator)", () => 
       JSON.stringify({ iss: ISSUER, aud: fx.endpoint.href, client_id: "orchestrator", sub: "orchestrator", scope: "hmcp:sample", exp: now + 300 }),
     )}`;
     const sig = createHmac("sha256", pem).update(input).digest("base64url");
-    await expectRefused({ authorization: `Bearer ${input}.${sig}` }, 401, "invalid_token");
+    await expectRefused({ authorization: `Bearer ${input}.${sig}` }, 401, "invalid_token", { reason: "alg_not_allowed" });
   });
 
   it("4 expired token → 401 invalid_token", async () => {
     const now = Math.floor(Date.now() / 1000);
-    await expectRefused({ authorization: `Bearer ${await mint({ iat: now - 3600, exp: now - 600 })}` }, 401, "invalid_token");
+    await expectRefused({ authorization: `Bearer ${await mint({ iat: now - 3600, exp: now - 600 })}` }, 401, "invalid_token", { reason: "expired" });
   });
 
   it("5 nbf in the future (beyond the clock tolerance) → 401 invalid_token", async () => {
     const now = Math.floor(Date.now() / 1000);
-    await expectRefused({ authorization: `Bearer ${await mint({ nbf: now + 600 })}` }, 401, "invalid_token");
+    await expectRefused({ authorization: `Bearer ${await mint({ nbf: now + 600 })}` }, 401, "invalid_token", { reason: "not_yet_valid" });
   });
 
   it("6 wrong iss → 401 invalid_token", async () => {
-    await expectRefused({ authorization: `Bearer ${await mint({ iss: "https://evil.example.test" })}` }, 401, "invalid_token");
+    await expectRefused({ authorization: `Bearer ${await mint({ iss: "https://evil.example.test" })}` }, 401, "invalid_token", { reason: "wrong_issuer" });
   });
 
   it("7 wrong aud → 401 invalid_token", async () => {
-    await expectRefused({ authorization: `Bearer ${await mint({ aud: "https://as.example.test/userinfo" })}` }, 401, "invalid_token");
+    await expectRefused({ authorization: `Bearer ${await mint({ aud: "https://as.example.test/userinfo" })}` }, 401, "invalid_token", { reason: "wrong_audience" });
   });
 
   it("8 no exp → 401 invalid_token", async () => {
-    await expectRefused({ authorization: `Bearer ${await mint({}, { omit: ["exp"] })}` }, 401, "invalid_token");
+    await expectRefused({ authorization: `Bearer ${await mint({}, { omit: ["exp"] })}` }, 401, "invalid_token", { reason: "invalid_claims" });
   });
 
   it("9 unknown kid → 401 invalid_token (after one JWKS re-fetch)", async () => {
     const other = await generateKeyPair("ES256");
     const before = jwks.fetches();
-    await expectRefused({ authorization: `Bearer ${await mint({}, { key: other.privateKey, kid: "k-unknown" })}` }, 401, "invalid_token");
+    await expectRefused({ authorization: `Bearer ${await mint({}, { key: other.privateKey, kid: "k-unknown" })}` }, 401, "invalid_token", { reason: "unknown_key" });
     expect(jwks.fetches()).toBeGreaterThan(before);
   });
 
@@ -277,20 +288,20 @@ describe("token attack suite (createHttpApp + JWT bearer authenticator)", () => 
     const [h, p, s] = (await mint({ scope: "hmcp:read" })).split(".");
     const claims = JSON.parse(Buffer.from(p!, "base64url").toString());
     claims.scope = "hmcp:sample system/*.cruds";
-    await expectRefused({ authorization: `Bearer ${h}.${b64u(JSON.stringify(claims))}.${s}` }, 401, "invalid_token");
+    await expectRefused({ authorization: `Bearer ${h}.${b64u(JSON.stringify(claims))}.${s}` }, 401, "invalid_token", { reason: "bad_signature" });
   });
 
   it("11 signature stripped → 401 invalid_token", async () => {
     const [h, p] = (await mint()).split(".");
-    await expectRefused({ authorization: `Bearer ${h}.${p}.` }, 401, "invalid_token");
+    await expectRefused({ authorization: `Bearer ${h}.${p}.` }, 401, "invalid_token", { reason: "bad_signature" });
   });
 
   it("12 token issued for another resource (RFC 8707 audience) → 401 invalid_token", async () => {
-    await expectRefused({ authorization: `Bearer ${await mint({ aud: ["http://127.0.0.1:1/other-agent/mcp"] })}` }, 401, "invalid_token");
+    await expectRefused({ authorization: `Bearer ${await mint({ aud: ["http://127.0.0.1:1/other-agent/mcp"] })}` }, 401, "invalid_token", { reason: "wrong_audience" });
   });
 
   it("13 missing scope → 403 insufficient_scope naming the needed scopes", async () => {
-    const res = await expectRefused({ authorization: `Bearer ${await mint({ scope: "openid system/*.rs" })}` }, 403, "insufficient_scope");
+    const res = await expectRefused({ authorization: `Bearer ${await mint({ scope: "openid system/*.rs" })}` }, 403, "insufficient_scope", { reason: "insufficient_scope" });
     expect(challengeParam(res.www, "scope")).toBe("hmcp:sample hmcp:access patient/hmcp:read");
   });
 
@@ -315,18 +326,19 @@ describe("token attack suite (createHttpApp + JWT bearer authenticator)", () => 
       { authorization: `Bearer ${await mint({ client_id: "patient-app", sub: "patient-app", scope: "patient/hmcp:read patient/*.rs" })}` },
       403,
       "insufficient_scope",
+      { reason: "insufficient_scope" },
     );
   });
 
   it("16 malformed scope strings grant nothing → 403 insufficient_scope", async () => {
     const scope = "hmcp:samples hmcp:access.x patient/hmcp:reed system/Observation.xyz system/*.srcud user/.rs hmcp:";
-    await expectRefused({ authorization: `Bearer ${await mint({ scope })}` }, 403, "insufficient_scope");
+    await expectRefused({ authorization: `Bearer ${await mint({ scope })}` }, 403, "insufficient_scope", { reason: "insufficient_scope" });
   });
 
   it("17 token in the query string → 400 invalid_request", async () => {
     const url = new URL(fx.endpoint);
     url.searchParams.set("access_token", await mint());
-    const res = await expectRefused({}, 400, "invalid_request", { url });
+    const res = await expectRefused({}, 400, "invalid_request", { reason: "token_in_query",  url });
     expect(res.body).not.toContain(url.searchParams.get("access_token"));
   });
 
@@ -334,12 +346,12 @@ describe("token attack suite (createHttpApp + JWT bearer authenticator)", () => 
     const token = await mint();
     const url = new URL(fx.endpoint);
     url.searchParams.set("access_token", token);
-    await expectRefused({ authorization: `Bearer ${token}` }, 400, "invalid_request", { url });
+    await expectRefused({ authorization: `Bearer ${token}` }, 400, "invalid_request", { reason: "token_in_query",  url });
   });
 
   it("19 two Authorization headers → 400 invalid_request", async () => {
     const token = await mint();
-    await expectRefused({ authorization: [`Bearer ${token}`, `Bearer ${token}`] }, 400, "invalid_request");
+    await expectRefused({ authorization: [`Bearer ${token}`, `Bearer ${token}`] }, 400, "invalid_request", { reason: "multiple_authorization_headers" });
   });
 
   it("20 lowercase `bearer` scheme is accepted", async () => {
@@ -351,22 +363,22 @@ describe("token attack suite (createHttpApp + JWT bearer authenticator)", () => 
 
   it("21 oversized token → 401 invalid_token without a verification attempt", async () => {
     const misses = fx.auth.cacheStats().misses;
-    await expectRefused({ authorization: `Bearer ${"a".repeat(9000)}` }, 401, "invalid_token");
+    await expectRefused({ authorization: `Bearer ${"a".repeat(9000)}` }, 401, "invalid_token", { reason: "token_too_large" });
     expect(fx.auth.cacheStats().misses).toBe(misses);
   });
 
   it("22 token signed by an attacker's key under the trusted kid → 401 invalid_token", async () => {
     const evil = await generateKeyPair("ES256");
-    await expectRefused({ authorization: `Bearer ${await mint({}, { key: evil.privateKey, kid: "k1" })}` }, 401, "invalid_token");
+    await expectRefused({ authorization: `Bearer ${await mint({}, { key: evil.privateKey, kid: "k1" })}` }, 401, "invalid_token", { reason: "bad_signature" });
   });
 
   it("23 algorithm outside the allow-list (ES512) → 401 invalid_token", async () => {
     const k = await generateKeyPair("ES512");
-    await expectRefused({ authorization: `Bearer ${await mint({}, { key: k.privateKey, alg: "ES512" })}` }, 401, "invalid_token");
+    await expectRefused({ authorization: `Bearer ${await mint({}, { key: k.privateKey, alg: "ES512" })}` }, 401, "invalid_token", { reason: "alg_not_allowed" });
   });
 
   it("24 a JWT of another type (typ: dpop+jwt / id token) → 401 invalid_token", async () => {
-    await expectRefused({ authorization: `Bearer ${await mint({}, { typ: "dpop+jwt" })}` }, 401, "invalid_token");
+    await expectRefused({ authorization: `Bearer ${await mint({}, { typ: "dpop+jwt" })}` }, 401, "invalid_token", { reason: "wrong_token_type" });
   });
 
   it("25 unknown critical header → 401 invalid_token", async () => {
@@ -376,20 +388,20 @@ describe("token attack suite (createHttpApp + JWT bearer authenticator)", () => 
       JSON.stringify({ iss: ISSUER, aud: fx.endpoint.href, client_id: "orchestrator", sub: "orchestrator", scope: "hmcp:sample", exp: now + 300 }),
     )}`;
     const sig = await crypto.subtle.sign({ name: "ECDSA", hash: "SHA-256" }, keyA.privateKey, new TextEncoder().encode(input));
-    await expectRefused({ authorization: `Bearer ${input}.${b64u(Buffer.from(sig))}` }, 401, "invalid_token");
+    await expectRefused({ authorization: `Bearer ${input}.${b64u(Buffer.from(sig))}` }, 401, "invalid_token", { reason: "malformed_token" });
   });
 
   it("26 token naming no client (no client_id, azp or sub) → 401 invalid_token", async () => {
-    await expectRefused({ authorization: `Bearer ${await mint({}, { omit: ["client_id", "sub"] })}` }, 401, "invalid_token");
+    await expectRefused({ authorization: `Bearer ${await mint({}, { omit: ["client_id", "sub"] })}` }, 401, "invalid_token", { reason: "no_client" });
   });
 
   it("27 other auth scheme (Basic) → 401 without error code", async () => {
-    await expectRefused({ authorization: `Basic ${b64u("orchestrator:secret")}` }, 401, undefined);
+    await expectRefused({ authorization: `Basic ${b64u("orchestrator:secret")}` }, 401, undefined, { reason: "no_credentials" });
   });
 
   it("28 empty bearer token and non-token68 characters → 400 invalid_request", async () => {
-    await expectRefused({ authorization: "Bearer " }, 400, "invalid_request");
-    await expectRefused({ authorization: `Bearer ${await mint()}" , error="none` }, 400, "invalid_request");
+    await expectRefused({ authorization: "Bearer " }, 400, "invalid_request", { reason: "empty_token" });
+    await expectRefused({ authorization: `Bearer ${await mint()}" , error="none` }, 400, "invalid_request", { reason: "malformed_authorization" });
   });
 
   it("29 a cached valid token is refused once it expires (the cache honours exp)", async () => {
@@ -402,7 +414,7 @@ describe("token attack suite (createHttpApp + JWT bearer authenticator)", () => 
     vi.useFakeTimers({ toFake: ["Date"] });
     try {
       vi.setSystemTime(Date.now() + 120_000); // 60 s past exp, beyond the 30 s tolerance
-      await expectRefused({ authorization: `Bearer ${token}` }, 401, "invalid_token");
+      await expectRefused({ authorization: `Bearer ${token}` }, 401, "invalid_token", { reason: "expired" });
     } finally {
       vi.useRealTimers();
     }
@@ -426,8 +438,8 @@ describe("JWKS availability and key rotation", () => {
       try {
         vi.setSystemTime(Date.now() + 11 * 60_000); // past the 10 min default max age
         jwks.set([]); // the issuer withdrew every key meanwhile
-        await expectRefused({ authorization: `Bearer ${token}` }, 401, "invalid_token", { sid });
-        expect(fx.auth.cacheStats().misses).toBe(misses + 1);
+        await expectRefused({ authorization: `Bearer ${token}` }, 401, "invalid_token", { reason: "unknown_key",  sid });
+        expect(fx.auth.cacheStats().misses).toBeGreaterThan(misses);
         expect(jwks.fetches()).toBeGreaterThan(fetches);
       } finally {
         vi.useRealTimers();
@@ -447,7 +459,7 @@ describe("JWKS availability and key rotation", () => {
     const saved = fx;
     fx = await startResource(`http://127.0.0.1:${port}/jwks`);
     try {
-      await expectRefused({ authorization: `Bearer ${await mint()}` }, 401, "invalid_token", { sid: "no-session" });
+      await expectRefused({ authorization: `Bearer ${await mint()}` }, 401, "invalid_token", { reason: "key_set_unavailable",  sid: "no-session" });
     } finally {
       await fx.http.close();
       fx = saved;
@@ -468,7 +480,7 @@ describe("JWKS availability and key rotation", () => {
     expect(fx.ran()).toBe(before + 1);
 
     // The old token was cached as valid; its key left the set, so it is re-verified and refused.
-    await expectRefused({ authorization: `Bearer ${oldToken}` }, 401, "invalid_token");
+    await expectRefused({ authorization: `Bearer ${oldToken}` }, 401, "invalid_token", { reason: "unknown_key" });
     jwks.set([jwkA]);
   });
 });
