@@ -123,6 +123,8 @@ function luhn(digits: string): boolean {
   return sum % 10 === 0;
 }
 
+const VENT_BEFORE = /\b(?:peep|ps|psv|cpap|bi-?pap|flowby|flow-by|settings?|vent|wean(?:ed|ing)?(?: down)?(?: to)?|simv|ac|imv|pressure support|tc|trach collar)\b[^.\n]{0,14}$/i;
+const VENT_AFTER = /^\s?(?:bi-?pap|cpap|peep|ps\b|psv|fio2|\/\d|\d{0,3}%)/i;
 const DOMAIN_GATE = /\.(?:com|org|net|edu|gov|mil|info|biz|io)\b/;
 
 const PATTERNS: Pattern[] = [
@@ -166,6 +168,9 @@ const PATTERNS: Pattern[] = [
       const b = Number(parts[1]);
       if (a < b && a <= 3 && (b === 2 || b === 3 || b === 4 || b === 8)) return false; // a fraction: 1/2, 3/4, 2/3
       if (b <= 5 && /(?:psv|ps|peep|cpap|bipap|ac|simv|vent|d5|str|strength|x)\s{0,2}$/i.test(m.input.slice(Math.max(0, m.index - 8), m.index))) return false;
+      // ventilator settings ("PEEP/PS 5/10", "flowby 6/3", "wean to 10/5", "10/5 BIPAP")
+      if (b <= 15 && VENT_BEFORE.test(m.input.slice(Math.max(0, m.index - 28), m.index))) return false;
+      if (VENT_AFTER.test(m.input.slice(m.index + m[0].length, m.index + m[0].length + 12))) return false;
       return true;
     },
   },
@@ -222,6 +227,8 @@ const POST_CUE = /^(?:'s)?(?: lives? (?:on|at|in)| is from| spent | shouted| had
 const NON_ASCII = /[\u00C0-\u024F]/;
 const NAME_IS = /\b(?:my name is|name is|name:|i am|i'm|this is)\s$/i;
 const CREDENTIAL = /^,?\s{0,2}(?:RN|RRT|CRT|MD|NP|PA-C|LPN|CNA|MSW|LCSW|SLP|PharmD|RPh|PhD|BSN|MSN|CCRN)\b/;
+const CREDENTIAL_LOWER = /^,?\s{0,2}(?:rn|rrt|crt|md|np|bsn\/rn|bsn|msn|lpn|ccrn|pa-c)\b/;
+const CREDENTIALS = new Set(["rn", "rrt", "crt", "md", "np", "pa", "bsn", "msn", "lpn", "ccrn", "cna", "msw", "lcsw", "slp", "pharmd", "rph", "phd", "pa-c"]);
 const FACILITY = /^(?:\s{1,2})(?:hospital|hosp|medical center|med ctr|clinic|health center|healthcare center|memorial|infirmary|nursing home|rehab|rehabilitation|campus|hospice|medical|health system|va|vamc|general)\b/i;
 const NAME_PREV = new Set(["is", "am", "i'm", "name", "me"]);
 const LOC_PREV = new Set(["in", "from", "to", "at", "of", "the", "visiting"]);
@@ -274,6 +281,14 @@ function isTitleCase(w: string): boolean {
   }
   return true;
 }
+/** Name case: title case, or title-case parts joined by ' or - ("O'Driscoll", "Stord-Painter", "McDonald"). */
+function isNameCase(w: string): boolean {
+  if (isTitleCase(w)) return true;
+  const parts = w.split(/['’-]/);
+  if (parts.length > 1) return parts.every((p) => p.length > 0 && (isTitleCase(p) || (p.length === 1 && isUp(p.charCodeAt(0)))));
+  return /^(?:Mc|Mac)[A-Z][a-z]+$/.test(w);
+}
+
 /** All upper case, with at least one letter. */
 function isUpper(w: string): boolean {
   let letter = false;
@@ -405,8 +420,8 @@ class Detector implements PhiDetector {
       if (extra.has(t.lower)) return true;
       if (common.has(t.lower) && !known(t)) return false;
       if (NOT_NAMES.has(t.lower)) return false;
-      if (isUpper(t.w) && allCapsText(i)) return known(t) && !isCommon(t);
-      if (isTitleCase(t.w) || (isUpper(t.w) && t.w.length > 1)) return !common.has(t.lower) || known(t) || ambiguous.has(t.lower) ? true : false;
+      if (isUpper(t.w) && allCapsText(i)) return (known(t) && !isCommon(t)) || (t.w.length > 2 && !common.has(t.lower) && !ambiguous.has(t.lower));
+      if (isNameCase(t.w) || (isUpper(t.w) && t.w.length > 1)) return !common.has(t.lower) || known(t) || ambiguous.has(t.lower) ? true : false;
       // lower case: only dictionary names
       return known(t) && !allCapsText(i);
     };
@@ -459,7 +474,7 @@ class Detector implements PhiDetector {
         const weak = WEAK_RELATIONS.has(t.lower);
         if (weak) {
           if (t.lower === "and") continue; // handled when extending runs
-          if (nx && (known(nx) || extra.has(nx.lower)) && !isCommon(nx) && (isTitleCase(nx.w) || isUpper(nx.w))) isName[j] = 1;
+          if (nx && (known(nx) || extra.has(nx.lower)) && !isCommon(nx) && (isTitleCase(nx.w) || isUpper(nx.w) || (nx.w === nx.lower && first.has(nx.lower)))) isName[j] = 1;
         } else if (nx && !common.has(nx.lower) && nx.lower.length > 1 && !TITLES.has(nx.lower) && !NOT_NAMES.has(nx.lower) && !RELATIONS.has(nx.lower) && (known(nx) || (isCap(nx.w) && !allCapsText(j)) || (nx.w === nx.lower && !/(?:ed|ing|ly)$/.test(nx.lower) && !ambiguous.has(nx.lower)))) {
           isName[j] = 1;
         } else if (nx && ambiguous.has(nx.lower) && isCap(nx.w) && !allCapsText(j)) {
@@ -492,7 +507,7 @@ class Detector implements PhiDetector {
         if (i + 1 < n && !isName[i + 1]) {
           const nx = toks[i + 1]!;
           const g = gap(t, nx);
-          if (/^\.?\s{1,2}$/.test(g) && ((nx.w.length === 1 && isUpper(nx.w)) || (nameLike(nx, i + 1) && (isCap(nx.w) === isCap(t.w) || known(nx))))) {
+          if (/^\.?\s{1,2}$/.test(g) && ((nx.w.length === 1 && isUpper(nx.w)) || (nameLike(nx, i + 1) && (isCap(nx.w) === isCap(t.w) || known(nx))) || (isTitleCase(t.w) && isTitleCase(nx.w) && ambiguous.has(nx.lower) && !NOT_NAMES.has(nx.lower)))) {
             if (!(nx.w.length === 1 && !/^\.?\s/.test(text.slice(nx.e, nx.e + 2)) && !/^\s/.test(g))) isName[i + 1] = 1;
           }
         }
@@ -509,7 +524,7 @@ class Detector implements PhiDetector {
     for (let i = 0; i + 1 < n; i++) {
       const t = toks[i]!;
       const nx = toks[i + 1]!;
-      if (t.w.length === 1 && isUpper(t.w) && /^\.\s{1,2}$/.test(gap(t, nx)) && nx.w.length > 1 && !NOT_NAMES.has(nx.lower) && (allCapsText(i + 1) ? known(nx) && !isCommon(nx) : isTitleCase(nx.w) && !common.has(nx.lower)) && !(i > 0 && /[/\w]$/.test(text.slice(Math.max(0, t.s - 1), t.s)))) {
+      if (t.w.length === 1 && isUpper(t.w) && /^\.\s{1,2}$/.test(gap(t, nx)) && nx.w.length > 1 && !NOT_NAMES.has(nx.lower) && (allCapsText(i + 1) ? (known(nx) && !isCommon(nx)) || (nx.w.length > 2 && !common.has(nx.lower) && !ambiguous.has(nx.lower)) : isNameCase(nx.w) && !common.has(nx.lower)) && !/[/\w'’]$/.test(text.slice(Math.max(0, t.s - 1), t.s))) {
         isName[i] = 1;
         isName[i + 1] = 1;
       }
@@ -518,20 +533,27 @@ class Detector implements PhiDetector {
       }
       if (isName[i] && i + 2 < n && nx.lower === "and" && !isName[i + 2]) {
         const y = toks[i + 2]!;
-        if ((known(y) || extra.has(y.lower)) && !isCommon(y) && /^\s{1,2}$/.test(gap(t, nx)) && /^\s{1,2}$/.test(gap(nx, y))) isName[i + 2] = 1;
+        if (((known(y) || extra.has(y.lower)) && !isCommon(y)) || (isNameCase(y.w) && isNameCase(t.w) && !common.has(y.lower) && !NOT_NAMES.has(y.lower))) {
+          if (/^\s{1,2}$/.test(gap(t, nx)) && /^\s{1,2}$/.test(gap(nx, y))) isName[i + 2] = 1;
+        }
       }
     }
-    // signatures: capitalised words right before a credential
+    // signatures: name-like words right before a credential ("Marie Munroe, RN", "barbara j. parrilli bsn/rn")
     for (let i = 0; i < n; i++) {
       const t = toks[i]!;
-      if (!CREDENTIAL.test(text.slice(t.e, t.e + 12))) continue;
-      if (!(isCap(t.w) || t.w.includes("-"))) continue;
+      const after = text.slice(t.e, t.e + 12);
+      const upperCred = CREDENTIAL.test(after);
+      if (!upperCred && !CREDENTIAL_LOWER.test(after)) continue;
+      if (CREDENTIALS.has(t.lower)) continue;
       const line = text.lastIndexOf("\n", t.s);
-      if (t.s - line > 40) continue;
       for (let j = i; j >= 0 && toks[j]!.s > line && i - j < 4; j--) {
         const tj = toks[j]!;
-        if (!isCap(tj.w) && tj.w.length > 1) break;
-        if (tj.w.length > 1 && common.has(tj.lower) && !known(tj)) break;
+        if (j < i && !/^\.?\s{1,3}$/.test(gap(tj, toks[j + 1]!))) break;
+        const initial = tj.w.length === 1;
+        if (initial && (j === i || /[\d'’/]$/.test(text.slice(Math.max(0, tj.s - 1), tj.s)))) break;
+        const nameish = initial || known(tj) || ambiguous.has(tj.lower) || (isNameCase(tj.w) && !common.has(tj.lower)) || (upperCred && isUpper(tj.w) && !common.has(tj.lower));
+        if (!nameish || NOT_NAMES.has(tj.lower) || CREDENTIALS.has(tj.lower)) break;
+        if (!upperCred && !initial && !known(tj) && !ambiguous.has(tj.lower) && !isNameCase(tj.w)) break;
         isName[j] = 1;
       }
     }
@@ -622,7 +644,9 @@ function scanAddresses(text: string, found: Array<{ s: number; e: number; type: 
         if (upperText && !ADDR_SUFFIX.test(tok) && !UNIT_WORD.test(tok)) {
           if (common.has(tok.toLowerCase().replace(/[.'’]+$/, ""))) break;
         }
-        if ((tok.replace(/[.'’-]+$/, "").length >= 3 && !common.has(tok.toLowerCase().replace(/[.'’]+$/, ""))) || ADDR_SUFFIX.test(tok)) caps++;
+        const core = tok.replace(/[.'’-]+$/, "");
+        // street words are capitalised words; an all-capital acronym (PEEP, PSV) counts only in all-capital text
+        if ((core.length >= 3 && !common.has(core.toLowerCase()) && (upperText || !isUpper(core))) || ADDR_SUFFIX.test(tok)) caps++;
         if (ADDR_SUFFIX.test(tok)) suffix = true;
       }
       if (UNIT_WORD.test(tok)) unit = true;
@@ -644,7 +668,7 @@ function scanAddresses(text: string, found: Array<{ s: number; e: number; type: 
     }
     const afterNum = text.slice(start).replace(/^\d{1,6}(?:\s\d{1,6})?\s/, "");
     if (NOT_ADDR_AFTER_NUM.test(afterNum)) return start;
-    if (caps >= 1 && (nums >= 2 || suffix || unit) && first.length > 6) return end;
+    if (upperText ? caps >= 1 && (suffix || unit) : caps >= 1 && (nums >= 2 || suffix || unit) && first.length > 6) return end;
     return start;
   };
   ADDR_NUM_START.lastIndex = 0;
