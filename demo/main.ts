@@ -50,10 +50,21 @@ async function main(): Promise<number> {
   let approve: ClientElicitationHandler | "auto" = "auto";
   let rl: ReturnType<typeof createInterface> | undefined;
   if (values.interactive) {
-    rl = createInterface({ input: process.stdin, output: process.stdout });
-    const ask = rl;
+    // Lines are queued, so answers typed (or piped) ahead of the question are not lost; end of input = cancel.
+    rl = createInterface({ input: process.stdin });
+    const lines: string[] = [];
+    const waiting: Array<(line: string | undefined) => void> = [];
+    let ended = false;
+    rl.on("line", (l) => (waiting.length ? waiting.shift()!(l) : lines.push(l)));
+    rl.on("close", () => {
+      ended = true;
+      for (const w of waiting.splice(0)) w(undefined);
+    });
+    const nextLine = () => (lines.length ? Promise.resolve(lines.shift()) : ended ? Promise.resolve(undefined) : new Promise<string | undefined>((r) => waiting.push(r)));
     approve = async (params) => {
-      const a = (await ask.question(`\n${params.message} [y = approve / n = decline / c = cancel] `)).trim().toLowerCase();
+      process.stdout.write(`\n${params.message} [y = approve / n = decline / c = cancel] `);
+      const a = ((await nextLine()) ?? "c").trim().toLowerCase();
+      process.stdout.write(`${a}\n`);
       return a.startsWith("y") ? { action: "accept", content: { approve: true } } : a.startsWith("n") ? { action: "decline" } : { action: "cancel" };
     };
   }
@@ -65,7 +76,7 @@ async function main(): Promise<number> {
       all: values.all,
       transport: values.transport,
       approve,
-      ...(values.interactive && { verbose: true, timeoutMs: 600_000 }),
+      ...(values.interactive && { verbose: true, bars: false, timeoutMs: 600_000 }),
     });
     if (values.report) await writeReport(values.report, report);
     return ok ? 0 : 1;

@@ -52,6 +52,8 @@ export interface DemoOptions {
   out?: NodeJS.WriteStream | null;
   /** Print per-step lines (infoNeeded, lookup, each summary). Default: true unless `all`. */
   verbose?: boolean;
+  /** Progress bars. Default: when `out` is a terminal. */
+  bars?: boolean;
   /** Time without progress before a request to an agent fails, ms. Default 60,000. */
   timeoutMs?: number;
   /** Observe orchestrator events (tests). */
@@ -165,7 +167,7 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
     };
   }
 
-  const display = options.out === null ? undefined : createDisplay({ totalResources: patients.reduce((n, p) => n + batchesFor(p, all).reduce((m, b) => m + b.entries.length, 0), 0), verbose: options.verbose ?? !all, out: options.out ?? process.stdout });
+  const display = options.out === null ? undefined : createDisplay({ totalResources: patients.reduce((n, p) => n + batchesFor(p, all).reduce((m, b) => m + b.entries.length, 0), 0), verbose: options.verbose ?? !all, out: options.out ?? process.stdout, ...(options.bars !== undefined && { bars: options.bars }) });
   const runs: PatientRun[] = [];
   const defences = { injectionBlocked: false, insufficientScopeRefused: false, crossPatientRefused: false };
   try {
@@ -251,7 +253,8 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
     durationMs: Date.now() - started,
   };
   if (display) display.line(`\n${renderSummary(report)}`);
-  const ok = runs.every((r) => r.patientId && !r.problem) && defences.insufficientScopeRefused && defences.crossPatientRefused && verified && defences.injectionBlocked;
+  // A clinician's decline or cancel is a legitimate outcome, not a failure of the run.
+  const ok = runs.every((r) => r.patientId && (!r.problem || r.problem.startsWith("approval "))) && defences.insufficientScopeRefused && defences.crossPatientRefused && verified && defences.injectionBlocked;
   return { report, runs, ok };
 }
 

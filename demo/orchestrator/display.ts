@@ -14,9 +14,13 @@ export interface Display {
   stop(): void;
 }
 
-export function createDisplay(options: { totalResources: number; verbose: boolean; out?: NodeJS.WriteStream }): Display {
+/**
+ * @param options.bars - progress bars (default: when `out` is a terminal); off for `--interactive`, whose prompts
+ *   would fight with the redrawn bars
+ */
+export function createDisplay(options: { totalResources: number; verbose: boolean; out?: NodeJS.WriteStream; bars?: boolean }): Display {
   const out = options.out ?? process.stdout;
-  const tty = out.isTTY === true;
+  const tty = options.bars ?? out.isTTY === true;
   let done = 0;
   let current = 0;
   const multi = tty

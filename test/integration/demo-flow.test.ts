@@ -175,4 +175,17 @@ describe("defences", () => {
     expect(outcomeOf(ok).patientId).toBe(patient.patient.id);
     expect(outcomeOf(ok).written).toHaveLength(1);
   });
+
+  it("a written resource is readable behind the same scopes: the patient-bound client of another patient may not read it", async () => {
+    const third = stack.patients[2]!;
+    const emr = await stack.emrClient("orchestrator");
+    const obs = third.encounters.flatMap((x) => x.entries).find((x) => x.resource.resourceType === "Observation")!;
+    const r = await emr.ask(JSON.stringify({ patient_id: third.patient.id, clinical_data: [obs.resource] }), { patient: third.patient.id! });
+    const uri = (r._meta?.[RESOURCE_LINKS_META_KEY] as Array<{ uri: string }>)[0]!.uri;
+    const reader = await stack.emrClient("reader");
+    expect((await reader.sdk.readResource({ uri })).contents).toHaveLength(1);
+    const app = await stack.emrClient("patient-app");
+    const e = await errorOf(app.sdk.readResource({ uri }));
+    expect(e.code).toBe(HMCPErrorCode.PatientContextViolation);
+  });
 });

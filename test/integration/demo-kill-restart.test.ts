@@ -123,6 +123,16 @@ describe("demo crash safety and clean restart", () => {
     expect(a.patients.every((p) => p.patientId && Object.keys(p.written).length > 0)).toBe(true);
     expect(a.audit.verified && b.audit.verified).toBe(true);
     expect(a.defences).toMatchObject({ insufficientScopeRefused: true, crossPatientRefused: true });
+    // No PHI in the audit trail: no name, SSN, MRN, phone or street of any input patient.
+    const patients = await loadPatientBundles(shippedData);
+    const trail = (await Promise.all([...a.audit.files, ...b.audit.files].map((f) => readFile(f, "utf8")))).join("\n");
+    expect(trail.length).toBeGreaterThan(0);
+    for (const p of patients) {
+      const ids = (p.patient["identifier"] as Array<{ value: string }>).map((i) => i.value).filter((v) => v !== p.patient.id);
+      const telecom = ((p.patient["telecom"] as Array<{ value: string }> | undefined) ?? []).map((t) => t.value);
+      const lines = ((p.patient["address"] as Array<{ line: string[] }> | undefined) ?? []).flatMap((x) => x.line);
+      for (const phi of [...p.name.split(" "), ...ids, ...telecom, ...lines]) expect(trail.includes(phi), "audit trail contains PHI").toBe(false);
+    }
     const db = await EmrStore.open({ dataDir: store });
     try {
       expect(await db.count()).toBe(a.patients.reduce((n, p) => n + Object.values(p.written).reduce((x, y) => x + y, 0), 0));
