@@ -2,8 +2,10 @@
  * The demo EMR store: FHIR resources in Postgres (embedded PGlite by default, PostgreSQL via DATABASE_URL).
  *
  * Guarantees:
- * - durable on acknowledgement: {@link EmrStore.importResources} resolves per chunk only after the chunk's
- *   transaction committed;
+ * - durable on acknowledgement: {@link EmrStore.importResources} reports a chunk only after the chunk's
+ *   transaction committed. Tested against a SIGKILL of the agent process mid-import (nothing acknowledged is
+ *   lost, nothing half-written is visible). Power-loss durability of the embedded back end depends on PGlite's
+ *   Node filesystem layer issuing fsync, which is not verified here: use PostgreSQL (DATABASE_URL) where that matters;
  * - idempotent: every row carries its source identity (`source_key`: the sender's bundle entry `fullUrl`,
  *   else "Type/id", else a content hash) under a UNIQUE constraint, and its stored id is derived from that
  *   identity, so a retried write of the same resource never creates a second row;
