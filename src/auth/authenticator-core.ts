@@ -76,6 +76,16 @@ export function buildBearerAuthenticator(cfg: CoreConfig): BearerAuthenticator {
   const ctx401: ChallengeContext = { ...ctx };
   if (challengeScope) ctx401.defaultScope = challengeScope;
 
+  // Concurrent first uses of one token share a single verification (one signature check or introspection call).
+  const inflight = new Map<string, Promise<VerifyOutcome>>();
+  const verifyShared = (token: string): Promise<VerifyOutcome> => {
+    const pending = inflight.get(token);
+    if (pending) return pending;
+    const p = cfg.verify(token).finally(() => inflight.delete(token));
+    inflight.set(token, p);
+    return p;
+  };
+
   return {
     resourceMetadataPath: path,
     resourceMetadata: () => structuredClone(metadata),
@@ -87,7 +97,7 @@ export function buildBearerAuthenticator(cfg: CoreConfig): BearerAuthenticator {
       if (extracted.kind === "error") {
         return bearerFailure(extracted.status === 401 ? ctx401 : ctx, extracted.status, extracted.error, extracted.description, undefined, extracted.reason);
       }
-      const v = await cfg.verify(extracted.token);
+      const v = await verifyShared(extracted.token);
       if (!v.ok) return bearerFailure(ctx401, 401, "invalid_token", v.description, undefined, v.reason);
       const scopes = v.verified.principal.scopes;
       if (!satisfiesAny(scopes, required)) {

@@ -211,17 +211,7 @@ export function createJwtBearerAuthenticator(options: JwtBearerOptions): JwtBear
   let hits = 0;
   let misses = 0;
 
-  // Concurrent first uses of one token share a single verification.
-  const inflight = new Map<string, Promise<VerifyOutcome>>();
-  function verify(token: string): Promise<VerifyOutcome> {
-    const pending = inflight.get(token);
-    if (pending) return pending;
-    const p = verifyOnce(token).finally(() => inflight.delete(token));
-    inflight.set(token, p);
-    return p;
-  }
-
-  async function verifyOnce(token: string): Promise<VerifyOutcome> {
+  async function verify(token: string): Promise<VerifyOutcome> {
     const nowSec = Date.now() / 1000;
     if (cache) {
       const hit = cache.get(token);
