@@ -230,6 +230,16 @@ const CREDENTIAL = /^,?\s{0,2}(?:RN|RRT|CRT|MD|NP|PA-C|LPN|CNA|MSW|LCSW|SLP|Phar
 const CREDENTIAL_LOWER = /^,?\s{0,2}(?:rn|rrt|crt|md|np|bsn\/rn|bsn|msn|lpn|ccrn|pa-c)\b/;
 const CREDENTIALS = new Set(["rn", "rrt", "crt", "md", "np", "pa", "bsn", "msn", "lpn", "ccrn", "cna", "msw", "lcsw", "slp", "pharmd", "rph", "phd", "pa-c"]);
 const FACILITY = /^(?:\s{1,2})(?:hospital|hosp|medical center|med ctr|clinic|health center|healthcare center|memorial|infirmary|nursing home|rehab|rehabilitation|campus|hospice|medical|health system|va|vamc|general)\b/i;
+/** Hospital units and common clinical acronyms that follow "to"/"at"/"in" but are not places that identify anyone. */
+const UNIT_ACRONYMS = new Set([
+  "icu", "ccu", "micu", "sicu", "csru", "cvicu", "nicu", "picu", "vicu", "tsicu", "ed", "er", "or", "pacu", "ew", "osh", "ct", "mri", "ir", "ep",
+  "cath", "lab", "rad", "pt", "ot", "rt", "md", "rn", "np", "pa", "ho", "gi", "gu", "id", "ent", "nsr", "sr", "st", "af", "afib", "vt", "vf",
+  "bp", "hr", "rr", "sbp", "map", "cvp", "nad", "dic", "ards", "chf", "copd", "mi", "cabg", "ptca", "ivf", "tpn", "npo", "ngt", "ogt", "ett",
+  "iabp", "abg", "cxr", "ekg", "ecg", "tee", "tte", "us", "ns", "lr", "d5w", "prbc", "ffp", "ac", "simv", "cpap", "psv", "peep", "ps", "tc",
+  "am", "pm", "rle", "lle", "rue", "lue", "lll", "rll", "rul", "lul", "mat", "osa", "ltc", "snf", "rehab", "home", "floor", "ward", "unit",
+  "mn", "bs", "bb", "ue", "oh", "nard", "lcx", "lad", "rca", "om", "pda", "rij", "lij", "mae", "lws", "lcs", "lcw", "le", "va", "tv", "dc", "bsd", "sob",
+  "hosp", "mg", "ml", "cc", "iv", "po", "sc", "im", "prn", "bid", "tid", "qid", "qd", "qhs", "hs", "ok", "nc", "fm", "nrb", "vm", "cmo", "dnr", "dni",
+]);
 const NAME_PREV = new Set(["is", "am", "i'm", "name", "me"]);
 const LOC_PREV = new Set(["in", "from", "to", "at", "of", "the", "visiting"]);
 const FACILITY_WORDS = new Set(["hospital", "hosp", "medical", "med", "clinic", "health", "healthcare", "memorial", "infirmary", "nursing", "rehab", "rehabilitation", "campus", "hospice", "va", "vamc", "general"]);
@@ -238,7 +248,7 @@ const LOC_PREFIX = /\b(?:lives in|living in|live in|resides in|resident of|from|
 /** Words that end a name run even when capitalised (facility and document words). */
 const NOT_NAMES = new Set([
   "hosp", "hospital", "clinic", "center", "centre", "medical", "memorial", "campus", "unit", "ward", "icu", "ccu", "micu", "sicu", "er", "ed",
-  "resp", "pulm", "heme", "tele", "soc", "integ", "addendum", "misc", "dispo", "cardio", "neuro", "endo", "skin", "social", "plan", "osh", "vicu", "csru", "ew", "careview", "ho", "min", "ve", "los", "rad", "sang", "riss", "sero", "pan", "bair", "fent", "quinton", "pearl", "riker", "swan", "levo", "aline", "pacer", "fick", "hickman", "foley", "dopa", "neo", "vanco", "lasix", "heparin", "english", "spanish", "french",
+  "afib", "fib", "aflutter", "bermuda", "trendelenburg", "trendelenberg", "resp", "pulm", "heme", "tele", "soc", "integ", "addendum", "misc", "dispo", "cardio", "neuro", "endo", "skin", "social", "plan", "osh", "vicu", "csru", "ew", "careview", "ho", "min", "ve", "los", "rad", "sang", "riss", "sero", "pan", "bair", "fent", "quinton", "pearl", "riker", "swan", "levo", "aline", "pacer", "fick", "hickman", "foley", "dopa", "neo", "vanco", "lasix", "heparin", "english", "spanish", "french",
   "german", "italian", "russian", "chinese", "portuguese", "polish", "greek", "arabic", "hindi", "vietnamese", "korean", "japanese",
   "street", "st", "road", "rd", "avenue", "ave", "the", "and", "or", "of", "to", "in", "on", "at", "for", "with", "by", "from", "is", "was",
 ]);
@@ -572,6 +582,11 @@ class Detector implements PhiDetector {
         if (pv && /^\s{1,2}$/.test(gap(pv, t)) && (!common.has(pv.lower) || (isTitleCase(pv.w) && isTitleCase(t.w) && !NOT_NAMES.has(pv.lower))) && isCap(pv.w) === isCap(t.w)) {
           found.push({ s: toks[i - 1]!.s, e: toks[i - 1]!.e, type: "LOCATION" });
         }
+        continue;
+      }
+      // a facility acronym after a transfer verb or "at"/"in" ("transferred to GH", "at BIDMC"), not a hospital unit
+      if (i > 0 && t.w.length >= 2 && t.w.length <= 5 && isUpper(t.w) && !UNIT_ACRONYMS.has(t.lower) && !common.has(t.lower) && LOC_PREV.has(toks[i - 1]!.lower) && (STRONG_LOC_PREFIX.test(text.slice(Math.max(0, t.s - 24), t.s)) || (!allCapsText(i) && /\b(?:at|in|to)\s$/.test(text.slice(Math.max(0, t.s - 4), t.s)))) && !/^\s?\d/.test(text.slice(t.e, t.e + 2))) {
+        found.push({ s: t.s, e: t.e, type: "LOCATION" });
         continue;
       }
       if (i > 0 && LOC_PREV.has(toks[i - 1]!.lower) && !common.has(t.lower) && !ambiguous.has(t.lower) && t.lower.length > 1 && !NOT_NAMES.has(t.lower) && STRONG_LOC_PREFIX.test(text.slice(Math.max(0, t.s - 24), t.s))) {
