@@ -58,7 +58,7 @@ export interface ClientCredentialsOptions {
   scope?: string | readonly string[];
   /** RFC 8707 resource indicator: the HMCP server's resource identifier. */
   resource?: string;
-  /** Refresh this long before the token expires, seconds. Default 60. */
+  /** Refresh this long before the token expires, seconds (at most half the token's lifetime). Default 60. */
   refreshSkewSec?: number;
   /** Allow http: URLs (loopback tests and the demo only). Default false. */
   allowInsecureRequests?: boolean;
@@ -229,7 +229,9 @@ export function createClientCredentialsTokenProvider(options: ClientCredentialsO
       throw new TokenRequestError("token_request_failed", `Unsupported token_type "${result.token_type}" (only Bearer)`);
     }
     const lifetime = typeof result.expires_in === "number" ? result.expires_in : 300;
-    cached = { token: result.access_token, refreshAt: Date.now() + Math.max(0, lifetime - skew) * 1000 };
+    // Refresh `skew` seconds early, but never later than half-way for short-lived tokens.
+    const early = Math.min(skew, lifetime / 2);
+    cached = { token: result.access_token, refreshAt: Date.now() + Math.max(0, lifetime - early) * 1000 };
     return result.access_token;
   }
 

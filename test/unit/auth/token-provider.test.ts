@@ -102,6 +102,16 @@ describe("createClientCredentialsTokenProvider", () => {
     }
   });
 
+  it("reuses short-lived tokens for half their lifetime instead of refetching every time", async () => {
+    reply = { status: 200, body: { expires_in: 30 } };
+    seen.length = 0;
+    const p = provider({ refreshSkewSec: 60 });
+    const a = await p.getToken();
+    expect(await p.getToken()).toBe(a);
+    expect(seen.length).toBe(1);
+    reply = { status: 200, body: {} };
+  });
+
   it("supports client_secret_basic", async () => {
     seenAuth.length = 0;
     await provider({ auth: { type: "client_secret_basic", clientSecret: "pa:ss" } }).getToken();
