@@ -1,0 +1,113 @@
+/**
+ * Shared fixtures: clinical text read from the team's public data sets (../shared/data, read only, never copied into
+ * the repository), request bodies, and a local ES256 key set with tokens signed by jose.
+ */
+import { existsSync, readFileSync } from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { SignJWT, exportJWK, generateKeyPair, type CryptoKey, type JWK } from "jose";
+
+export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+/** The shared data sets; override with HMCP_DATA_DIR. */
+export const DATA_DIR = process.env["HMCP_DATA_DIR"] ?? path.resolve(REPO_ROOT, "../shared/data");
+
+const FALLBACK_NOTE =
+  "HISTORY OF PRESENT ILLNESS: The patient presents with intermittent substernal chest pressure on exertion for three " +
+  "weeks, relieved by rest. No dyspnea at rest, no syncope. PAST MEDICAL HISTORY: Hypertension, hyperlipidemia, type 2 " +
+  "diabetes mellitus. MEDICATIONS: Metformin 1000 mg twice daily, lisinopril 20 mg daily, atorvastatin 40 mg nightly. " +
+  "PHYSICAL EXAMINATION: Blood pressure 148/92, pulse 78 and regular. Lungs clear. Heart regular rate and rhythm without " +
+  "murmur. ASSESSMENT AND PLAN: Stable angina; exercise stress test ordered, aspirin 81 mg daily started. ";
+
+function readJsonl(rel: string): Record<string, unknown>[] {
+  const file = path.join(DATA_DIR, rel);
+  if (!existsSync(file)) return [];
+  return readFileSync(file, "utf8")
+    .split("\n")
+    .filter((l) => l.trim())
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
+}
+
+/** Cuts or repeats `text` to exactly `chars` characters (ASCII-only input keeps bytes = chars). */
+function fit(text: string, chars: number): string {
+  let out = text;
+  while (out.length < chars) out += " " + text;
+  return out.slice(0, chars);
+}
+
+const ascii = (s: string) => s.replace(/[^\x20-\x7e\n]/g, " ");
+
+/** Benign clinical text (MTSamples transcriptions, CC0), `chars` long; a fixed note when the data set is absent. */
+export function clinicalText(chars: number): { text: string; source: string } {
+  const rows = readJsonl("mtsamples/dev.jsonl");
+  const long = rows.map((r) => ascii(String(r["transcription"] ?? ""))).filter((t) => t.length >= chars);
+  if (long.length > 0) return { text: fit(long[0]!, chars), source: "mtsamples/dev.jsonl (first transcription >= size)" };
+  return { text: fit(FALLBACK_NOTE, chars), source: "built-in note (../shared/data/mtsamples absent)" };
+}
+
+/**
+ * Clinical text WITH PHI, `chars` long: PhysioNet deid nursing notes that carry annotated (surrogate) PHI, joined.
+ * Falls back to the benign note with synthetic identifiers inserted when the data set is absent.
+ */
+export function phiText(chars: number): { text: string; source: string; phiSpans: number } {
+  const rows = readJsonl("phi-deid-physionet/dev.jsonl").filter((r) => Array.isArray(r["phi"]) && (r["phi"] as unknown[]).length > 0);
+  if (rows.length > 0) {
+    let text = "";
+    let spans = 0;
+    for (const r of rows) {
+      if (text.length >= chars) break;
+      text += ascii(String(r["text"])) + "\n";
+      spans += (r["phi"] as unknown[]).length;
+    }
+    return { text: fit(text, chars), source: "phi-deid-physionet/dev.jsonl (notes with PHI spans, joined)", phiSpans: spans };
+  }
+  const phi = "Patient John Smith (MRN 4829173), born 04/12/1961, phone 555-201-7734, seen on 03/02/2024. ";
+  return { text: fit(phi + FALLBACK_NOTE, chars), source: "built-in note with synthetic identifiers", phiSpans: 4 };
+}
+
+/** JSON-RPC `tools/call` body of the plain-SDK baseline (`id` is a placeholder replaced per request). */
+export function toolsCallBody(text: string, id: string | number): Record<string, unknown> {
+  return { jsonrpc: "2.0", id, method: "tools/call", params: { name: "echo", arguments: { text } } };
+}
+
+/** JSON-RPC client → server `sampling/createMessage` body of the HMCP configurations. */
+export function samplingBody(text: string, id: string | number, patient?: string): Record<string, unknown> {
+  return {
+    jsonrpc: "2.0",
+    id,
+    method: "sampling/createMessage",
+    params: {
+      messages: [{ role: "user", content: { type: "text", text } }],
+      maxTokens: 256,
+      ...(patient !== undefined && { _meta: { "hmcp/patient": patient } }),
+    },
+  };
+}
+
+/** The identity of the bench's token issuer and resource. */
+export const ISSUER = "https://auth.bench.hmcp.invalid";
+export const AUDIENCE = "https://agent.bench.hmcp.invalid/mcp";
+export const PATIENT = "bench-patient-0001";
+
+/** A local ES256 key pair; the public JWK goes to the server's local key set. */
+export async function benchKeys(): Promise<{ privateKey: CryptoKey; publicJwk: JWK }> {
+  const { privateKey, publicKey } = await generateKeyPair("ES256", { extractable: true });
+  const publicJwk = { ...(await exportJWK(publicKey)), kid: "bench-1", alg: "ES256", use: "sig" };
+  return { privateKey: privateKey as CryptoKey, publicJwk };
+}
+
+/** An RFC 9068 access token (ES256) with SMART patient context, valid for `ttlSec`. */
+export async function signAccessToken(privateKey: CryptoKey, opts: { ttlSec?: number; jti?: string } = {}): Promise<string> {
+  const jwt = new SignJWT({
+    client_id: "bench-orchestrator",
+    scope: "hmcp:sample patient/Patient.rs patient/Observation.rs",
+    patient: PATIENT,
+    ...(opts.jti !== undefined && { jti: opts.jti }),
+  })
+    .setProtectedHeader({ alg: "ES256", kid: "bench-1", typ: "at+jwt" })
+    .setIssuer(ISSUER)
+    .setAudience(AUDIENCE)
+    .setSubject("svc-bench")
+    .setIssuedAt()
+    .setExpirationTime(`${opts.ttlSec ?? 3600}s`);
+  return jwt.sign(privateKey);
+}

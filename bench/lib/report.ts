@@ -1,0 +1,177 @@
+/**
+ * The Markdown summary and the target check of a benchmark run (issue 6 "Targets").
+ */
+import type { Spread, LatencySummary } from "./stats.js";
+import type { MemoryFigure } from "./memory.js";
+import type { LatencyFigure } from "./latency.js";
+import type { ComponentResults } from "../components.js";
+
+/** The subset of the run report this module reads. */
+export interface ReportView {
+  mode: string;
+  startedAt: string;
+  machine: { node: string; cpus: number; cpuModel: string; platform: string; loadAvgAtStart: number[]; loadAvgAtEnd: number[] };
+  options: { rounds: number; durationSec: number; connections: number[]; textChars: number; latencyCalls: number; memSessions: number };
+  workload: { text: { chars: number; source: string } };
+  throughput?: { summary: Array<{ name: string; connections: number; rps: Spread; p50Ms: Spread; p99Ms: Spread; cpuUsPerReq: Spread }> };
+  ratios: Array<
+    | {
+        connections: number;
+        fullVsBaselineRps: number;
+        fullVsBaselineP50: number;
+        bareVsBaselineRps: number;
+        bareVsBaselineP50: number;
+        baselineVsCeilingRps: number;
+        fullVsBaselineCpuCapacity: number;
+        bareVsBaselineCpuCapacity: number;
+        paired: { fullVsBaselineRps: Spread; fullVsBaselineP50: Spread; bareVsBaselineRps: Spread; fullVsBaselineCpu: Spread; bareVsBaselineCpu: Spread };
+      }
+    | undefined
+  >;
+  latency?: LatencyFigure[] | { error: string };
+  components?: {
+    direct: ComponentResults | { error: string };
+    audit: { lines: Array<{ policy: string; records: number; recordsPerSec: number; appendUsPerRecord: number }> } | { error: string };
+    guardrailsBench?: unknown;
+  };
+  memory?: MemoryFigure[] | { error: string };
+  demo?: { available: boolean; note?: string; resourcesPerSec?: number; output?: string; source?: string; code?: number | null };
+  targets?: Target[];
+}
+
+export interface Target {
+  name: string;
+  target: string;
+  measured: string;
+  met: boolean | null;
+}
+
+const fmt = (x: number, d = 0) => (Number.isFinite(x) ? x.toLocaleString("en-US", { minimumFractionDigits: d, maximumFractionDigits: d }) : "n/a");
+
+
+/** Evaluates the issue's targets against a run. `met: null` when the figure was not measured. */
+export function targetsOf(r: Omit<ReportView, "targets">): Target[] {
+  const out: Target[] = [];
+  const r10 = r.ratios.find((x) => x?.connections === 10);
+  if (r10) {
+    out.push({ name: "HMCP full throughput vs baseline (10 conns)", target: ">= 0.90", measured: r10.fullVsBaselineRps.toFixed(3), met: r10.fullVsBaselineRps >= 0.9 });
+    out.push({ name: "HMCP full p50 latency vs baseline (10 conns)", target: "<= 1.15", measured: r10.fullVsBaselineP50.toFixed(3), met: r10.fullVsBaselineP50 <= 1.15 });
+    out.push({ name: "HMCP bare throughput vs baseline (10 conns)", target: ">= 0.95", measured: r10.bareVsBaselineRps.toFixed(3), met: r10.bareVsBaselineRps >= 0.95 });
+  }
+  const direct = r.components?.direct;
+  if (direct && "guardrails" in direct && Array.isArray(direct.guardrails)) {
+    const worst = Math.max(...direct.guardrails.filter((g) => g.stage === "input").map((g) => g.us.p99));
+    out.push({ name: "guardrail input stage p99 per 4 KB message (worst of with/without PHI)", target: "<= 1,000 µs", measured: `${fmt(worst)} µs`, met: worst <= 1000 });
+  }
+  const audit = r.components?.audit;
+  if (audit && "lines" in audit) {
+    const group = audit.lines.find((l) => l.policy.startsWith("group commit (default"));
+    if (group) out.push({ name: "audit records/s, group commit (default policy)", target: ">= 20,000", measured: fmt(group.recordsPerSec), met: group.recordsPerSec >= 20_000 });
+  }
+  if (Array.isArray(r.memory)) {
+    const m = r.memory.find((x) => x.config === "mem-hmcp");
+    if (m) out.push({ name: `RSS per idle session (${m.sessions} sessions)`, target: "<= 64 KB", measured: `${fmt(m.rssPerSession / 1024, 1)} KB`, met: m.rssPerSession <= 64 * 1024 });
+  }
+  return out;
+}
+
+const spreadCell = (s: Spread, d = 0) => `${fmt(s.median, d)} (${fmt(s.min, d)}–${fmt(s.max, d)})`;
+
+function latencyRow(name: string, client: string, ms: LatencySummary, chunks: number[]): string {
+  const lo = Math.min(...chunks);
+  const hi = Math.max(...chunks);
+  return `| ${name} | ${client} | ${fmt(ms.n)} | ${fmt(ms.p50, 3)} | ${fmt(ms.p90, 3)} | ${fmt(ms.p99, 3)} | ${fmt(lo, 3)}–${fmt(hi, 3)} |`;
+}
+
+/** Renders the run as Markdown (tables of medians with min–max over the interleaved runs). */
+export function renderMarkdown(r: ReportView): string {
+  const L: string[] = [];
+  const m = r.machine;
+  L.push(`### HMCP benchmarks (${r.mode}), ${r.startedAt.slice(0, 16).replace("T", " ")} UTC`);
+  L.push("");
+  L.push(
+    `Node ${m.node}, ${m.cpus} × ${m.cpuModel}, ${m.platform}; load average ${m.loadAvgAtStart.join(" / ")} at start, ${m.loadAvgAtEnd.join(" / ")} at end. ` +
+      `${r.options.rounds} interleaved rounds × ${r.options.durationSec} s per configuration and connection count; request text ${r.workload.text.chars} characters (${r.workload.text.source}).`,
+  );
+  if (r.targets?.length) {
+    L.push("", "**Targets**", "", "| target | goal | measured | |", "| --- | --- | --- | --- |");
+    for (const t of r.targets) L.push(`| ${t.name} | ${t.target} | ${t.measured} | ${t.met === null ? "not measured" : t.met ? "met" : "**MISSED**"} |`);
+  }
+  if (r.throughput) {
+    L.push("", "**Throughput** (autocannon in its own process; medians, min–max over the rounds)", "");
+    L.push(
+      "| configuration | connections | req/s | p50 ms | p99 ms | req/s vs baseline | server CPU µs/request |",
+      "| --- | --- | --- | --- | --- | --- | --- |",
+    );
+    for (const s of r.throughput.summary) {
+      const base = r.throughput.summary.find((x) => x.name === "baseline" && x.connections === s.connections);
+      const rel = base ? (s.rps.median / base.rps.median).toFixed(3) : "";
+      L.push(`| ${s.name} | ${s.connections} | ${spreadCell(s.rps)} | ${spreadCell(s.p50Ms, 2)} | ${spreadCell(s.p99Ms, 2)} | ${rel} | ${spreadCell(s.cpuUsPerReq)} |`);
+    }
+    const rs = r.ratios.filter((x): x is NonNullable<typeof x> => x !== undefined);
+    if (rs.length) {
+      L.push("", "| ratio | " + rs.map((x) => `${x.connections} conns`).join(" | ") + " |", "| --- | " + rs.map(() => "---").join(" | ") + " |");
+      const row = (label: string, f: (x: (typeof rs)[number]) => string) => L.push(`| ${label} | ${rs.map(f).join(" | ")} |`);
+      row("full / baseline req/s (paired per round: median, min–max)", (x) => `${x.fullVsBaselineRps.toFixed(3)} (${x.paired.fullVsBaselineRps.min.toFixed(2)}–${x.paired.fullVsBaselineRps.max.toFixed(2)})`);
+      row("full / baseline p50", (x) => `${x.fullVsBaselineP50.toFixed(3)} (${x.paired.fullVsBaselineP50.min.toFixed(2)}–${x.paired.fullVsBaselineP50.max.toFixed(2)})`);
+      row("bare / baseline req/s", (x) => `${x.bareVsBaselineRps.toFixed(3)} (${x.paired.bareVsBaselineRps.min.toFixed(2)}–${x.paired.bareVsBaselineRps.max.toFixed(2)})`);
+      row("bare / baseline p50", (x) => x.bareVsBaselineP50.toFixed(3));
+      row("baseline / ceiling req/s", (x) => x.baselineVsCeilingRps.toFixed(3));
+      row("CPU capacity full vs baseline (baseline CPU/req ÷ full CPU/req)", (x) => x.fullVsBaselineCpuCapacity.toFixed(3));
+      row("CPU capacity bare vs baseline", (x) => x.bareVsBaselineCpuCapacity.toFixed(3));
+    }
+  }
+  if (r.latency) {
+    L.push("", `**Sequential round-trip latency** (one call at a time, one session; chunks of 250 calls interleaved)`, "");
+    if ("error" in r.latency) L.push(`not measured: ${r.latency.error}`);
+    else {
+      L.push("| configuration | client | calls | p50 ms | p90 ms | p99 ms | chunk p50 range ms |", "| --- | --- | --- | --- | --- | --- | --- |");
+      for (const f of r.latency) L.push(latencyRow(f.name, f.client, f.ms, f.chunkP50s));
+    }
+  }
+  if (r.components) {
+    L.push("", "**Components**", "");
+    const d = r.components.direct;
+    if ("error" in d) L.push(`components: ${d.error}`);
+    else {
+      if (Array.isArray(d.guardrails)) {
+        L.push("| guardrails/default.yaml stage | text | p50 µs | p90 µs | p99 µs | decision |", "| --- | --- | --- | --- | --- | --- |");
+        for (const g of d.guardrails) {
+          L.push(`| ${g.stage} | ${g.chars} chars, ${g.phi ? "with PHI" : "no PHI"} | ${fmt(g.us.p50)} | ${fmt(g.us.p90)} | ${fmt(g.us.p99)} | ${g.action}${g.entityTypes.length ? ` (${g.entityTypes.join(", ")})` : ""} |`);
+        }
+        L.push("");
+      } else L.push(`guardrails: ${d.guardrails.error}`, "");
+      L.push("| bearer check (ES256 JWT, local key set) | p50 µs | p90 µs | p99 µs |", "| --- | --- | --- | --- |");
+      for (const t of d.tokens) L.push(`| ${t.mode === "cold" ? "cold (signature + claims)" : "cached (verified-token cache hit)"} | ${fmt(t.us.p50, 1)} | ${fmt(t.us.p90, 1)} | ${fmt(t.us.p99, 1)} |`);
+    }
+    const a = r.components.audit;
+    L.push("");
+    if ("error" in a) L.push(`audit: ${a.error}`);
+    else {
+      L.push("| audit durability policy (bench/audit.ts) | records | records/s | append µs/record |", "| --- | --- | --- | --- |");
+      for (const l of a.lines) L.push(`| ${l.policy} | ${fmt(l.records)} | ${fmt(l.recordsPerSec)} | ${l.appendUsPerRecord.toFixed(2)} |`);
+    }
+    if (r.components.guardrailsBench) {
+      const g = r.components.guardrailsBench as { source: string; output: string };
+      L.push("", `${g.source} output:`, "", "```", g.output, "```");
+    }
+  }
+  if (r.memory) {
+    L.push("", `**Memory per idle session** (server process, after forced GC; delta over ${r.options.memSessions} open sessions / ${r.options.memSessions})`, "");
+    if ("error" in r.memory) L.push(`not measured: ${r.memory.error}`);
+    else {
+      L.push("| server | RSS KB/session | heap KB/session | external KB/session | RSS before → after MB |", "| --- | --- | --- | --- | --- |");
+      for (const x of r.memory) {
+        const name = x.config === "mem-hmcp" ? "HMCP createHttpApp (bearer false, defaults)" : "plain SDK (McpServer + transport per session)";
+        L.push(`| ${name} | ${fmt(x.rssPerSession / 1024, 1)} | ${fmt(x.heapPerSession / 1024, 1)} | ${fmt(x.externalPerSession / 1024, 1)} | ${fmt(x.rssBefore / 2 ** 20, 1)} → ${fmt(x.rssAfter / 2 ** 20, 1)} |`);
+      }
+    }
+  }
+  if (r.demo) {
+    L.push("", "**Demo `--all` import**", "");
+    if (!r.demo.available) L.push(`not measured: ${r.demo.note}`);
+    else if (r.demo.resourcesPerSec !== undefined) L.push(`${fmt(r.demo.resourcesPerSec)} FHIR resources/s (${r.demo.source}, exit ${r.demo.code})`);
+    else L.push(`${r.demo.source} exited ${r.demo.code}; no resources/s figure found in its output:`, "", "```", (r.demo.output ?? "").slice(-1500), "```");
+  }
+  return L.join("\n");
+}

@@ -1,0 +1,151 @@
+/**
+ * CPU profile of one benchmark server under load: where the per-request time goes.
+ *
+ * Usage: `npx tsx bench/profile.ts [full|bare|baseline|ceiling] [--seconds 10] [--connections 10] [--top 30]`
+ *
+ * Starts the server, warms it up, then drives it with autocannon from another process while the server's inspector
+ * profiles it (only that window: no start-up, no module loading), and prints self time by file and by function and the
+ * inclusive time of the project's own src/ functions. Under tsx, V8 reports positions in the generated code, so the
+ * file and function names are exact but line numbers are not; find the lines with grep.
+ */
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import type { ServerConfig } from "./server.js";
+import { benchKeys, clinicalText, samplingBody, signAccessToken, toolsCallBody, PATIENT, REPO_ROOT } from "./lib/fixtures.js";
+import { openSession } from "./lib/mcp-http.js";
+import { ServerProc, runLoadProcess } from "./lib/procs.js";
+
+interface ProfileNode {
+  id: number;
+  callFrame: { functionName: string; url: string; lineNumber: number; columnNumber: number };
+  children?: number[];
+}
+interface CpuProfile {
+  nodes: ProfileNode[];
+  samples: number[];
+  timeDeltas: number[];
+  startTime: number;
+  endTime: number;
+}
+
+export interface HotSpot {
+  fn: string;
+  where: string;
+  selfMs: number;
+  selfPct: number;
+}
+
+function shortUrl(url: string): string {
+  if (!url) return "(native)";
+  const p = url.replace(/^file:\/\//, "");
+  const i = p.indexOf("/node_modules/");
+  if (i >= 0) return p.slice(i + 1);
+  return p.startsWith(REPO_ROOT) ? path.relative(REPO_ROOT, p) : p;
+}
+
+/** Self time by function and by file from a .cpuprofile. */
+export function summarize(profile: CpuProfile, top: number): { total: number; byFunction: HotSpot[]; byFile: HotSpot[]; inclusiveBySrc: HotSpot[] } {
+  const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+  const self = new Map<number, number>();
+  for (let i = 0; i < profile.samples.length; i++) {
+    const id = profile.samples[i]!;
+    self.set(id, (self.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0));
+  }
+  let total = 0;
+  const fnAgg = new Map<string, { fn: string; where: string; us: number }>();
+  const fileAgg = new Map<string, number>();
+  for (const [id, us] of self) {
+    const n = byId.get(id)!;
+    const cf = n.callFrame;
+    if (cf.functionName === "(idle)" || cf.functionName === "(program)") continue;
+    total += us;
+    const where = `${shortUrl(cf.url)}:${cf.lineNumber + 1}`;
+    const key = `${cf.functionName}@${where}`;
+    const a = fnAgg.get(key) ?? { fn: cf.functionName || "(anonymous)", where, us: 0 };
+    a.us += us;
+    fnAgg.set(key, a);
+    const file = cf.url ? shortUrl(cf.url) : cf.functionName;
+    fileAgg.set(file, (fileAgg.get(file) ?? 0) + us);
+  }
+  // Inclusive time of functions in the project's own src/ (deduplicated per stack: a recursive frame counts once).
+  const parent = new Map<number, number>();
+  for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
+  const incl = new Map<string, { fn: string; where: string; us: number }>();
+  for (const [id, us] of self) {
+    const leaf = byId.get(id)!.callFrame.functionName;
+    if (leaf === "(idle)" || leaf === "(program)") continue;
+    const seen = new Set<string>();
+    for (let cur: number | undefined = id; cur !== undefined; cur = parent.get(cur)) {
+      const cf = byId.get(cur)!.callFrame;
+      if (!cf.url.includes(`${REPO_ROOT}/src/`)) continue;
+      const where = `${shortUrl(cf.url)}:${cf.lineNumber + 1}`;
+      const key = `${cf.functionName}@${where}`;
+      if (seen.has(key)) continue;
+      seen.add(key);
+      const a = incl.get(key) ?? { fn: cf.functionName || "(anonymous)", where, us: 0 };
+      a.us += us;
+      incl.set(key, a);
+    }
+  }
+  const toSpots = (xs: Array<{ fn: string; where: string; us: number }>) =>
+    xs
+      .sort((a, b) => b.us - a.us)
+      .slice(0, top)
+      .map((x) => ({ fn: x.fn, where: x.where, selfMs: Math.round(x.us / 100) / 10, selfPct: Math.round((x.us / total) * 1000) / 10 }));
+  return {
+    total,
+    byFunction: toSpots([...fnAgg.values()]),
+    byFile: toSpots([...fileAgg.entries()].map(([file, us]) => ({ fn: "", where: file, us }))),
+    inclusiveBySrc: toSpots([...incl.values()]),
+  };
+}
+
+async function main(): Promise<void> {
+  const argv = process.argv.slice(2);
+  const opt = (name: string, def: string) => {
+    const i = argv.indexOf(`--${name}`);
+    return i >= 0 ? argv[i + 1]! : def;
+  };
+  const config = (argv.find((a) => !a.startsWith("--") && !/^\d+$/.test(a)) ?? "full") as ServerConfig;
+  const seconds = Number(opt("seconds", "10"));
+  const connections = Number(opt("connections", "10"));
+  const top = Number(opt("top", "30"));
+  const dir = mkdtempSync(path.join(os.tmpdir(), "hmcp-bench-prof-"));
+  const keys = await benchKeys();
+  const token = await signAccessToken(keys.privateKey);
+  const text = clinicalText(1024).text;
+  const server = await ServerProc.start({ config, publicJwk: keys.publicJwk });
+  const file = path.join(dir, `${config}.cpuprofile`);
+  try {
+    let headers: Record<string, string> = { "content-type": "application/json" };
+    if (config !== "ceiling") headers = (await openSession(server.url, config === "full" ? { authorization: `Bearer ${token}` } : {})).headers;
+    const body = JSON.stringify(
+      config === "ceiling" || config === "baseline" ? toolsCallBody(text, "[<id>]") : samplingBody(text, "[<id>]", config === "full" ? PATIENT : undefined),
+    );
+    await runLoadProcess({ url: server.url, headers, body, connections, durationSec: 2 });
+    await server.profileStart();
+    const r = await runLoadProcess({ url: server.url, headers, body, connections, durationSec: seconds });
+    await server.profileStop(file);
+    console.log(`${config}: ${Math.round(r.rps)} req/s, p50 ${r.p50Ms.toFixed(2)} ms, p99 ${r.p99Ms.toFixed(2)} ms over ${seconds} s at ${connections} connections`);
+  } finally {
+    await server.stop();
+  }
+  const s = summarize(JSON.parse(readFileSync(file, "utf8")) as CpuProfile, top);
+  console.log(`\nbusy (non-idle) CPU ${Math.round(s.total / 1000)} ms; profile ${file}\n`);
+  console.log("Self time by file:");
+  for (const x of s.byFile.slice(0, 20)) console.log(`  ${x.selfPct.toFixed(1).padStart(5)} %  ${x.selfMs.toFixed(0).padStart(7)} ms  ${x.where}`);
+  console.log("\nSelf time by function:");
+  for (const x of s.byFunction) console.log(`  ${x.selfPct.toFixed(1).padStart(5)} %  ${x.selfMs.toFixed(0).padStart(7)} ms  ${x.fn}  ${x.where}`);
+  console.log("\nInclusive time, project src/ functions:");
+  for (const x of s.inclusiveBySrc) console.log(`  ${x.selfPct.toFixed(1).padStart(5)} %  ${x.selfMs.toFixed(0).padStart(7)} ms  ${x.fn}  ${x.where}`);
+  if (!argv.includes("--keep")) rmSync(dir, { recursive: true, force: true });
+}
+
+const isMain = process.argv[1] !== undefined && path.resolve(process.argv[1]) === path.resolve(REPO_ROOT, "bench/profile.ts");
+if (isMain) {
+  main().catch((error: unknown) => {
+    console.error((error as Error).stack ?? String(error));
+    process.exit(1);
+  });
+}

@@ -1,0 +1,410 @@
+/**
+ * `npm run bench [-- --quick] [--rounds N] [--duration S] [--only throughput,latency,components,memory,demo] [--update-md]`
+ *
+ * The cost of HMCP's safety layers against the plain MCP SDK (issue 6), in one run. Every server runs in its own
+ * process on loopback, load comes from separate autocannon processes, and configurations are interleaved
+ * (A B C D, then rotated) so machine noise falls on all of them alike. Prints Markdown; writes
+ * bench/results/<date>-<mode>.json (every run) and bench/results/latest.json (medians and ratios).
+ *
+ * Not a test: it prints figures and exits 0 even when a target is missed.
+ */
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import type { LoadResult } from "./load.js";
+import type { ServerConfig, ServerStats } from "./server.js";
+import { benchKeys, clinicalText, samplingBody, signAccessToken, toolsCallBody, PATIENT, REPO_ROOT } from "./lib/fixtures.js";
+import { openSession, post } from "./lib/mcp-http.js";
+import { BENCH_DIR, ServerProc, runLoadProcess, runScript } from "./lib/procs.js";
+import { sequentialLatency, type LatencyFigure } from "./lib/latency.js";
+import { memoryPerSession, type MemoryFigure } from "./lib/memory.js";
+import { round, spread, type Spread } from "./lib/stats.js";
+import { renderMarkdown, targetsOf } from "./lib/report.js";
+import type { ComponentResults } from "./components.js";
+
+// ---------------------------------------------------------------------------------------------------------- options
+const argv = process.argv.slice(2);
+const flag = (name: string) => argv.includes(`--${name}`);
+const option = (name: string): string | undefined => {
+  const i = argv.indexOf(`--${name}`);
+  return i >= 0 ? argv[i + 1] : undefined;
+};
+const quick = flag("quick");
+const mode = quick ? "quick" : "full";
+const rounds = Number(option("rounds") ?? 3);
+const durationSec = Number(option("duration") ?? (quick ? 2 : 10));
+const warmupSec = quick ? 1 : 3;
+const connectionsList = (option("connections") ?? "10,50").split(",").map(Number);
+const textChars = Number(option("text-chars") ?? 1024);
+const latencyCalls = Number(option("latency-calls") ?? (quick ? 2000 : 5000));
+const memSessions = Number(option("sessions") ?? 1000);
+const only = new Set((option("only") ?? "throughput,latency,components,memory,demo").split(","));
+if (rounds < 1 || !Number.isFinite(durationSec) || durationSec <= 0) throw new Error("bad --rounds/--duration");
+
+const THROUGHPUT_CONFIGS: ServerConfig[] = ["ceiling", "baseline", "bare", "full"];
+
+/** One measured autocannon run. */
+export interface ThroughputRun extends LoadResult {
+  config: ServerConfig;
+  round: number;
+  /** Order of this run in the whole sequence. */
+  seq: number;
+  /** Requests the server's handler answered during the run (must match the 2xx count). */
+  served: number;
+  /**
+   * Server process CPU time (user + system) per answered request, µs. Much less sensitive than req/s to other
+   * processes competing for the cores, so its ratios are the steadier estimate of the layers' cost.
+   */
+  cpuUsPerReq: number;
+}
+
+/** Medians over the rounds of one configuration at one connection count. */
+export interface ThroughputSummary {
+  name: ServerConfig;
+  connections: number;
+  rps: Spread;
+  p50Ms: Spread;
+  p99Ms: Spread;
+  cpuUsPerReq: Spread;
+}
+
+const log = (s: string) => process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${s}\n`);
+
+function machine() {
+  const cpus = os.cpus();
+  return {
+    node: process.version,
+    v8: process.versions.v8,
+    platform: `${os.type()} ${os.release()} ${os.arch()}`,
+    cpuModel: cpus[0]?.model ?? "unknown",
+    cpus: cpus.length,
+    memoryBytes: os.totalmem(),
+    loadAvgAtStart: os.loadavg().map((x) => round(x, 2)),
+  };
+}
+
+// ------------------------------------------------------------------------------------------------------ throughput
+interface Target {
+  config: ServerConfig;
+  server: ServerProc;
+  url: string;
+  headers: Record<string, string>;
+  /** Body with `[<id>]` in the id position. */
+  body: string;
+  check: (message: Record<string, unknown>) => boolean;
+}
+
+/** Starts the throughput servers, opens their sessions and probes each; pushes into `targets` as they come up. */
+async function prepareTargets(targets: Target[], text: string, token: string, publicJwk: object): Promise<void> {
+  const started = await Promise.allSettled(
+    THROUGHPUT_CONFIGS.map((config) => ServerProc.start({ config, ...(config === "full" && { publicJwk: publicJwk as never }) })),
+  );
+  for (const s of started) if (s.status === "fulfilled") targets.push({ config: s.value.spec.config, server: s.value, url: s.value.url, headers: {}, body: "", check: () => false });
+  const failed = started.find((s) => s.status === "rejected");
+  if (failed) throw (failed as PromiseRejectedResult).reason;
+  for (const target of targets) {
+    const { config, server } = target;
+    let headers: Record<string, string>;
+    let body: Record<string, unknown>;
+    let check: Target["check"];
+    if (config === "ceiling") {
+      headers = { "content-type": "application/json" };
+      body = toolsCallBody(text, "[<id>]");
+      check = (m) => (m["params"] as { arguments?: { text?: string } })?.arguments?.text === text;
+    } else {
+      const auth: Record<string, string> = config === "full" ? { authorization: `Bearer ${token}` } : {};
+      headers = (await openSession(server.url, auth)).headers;
+      if (config === "baseline") {
+        body = toolsCallBody(text, "[<id>]");
+        check = (m) => (m["result"] as { content?: Array<{ text?: string }> })?.content?.[0]?.text === text;
+      } else if (config === "bare") {
+        body = samplingBody(text, "[<id>]");
+        check = (m) => (m["result"] as { content?: { text?: string } })?.content?.text === text;
+      } else {
+        // The output stage may redact the echoed text (PHI redaction): any text answer is a success.
+        body = samplingBody(text, "[<id>]", PATIENT);
+        check = (m) => typeof (m["result"] as { content?: { text?: string } })?.content?.text === "string";
+      }
+    }
+    const bodyText = JSON.stringify(body);
+    const probe = await post(server.url, headers, bodyText.replace("[<id>]", "probe-1"));
+    if (probe.status !== 200 || !check(probe.message)) {
+      throw new Error(`${config}: probe request failed: HTTP ${probe.status} ${JSON.stringify(probe.message).slice(0, 300)}`);
+    }
+    Object.assign(target, { headers, body: bodyText, check });
+    log(`${config} ready at ${server.url} (request body ${Buffer.byteLength(bodyText)} bytes)`);
+  }
+}
+
+async function measure(t: Target, connections: number, seconds: number): Promise<{ result: LoadResult; served: number; cpuUsPerReq: number }> {
+  const before: ServerStats = await t.server.stats();
+  const result = await runLoadProcess({ url: t.url, headers: t.headers, body: t.body, connections, durationSec: seconds });
+  const after: ServerStats = await t.server.stats();
+  const served = after.served - before.served;
+  const ok = Math.round(result.rps * result.durationSec);
+  // Every 2xx must be a real answer: the handler ran once per response (in-flight requests at the end may add a few).
+  if (served < ok || served > ok + connections * 2 || result.non2xx > 0 || result.errors > 0) {
+    log(`WARNING ${t.config}@${connections}: ${ok} 2xx, handler served ${served}, non2xx ${result.non2xx}, errors ${result.errors}`);
+  }
+  return { result, served, cpuUsPerReq: served > 0 ? (after.cpuUs - before.cpuUs) / served : Number.NaN };
+}
+
+async function throughput(targets: Target[]): Promise<{ runs: ThroughputRun[]; summary: ThroughputSummary[] }> {
+  for (const t of targets) {
+    log(`warm-up ${t.config} ${warmupSec}s`);
+    await measure(t, connectionsList[0]!, warmupSec);
+  }
+  const runs: ThroughputRun[] = [];
+  let seq = 0;
+  for (let r = 0; r < rounds; r++) {
+    for (const connections of connectionsList) {
+      // Rotate the order every round so no configuration always runs first or right after the heaviest one.
+      const order = targets.map((_, i) => targets[(i + r) % targets.length]!);
+      for (const t of order) {
+        const { result, served, cpuUsPerReq } = await measure(t, connections, durationSec);
+        runs.push({ ...result, config: t.config, round: r + 1, seq: seq++, served, cpuUsPerReq });
+        log(
+          `round ${r + 1}/${rounds} ${t.config.padEnd(8)} c=${connections}: ${Math.round(result.rps)} rps, ` +
+            `p50 ${result.p50Ms.toFixed(2)} ms, p99 ${result.p99Ms.toFixed(2)} ms, server CPU ${Math.round(cpuUsPerReq)} µs/req`,
+        );
+      }
+    }
+  }
+  const summary: ThroughputSummary[] = [];
+  for (const connections of connectionsList) {
+    for (const t of targets) {
+      const mine = runs.filter((x) => x.config === t.config && x.connections === connections);
+      summary.push({
+        name: t.config,
+        connections,
+        rps: spread(mine.map((x) => x.rps)),
+        p50Ms: spread(mine.map((x) => x.p50Ms)),
+        p99Ms: spread(mine.map((x) => x.p99Ms)),
+        cpuUsPerReq: spread(mine.map((x) => x.cpuUsPerReq)),
+      });
+    }
+  }
+  return { runs, summary };
+}
+
+/** Ratio of medians, and the per-round paired ratios (same round, same connection count) for their spread. */
+function ratios(runs: ThroughputRun[], summary: ThroughputSummary[], connections: number) {
+  const s = (name: string) => summary.find((x) => x.name === name && x.connections === connections);
+  const paired = (a: ServerConfig, b: ServerConfig, key: "rps" | "p50Ms" | "cpuUsPerReq") => {
+    const out: number[] = [];
+    for (let r = 1; r <= rounds; r++) {
+      const x = runs.find((k) => k.config === a && k.round === r && k.connections === connections);
+      const y = runs.find((k) => k.config === b && k.round === r && k.connections === connections);
+      if (x && y) out.push(x[key] / y[key]);
+    }
+    return spread(out);
+  };
+  const base = s("baseline");
+  const full = s("full");
+  const bare = s("bare");
+  const ceiling = s("ceiling");
+  if (!base || !full || !bare || !ceiling) return undefined;
+  return {
+    connections,
+    fullVsBaselineRps: round(full.rps.median / base.rps.median),
+    fullVsBaselineP50: round(full.p50Ms.median / base.p50Ms.median),
+    bareVsBaselineRps: round(bare.rps.median / base.rps.median),
+    bareVsBaselineP50: round(bare.p50Ms.median / base.p50Ms.median),
+    baselineVsCeilingRps: round(base.rps.median / ceiling.rps.median),
+    /** Server CPU per request, baseline / full: the throughput ratio a CPU-bound server would reach. */
+    fullVsBaselineCpuCapacity: round(base.cpuUsPerReq.median / full.cpuUsPerReq.median),
+    bareVsBaselineCpuCapacity: round(base.cpuUsPerReq.median / bare.cpuUsPerReq.median),
+    paired: {
+      fullVsBaselineRps: paired("full", "baseline", "rps"),
+      fullVsBaselineP50: paired("full", "baseline", "p50Ms"),
+      bareVsBaselineRps: paired("bare", "baseline", "rps"),
+      fullVsBaselineCpu: paired("full", "baseline", "cpuUsPerReq"),
+      bareVsBaselineCpu: paired("bare", "baseline", "cpuUsPerReq"),
+    },
+  };
+}
+
+// ------------------------------------------------------------------------------------------------------ components
+interface AuditLine {
+  policy: string;
+  records: number;
+  recordsPerSec: number;
+  appendUsPerRecord: number;
+  verifyRecordsPerSec: number;
+  verifyOk: boolean;
+}
+
+async function auditComponent(): Promise<{ source: string; lines: AuditLine[]; raw: string } | { error: string }> {
+  const script = path.join(BENCH_DIR, "audit.ts");
+  if (!existsSync(script)) return { error: "bench/audit.ts not found" };
+  const out = await runScript(script, [String(quick ? 10_000 : 50_000)], { timeoutMs: 300_000 });
+  if (out.code !== 0) return { error: `bench/audit.ts exited ${out.code}: ${out.stderr.slice(-500)}` };
+  const re = /^(.+?)\s{2,}(\d+) records\s+([\d,]+) records\/s\s+append ([\d.]+) µs\/record\s+verify ([\d,]+) records\/s \(ok=(\w+)\)/;
+  const num = (s: string) => Number(s.replace(/,/g, ""));
+  const lines: AuditLine[] = [];
+  for (const line of out.stdout.split("\n")) {
+    const m = re.exec(line.trim());
+    if (m) lines.push({ policy: m[1]!.trim(), records: num(m[2]!), recordsPerSec: num(m[3]!), appendUsPerRecord: Number(m[4]), verifyRecordsPerSec: num(m[5]!), verifyOk: m[6] === "true" });
+  }
+  return { source: "bench/audit.ts", lines, raw: out.stdout.trim() };
+}
+
+async function teammateScript(name: string, args: string[], timeoutMs: number): Promise<{ source: string; code: number | null; seconds: number; output: string } | undefined> {
+  const script = path.join(BENCH_DIR, name);
+  if (!existsSync(script)) return undefined;
+  const out = await runScript(script, args, { timeoutMs });
+  return { source: `bench/${name}`, code: out.code, seconds: round(out.ms / 1000, 1), output: (out.stdout.trim() || out.stderr.trim()).slice(-4000) };
+}
+
+async function components(): Promise<{ direct: ComponentResults | { error: string }; audit: Awaited<ReturnType<typeof auditComponent>>; guardrailsBench?: unknown }> {
+  const out = await runScript(path.join(BENCH_DIR, "components.ts"), quick ? ["--quick"] : [], { timeoutMs: 300_000 });
+  let direct: ComponentResults | { error: string };
+  try {
+    direct = JSON.parse(out.stdout) as ComponentResults;
+  } catch {
+    direct = { error: `bench/components.ts exited ${out.code}: ${out.stderr.slice(-500)}` };
+  }
+  const audit = await auditComponent();
+  const guardrailsBench = await teammateScript("guardrails.ts", quick ? ["--quick"] : [], 300_000);
+  return { direct, audit, ...(guardrailsBench && { guardrailsBench }) };
+}
+
+// ------------------------------------------------------------------------------------------------------------ demo
+async function demo(): Promise<{ available: false; note: string } | { available: true; source: string; code: number | null; seconds: number; resourcesPerSec?: number; output: string }> {
+  const r = await teammateScript("demo-import.ts", quick ? ["--quick"] : [], quick ? 90_000 : 600_000);
+  if (!r) return { available: false, note: "bench/demo-import.ts not in the tree yet" };
+  const m = /([\d,]+(?:\.\d+)?)\s*(?:FHIR\s+)?resources\s*(?:\/\s*s|per second)/i.exec(r.output);
+  const json = /"resourcesPerSec(?:ond)?"\s*:\s*([\d.]+)/.exec(r.output);
+  const rps = json ? Number(json[1]) : m ? Number(m[1]!.replace(/,/g, "")) : undefined;
+  return { available: true, ...r, ...(rps !== undefined && { resourcesPerSec: rps }) };
+}
+
+// ------------------------------------------------------------------------------------------------------------ main
+async function main(): Promise<void> {
+  const started = new Date();
+  const mach = machine();
+  log(`${mode} run: ${rounds} rounds x ${durationSec}s, connections ${connectionsList.join("/")}, node ${mach.node}, ${mach.cpus} x ${mach.cpuModel}`);
+  const text = clinicalText(textChars);
+  const keys = await benchKeys();
+  const token = await signAccessToken(keys.privateKey);
+
+  let tp: Awaited<ReturnType<typeof throughput>> | undefined;
+  let latency: LatencyFigure[] | { error: string } | undefined;
+  const targets: Target[] = [];
+  try {
+    if (only.has("throughput") || only.has("latency")) await prepareTargets(targets, text.text, token, keys.publicJwk);
+    if (only.has("throughput")) tp = await throughput(targets);
+    if (only.has("latency")) {
+      log(`sequential latency: ${latencyCalls} calls per configuration, interleaved`);
+      const url = (c: ServerConfig) => targets.find((t) => t.config === c)!.url;
+      try {
+        latency = await sequentialLatency(
+          [
+            { name: "baseline", url: url("baseline"), kind: "sdk-tool" },
+            { name: "bare", url: url("bare"), kind: "hmcp" },
+            { name: "full", url: url("full"), kind: "hmcp", token, patient: true, redacts: true },
+          ],
+          text.text,
+          latencyCalls,
+        );
+      } catch (error) {
+        latency = { error: (error as Error).message };
+      }
+    }
+  } finally {
+    const finals = await Promise.all(targets.map(async (t) => ({ config: t.config, stats: await t.server.stop() })));
+    const full = finals.find((f) => f.config === "full");
+    if (full?.stats?.auditBytes !== undefined) log(`full: audit trail written ${full.stats.auditBytes} bytes`);
+  }
+
+  let comp: Awaited<ReturnType<typeof components>> | undefined;
+  if (only.has("components")) {
+    log("components (guardrails, tokens, audit)");
+    comp = await components();
+  }
+  let memory: MemoryFigure[] | { error: string } | undefined;
+  if (only.has("memory")) {
+    log(`memory: ${memSessions} idle sessions`);
+    try {
+      memory = [await memoryPerSession("mem-hmcp", memSessions), await memoryPerSession("mem-sdk", memSessions)];
+    } catch (error) {
+      memory = { error: (error as Error).message };
+    }
+  }
+  let demoResult: Awaited<ReturnType<typeof demo>> | undefined;
+  if (only.has("demo")) {
+    log("demo import");
+    demoResult = await demo();
+  }
+
+  const ratios10 = tp ? ratios(tp.runs, tp.summary, 10) : undefined;
+  const ratiosAll = tp ? connectionsList.map((c) => ratios(tp.runs, tp.summary, c)) : [];
+  const finished = new Date();
+  const report = {
+    issue: 6,
+    mode,
+    startedAt: started.toISOString(),
+    finishedAt: finished.toISOString(),
+    machine: { ...mach, loadAvgAtEnd: os.loadavg().map((x) => round(x, 2)) },
+    options: { rounds, durationSec, warmupSec, connections: connectionsList, textChars, latencyCalls, memSessions },
+    workload: {
+      text: { chars: text.text.length, source: text.source },
+      note: "one stateful Streamable HTTP session per server, JSON responses; every request has a unique JSON-RPC id; handlers echo the text",
+    },
+    throughput: tp,
+    ratios: ratiosAll,
+    latency,
+    components: comp,
+    memory,
+    demo: demoResult,
+  };
+  const targetsMet = targetsOf(report);
+  const resultsDir = path.join(BENCH_DIR, "results");
+  mkdirSync(resultsDir, { recursive: true });
+  const dated = path.join(resultsDir, `${started.toISOString().slice(0, 10)}-${mode}.json`);
+  writeFileSync(dated, JSON.stringify({ ...report, targets: targetsMet }, null, 2) + "\n");
+  const latest = {
+    mode,
+    finishedAt: finished.toISOString(),
+    configs: tp?.summary.map((s) => ({
+      name: s.name,
+      connections: s.connections,
+      rps: round(s.rps.median, 1),
+      p50Ms: round(s.p50Ms.median),
+      p99Ms: round(s.p99Ms.median),
+      rpsSpread: round(s.rps.relSpread),
+      cpuUsPerReq: round(s.cpuUsPerReq.median, 1),
+    })) ?? [],
+    ratios: ratios10
+      ? { fullVsBaselineRps: ratios10.fullVsBaselineRps, fullVsBaselineP50: ratios10.fullVsBaselineP50, bareVsBaselineRps: ratios10.bareVsBaselineRps }
+      : {},
+    targets: targetsMet,
+    results: path.relative(REPO_ROOT, dated),
+  };
+  writeFileSync(path.join(resultsDir, "latest.json"), JSON.stringify(latest, null, 2) + "\n");
+  const md = renderMarkdown({ ...report, targets: targetsMet });
+  process.stdout.write(md + "\n");
+  if (flag("update-md")) updateBenchmarksMd(md, path.relative(REPO_ROOT, dated));
+  log(`wrote ${path.relative(REPO_ROOT, dated)} and bench/results/latest.json in ${round((finished.getTime() - started.getTime()) / 1000, 1)} s`);
+}
+
+const START = "<!-- bench:summary:start -->";
+const END = "<!-- bench:summary:end -->";
+
+/** Replaces the summary section of BENCHMARKS.md (between the markers) with this run's Markdown. */
+function updateBenchmarksMd(md: string, resultsFile: string): void {
+  const file = path.join(REPO_ROOT, "BENCHMARKS.md");
+  if (!existsSync(file)) return;
+  const doc = readFileSync(file, "utf8");
+  const a = doc.indexOf(START);
+  const b = doc.indexOf(END);
+  if (a < 0 || b < a) return;
+  const body = `${START}\n\n${md.trim()}\n\nAll runs: \`${resultsFile}\`.\n\n${END}`;
+  writeFileSync(file, doc.slice(0, a) + body + doc.slice(b + END.length));
+  log("updated BENCHMARKS.md");
+}
+
+main().catch((error: unknown) => {
+  console.error((error as Error).stack ?? String(error));
+  process.exit(1);
+});

@@ -1,0 +1,322 @@
+/**
+ * One benchmark server, run as a child process of bench/run.ts (`fork` with `--import tsx`), so load, servers and the
+ * runner never share an event loop. Usage: `node --import tsx bench/server.ts <config>` with `BENCH_SERVER` (JSON of
+ * {@link ServerSpec}) in the environment.
+ *
+ * Configurations:
+ * - `ceiling`   raw express 5 JSON echo of the request body (no MCP);
+ * - `baseline`  the plain SDK `McpServer` (SDK's `createMcpExpressApp`, one stateful Streamable HTTP transport,
+ *               `enableJsonResponse`) answering `tools/call` with an echo tool;
+ * - `bare`      `HMCPServer` via `createHttpApp` answering client → server `sampling/createMessage`; bearer, auth,
+ *               guardrails and audit off;
+ * - `full`      the same with JWT bearer verification (local ES256 key set), scope and patient-context checks,
+ *               `guardrails/default.yaml` input + output, and `FileAuditSink` (default durability) on a temp dir;
+ * - `mem-hmcp`  `createHttpApp` with bearer false, default sessions (event store, SSE), for the idle-session figure;
+ * - `mem-sdk`   the plain SDK equivalent (one McpServer + transport per session), for reference.
+ *
+ * IPC: the child sends `{ type: "ready", url }`; it answers `{ type: "stats" }` with {@link ServerStats},
+ * `{ type: "gc" }` with stats after two full collections (needs `--expose-gc`), `{ type: "prof-start" }` and
+ * `{ type: "prof-stop", file }` (a CPU profile of just that window, via the inspector) with `{ type: "prof" }`, and
+ * `{ type: "stop" }` by closing (flushing the audit sink) and exiting.
+ */
+import { randomUUID } from "node:crypto";
+import { writeFileSync } from "node:fs";
+import { Session } from "node:inspector/promises";
+import { mkdtemp, rm, readdir, stat } from "node:fs/promises";
+import type { Server as NodeHttpServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import os from "node:os";
+import path from "node:path";
+import express from "express";
+import { z } from "zod";
+import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import { createMcpExpressApp } from "@modelcontextprotocol/sdk/server/express.js";
+import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
+import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js";
+import type { JWK } from "jose";
+import {
+  FileAuditSink,
+  HMCPServer,
+  createHttpApp,
+  createJwtBearerAuthenticator,
+  generateAuditSigningKey,
+  listen,
+  type GuardrailRunner,
+  type Listening,
+} from "../src/index.js";
+import { AUDIENCE, ISSUER, REPO_ROOT } from "./lib/fixtures.js";
+import { inlineSourceMap, originalPosition } from "./lib/sourcemap.js";
+
+export type ServerConfig = "ceiling" | "baseline" | "bare" | "full" | "mem-hmcp" | "mem-sdk";
+
+/** What the runner passes to a server child. */
+export interface ServerSpec {
+  config: ServerConfig;
+  /** Public key set for the `full` configuration's bearer check. */
+  publicJwk?: JWK;
+}
+
+/** What a server child reports. */
+export interface ServerStats {
+  config: ServerConfig;
+  /** Requests the handler (echo route, tool, sampling handler) has answered. */
+  served: number;
+  rss: number;
+  heapUsed: number;
+  external: number;
+  arrayBuffers: number;
+  sessions: number;
+  /** process.cpuUsage() user + system since start, µs. */
+  cpuUs: number;
+  /** Audit files size in bytes (`full` only). */
+  auditBytes?: number;
+}
+
+const INFO = { name: "bench-agent", version: "1.0.0" };
+
+let served = 0;
+let sessionCount = () => 0;
+let closers: Array<() => Promise<void>> = [];
+let auditDir: string | undefined;
+
+/**
+ * Loads the guardrail policy: `loadGuardrailPolicy("guardrails/default.yaml")` from src/guardrails (imported at run
+ * time, so this file type-checks whether or not that module is in the tree yet).
+ */
+async function loadDefaultPolicy(): Promise<GuardrailRunner> {
+  const spec = "../src/guardrails/index.js";
+  const mod = (await import(spec)) as { loadGuardrailPolicy?: (p: string) => GuardrailRunner; defaultGuardrails?: () => GuardrailRunner };
+  if (mod.loadGuardrailPolicy) return mod.loadGuardrailPolicy(path.join(REPO_ROOT, "guardrails/default.yaml"));
+  if (mod.defaultGuardrails) return mod.defaultGuardrails();
+  throw new Error("src/guardrails exports neither loadGuardrailPolicy nor defaultGuardrails");
+}
+
+function echoSampling(params: { messages: Array<{ content: unknown }> }) {
+  served++;
+  const last = params.messages[params.messages.length - 1]?.content as { type?: string; text?: string } | undefined;
+  return { content: { type: "text" as const, text: last?.type === "text" ? (last.text ?? "") : "" }, stopReason: "endTurn" };
+}
+
+async function listenExpress(app: express.Express): Promise<{ url: string; server: NodeHttpServer }> {
+  const server = await new Promise<NodeHttpServer>((resolve, reject) => {
+    const s = app.listen(0, "127.0.0.1", (err?: Error) => (err ? reject(err) : resolve(s)));
+  });
+  const { port } = server.address() as AddressInfo;
+  closers.push(
+    () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  );
+  return { url: `http://127.0.0.1:${port}`, server };
+}
+
+async function startCeiling(): Promise<string> {
+  const app = express();
+  app.disable("x-powered-by");
+  app.set("etag", false);
+  app.use(express.json({ limit: 1024 * 1024 }));
+  app.post("/echo", (req, res) => {
+    served++;
+    res.json(req.body);
+  });
+  return `${(await listenExpress(app)).url}/echo`;
+}
+
+/** The plain SDK: one McpServer and one stateful transport per session (the SDK's documented pattern). */
+async function startSdk(): Promise<string> {
+  const app = createMcpExpressApp();
+  const transports = new Map<string, StreamableHTTPServerTransport>();
+  sessionCount = () => transports.size;
+  const newServer = () => {
+    const server = new McpServer(INFO);
+    server.registerTool("echo", { description: "Echoes text", inputSchema: { text: z.string() } }, ({ text }) => {
+      served++;
+      return { content: [{ type: "text", text }] };
+    });
+    return server;
+  };
+  app.all("/mcp", async (req, res) => {
+    const sid = req.headers["mcp-session-id"];
+    if (typeof sid === "string") {
+      const t = transports.get(sid);
+      if (!t) {
+        res.status(404).json({ jsonrpc: "2.0", error: { code: -32001, message: "Session not found" }, id: null });
+        return;
+      }
+      await t.handleRequest(req, res, req.body);
+      return;
+    }
+    if (req.method !== "POST" || !isInitializeRequest(req.body)) {
+      res.status(400).json({ jsonrpc: "2.0", error: { code: -32000, message: "Bad Request" }, id: null });
+      return;
+    }
+    const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
+      sessionIdGenerator: () => randomUUID(),
+      enableJsonResponse: true,
+      onsessioninitialized: (id) => {
+        transports.set(id, transport);
+      },
+      onsessionclosed: (id) => {
+        transports.delete(id);
+      },
+    });
+    await newServer().connect(transport);
+    await transport.handleRequest(req, res, req.body);
+  });
+  closers.push(async () => {
+    await Promise.allSettled([...transports.values()].map((t) => t.close()));
+  });
+  return `${(await listenExpress(app)).url}/mcp`;
+}
+
+async function startHmcp(config: "bare" | "full" | "mem-hmcp", spec: ServerSpec): Promise<string> {
+  let listening: Listening;
+  if (config === "full") {
+    if (!spec.publicJwk) throw new Error("full: publicJwk missing");
+    const guardrails = await loadDefaultPolicy();
+    auditDir = await mkdtemp(path.join(os.tmpdir(), "hmcp-bench-audit-"));
+    const keys = await generateAuditSigningKey();
+    const sink = await FileAuditSink.open({ dir: auditDir, signing: { privateKey: keys.privateJwk } });
+    closers.push(async () => {
+      await sink.close();
+    });
+    const bearer = createJwtBearerAuthenticator({ issuer: ISSUER, audience: AUDIENCE, jwks: { keys: { keys: [spec.publicJwk] } } });
+    const http = createHttpApp({
+      createServer: () => new HMCPServer(INFO, { guardrails, audit: sink }).sampling(echoSampling),
+      bearer,
+      enableJsonResponse: true,
+      audit: sink,
+    });
+    sessionCount = () => http.sessionCount;
+    listening = await listen(http);
+  } else {
+    const http = createHttpApp({
+      createServer: () => new HMCPServer(INFO, { auth: false, guardrails: false, audit: false }).sampling(echoSampling),
+      bearer: false,
+      ...(config === "bare" && { enableJsonResponse: true }),
+    });
+    sessionCount = () => http.sessionCount;
+    listening = await listen(http);
+  }
+  closers.unshift(() => listening.close());
+  return new URL("/mcp", listening.url).toString();
+}
+
+async function dirBytes(dir: string): Promise<number> {
+  let total = 0;
+  for (const f of await readdir(dir)) total += (await stat(path.join(dir, f))).size;
+  return total;
+}
+
+async function stats(config: ServerConfig): Promise<ServerStats> {
+  const m = process.memoryUsage();
+  const cpu = process.cpuUsage();
+  return {
+    cpuUs: cpu.user + cpu.system,
+    config,
+    served,
+    rss: m.rss,
+    heapUsed: m.heapUsed,
+    external: m.external,
+    arrayBuffers: m.arrayBuffers,
+    sessions: sessionCount(),
+    ...(auditDir !== undefined && { auditBytes: await dirBytes(auditDir) }),
+  };
+}
+
+/**
+ * Rewrites the positions of the project's own frames (tsx-generated code) to TypeScript source lines, using each
+ * script's inline source map, so a profile names real `file:line`s.
+ */
+async function mapProfileToSource(
+  session: Session,
+  profile: { nodes: Array<{ callFrame: { scriptId: string; url: string; lineNumber: number; columnNumber: number } }> },
+): Promise<void> {
+  await session.post("Debugger.enable");
+  const maps = new Map<string, ReturnType<typeof inlineSourceMap>>();
+  for (const node of profile.nodes) {
+    const cf = node.callFrame;
+    if (!cf.url.startsWith(`file://${REPO_ROOT}/`) || cf.url.includes("/node_modules/") || cf.lineNumber < 0) continue;
+    if (!maps.has(cf.scriptId)) {
+      try {
+        const { scriptSource } = await session.post("Debugger.getScriptSource", { scriptId: cf.scriptId });
+        maps.set(cf.scriptId, inlineSourceMap(scriptSource));
+      } catch {
+        maps.set(cf.scriptId, undefined);
+      }
+    }
+    const map = maps.get(cf.scriptId);
+    const pos = map && originalPosition(map, cf.lineNumber, cf.columnNumber);
+    if (pos) {
+      cf.lineNumber = pos.line;
+      cf.columnNumber = pos.column;
+    }
+  }
+  await session.post("Debugger.disable");
+}
+
+async function main(): Promise<void> {
+  const spec = JSON.parse(process.env["BENCH_SERVER"] ?? "{}") as ServerSpec;
+  const config = spec.config;
+  let url: string;
+  switch (config) {
+    case "ceiling":
+      url = await startCeiling();
+      break;
+    case "baseline":
+    case "mem-sdk":
+      url = await startSdk();
+      break;
+    case "bare":
+    case "full":
+    case "mem-hmcp":
+      url = await startHmcp(config, spec);
+      break;
+    default:
+      throw new Error(`unknown server config ${String(config)}`);
+  }
+  let inspector: Session | undefined;
+  process.on("message", (msg: { type: string; file?: string }) => {
+    void (async () => {
+      if (msg.type === "prof-start") {
+        inspector = new Session();
+        inspector.connect();
+        await inspector.post("Profiler.enable");
+        await inspector.post("Profiler.setSamplingInterval", { interval: 200 });
+        await inspector.post("Profiler.start");
+        process.send!({ type: "prof" });
+      } else if (msg.type === "prof-stop" && inspector) {
+        const { profile } = await inspector.post("Profiler.stop");
+        await mapProfileToSource(inspector, profile);
+        writeFileSync(msg.file!, JSON.stringify(profile));
+        inspector.disconnect();
+        inspector = undefined;
+        process.send!({ type: "prof" });
+      } else if (msg.type === "stats") process.send!({ type: "stats", stats: await stats(config) });
+      else if (msg.type === "gc") {
+        const gc = (globalThis as { gc?: () => void }).gc;
+        for (let i = 0; i < 3; i++) {
+          gc?.();
+          await new Promise((r) => setTimeout(r, 50));
+        }
+        process.send!({ type: "stats", stats: await stats(config) });
+      } else if (msg.type === "stop") {
+        for (const close of closers) await close().catch(() => undefined);
+        closers = [];
+        const final = await stats(config);
+        if (auditDir) await rm(auditDir, { recursive: true, force: true });
+        process.send!({ type: "stopped", stats: final }, () => process.exit(0));
+      }
+    })();
+  });
+  // The runner died: do not linger as an orphan.
+  process.on("disconnect", () => process.exit(0));
+  process.send!({ type: "ready", url });
+}
+
+main().catch((error: unknown) => {
+  console.error(`bench server failed: ${(error as Error).stack ?? String(error)}`);
+  process.exit(1);
+});
