@@ -62,6 +62,8 @@ class DeferredBearer implements BearerAuthenticator {
 export async function startHttpAgents(options: HttpAgentsOptions): Promise<RunningAgents> {
   let storePromise: Promise<EmrStore> | undefined;
   const store = () => (storePromise ??= EmrStore.open(options.store));
+  // Open (and on first use, initialise) the store while the rest starts; errors surface at first use.
+  store().catch(() => undefined);
   const index = new PatientIndex(options.patients);
   const authOn = options.auth;
   const serverOptions: HMCPServerOptions = {
