@@ -14,7 +14,7 @@ import {
   createJwtBearerAuthenticator,
   listen,
 } from "hmcp";
-import type { BearerAuthenticator, JwtBearerOptions, Listening } from "hmcp";
+import type { AuditRecordInput, BearerAuthenticator, JwtBearerOptions, Listening, Principal } from "hmcp";
 import { defaultDemoClients, startDemoAuthorizationServer } from "../../demo/auth-server/index.js";
 import type { DemoAuthorizationServer } from "../../demo/auth-server/index.js";
 
@@ -24,12 +24,17 @@ interface Agent {
   http: Listening;
   endpoint: URL;
   ran: string[];
+  /** Principals the sampling handler saw, and audit records the pipeline wrote. */
+  principals: Principal[];
+  records: AuditRecordInput[];
   setAuth(options: Omit<JwtBearerOptions, "audience">): void;
 }
 
 /** An agent whose sampling handler writes an Observation for the patient the request names (checked per write). */
 async function startAgent(): Promise<Agent> {
   const ran: string[] = [];
+  const principals: Principal[] = [];
+  const records: AuditRecordInput[] = [];
   const holder: { auth?: BearerAuthenticator } = {};
   const bearer: BearerAuthenticator = {
     get resourceMetadataPath() {
@@ -42,7 +47,7 @@ async function startAgent(): Promise<Agent> {
     bearer,
     createServer: () => {
       // Guardrails off: these tests are about authorization alone, independent of the guardrail policy in force.
-      const s = new HMCPServer({ name: "emr-writer", version: "1.0.0" }, { guardrails: false });
+      const s = new HMCPServer({ name: "emr-writer", version: "1.0.0" }, { guardrails: false, hooks: { audit: (r) => records.push(r) } });
       s.registerTool("write-observation", { description: "writes an Observation" }, async () => {
         ran.push("tool");
         return { content: [{ type: "text", text: "written" }] };
@@ -51,6 +56,7 @@ async function startAgent(): Promise<Agent> {
         const patient = (params._meta as Record<string, unknown> | undefined)?.["hmcp/patient"] as string | undefined;
         ctx.require({ action: "c", resourceType: "Observation", ...(patient !== undefined && { patient }) });
         ran.push(ctx.principal?.clientId ?? "?");
+        if (ctx.principal) principals.push(ctx.principal);
         return { content: { type: "text", text: `written by ${ctx.principal?.clientId}` }, stopReason: "endTurn" };
       });
       return s;
@@ -62,6 +68,8 @@ async function startAgent(): Promise<Agent> {
     http,
     endpoint,
     ran,
+    principals,
+    records,
     setAuth: (o) => {
       holder.auth = createJwtBearerAuthenticator({ ...o, audience: endpoint.href });
     },
@@ -201,12 +209,20 @@ describe("authorization end to end with oidc-provider", () => {
     const c = await connect("patient-app", "hmcp:sample patient/*.rs patient/Observation.c");
     const ok = await c.createMessage(message, { patient: PATIENT });
     expect(ok.content).toMatchObject({ text: "written by patient-app" });
+    // The launch context, fhirUser, tenant and subject reach the handler and the audit record.
+    expect(agent.principals.at(-1)).toMatchObject({ clientId: "patient-app", sub: "patient-app", patient: PATIENT, fhirUser: `Patient/${PATIENT}`, tenant: "demo-hospital", issuer: as.issuer });
+    expect(agent.records.at(-1)).toMatchObject({
+      method: "sampling/createMessage",
+      outcome: "allowed",
+      actor: { clientId: "patient-app", sub: "patient-app", fhirUser: `Patient/${PATIENT}`, tenant: "demo-hospital" },
+    });
     const before = agent.ran.length;
     const err = await c.createMessage(message, { patient: "p-999" }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(McpError);
     expect((err as McpError).code).toBe(HMCPErrorCode.PatientContextViolation);
     expect(JSON.stringify((err as McpError).data)).not.toContain(PATIENT);
     expect(agent.ran.length).toBe(before);
+    expect(agent.records.at(-1)).toMatchObject({ outcome: "denied", reason: "patient_context_mismatch", actor: { clientId: "patient-app" } });
   });
 
   it("a token for another resource is refused (RFC 8707 audience), and the client retries once with a fresh token", async () => {
