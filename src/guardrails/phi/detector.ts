@@ -67,6 +67,7 @@ export interface PhiDetector {
 }
 
 interface Lexicon {
+  cities: Set<string>;
   first: Set<string>;
   last: Set<string>;
   ambiguous: Set<string>;
@@ -80,6 +81,7 @@ function loadLexicon(file: string): Lexicon {
   if (!lx) {
     const raw = JSON.parse(readFileSync(file, "utf8")) as Record<string, string[]>;
     lx = {
+      cities: new Set(raw["cities"] ?? []),
       first: new Set(raw["first"] ?? []),
       last: new Set(raw["last"] ?? []),
       ambiguous: new Set(raw["ambiguous"] ?? []),
@@ -572,9 +574,29 @@ class Detector implements PhiDetector {
     }
     if (!this.#types.has("LOCATION")) return;
     // Facilities and places in context: "VAMC HOSPITAL", "reisterstown hospital", "lives in Hampton".
+    const cities = this.#lx.cities;
     for (let i = 0; i < n; i++) {
       const t = toks[i]!;
       if (isName[i]) continue;
+      // city names (gazetteer), capitalised, up to three words ("San Diego", "New Haven", "BALTIMORE")
+      if (cities.size > 0 && (isNameCase(t.w) || (isUpper(t.w) && t.w.length > 2)) && !UNIT_ACRONYMS.has(t.lower)) {
+        let matched = 0;
+        let key = t.lower;
+        for (let k = 1; k <= 3 && i + k - 1 < n; k++) {
+          if (k > 1) {
+            const nx = toks[i + k - 1]!;
+            if (!/^ $/.test(gap(toks[i + k - 2]!, nx)) || !(isNameCase(nx.w) || isUpper(nx.w))) break;
+            key += " " + nx.lower;
+          }
+          if (cities.has(key) && (k > 1 || (!common.has(key) && !ambiguous.has(key) && !NOT_NAMES.has(key) && (isNameCase(t.w) || !allCapsText(i))))) matched = k;
+        }
+        if (matched > 0) {
+          const last = toks[i + matched - 1]!;
+          found.push({ s: t.s, e: last.e, type: "LOCATION" });
+          i += matched - 1;
+          continue;
+        }
+      }
       const after = i + 1 < n && FACILITY_WORDS.has(toks[i + 1]!.lower) ? text.slice(t.e, t.e + 24) : "";
       if (i + 1 < n && FACILITY_WORDS.has(toks[i + 1]!.lower) && t.lower.length > 1 && (!common.has(t.lower) || (isTitleCase(t.w) && !NOT_NAMES.has(t.lower))) && FACILITY.test(after)) {
         found.push({ s: t.s, e: t.e, type: "LOCATION" });
@@ -595,7 +617,7 @@ class Detector implements PhiDetector {
         if (nx && /^\s{1,2}$/.test(gap(t, nx)) && !common.has(nx.lower) && !NOT_NAMES.has(nx.lower) && isCap(nx.w) === isCap(t.w)) found.push({ s: nx.s, e: nx.e, type: "LOCATION" });
         continue;
       }
-      if (i > 0 && isTitleCase(t.w) && !common.has(t.lower) && !ambiguous.has(t.lower) && LOC_PREV.has(toks[i - 1]!.lower) && LOC_PREFIX.test(text.slice(Math.max(0, t.s - 20), t.s)) && !sentenceStart(i)) {
+      if (i > 0 && isTitleCase(t.w) && !common.has(t.lower) && !ambiguous.has(t.lower) && !NOT_NAMES.has(t.lower) && LOC_PREV.has(toks[i - 1]!.lower) && LOC_PREFIX.test(text.slice(Math.max(0, t.s - 20), t.s)) && !sentenceStart(i)) {
         found.push({ s: t.s, e: t.e, type: "LOCATION" });
         for (let j = i + 1; j < n && j < i + 3; j++) {
           const nx = toks[j]!;
