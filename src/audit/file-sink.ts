@@ -113,6 +113,7 @@ export class FileAuditSink extends ChainSinkBase {
     const fileDay = last?.m[2] ?? today;
     const p = path.join(opts.dir, last?.name ?? fileName(prefix, today, counter));
     const handle = await open(p, "a", 0o600);
+    if (last === undefined) await syncDir(opts.dir);
     const sink = new FileAuditSink(opts, prefix, opts.chainId ?? prefix, signer, { handle, path: p, bytes: size, day: fileDay, counter }, seq, head);
     sink.lockPath = lock;
     return sink;
@@ -144,6 +145,7 @@ export class FileAuditSink extends ChainSinkBase {
     const counter = this.file.counter + 1;
     const p = path.join(this.opts.dir, fileName(this.prefix, day, counter));
     const handle = await open(p, "a", 0o600);
+    await syncDir(this.opts.dir);
     this.file = { handle, path: p, bytes: 0, day, counter };
     this.dayEnds = dayEnd(day);
   }
@@ -200,6 +202,19 @@ function alive(pid: number): boolean {
     return true;
   } catch (e) {
     return (e as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
+
+/** fsyncs a directory so a newly created file's entry survives a power loss (POSIX; best effort elsewhere). */
+async function syncDir(dir: string): Promise<void> {
+  let fh: FileHandle | undefined;
+  try {
+    fh = await open(dir, "r");
+    await fh.sync();
+  } catch {
+    // Some platforms cannot open or fsync a directory; the file's own fsync still holds its data.
+  } finally {
+    await fh?.close().catch(() => undefined);
   }
 }
 
