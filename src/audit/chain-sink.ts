@@ -15,7 +15,8 @@ import { AUDIT_RECORD_VERSION, type AuditRecordInput, type AuditSink } from "./r
  *   the storage's sync rate.
  * - `group` (default): records are gathered for at most `intervalMs` (default 5 ms) or `maxRecords`
  *   (default 256), then persisted with one write and one fsync (or one INSERT). A crash loses at
- *   most the records of the open window; earlier records are intact.
+ *   most the records not yet acknowledged: the open window, plus any queued behind a write in
+ *   progress when the disk is slower than the offered load; earlier records are intact.
  */
 export type AuditDurability = { mode: "fsync" } | { mode: "group"; intervalMs?: number; maxRecords?: number };
 
