@@ -638,8 +638,8 @@ const ADDR_TRIGGER =
   /\b(?:address(?:es)?(?: is)?(?: here they are)?|lives (?:at|on)|live (?:at|on)|living at|located at|office is at|offices are located at|is at|is on|(?:sent|send(?: it| a new one)?|deliver(?:ed)?|mail(?:ed)?|return|moved|move) to|corner of|meet (?:me|you) at|stop at|drops? you off at|arrived at|enter on|north side of|south side of|address to|address with|it is|in)\s?:?\s{1,6}/giu;
 const ADDR_NUM_START = /(?<![\w.,/:+-])\d{1,6}(?:\s\d{1,6})?\s(?=[\p{Lu}])/gu;
 const ADDR_TOKEN =
-  /(?:[ \t]{0,4}|,[ \t]{0,4}|\n[ \t>?]{0,6}|\n,[ \t]{0,4})(?:[\p{Lu}][\p{L}\p{M}'’.-]*|\d{1,6}[A-Za-z]?(?:-\d{1,4})?|(?:apt|apartment|suite|ste|unit|box|postbox|p\.o\.|po)\b\.?|(?:and|de|du|del|dei|der|van|von|u|ul|str|st|la|le|do|da|di|dos|das|y|of|the|corner|street|road|avenue|lane|drive|place|square|terrace|way|court)\b\.?|\((?:[\p{Lu}][\p{L}]*)\))/uy;
-const ADDR_SUFFIX = /^(?:street|st|avenue|ave|road|rd|boulevard|blvd|lane|ln|drive|dr|court|ct|way|place|pl|terrace|sq|square|squares|loop|pass|club|union|strasse|straße|str|vej|katu|kuja|tie|rua|rue|via|vicolo|calle)\.?$/i;
+  /(?:[ \t]{0,4}|,[ \t]{0,4}|\n[ \t>?]{0,6}|\n,[ \t]{0,4})(?:[\p{Lu}][\p{L}\p{M}'’.-]*|\d{1,6}[A-Za-z]?(?:-\d{1,4})?|(?:apt|apartment|suite|ste|unit|box|postbox|p\.o\.|po)\b\.?|(?:and|de|du|del|dei|der|van|von|u|ul|str|st|la|le|do|da|di|dos|das|y|of|the|corner|street|road|avenue|lane|drive|place|square|terrace|way|court)\b\.?|\((?:[\p{Lu}][\p{L}]*)\)|[\p{Ll}][\p{L}\p{M}'’-]{0,30}\.?)/uy;
+const ADDR_SUFFIX = /^(?:street|st|avenue|ave|road|rd|boulevard|blvd|lane|ln|drive|dr|court|ct|way|place|pl|terrace|sq|square|squares|loop|pass|club|union|strasse|straße|str|vej|katu|kuja|tie|rua|rue|via|vicolo|calle|gate|gata|gatan|vegen|veien|terrasse|trg|kapu|útja|utca|ulica|avenida|rúa|praia|plaza|piazza|allee|gasse|weg|laan|straat)\.?$/i;
 const UNIT_WORD = /^(?:apt|apartment|suite|ste|unit|box|postbox|p\.o\.|po)\.?$/i;
 const NOT_ADDR_AFTER_NUM = /^(?:%|(?:mg|ml|mcg|cc|kg|g|units?|hours?|hrs?|days?|weeks?|months?|years?|times|x|min|mins|minutes|am|pm|percent|liters?|l)\b)/i;
 
@@ -668,6 +668,7 @@ function scanAddresses(text: string, found: Array<{ s: number; e: number; type: 
     let unit = false;
     let count = 0;
     let lines = 0;
+    let lower = 0;
     let m: RegExpExecArray | null;
     while (count < 24 && (m = ADDR_TOKEN.exec(text)) !== null) {
       if (m[0].length === 0) break;
@@ -688,6 +689,14 @@ function scanAddresses(text: string, found: Array<{ s: number; e: number; type: 
       }
       if (UNIT_WORD.test(tok)) unit = true;
       if (ADDR_SUFFIX.test(tok)) suffix = true;
+      if (/^[\p{Ll}]/u.test(tok) && !UNIT_WORD.test(tok) && !ADDR_SUFFIX.test(tok) && !/^(?:and|de|du|del|dei|der|van|von|u|ul|str|st|la|le|do|da|di|dos|das|y|of|the|corner|na)\.?$/.test(tok)) {
+        // a lower-case word: part of an address only in lower-case addresses ("3911 fourth avenue suite 112 calgary")
+        if (common.has(tok.toLowerCase().replace(/[.'’]+$/, "")) && !ADDR_SUFFIX.test(tok)) {
+          if (lower > 0 || !suffix) break;
+        }
+        lower++;
+        if (lower > 6) break;
+      }
       count++;
       // a sentence ends at a word with a full stop that is not an abbreviation of the address
       if (tok.endsWith(".") && tok.length > 3 && !UNIT_WORD.test(tok) && !ADDR_SUFFIX.test(tok) && /^\s/.test(text.slice(ADDR_TOKEN.lastIndex, ADDR_TOKEN.lastIndex + 1))) {
@@ -695,17 +704,21 @@ function scanAddresses(text: string, found: Array<{ s: number; e: number; type: 
         break;
       }
       // do not end on a connector word
-      if (/^[\p{Lu}\d(]/u.test(tok) || UNIT_WORD.test(tok) || ADDR_SUFFIX.test(tok)) end = ADDR_TOKEN.lastIndex;
+      if (/^[\p{Lu}\d(]/u.test(tok) || UNIT_WORD.test(tok) || ADDR_SUFFIX.test(tok) || (lower > 0 && /^[\p{Ll}]/u.test(tok) && !/^(?:and|de|of|the|na|y)$/.test(tok))) end = ADDR_TOKEN.lastIndex;
     }
     if (end <= start) return start;
     const first = text.slice(start, end);
+    if (lower > 0 && !(suffix && nums >= 1 && (nums >= 2 || unit || triggered))) {
+      // retry without the lower-case tail: cut at the first lower-case word
+      return start;
+    }
     if (triggered) {
-      if (caps >= 1 && (nums >= 1 || caps >= 2 || suffix)) return end;
+      if ((caps >= 1 || suffix) && (nums >= 1 || caps >= 2 || suffix)) return end;
       return start;
     }
     const afterNum = text.slice(start).replace(/^\d{1,6}(?:\s\d{1,6})?\s/, "");
     if (NOT_ADDR_AFTER_NUM.test(afterNum)) return start;
-    if (upperText ? caps >= 1 && (suffix || unit) : caps >= 1 && (nums >= 2 || suffix || unit) && first.length > 6) return end;
+    if (upperText ? caps >= 1 && (suffix || unit) : (caps >= 1 || (suffix && lower > 0)) && (nums >= 2 || suffix || unit) && first.length > 6) return end;
     return start;
   };
   ADDR_NUM_START.lastIndex = 0;
@@ -727,7 +740,10 @@ function scanAddresses(text: string, found: Array<{ s: number; e: number; type: 
     const weak = trig === "in" || trig === "it is" || trig === "is at" || trig === "is on";
     if (upperText && weak) continue;
     const e = tryRun(s, !weak);
-    if (e > s) found.push({ s, e, type: "ADDRESS" });
+    if (e > s) {
+      const corner = /(?:\bthe\s)?corner of\s{1,6}$/i.exec(m[0]);
+      found.push({ s: corner ? m.index + m[0].length - corner[0].length : s, e, type: "ADDRESS" });
+    }
   }
 }
 
