@@ -246,7 +246,9 @@ export function createJwtBearerAuthenticator(options: JwtBearerOptions): JwtBear
     const claims = result.payload as Record<string, unknown>;
     const principal = principalFromClaims(claims);
     if (!principal) return fail("The access token names no client", "no_client");
-    const verified = { token, principal, claims };
+    // Cached results are shared by every request carrying the token: freeze them so no consumer can alter another's.
+    Object.freeze(principal.scopes);
+    const verified = Object.freeze({ token, principal: Object.freeze(principal), claims: Object.freeze(claims) });
     const exp = claims["exp"] as number;
     if (cache) {
       const kid = result.protectedHeader.kid;
