@@ -453,7 +453,7 @@ class Detector implements PhiDetector {
         isName[i] = 1;
         continue;
       }
-      if (i > 0 && CUE_WORDS.has(toks[i - 1]!.lower) && /^[\s,:]{1,3}$/.test(gap(toks[i - 1]!, t)) && isTitleCase(t.w) && !common.has(t.lower) && !ambiguous.has(t.lower) && !NOT_NAMES.has(t.lower)) {
+      if (i > 0 && CUE_WORDS.has(toks[i - 1]!.lower) && /^[\s,:?]{1,8}$/.test(gap(toks[i - 1]!, t)) && isTitleCase(t.w) && !common.has(t.lower) && !ambiguous.has(t.lower) && !NOT_NAMES.has(t.lower)) {
         isName[i] = 1;
         continue;
       }
@@ -466,7 +466,8 @@ class Detector implements PhiDetector {
       if (isTitleCase(t.w) && !common.has(t.lower) && !NOT_NAMES.has(t.lower) && /(?:^|\n)[ \t>?]*$/.test(text.slice(Math.max(0, t.s - 6), t.s)) && i + 1 < n) {
         const nx = toks[i + 1]!;
         const line = text.slice(t.s, text.indexOf("\n", t.s) < 0 ? text.length : text.indexOf("\n", t.s));
-        if (/^[\p{Lu}][\p{L}'’-]+(?: [\p{Lu}]\.?)?(?: [\p{Lu}][\p{L}'’-]+){1,2}$/u.test(line.trim()) && !common.has(nx.lower) && (known(t) || known(nx) || NON_ASCII.test(line))) {
+        const lineToks = line.trim().split(/\s+/);
+        if (/^[\p{Lu}][\p{L}'’-]+(?: [\p{Lu}]\.?)?(?: [\p{Lu}][\p{L}'’-]+){1,2}$/u.test(line.trim()) && !common.has(nx.lower) && lineToks.every((w) => !common.has(w.toLowerCase()) && !NOT_NAMES.has(w.toLowerCase()) && !UNIT_ACRONYMS.has(w.toLowerCase()))) {
           for (let j = i; j < n && toks[j]!.s < t.s + line.length; j++) isName[j] = 1;
           continue;
         }
@@ -549,6 +550,21 @@ class Detector implements PhiDetector {
           if (/^\s{1,2}$/.test(gap(t, nx)) && /^\s{1,2}$/.test(gap(nx, y))) isName[i + 2] = 1;
         }
       }
+    }
+    // backwards: "<X>, <name>", "<X> and <name>", "<X> <initial> <name>"; forwards: generational suffixes
+    for (let i = n - 1; i > 0; i--) {
+      if (!isName[i]) continue;
+      const t = toks[i]!;
+      const pv = toks[i - 1]!;
+      const g = gap(pv, t);
+      const ok = (x: Tok) => isNameCase(x.w) && !common.has(x.lower) && !ambiguous.has(x.lower) && !NOT_NAMES.has(x.lower) && !UNIT_ACRONYMS.has(x.lower);
+      if (!isName[i - 1] && /^,\s{1,2}$/.test(g) && isNameCase(t.w) && ok(pv)) isName[i - 1] = 1;
+      if (i > 1 && pv.lower === "and" && !isName[i - 2] && /^\s{1,2}$/.test(g) && /^\s{1,2}$/.test(gap(toks[i - 2]!, pv)) && isNameCase(t.w) && ok(toks[i - 2]!)) isName[i - 2] = 1;
+      if (i > 1 && pv.w.length === 1 && isUpper(pv.w) && /^\.?\s{1,2}$/.test(g) && /^\s{1,2}$/.test(gap(toks[i - 2]!, pv)) && ok(toks[i - 2]!)) {
+        isName[i - 1] = 1;
+        isName[i - 2] = 1;
+      }
+      if (i + 1 < n && /^(?:II|III|IV|Jr|Sr)$/.test(toks[i + 1]!.w) && /^,?\s{1,2}$/.test(gap(t, toks[i + 1]!))) isName[i + 1] = 1;
     }
     // signatures: name-like words right before a credential ("Marie Munroe, RN", "barbara j. parrilli bsn/rn")
     for (let i = 0; i < n; i++) {
