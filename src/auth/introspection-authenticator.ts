@@ -94,7 +94,8 @@ export function createIntrospectionAuthenticator(options: IntrospectionOptions):
     const claims = { ...answer } as Record<string, unknown>;
     const principal = principalFromClaims(claims);
     if (!principal) return { ok: false, description: "The access token names no client", reason: "no_client" };
-    const verified = { token, principal, claims };
+    Object.freeze(principal.scopes);
+    const verified = Object.freeze({ token, principal: Object.freeze(principal), claims: Object.freeze(claims) });
     if (cache) {
       const until = Math.min(nowSec + ttl, typeof answer.exp === "number" ? answer.exp : Infinity);
       cache.set(token, { verified, exp: until, kid: undefined, keyTag: "" });
