@@ -109,8 +109,43 @@ export async function createCheckpointSigner(key: AuditSigningKey): Promise<Chec
   };
 }
 
-/** A key that verifies checkpoints: a public JWK, CryptoKey or KeyObject. */
-export type AuditVerifyKey = JWK | CryptoKey | KeyObject;
+/**
+ * What verifies checkpoints: a public JWK, CryptoKey or KeyObject, or a JWK Set (`{ keys: [...] }`,
+ * RFC 7517 §5) when the signing key was rotated; a checkpoint is checked with the key whose `kid`
+ * it names.
+ */
+export type AuditVerifyKey = JWK | CryptoKey | KeyObject | { keys: JWK[] };
+
+/** Imported verification keys: by kid, plus keys without a kid. */
+export interface VerifyKeyring {
+  byKid: Map<string, CryptoKey | KeyObject | Uint8Array>;
+  anonymous: Array<CryptoKey | KeyObject | Uint8Array>;
+}
+
+/** Imports a key or JWK Set for {@link verifyCheckpoint}. @throws Error for private or unusable keys. */
+export async function importKeyring(key: AuditVerifyKey): Promise<VerifyKeyring> {
+  const ring: VerifyKeyring = { byKid: new Map(), anonymous: [] };
+  const list: Array<JWK | CryptoKey | KeyObject> = isJwkSet(key) ? key.keys : [key as JWK | CryptoKey | KeyObject];
+  if (list.length === 0) throw new Error("audit verify: the JWK Set has no keys");
+  for (const k of list) {
+    const imported = await importVerifyKey(k);
+    const kid = isJwk(k) ? (k.kid ?? (await calculateJwkThumbprint(publicPart(k)))) : undefined;
+    if (kid !== undefined) ring.byKid.set(kid, imported);
+    else ring.anonymous.push(imported);
+  }
+  return ring;
+}
+
+/** The keys to try for a checkpoint naming `kid`: the matching one, else the keys without a kid. */
+export function keysFor(ring: VerifyKeyring, kid: string | undefined): Array<CryptoKey | KeyObject | Uint8Array> {
+  const k = kid !== undefined ? ring.byKid.get(kid) : undefined;
+  if (k) return [k];
+  return ring.anonymous.length > 0 ? ring.anonymous : ring.byKid.size === 1 ? [...ring.byKid.values()] : [];
+}
+
+function isJwkSet(k: unknown): k is { keys: JWK[] } {
+  return typeof k === "object" && k !== null && Array.isArray((k as { keys?: unknown }).keys);
+}
 
 /** Outcome of checking one checkpoint's signature. */
 export type CheckpointCheck = { ok: true } | { ok: false; reason: "bad_signature" | "checkpoint_mismatch"; message: string };
@@ -119,13 +154,19 @@ export type CheckpointCheck = { ok: true } | { ok: false; reason: "bad_signature
  * Verifies a checkpoint entry's JWS with the public key and that its signed payload names this
  * entry: same chain, same seq, and `head` equal to the entry's `prev`.
  */
-export async function verifyCheckpoint(entry: ChainEntry, body: CheckpointBody, key: CryptoKey | KeyObject | Uint8Array): Promise<CheckpointCheck> {
+export async function verifyCheckpoint(entry: ChainEntry, body: CheckpointBody, ring: VerifyKeyring): Promise<CheckpointCheck> {
   let payload: unknown;
-  try {
-    const res = await compactVerify(body.jws, key, { algorithms: CHECKPOINT_ALGS });
-    payload = JSON.parse(new TextDecoder().decode(res.payload));
-  } catch {
-    return { ok: false, reason: "bad_signature", message: "checkpoint signature does not verify with the given public key" };
+  for (const key of keysFor(ring, typeof body.kid === "string" ? body.kid : undefined)) {
+    try {
+      const res = await compactVerify(body.jws, key, { algorithms: CHECKPOINT_ALGS });
+      payload = JSON.parse(new TextDecoder().decode(res.payload));
+      break;
+    } catch {
+      // try the next key
+    }
+  }
+  if (payload === undefined) {
+    return { ok: false, reason: "bad_signature", message: `checkpoint signature (kid ${String(body.kid)}) does not verify with the given public key(s)` };
   }
   const p = payload as { chain?: unknown; seq?: unknown; head?: unknown; time?: unknown };
   if (p.head !== entry.prev || p.seq !== entry.seq || p.chain !== body.chain || p.time !== body.time) {
@@ -135,7 +176,7 @@ export async function verifyCheckpoint(entry: ChainEntry, body: CheckpointBody, 
 }
 
 /** Imports a verification key for {@link verifyCheckpoint}. */
-export async function importVerifyKey(key: AuditVerifyKey): Promise<CryptoKey | KeyObject | Uint8Array> {
+export async function importVerifyKey(key: JWK | CryptoKey | KeyObject): Promise<CryptoKey | KeyObject | Uint8Array> {
   if (!isJwk(key)) return key;
   if (typeof key.d === "string") throw new Error("audit verify: pass the PUBLIC key (the JWK has a private 'd' member)");
   const alg = key.alg ?? (key.kty === "OKP" ? "EdDSA" : "ES256");

@@ -3,7 +3,7 @@
  * with the public key, the checkpoint signatures. Stops at the first bad entry and says where and why.
  */
 import path from "node:path";
-import { entryHash, GENESIS_HASH, importVerifyKey, verifyCheckpoint, type AuditVerifyKey, type ChainEntry, type CheckpointBody } from "./chain.js";
+import { entryHash, GENESIS_HASH, importKeyring, verifyCheckpoint, type AuditVerifyKey, type ChainEntry, type CheckpointBody, type VerifyKeyring } from "./chain.js";
 import { canonicalJson } from "./canonical-json.js";
 import { readLines } from "./lines.js";
 import { AuditRecordInputSchema } from "./record.js";
@@ -35,7 +35,7 @@ export interface VerifyFailure {
 
 /** Options of {@link verifyAuditFiles}. */
 export interface VerifyOptions {
-  /** Public key (JWK, CryptoKey or KeyObject) of the checkpoints. Without it signatures are NOT checked. */
+  /** Public key (JWK, CryptoKey, KeyObject, or a JWK Set after key rotation) of the checkpoints. Without it signatures are NOT checked. */
   publicKey?: AuditVerifyKey;
   /**
    * With `publicKey`: accept entries after the last signed checkpoint (a crash before close). Default
@@ -87,12 +87,12 @@ export class ChainVerifier {
   error: VerifyFailure | undefined;
 
   private constructor(
-    private readonly key: Awaited<ReturnType<typeof importVerifyKey>> | undefined,
+    private readonly key: VerifyKeyring | undefined,
     private readonly opts: VerifyOptions,
   ) {}
 
   static async create(opts: VerifyOptions): Promise<ChainVerifier> {
-    return new ChainVerifier(opts.publicKey === undefined ? undefined : await importVerifyKey(opts.publicKey), opts);
+    return new ChainVerifier(opts.publicKey === undefined ? undefined : await importKeyring(opts.publicKey), opts);
   }
 
   /** Checks one line. Returns false (and sets `error`) on the first failure. */

@@ -25,7 +25,7 @@ import {
 type IO = { out: (s: string) => void; err: (s: string) => void };
 
 const USAGE = `usage:
-  hmcp audit verify <files|dirs...> [--key <public JWK file>] [--allow-unsigned-tail] [--partial] [--format text|json]
+  hmcp audit verify <files|dirs...> [--key <public JWK or JWK Set file>] [--allow-unsigned-tail] [--partial] [--format text|json]
   hmcp audit query [--patient ID] [--actor ID] [--outcome allowed|denied|blocked|failed] [--method M] [--type T]
                    [--since RFC3339] [--until RFC3339] [--limit N] [--format table|json] <files|dirs...>
   hmcp audit export --format fhir [query filters] [--site NAME] <files|dirs...>`;
@@ -100,7 +100,8 @@ async function verify(argv: string[], io: IO): Promise<number> {
       if ((e as NodeJS.ErrnoException).code === "ENOENT") throw e;
       throw new UsageError(`--key ${values.key}: not a JSON Web Key file`);
     }
-    if (typeof publicKey["d"] === "string") throw new UsageError("--key must be the PUBLIC key (the file holds a private key)");
+    const keys = Array.isArray(publicKey["keys"]) ? (publicKey["keys"] as Record<string, unknown>[]) : [publicKey];
+    if (keys.some((k) => typeof k?.["d"] === "string")) throw new UsageError("--key must hold PUBLIC keys only (the file holds a private key)");
   }
   let result;
   try {

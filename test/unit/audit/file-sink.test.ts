@@ -78,6 +78,22 @@ describe("FileAuditSink + verifyAuditFiles", () => {
     expect(r2.firstError).toMatchObject({ file: path.basename(files[2]!), line: 1, reason: "seq_gap" });
   });
 
+  it("verifies across a signing-key rotation with a JWK Set", async () => {
+    const dir = await tempLogDir("audit-keyrot");
+    const next = await generateAuditSigningKey("ES256");
+    let sink = await FileAuditSink.open({ dir, signing: { privateKey: keys.privateJwk } });
+    for (let i = 0; i < 3; i++) sink.append(sampleRecord(i));
+    await sink.close();
+    sink = await FileAuditSink.open({ dir, signing: { privateKey: next.privateJwk } });
+    for (let i = 3; i < 6; i++) sink.append(sampleRecord(i));
+    await sink.close();
+    const files = await listFiles(dir);
+    expect(await verifyAuditFiles(files, { publicKey: { keys: [keys.publicJwk, next.publicJwk] } })).toMatchObject({ ok: true, records: 6, checkpoints: 2 });
+    const oldOnly = await verifyAuditFiles(files, { publicKey: keys.publicJwk });
+    expect(oldOnly.firstError).toMatchObject({ line: 8, reason: "bad_signature" });
+    await expect(verifyAuditFiles(files, { publicKey: { keys: [keys.privateJwk] } })).rejects.toThrow(/PUBLIC key/);
+  });
+
   it("rotates when the UTC day changes", async () => {
     const dir = await tempLogDir("audit-daily");
     let t = Date.UTC(2026, 10, 22, 23, 59, 59, 990);
