@@ -125,7 +125,7 @@ function luhn(digits: string): boolean {
   return sum % 10 === 0;
 }
 
-const VENT_BEFORE = /\b(?:peep|ps|psv|cpap|bi-?pap|flowby|flow-by|settings?|vent|wean(?:ed|ing)?(?: down)?(?: to)?|simv|ac|imv|pressure support|tc|trach collar)\b[^.\n]{0,14}$/i;
+const VENT_BEFORE = /\b(?:peep|ps|psv|cpap|bi-?pap|flowby|flow-by|settings?|vent|wean(?:ed|ing)?(?: down)? to|simv|ac|imv|pressure support|tc|trach collar)\b[^.\n]{0,14}$/i;
 const VENT_AFTER = /^\s?(?:bi-?pap|cpap|peep|ps\b|psv|fio2|\/\d|\d{0,3}%)/i;
 const DOMAIN_GATE = /\.(?:com|org|net|edu|gov|mil|info|biz|io)\b/;
 
@@ -162,13 +162,13 @@ const PATTERNS: Pattern[] = [
   { type: "DATE", re: /(?<![\w-])(?:19|20)\d{2}-(?:0?[1-9]|1[0-2])-(?:0?[1-9]|[12]\d|3[01])(?:[T ]\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?(?![\w-])/g },
   {
     type: "DATE",
-    re: /(?<![\w/.-])(?:0?[1-9]|1[0-2])(?:\/(?:0?[1-9]|[12]\d|3[01])(?:\/(?:19|20)?\d{2})?|-(?:0?[1-9]|[12]\d|3[01])-(?:19|20)?\d{2})(?![\w/]|-\d|\.\d)/g,
+    re: /(?<![\w/.]|\d-)(?:0?[1-9]|1[0-2])(?:\/(?:0?[1-9]|[12]\d|3[01])(?:\/(?:19|20)?\d{2})?|-(?:0?[1-9]|[12]\d|3[01])-(?:19|20)?\d{2})(?![\w/]|-\d|\.\d)/g,
     valid: (m) => {
       const parts = m[0].split(/[/-]/);
       if (parts.length === 3) return true;
       const a = Number(parts[0]);
       const b = Number(parts[1]);
-      if (a < b && a <= 3 && (b === 2 || b === 3 || b === 4 || b === 8)) return false; // a fraction: 1/2, 3/4, 2/3
+      if (a < b && (b === 2 || b === 3 || b === 4)) return false; // a fraction: 1/2, 3/4, 2/3
       if (b <= 5 && /(?:psv|ps|peep|cpap|bipap|ac|simv|vent|d5|str|strength|x)\s{0,2}$/i.test(m.input.slice(Math.max(0, m.index - 8), m.index))) return false;
       // ventilator settings ("PEEP/PS 5/10", "flowby 6/3", "wean to 10/5", "10/5 BIPAP")
       if (b <= 15 && VENT_BEFORE.test(m.input.slice(Math.max(0, m.index - 28), m.index))) return false;
