@@ -4,6 +4,8 @@
  * key set.
  */
 import { describe, expect, it } from "vitest";
+import { validateHeaderValue } from "node:http";
+import fc from "fast-check";
 import { SignJWT, exportJWK, generateKeyPair } from "jose";
 import {
   createJwtBearerAuthenticator,
@@ -58,6 +60,23 @@ describe("formatBearerChallenge", () => {
       'Bearer resource_metadata="https://x/.well-known/oauth-protected-resource/a\\"b\\\\c", error="invalid_token", error_description="bad tokenSet-Cookie: a=b  ", scope="hmcp:sample x"',
     );
     expect(h).not.toMatch(/[\r\n]/);
+  });
+});
+
+describe("formatBearerChallenge (fuzzed)", () => {
+  it("always yields one valid header value with exactly the parameters given, whatever the strings", () => {
+    const challenge = /^Bearer [a-z_]+="(?:[^"\\]|\\.)*"(?:, [a-z_]+="(?:[^"\\]|\\.)*")*$/;
+    fc.assert(
+      fc.property(fc.string({ unit: "binary", maxLength: 60 }), fc.string({ unit: "binary", maxLength: 60 }), fc.string({ maxLength: 60 }), (d, sc, rm) => {
+        const h = formatBearerChallenge({ resourceMetadata: rm, error: "invalid_token", errorDescription: d, ...(sc && { scope: sc }) });
+        expect(() => validateHeaderValue("www-authenticate", h)).not.toThrow();
+        expect(h).toMatch(challenge);
+        const names = [...h.matchAll(/(?:^Bearer |, )([a-z_]+)="/g)].map((m) => m[1]);
+        expect(names.slice(0, 3)).toEqual(["resource_metadata", "error", "error_description"]);
+        expect(names.length).toBeLessThanOrEqual(4);
+      }),
+      { numRuns: 500 },
+    );
   });
 });
 
