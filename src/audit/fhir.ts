@@ -71,7 +71,6 @@ export interface FhirAuditBundle {
   resourceType: "Bundle";
   type: "collection";
   timestamp: string;
-  total?: number;
   entry: Array<{ fullUrl: string; resource: FhirAuditEvent }>;
 }
 
@@ -97,7 +96,8 @@ export function exportFhirAuditEvents(records: Iterable<AuditRecordInput>, opts:
     const resource = toAuditEvent(r, opts);
     entry.push({ fullUrl: `urn:uuid:${r.id}`, resource });
   }
-  return { resourceType: "Bundle", type: "collection", timestamp: (opts.timestamp ?? new Date()).toISOString(), total: entry.length, entry };
+  // No `total`: R4 invariant bdl-1 allows it only on searchset and history bundles.
+  return { resourceType: "Bundle", type: "collection", timestamp: (opts.timestamp ?? new Date()).toISOString(), entry };
 }
 
 /** Converts one audit record to a FHIR R4 AuditEvent. */
