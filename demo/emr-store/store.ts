@@ -135,11 +135,7 @@ export class EmrStore {
         const resource: FhirResource = { ...rewritten, resourceType: it.resourceType, id, [patientElement(it.resourceType)]: { reference: `Patient/${patientId}` } };
         return { id, it, hash: sha256(canonicalJson(it.resource)), resource };
       });
-      const statuses = await this.sql.transaction(async (q) => {
-        const out: ImportStatus[] = [];
-        for (const row of rows) out.push(await insertOne(q, patientId, row));
-        return out;
-      });
+      const statuses = await this.sql.transaction((q) => insertChunk(q, patientId, rows));
       results.push(...statuses);
       await options.onChunk?.(Math.min(i + chunkSize, items.length), items.length);
     }
@@ -201,26 +197,44 @@ const toRow = (r: RowShape): StoredRow => ({
   resource: typeof r.resource === "string" ? (JSON.parse(r.resource) as FhirResource) : r.resource,
 });
 
-async function insertOne(
+/** One multi-row INSERT for the chunk; rows that already existed are then classified against what is stored. */
+async function insertChunk(
   q: Query,
   patientId: string,
-  row: { id: string; it: ImportItem; hash: string; resource: FhirResource },
-): Promise<ImportStatus> {
+  rows: Array<{ id: string; it: ImportItem; hash: string; resource: FhirResource }>,
+): Promise<ImportStatus[]> {
   const inserted = await q<{ id: string }>(
     `INSERT INTO emr_resource (id, resource_type, patient_id, source_key, source_hash, resource)
-     VALUES ($1, $2, $3, $4, $5, $6::jsonb) ON CONFLICT DO NOTHING RETURNING id`,
-    [row.id, row.it.resourceType, patientId, row.it.sourceKey, row.hash, JSON.stringify(row.resource)],
+     SELECT u.id, u.resource_type, $3, u.source_key, u.source_hash, u.resource::jsonb
+     FROM unnest($1::text[], $2::text[], $4::text[], $5::text[], $6::text[]) AS u(id, resource_type, source_key, source_hash, resource)
+     ON CONFLICT DO NOTHING RETURNING id`,
+    [
+      rows.map((r) => r.id),
+      rows.map((r) => r.it.resourceType),
+      patientId,
+      rows.map((r) => r.it.sourceKey),
+      rows.map((r) => r.hash),
+      rows.map((r) => JSON.stringify(r.resource)),
+    ],
   );
-  if (inserted.length === 1) return { status: "created", id: row.id };
-  const existing = await q<{ id: string; patient_id: string; source_hash: string }>(
-    "SELECT id, patient_id, source_hash FROM emr_resource WHERE source_key = $1 OR id = $2",
-    [row.it.sourceKey, row.id],
-  );
-  const e = existing[0];
-  if (!e) throw new Error("EMR store: insert conflicted but no existing row was found");
-  if (e.patient_id !== patientId)
-    return { status: "refused", reason: "source_patient_conflict", message: "this source resource is already stored for a different patient" };
-  if (e.source_hash !== row.hash)
-    return { status: "refused", reason: "version_conflict", message: "a different version of this source resource is already stored; updates are not supported" };
-  return { status: "existing", id: e.id };
+  const created = new Set(inserted.map((r) => r.id));
+  const others = rows.filter((r) => !created.has(r.id));
+  const existing = new Map<string, { id: string; patient_id: string; source_hash: string }>();
+  if (others.length > 0) {
+    const found = await q<{ id: string; patient_id: string; source_hash: string; source_key: string }>(
+      "SELECT id, patient_id, source_hash, source_key FROM emr_resource WHERE source_key = ANY($1::text[])",
+      [others.map((r) => r.it.sourceKey)],
+    );
+    for (const f of found) existing.set(f.source_key, f);
+  }
+  return rows.map((row): ImportStatus => {
+    if (created.has(row.id)) return { status: "created", id: row.id };
+    const e = existing.get(row.it.sourceKey);
+    if (!e) throw new Error("EMR store: insert conflicted but no existing row was found");
+    if (e.patient_id !== patientId)
+      return { status: "refused", reason: "source_patient_conflict", message: "this source resource is already stored for a different patient" };
+    if (e.source_hash !== row.hash)
+      return { status: "refused", reason: "version_conflict", message: "a different version of this source resource is already stored; updates are not supported" };
+    return { status: "existing", id: e.id };
+  });
 }
