@@ -203,6 +203,7 @@ const PATTERNS: Pattern[] = [
   { type: "ZIP", re: /\b(?:zip(?:\s?code)?|postal\s?code|postcode)\s?(?:is\s)?:?\s{0,2}([A-Z0-9]{2,5}(?:[ -][A-Z0-9]{2,4})?)\b/gi, group: 1 },
   { type: "ZIP", re: /(?<=\b[A-Z]{2}\s{1,2})\d{5}(?:-\d{4})?\b/g },
   { type: "ZIP", re: /(?<![\w.,/:-])\d{5}(?:-\d{4})?(?![\w./:%]|,\d|-\d)/g },
+  { type: "LOCATION", re: /\b(?:University|UNIVERSITY|Univ\.?|U) (?:of|OF) [A-Z][A-Za-z]{1,20}(?: [A-Z][A-Za-z]{2,20})?\b/g },
   { type: "LOCATION", re: /(?<!\d\s{1,2})\b(?:(?:St|ST)\.\s?|(?:Saint|SAINT)\s)[A-Z][A-Za-z]{2,20}(?:'s)?\b/g },
   // Record, account, licence and other identifying numbers in context, and long digit runs.
   {
@@ -231,7 +232,7 @@ const NAME_IS = /\b(?:my name is|name is|name:|i am|i'm|this is)\s$/i;
 const CREDENTIAL = /^,?\s{0,2}(?:RN|RRT|CRT|MD|NP|PA-C|LPN|CNA|MSW|LCSW|SLP|PharmD|RPh|PhD|BSN|MSN|CCRN)\b/;
 const CREDENTIAL_LOWER = /^,?\s{0,2}(?:rn|rrt|crt|md|np|bsn\/rn|bsn|msn|lpn|ccrn|pa-c)\b/;
 const CREDENTIALS = new Set(["rn", "rrt", "crt", "md", "np", "pa", "bsn", "msn", "lpn", "ccrn", "cna", "msw", "lcsw", "slp", "pharmd", "rph", "phd", "pa-c"]);
-const FACILITY = /^(?:\s{1,2})(?:hospital|hosp|medical center|med ctr|clinic|health center|healthcare center|memorial|infirmary|nursing home|rehab|rehabilitation|campus|hospice|medical|health system|va|vamc|general)\b/i;
+const FACILITY = /^(?:\s{1,2})(?:hospital|hosp|medical center|med ctr|clinic|health center|healthcare center|memorial|infirmary|nursing home|rehab|rehabilitation|campus|hospice|medical|health system|va|vamc|general|regional|house|med ctr)\b/i;
 /** Hospital units and common clinical acronyms that follow "to"/"at"/"in" but are not places that identify anyone. */
 const UNIT_ACRONYMS = new Set([
   "icu", "ccu", "micu", "sicu", "csru", "cvicu", "nicu", "picu", "vicu", "tsicu", "ed", "er", "or", "pacu", "ew", "osh", "ct", "mri", "ir", "ep",
@@ -244,7 +245,9 @@ const UNIT_ACRONYMS = new Set([
 ]);
 const NAME_PREV = new Set(["is", "am", "i'm", "name", "me"]);
 const LOC_PREV = new Set(["in", "from", "to", "at", "of", "the", "visiting"]);
-const FACILITY_WORDS = new Set(["hospital", "hosp", "medical", "med", "clinic", "health", "healthcare", "memorial", "infirmary", "nursing", "rehab", "rehabilitation", "campus", "hospice", "va", "vamc", "general"]);
+/** Facility words that are part of the facility's proper name ("Frederick Memorial", "Laurel Regional"). */
+const NAMED_FACILITY = new Set(["memorial", "regional", "rehab", "house"]);
+const FACILITY_WORDS = new Set(["regional", "house", "hospital", "hosp", "medical", "med", "clinic", "health", "healthcare", "memorial", "infirmary", "nursing", "rehab", "rehabilitation", "campus", "hospice", "va", "vamc", "general"]);
 const LOC_PREFIX = /\b(?:lives in|living in|live in|resides in|resident of|from|transferred from|transferred to|transfered to|transfered from|moved to|moved from|travel(?:l?ing|led)? to|trip to|visiting|in|at|to)\s{1,2}$/i;
 
 /** Words that end a name run even when capitalised (facility and document words). */
@@ -615,7 +618,8 @@ class Detector implements PhiDetector {
       }
       const after = i + 1 < n && FACILITY_WORDS.has(toks[i + 1]!.lower) ? text.slice(t.e, t.e + 24) : "";
       if (i + 1 < n && FACILITY_WORDS.has(toks[i + 1]!.lower) && t.lower.length > 1 && (!common.has(t.lower) || (isTitleCase(t.w) && !NOT_NAMES.has(t.lower))) && FACILITY.test(after)) {
-        found.push({ s: t.s, e: t.e, type: "LOCATION" });
+        const fw = toks[i + 1]!;
+        found.push({ s: t.s, e: NAMED_FACILITY.has(fw.lower) && isCap(fw.w) === isCap(t.w) ? fw.e : t.e, type: "LOCATION" });
         const pv = i > 0 ? toks[i - 1]! : undefined;
         if (pv && /^\s{1,2}$/.test(gap(pv, t)) && (!common.has(pv.lower) || (isTitleCase(pv.w) && isTitleCase(t.w) && !NOT_NAMES.has(pv.lower))) && isCap(pv.w) === isCap(t.w)) {
           found.push({ s: toks[i - 1]!.s, e: toks[i - 1]!.e, type: "LOCATION" });
