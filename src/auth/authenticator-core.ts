@@ -7,7 +7,7 @@ import { extractBearerToken } from "./bearer-request.js";
 import { bearerFailure } from "./www-authenticate.js";
 import type { ChallengeContext } from "./www-authenticate.js";
 import { requiredScopesForMethod } from "./method-scopes.js";
-import { satisfiesAny } from "./scopes.js";
+import { parseScope, satisfiesAny } from "./scopes.js";
 import { resourceMetadataPathFor, resourceMetadataUrlFor } from "./resource-metadata.js";
 import type { ProtectedResourceMetadata } from "./resource-metadata.js";
 
@@ -69,6 +69,15 @@ export function buildBearerAuthenticator(cfg: CoreConfig): BearerAuthenticator {
   const ctx: ChallengeContext = { resourceMetadataUrl: cfg.resourceMetadataUrl ?? resourceMetadataUrlFor(metadata.resource) };
   if (cfg.realm !== undefined) ctx.realm = cfg.realm;
   const required = cfg.requiredScopes ?? [];
+  // A mistyped required scope would silently refuse every request: name it at construction instead.
+  const configured: Array<[string, readonly string[]]> = [["requiredScopes", required]];
+  if (cfg.methodScopes) for (const [m, list] of Object.entries(cfg.methodScopes)) configured.push([`methodScopes["${m}"]`, list]);
+  for (const [where, list] of configured) {
+    for (const scope of list) {
+      const p = parseScope(scope);
+      if (p.kind === "invalid") throw new TypeError(`${where}: invalid scope ${JSON.stringify(scope)} (${p.reason})`);
+    }
+  }
   const methodTable = cfg.methodScopes === false ? undefined : cfg.methodScopes;
   const checkMethods = cfg.methodScopes !== false;
   // On a 401, advertise what a client should ask for: the metadata's scopes_supported, else the baseline.

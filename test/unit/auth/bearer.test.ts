@@ -101,6 +101,11 @@ describe("createJwtBearerAuthenticator options", () => {
   it.each([["none"], ["HS256"], ["hs512"]])("refuses algorithm %s", (alg) => {
     expect(() => createJwtBearerAuthenticator({ ...base, algorithms: [alg] })).toThrow(/not allowed/);
   });
+  it("names a mistyped required scope instead of refusing every request", () => {
+    expect(() => createJwtBearerAuthenticator({ ...base, requiredScopes: ["hmcp:acess"] })).toThrow(/requiredScopes: invalid scope "hmcp:acess"/);
+    expect(() => createJwtBearerAuthenticator({ ...base, methodScopes: { "tools/call": ["system/Observation.write?x=1"] } })).toThrow(/tools\/call/);
+    expect(() => createJwtBearerAuthenticator({ ...base, requiredScopes: ["hmcp:access", "openid"] })).not.toThrow();
+  });
   it("names an unknown option", () => {
     expect(() => createJwtBearerAuthenticator({ ...base, audiance: "x" } as never)).toThrow(/unknown option "audiance"/);
   });
