@@ -139,15 +139,25 @@ export class GuardrailPipeline implements GuardrailRunner {
     for (const entry of this.#stages[stage]) {
       const g = entry.guardrail;
       const start = performance.now();
-      const ac = new AbortController();
-      const signal = context.signal ? AbortSignal.any([context.signal, ac.signal]) : ac.signal;
-      const ctx: GuardrailContext = { ...context, stage, signal };
+      // The per-guardrail signal (request signal + this guardrail's timeout) is built only when a guardrail reads
+      // it: AbortSignal.any costs tens of µs and GC work per call, and the built-in checks are synchronous.
+      let ac: AbortController | undefined;
+      let signal: AbortSignal | undefined;
+      const controller = () => (ac ??= new AbortController());
+      const lazySignal = () => (signal ??= context.signal ? AbortSignal.any([context.signal, controller().signal]) : controller().signal);
+      const ctx: GuardrailContext = {
+        ...context,
+        stage,
+        get signal() {
+          return lazySignal();
+        },
+      };
       const entityTypes = new Set<string>();
       let note: string | undefined;
       try {
         if (g.checkExchange) {
           let d = g.checkExchange(walk.view, ctx);
-          if (isPromise(d)) d = await withTimeout(d, entry.timeoutMs - (performance.now() - start), ac);
+          if (isPromise(d)) d = await withTimeout(d, entry.timeoutMs - (performance.now() - start), controller());
           if (d.action === "block") return this.#block(root.value as T, decisions, g.name, d.reason);
           if (d.action === "modify") {
             root.value = d.payload;
@@ -161,9 +171,16 @@ export class GuardrailPipeline implements GuardrailRunner {
           for (let i = 0; i < walk.slots.length; i++) {
             const slot = walk.slots[i]!;
             const text = slot.holder[slot.key] as string;
-            const tctx: TextCheckContext = { ...ctx, location: slot.location };
+            const tctx: TextCheckContext = {
+              ...context,
+              stage,
+              location: slot.location,
+              get signal() {
+                return lazySignal();
+              },
+            };
             let d: Decision | Promise<Decision> = g.check(text, tctx);
-            if (isPromise(d)) d = await withTimeout(d, entry.timeoutMs - (performance.now() - start), ac);
+            if (isPromise(d)) d = await withTimeout(d, entry.timeoutMs - (performance.now() - start), controller());
             if (d.action === "block") return this.#block(root.value as T, decisions, g.name, d.reason);
             if (d.action === "redact" && d.content !== text) {
               if (!copied) {
@@ -181,7 +198,7 @@ export class GuardrailPipeline implements GuardrailRunner {
         if (performance.now() - start > entry.timeoutMs) throw new GuardrailTimeout();
       } catch (e) {
         const reason = e instanceof GuardrailTimeout ? "guardrail_timeout" : "guardrail_error";
-        ac.abort();
+        ac?.abort();
         if (entry.failMode === "closed") return this.#block(root.value as T, decisions, g.name, reason);
         note = reason;
       }
