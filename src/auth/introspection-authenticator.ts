@@ -41,13 +41,19 @@ export interface IntrospectionOptions extends CommonBearerOptions {
 }
 
 const CLOCK_TOLERANCE_SEC = 30;
+const KNOWN_OPTIONS = new Set([
+  "issuer", "authorizationServer", "audience", "clientId", "auth", "requireAudience", "cacheTtlSec", "cacheMaxEntries",
+  "timeoutMs", "allowInsecureRequests", "resourceMetadata", "resourceMetadataUrl", "maxTokenBytes", "requiredScopes",
+  "methodScopes", "realm",
+]);
 
 /**
  * Creates a {@link BearerAuthenticator} that checks opaque tokens by RFC 7662 introspection.
  * Failure statuses and challenges are those of `createJwtBearerAuthenticator`.
- * @throws TypeError at construction on a missing issuer, audience or client id
+ * @throws TypeError at construction on an unknown option or a missing issuer, audience or client id
  */
 export function createIntrospectionAuthenticator(options: IntrospectionOptions): BearerAuthenticator {
+  for (const k of Object.keys(options)) if (!KNOWN_OPTIONS.has(k)) throw new TypeError(`createIntrospectionAuthenticator: unknown option "${k}"`);
   const { issuer, audience, clientId } = options;
   if (!issuer || !audience || !clientId) throw new TypeError("createIntrospectionAuthenticator: issuer, audience and clientId are required");
   const ttl = options.cacheTtlSec ?? 30;

@@ -66,6 +66,11 @@ export interface ClientCredentialsOptions {
   timeoutMs?: number;
 }
 
+const PROVIDER_OPTIONS = new Set([
+  "issuer", "authorizationServer", "discovery", "clientId", "auth", "scope", "resource", "refreshSkewSec",
+  "allowInsecureRequests", "timeoutMs",
+]);
+
 /** Why a token could not be obtained. `oauthError` is the authorization server's RFC 6749 §5.2 code, if any. */
 export class TokenRequestError extends Error {
   readonly code: "discovery_failed" | "token_request_failed" | "invalid_configuration";
@@ -179,8 +184,12 @@ export async function discoverIssuerFromResource(
  * @throws TokenRequestError from `getToken()`: `discovery_failed` (metadata unreachable or issuer mismatch),
  *   `token_request_failed` (with `oauthError`, e.g. `invalid_client`, `invalid_scope`, `invalid_target`),
  *   `invalid_configuration` (bad key or options). Messages never contain secrets or tokens.
+ * @throws TokenRequestError `invalid_configuration` at construction on an unknown option or no issuer/resource
  */
 export function createClientCredentialsTokenProvider(options: ClientCredentialsOptions): TokenProvider {
+  for (const k of Object.keys(options)) {
+    if (!PROVIDER_OPTIONS.has(k)) throw new TokenRequestError("invalid_configuration", `createClientCredentialsTokenProvider: unknown option "${k}"`);
+  }
   if (!options.issuer && !options.resource && !options.authorizationServer) {
     throw new TokenRequestError("invalid_configuration", "issuer (or resource, for RFC 9728 discovery) is required");
   }

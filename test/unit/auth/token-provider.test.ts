@@ -138,6 +138,10 @@ describe("createClientCredentialsTokenProvider", () => {
     await expect(provider({ auth: { type: "private_key_jwt", privateKey: noKid } }).getToken()).rejects.toMatchObject({ code: "invalid_configuration" });
   });
 
+  it("names an unknown option at construction", () => {
+    expect(() => provider({ scopes: "x" } as never)).toThrow(/unknown option "scopes"/);
+  });
+
   it("fails discovery cleanly when the issuer serves no metadata", async () => {
     const p = createClientCredentialsTokenProvider({
       issuer: base,
