@@ -4,7 +4,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import * as oauth from "oauth4webapi";
 import { importJWK } from "jose";
-import { createClientCredentialsTokenProvider, createIntrospectionAuthenticator } from "hmcp";
+import { HMCPClient, HMCPServer, createClientCredentialsTokenProvider, createHttpApp, createIntrospectionAuthenticator, listen } from "hmcp";
+import type { BearerAuthenticator, Listening } from "hmcp";
 import { defaultDemoClients, startDemoAuthorizationServer } from "../../demo/auth-server/index.js";
 import type { DemoAuthorizationServer } from "../../demo/auth-server/index.js";
 
@@ -83,5 +84,79 @@ describe("createIntrospectionAuthenticator", () => {
   it("refuses introspection by a client that is not a registered resource server", async () => {
     const a = authenticator({ clientId: "reader", auth: { type: "private_key_jwt", privateKey: as.clients["reader"]!.privateJwk! } });
     expect((await check(a, await token())).ok).toBe(false);
+  });
+});
+
+describe("opaque tokens through createHttpApp + HMCPClient", () => {
+  it("a revoked token gets 401; the client drops it, fetches a new one and the retry succeeds", async () => {
+    // An agent whose resource identifier is known only after it listens; the AS above does not know it, so start one.
+    const holder: { auth?: BearerAuthenticator } = {};
+    const bearer: BearerAuthenticator = {
+      get resourceMetadataPath() {
+        return "/.well-known/oauth-protected-resource/mcp";
+      },
+      resourceMetadata: () => holder.auth!.resourceMetadata(),
+      check: (r) => holder.auth!.check(r),
+    };
+    let ran = 0;
+    const http: Listening = await listen(
+      createHttpApp({
+        bearer,
+        createServer: () =>
+          new HMCPServer({ name: "opaque-agent", version: "1" }, { guardrails: false }).sampling(async () => {
+            ran++;
+            return { content: { type: "text", text: "ok" }, stopReason: "endTurn" };
+          }),
+      }),
+    );
+    const endpoint = new URL("/mcp", http.url);
+    const server = await startDemoAuthorizationServer({
+      resources: [{ identifier: endpoint.href, format: "opaque" }],
+      clients: [...defaultDemoClients("p-1"), { clientId: "opaque-agent", scopes: [], introspect: true }],
+    });
+    try {
+      holder.auth = createIntrospectionAuthenticator({
+        issuer: server.issuer,
+        audience: endpoint.href,
+        clientId: "opaque-agent",
+        auth: { type: "private_key_jwt", privateKey: server.clients["opaque-agent"]!.privateJwk! },
+        allowInsecureRequests: true,
+        cacheTtlSec: 0,
+      });
+      const inner = createClientCredentialsTokenProvider({
+        issuer: server.issuer,
+        clientId: "orchestrator",
+        auth: { type: "private_key_jwt", privateKey: server.clients["orchestrator"]!.privateJwk! },
+        scope: "hmcp:sample",
+        resource: endpoint.href,
+        allowInsecureRequests: true,
+      });
+      const handed: string[] = [];
+      const client = new HMCPClient(
+        { name: "orchestrator", version: "1" },
+        { guardrails: false, tokenProvider: { getToken: async () => (handed.push(await inner.getToken()), handed.at(-1)!), invalidate: () => inner.invalidate() } },
+      );
+      await client.connect({ type: "http", url: endpoint });
+      const ask = () => client.createMessage({ messages: [{ role: "user", content: { type: "text", text: "hi" } }], maxTokens: 5 });
+      expect((await ask()).content).toMatchObject({ text: "ok" });
+
+      // Revoke the token the client holds.
+      const as = await oauth.processDiscoveryResponse(new URL(server.issuer), await oauth.discoveryRequest(new URL(server.issuer), { [oauth.allowInsecureRequests]: true }));
+      const key = (await importJWK(server.clients["orchestrator"]!.privateJwk!, "ES384")) as oauth.CryptoKey;
+      await oauth.processRevocationResponse(
+        await oauth.revocationRequest(as, { client_id: "orchestrator" }, oauth.PrivateKeyJwt({ key, kid: "orchestrator-key-1" }), handed.at(-1)!, {
+          [oauth.allowInsecureRequests]: true,
+        }),
+      );
+      const before = ran;
+      const distinct = new Set(handed).size;
+      expect((await ask()).content).toMatchObject({ text: "ok" });
+      expect(ran).toBe(before + 1);
+      expect(new Set(handed).size).toBe(distinct + 1);
+      await client.close();
+    } finally {
+      await http.close();
+      await server.stop();
+    }
   });
 });
