@@ -52,6 +52,10 @@ export const HARD_RULES: readonly RegExp[] = [
   /\b(?:well done|very good|sehr gut|gut gemacht|excellent performance|superbly done|great\.)\b.{0,80}\b(?:now|jetzt|nun)\b/,
   /\bhuman:\s?human:/,
   /^you are (?:the |a |an |three )/,
+  /\b(?:role-?play(?:ing)?(?: as)?|play(?:ing)? the (?:leading |main )?roles?|stay (?:fully )?in (?:their|your|his|her) roles?|(?:are|as) (?:two |excellent )?actors?\b|act in a (?:film|movie))/,
+  /^(?:state|say|write|schreibe|sage|behaupte) (?:that|dass)\b/,
+  /(?:^|\s)(?:instruction|order|befehl|anweisung)\s?:\s?\w/,
+  /\b(?:untrue|unwahre|false|falsche) (?:headline|überschrift)\b/,
 ];
 
 /** True when a {@link HARD_RULES} phrase occurs in the normalised text. */
