@@ -4,7 +4,7 @@
  * Also: a clean second run on the same store writes nothing new and reports the same numbers.
  */
 import { spawn } from "node:child_process";
-import { readdir, readFile } from "node:fs/promises";
+import { copyFile, mkdir, readdir, readFile } from "node:fs/promises";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { loadPatientBundles } from "../../demo/fhir/synthea.js";
@@ -60,8 +60,8 @@ async function childrenMatching(ppid: number, needle: string): Promise<number[]>
   return out;
 }
 
-async function expectCompleteStore(dataDir: string): Promise<number> {
-  const patients = await loadPatientBundles(shippedData);
+async function expectCompleteStore(dataDir: string, bundles: string): Promise<number> {
+  const patients = await loadPatientBundles(bundles);
   const keys = new Map<string, string>();
   for (const p of patients) for (const e of p.encounters) for (const x of e.entries) if (isClinicalType(x.resource.resourceType)) keys.set(x.fullUrl, p.patient.id!);
   const db = await EmrStore.open({ dataDir });
@@ -81,7 +81,11 @@ describe("demo crash safety and clean restart", () => {
     const tmp = await tempDir("hmcp-demo-kill-");
     cleanup.push(tmp.remove);
     const store = path.join(tmp.dir, "emr");
-    const common = ["--all", "--transport", "stdio", "--store", store, "--audit-dir", path.join(tmp.dir, "audit")];
+    // Three of the shipped patients keep the test short; the kill lands during the second one.
+    const bundles = path.join(tmp.dir, "bundles");
+    await mkdir(bundles);
+    for (const f of (await readdir(shippedData)).filter((x) => /^(Claudie|Eboni|Marcos)_/.test(x))) await copyFile(path.join(shippedData, f), path.join(bundles, f));
+    const common = ["--all", "--transport", "stdio", "--data", bundles, "--store", store, "--audit-dir", path.join(tmp.dir, "audit")];
     let killed = 0;
     let patientsDone = 0;
     const first = await demo(common, (line, pid) => {
@@ -102,7 +106,7 @@ describe("demo crash safety and clean restart", () => {
 
     const second = await demo([...common, "--report", path.join(tmp.dir, "report.json")]);
     expect(second.code).toBe(0);
-    const total = await expectCompleteStore(store);
+    const total = await expectCompleteStore(store, bundles);
     const report = JSON.parse(await readFile(path.join(tmp.dir, "report.json"), "utf8")) as DemoReport;
     expect(report.patients.reduce((n, p) => n + Object.values(p.written).reduce((a, b) => a + b, 0), 0)).toBe(total);
   });
