@@ -1,6 +1,6 @@
 /**
- * The load generator: one autocannon run, in its own process (bench/run.ts forks it), so that load and server never
- * share an event loop. Reads a {@link LoadSpec} from `BENCH_LOAD` and sends back a {@link LoadResult} over IPC.
+ * The load generator: autocannon in its own process (bench/run.ts forks it once), so that load and server never share
+ * an event loop. It answers each IPC message `{ type: "run", spec: LoadSpec }` with `{ type: "result", result }`.
  *
  * Each request carries a fresh JSON-RPC id (a counter, set in autocannon's `setupRequest`): one stateful MCP session maps
  * responses by request id, so concurrent requests must not reuse one. (autocannon's own `[<id>]` replacement is not
@@ -105,13 +105,14 @@ export async function runLoad(spec: LoadSpec): Promise<LoadResult> {
   };
 }
 
-if (process.send && process.env["BENCH_LOAD"]) {
-  const spec = JSON.parse(process.env["BENCH_LOAD"]) as LoadSpec;
-  runLoad(spec).then(
-    (result) => process.send!({ type: "result", result }, () => process.exit(0)),
-    (error: unknown) => {
-      console.error(`bench load failed: ${String(error)}`);
-      process.exit(1);
-    },
-  );
+if (process.send && process.env["BENCH_LOAD_WORKER"] === "1") {
+  process.on("message", (msg: { type: string; spec?: LoadSpec }) => {
+    if (msg.type !== "run" || !msg.spec) return;
+    runLoad(msg.spec).then(
+      (result) => process.send!({ type: "result", result }),
+      (error: unknown) => process.send!({ type: "result", error: String(error) }),
+    );
+  });
+  process.on("disconnect", () => process.exit(0));
+  process.send({ type: "ready" });
 }

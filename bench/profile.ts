@@ -14,7 +14,7 @@ import path from "node:path";
 import type { ServerConfig } from "./server.js";
 import { benchKeys, clinicalText, samplingBody, signAccessToken, toolsCallBody, PATIENT, REPO_ROOT } from "./lib/fixtures.js";
 import { openSession } from "./lib/mcp-http.js";
-import { ServerProc, runLoadProcess } from "./lib/procs.js";
+import { ServerProc, runLoadProcess, stopLoadProcess } from "./lib/procs.js";
 
 interface ProfileNode {
   id: number;
@@ -129,6 +129,7 @@ async function main(): Promise<void> {
     await server.profileStop(file);
     console.log(`${config}: ${Math.round(r.rps)} req/s, p50 ${r.p50Ms.toFixed(2)} ms, p99 ${r.p99Ms.toFixed(2)} ms over ${seconds} s at ${connections} connections`);
   } finally {
+    stopLoadProcess();
     await server.stop();
   }
   const s = summarize(JSON.parse(readFileSync(file, "utf8")) as CpuProfile, top);

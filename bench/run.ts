@@ -12,10 +12,10 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import type { LoadResult } from "./load.js";
-import type { ServerConfig, ServerStats } from "./server.js";
+import { LAYER_CONFIGS, needsToken, type ServerConfig, type ServerStats } from "./server.js";
 import { benchKeys, clinicalText, samplingBody, signAccessToken, toolsCallBody, PATIENT, REPO_ROOT } from "./lib/fixtures.js";
 import { openSession, post } from "./lib/mcp-http.js";
-import { BENCH_DIR, ServerProc, runLoadProcess, runScript } from "./lib/procs.js";
+import { BENCH_DIR, ServerProc, runLoadProcess, runScript, stopLoadProcess } from "./lib/procs.js";
 import { sequentialLatency, type LatencyFigure } from "./lib/latency.js";
 import { memoryPerSession, type MemoryFigure } from "./lib/memory.js";
 import { round, spread, type Spread } from "./lib/stats.js";
@@ -31,8 +31,8 @@ const option = (name: string): string | undefined => {
 };
 const quick = flag("quick");
 const mode = quick ? "quick" : "full";
-const rounds = Number(option("rounds") ?? 3);
-const durationSec = Number(option("duration") ?? (quick ? 2 : 10));
+const rounds = Number(option("rounds") ?? (quick ? 3 : 5));
+const durationSec = Number(option("duration") ?? (quick ? 1.5 : 10));
 const warmupSec = quick ? 1 : 3;
 const connectionsList = (option("connections") ?? "10,50").split(",").map(Number);
 const textChars = Number(option("text-chars") ?? 1024);
@@ -41,7 +41,7 @@ const memSessions = Number(option("sessions") ?? 1000);
 const only = new Set((option("only") ?? "throughput,latency,components,memory,demo").split(","));
 if (rounds < 1 || !Number.isFinite(durationSec) || durationSec <= 0) throw new Error("bad --rounds/--duration");
 
-const THROUGHPUT_CONFIGS: ServerConfig[] = ["ceiling", "baseline", "bare", "full"];
+const THROUGHPUT_CONFIGS: ServerConfig[] = ["ceiling", "baseline", "bare", "full", ...(flag("layers") ? LAYER_CONFIGS : [])];
 
 /** One measured autocannon run. */
 export interface ThroughputRun extends LoadResult {
@@ -97,7 +97,7 @@ interface Target {
 /** Starts the throughput servers, opens their sessions and probes each; pushes into `targets` as they come up. */
 async function prepareTargets(targets: Target[], text: string, token: string, publicJwk: object): Promise<void> {
   const started = await Promise.allSettled(
-    THROUGHPUT_CONFIGS.map((config) => ServerProc.start({ config, ...(config === "full" && { publicJwk: publicJwk as never }) })),
+    THROUGHPUT_CONFIGS.map((config) => ServerProc.start({ config, ...(needsToken(config) && { publicJwk: publicJwk as never }) })),
   );
   for (const s of started) if (s.status === "fulfilled") targets.push({ config: s.value.spec.config, server: s.value, url: s.value.url, headers: {}, body: "", check: () => false });
   const failed = started.find((s) => s.status === "rejected");
@@ -112,7 +112,7 @@ async function prepareTargets(targets: Target[], text: string, token: string, pu
       body = toolsCallBody(text, "[<id>]");
       check = (m) => (m["params"] as { arguments?: { text?: string } })?.arguments?.text === text;
     } else {
-      const auth: Record<string, string> = config === "full" ? { authorization: `Bearer ${token}` } : {};
+      const auth: Record<string, string> = needsToken(config) ? { authorization: `Bearer ${token}` } : {};
       headers = (await openSession(server.url, auth)).headers;
       if (config === "baseline") {
         body = toolsCallBody(text, "[<id>]");
@@ -122,7 +122,7 @@ async function prepareTargets(targets: Target[], text: string, token: string, pu
         check = (m) => (m["result"] as { content?: { text?: string } })?.content?.text === text;
       } else {
         // The output stage may redact the echoed text (PHI redaction): any text answer is a success.
-        body = samplingBody(text, "[<id>]", PATIENT);
+        body = samplingBody(text, "[<id>]", needsToken(config) ? PATIENT : undefined);
         check = (m) => typeof (m["result"] as { content?: { text?: string } })?.content?.text === "string";
       }
     }
@@ -256,8 +256,37 @@ async function teammateScript(name: string, args: string[], timeoutMs: number): 
   return { source: `bench/${name}`, code: out.code, seconds: round(out.ms / 1000, 1), output: (out.stdout.trim() || out.stderr.trim()).slice(-4000) };
 }
 
-async function components(): Promise<{ direct: ComponentResults | { error: string }; audit: Awaited<ReturnType<typeof auditComponent>>; guardrailsBench?: unknown }> {
-  const out = await runScript(path.join(BENCH_DIR, "components.ts"), quick ? ["--quick"] : [], { timeoutMs: 300_000 });
+/** One row of bench/guardrails.ts's JSON line. */
+export interface GuardrailBenchRow {
+  case: string;
+  text: string;
+  chars: number;
+  p50: number;
+  p99: number;
+  cpuMean: number;
+  action: string;
+}
+
+async function components(): Promise<{
+  direct: ComponentResults | { error: string };
+  audit: Awaited<ReturnType<typeof auditComponent>>;
+  guardrailsBench?: { source: string; code: number | null; seconds: number; output: string; rows?: GuardrailBenchRow[] };
+}> {
+  // The guardrail component's own benchmark, when present, supplies the guardrail figures.
+  const g = await teammateScript("guardrails.ts", quick ? ["--n", "500"] : [], 300_000);
+  let rows: GuardrailBenchRow[] | undefined;
+  for (const line of g?.output.split("\n") ?? []) {
+    if (!line.trimStart().startsWith("{")) continue;
+    try {
+      const parsed = JSON.parse(line) as { guardrails?: GuardrailBenchRow[] };
+      if (Array.isArray(parsed.guardrails)) rows = parsed.guardrails;
+    } catch {
+      // not the JSON line
+    }
+  }
+  const guardrailsBench = g && { ...g, ...(rows && { rows }) };
+  const args = [...(quick ? ["--quick"] : []), ...(rows ? ["--skip-guardrails"] : [])];
+  const out = await runScript(path.join(BENCH_DIR, "components.ts"), args, { timeoutMs: 300_000 });
   let direct: ComponentResults | { error: string };
   try {
     direct = JSON.parse(out.stdout) as ComponentResults;
@@ -265,18 +294,29 @@ async function components(): Promise<{ direct: ComponentResults | { error: strin
     direct = { error: `bench/components.ts exited ${out.code}: ${out.stderr.slice(-500)}` };
   }
   const audit = await auditComponent();
-  const guardrailsBench = await teammateScript("guardrails.ts", quick ? ["--quick"] : [], 300_000);
   return { direct, audit, ...(guardrailsBench && { guardrailsBench }) };
 }
 
 // ------------------------------------------------------------------------------------------------------------ demo
-async function demo(): Promise<{ available: false; note: string } | { available: true; source: string; code: number | null; seconds: number; resourcesPerSec?: number; output: string }> {
-  const r = await teammateScript("demo-import.ts", quick ? ["--quick"] : [], quick ? 90_000 : 600_000);
+type DemoResult =
+  | { available: false; note: string }
+  | { available: true; source: string; code: number | null; seconds: number; resourcesPerSec?: number; report?: Record<string, unknown>; output: string };
+
+/** Runs bench/demo-import.ts (the demo's own benchmark) and reads the JSON object it prints. */
+async function demo(): Promise<DemoResult> {
+  const r = await teammateScript("demo-import.ts", quick ? ["--quick"] : [], quick ? 120_000 : 900_000);
   if (!r) return { available: false, note: "bench/demo-import.ts not in the tree yet" };
-  const m = /([\d,]+(?:\.\d+)?)\s*(?:FHIR\s+)?resources\s*(?:\/\s*s|per second)/i.exec(r.output);
-  const json = /"resourcesPerSec(?:ond)?"\s*:\s*([\d.]+)/.exec(r.output);
-  const rps = json ? Number(json[1]) : m ? Number(m[1]!.replace(/,/g, "")) : undefined;
-  return { available: true, ...r, ...(rps !== undefined && { resourcesPerSec: rps }) };
+  let report: Record<string, unknown> | undefined;
+  const start = r.output.indexOf("{");
+  if (start >= 0) {
+    try {
+      report = JSON.parse(r.output.slice(start)) as Record<string, unknown>;
+    } catch {
+      report = undefined;
+    }
+  }
+  const rps = typeof report?.["resourcesPerSec"] === "number" ? report["resourcesPerSec"] : undefined;
+  return { available: true, ...r, ...(report && { report }), ...(rps !== undefined && { resourcesPerSec: rps }) };
 }
 
 // ------------------------------------------------------------------------------------------------------------ main
@@ -312,6 +352,7 @@ async function main(): Promise<void> {
       }
     }
   } finally {
+    stopLoadProcess();
     const finals = await Promise.all(targets.map(async (t) => ({ config: t.config, stats: await t.server.stop() })));
     const full = finals.find((f) => f.config === "full");
     if (full?.stats?.auditBytes !== undefined) log(`full: audit trail written ${full.stats.auditBytes} bytes`);

@@ -12,7 +12,8 @@
  * - `full`      the same with JWT bearer verification (local ES256 key set), scope and patient-context checks,
  *               `guardrails/default.yaml` input + output, and `FileAuditSink` (default durability) on a temp dir;
  * - `mem-hmcp`  `createHttpApp` with bearer false, default sessions (event store, SSE), for the idle-session figure;
- * - `mem-sdk`   the plain SDK equivalent (one McpServer + transport per session), for reference.
+ * - `mem-sdk`   the plain SDK equivalent (one McpServer + transport per session), for reference;
+ * - `bare+auth`, `bare+guardrails`, `bare+audit`: one layer of `full` at a time (the runner's `--layers`).
  *
  * IPC: the child sends `{ type: "ready", url }`; it answers `{ type: "stats" }` with {@link ServerStats},
  * `{ type: "gc" }` with stats after two full collections (needs `--expose-gc`), `{ type: "prof-start" }` and
@@ -47,7 +48,15 @@ import {
 import { AUDIENCE, ISSUER, REPO_ROOT } from "./lib/fixtures.js";
 import { inlineSourceMap, originalPosition } from "./lib/sourcemap.js";
 
-export type ServerConfig = "ceiling" | "baseline" | "bare" | "full" | "mem-hmcp" | "mem-sdk";
+export type ServerConfig = "ceiling" | "baseline" | "bare" | "full" | "mem-hmcp" | "mem-sdk" | LayerConfig;
+/** One layer of `full` alone on top of `bare` (`--layers`): where the cost of `full` comes from. */
+export type LayerConfig = "bare+auth" | "bare+guardrails" | "bare+audit";
+export const LAYER_CONFIGS: readonly LayerConfig[] = ["bare+auth", "bare+guardrails", "bare+audit"];
+
+/** True for the configurations that need the bench's bearer token and declare its patient. */
+export function needsToken(config: ServerConfig): boolean {
+  return config === "full" || config === "bare+auth";
+}
 
 /** What the runner passes to a server child. */
 export interface ServerSpec {
@@ -171,23 +180,31 @@ async function startSdk(): Promise<string> {
   return `${(await listenExpress(app)).url}/mcp`;
 }
 
-async function startHmcp(config: "bare" | "full" | "mem-hmcp", spec: ServerSpec): Promise<string> {
+async function startHmcp(config: "bare" | "full" | "mem-hmcp" | LayerConfig, spec: ServerSpec): Promise<string> {
   let listening: Listening;
-  if (config === "full") {
-    if (!spec.publicJwk) throw new Error("full: publicJwk missing");
-    const guardrails = await loadDefaultPolicy();
-    auditDir = await mkdtemp(path.join(os.tmpdir(), "hmcp-bench-audit-"));
-    const keys = await generateAuditSigningKey();
-    const sink = await FileAuditSink.open({ dir: auditDir, signing: { privateKey: keys.privateJwk } });
-    closers.push(async () => {
-      await sink.close();
-    });
-    const bearer = createJwtBearerAuthenticator({ issuer: ISSUER, audience: AUDIENCE, jwks: { keys: { keys: [spec.publicJwk] } } });
+  const withAuth = config === "full" || config === "bare+auth";
+  const withGuardrails = config === "full" || config === "bare+guardrails";
+  const withAudit = config === "full" || config === "bare+audit";
+  if (withAuth || withGuardrails || withAudit) {
+    const guardrails = withGuardrails ? await loadDefaultPolicy() : false;
+    let sink: FileAuditSink | undefined;
+    if (withAudit) {
+      auditDir = await mkdtemp(path.join(os.tmpdir(), "hmcp-bench-audit-"));
+      const keys = await generateAuditSigningKey();
+      const opened = await FileAuditSink.open({ dir: auditDir, signing: { privateKey: keys.privateJwk } });
+      sink = opened;
+      closers.push(() => opened.close());
+    }
+    let bearer: ReturnType<typeof createJwtBearerAuthenticator> | false = false;
+    if (withAuth) {
+      if (!spec.publicJwk) throw new Error(`${config}: publicJwk missing`);
+      bearer = createJwtBearerAuthenticator({ issuer: ISSUER, audience: AUDIENCE, jwks: { keys: { keys: [spec.publicJwk] } } });
+    }
     const http = createHttpApp({
-      createServer: () => new HMCPServer(INFO, { guardrails, audit: sink }).sampling(echoSampling),
+      createServer: () => new HMCPServer(INFO, { ...(!withAuth && { auth: false as const }), guardrails, audit: sink ?? false }).sampling(echoSampling),
       bearer,
       enableJsonResponse: true,
-      audit: sink,
+      ...(sink && { audit: sink }),
     });
     sessionCount = () => http.sessionCount;
     listening = await listen(http);
@@ -272,6 +289,9 @@ async function main(): Promise<void> {
     case "bare":
     case "full":
     case "mem-hmcp":
+    case "bare+auth":
+    case "bare+guardrails":
+    case "bare+audit":
       url = await startHmcp(config, spec);
       break;
     default:

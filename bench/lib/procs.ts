@@ -10,7 +10,7 @@ import { REPO_ROOT } from "./fixtures.js";
 
 export const BENCH_DIR = path.join(REPO_ROOT, "bench");
 
-type Msg = { type: string; url?: string; stats?: ServerStats; result?: LoadResult };
+type Msg = { type: string; url?: string; stats?: ServerStats; result?: LoadResult; error?: string };
 
 function nextMessage(child: ChildProcess, type: string, timeoutMs: number): Promise<Msg> {
   return new Promise((resolve, reject) => {
@@ -100,16 +100,46 @@ export class ServerProc {
   }
 }
 
-/** Runs one autocannon load in a fresh child process. */
+/** The load generator child (bench/load.ts), started once and reused for every run. */
+export class LoadProc {
+  private constructor(readonly child: ChildProcess) {}
+
+  static async start(): Promise<LoadProc> {
+    const child = fork(path.join(BENCH_DIR, "load.ts"), [], {
+      cwd: REPO_ROOT,
+      execArgv: ["--import", "tsx"],
+      env: { ...process.env, BENCH_LOAD_WORKER: "1" },
+      stdio: ["ignore", "inherit", "inherit", "ipc"],
+    });
+    await nextMessage(child, "ready", 60_000);
+    return new LoadProc(child);
+  }
+
+  async run(spec: LoadSpec): Promise<LoadResult> {
+    const p = nextMessage(this.child, "result", (spec.durationSec + 60) * 1000);
+    this.child.send({ type: "run", spec });
+    const m = await p;
+    if (m.error !== undefined || !m.result) throw new Error(`load: ${m.error ?? "no result"}`);
+    return m.result;
+  }
+
+  stop(): void {
+    if (this.child.connected) this.child.disconnect();
+  }
+}
+
+let shared: LoadProc | undefined;
+
+/** Runs one autocannon load in the (shared, lazily started) load generator process. */
 export async function runLoadProcess(spec: LoadSpec): Promise<LoadResult> {
-  const child = fork(path.join(BENCH_DIR, "load.ts"), [], {
-    cwd: REPO_ROOT,
-    execArgv: ["--import", "tsx"],
-    env: { ...process.env, BENCH_LOAD: JSON.stringify(spec) },
-    stdio: ["ignore", "inherit", "inherit", "ipc"],
-  });
-  const m = await nextMessage(child, "result", (spec.durationSec + 60) * 1000);
-  return m.result!;
+  shared ??= await LoadProc.start();
+  return shared.run(spec);
+}
+
+/** Ends the shared load generator process, if started. */
+export function stopLoadProcess(): void {
+  shared?.stop();
+  shared = undefined;
 }
 
 /** Runs a TypeScript script with tsx in a child process; resolves with its exit code and output. */

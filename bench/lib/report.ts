@@ -32,10 +32,18 @@ export interface ReportView {
   components?: {
     direct: ComponentResults | { error: string };
     audit: { lines: Array<{ policy: string; records: number; recordsPerSec: number; appendUsPerRecord: number }> } | { error: string };
-    guardrailsBench?: unknown;
+    guardrailsBench?: { source: string; output: string; rows?: Array<{ case: string; text: string; p99: number }> };
   };
   memory?: MemoryFigure[] | { error: string };
-  demo?: { available: boolean; note?: string; resourcesPerSec?: number; output?: string; source?: string; code?: number | null };
+  demo?: {
+    available: boolean;
+    note?: string;
+    resourcesPerSec?: number;
+    report?: Record<string, unknown>;
+    output?: string;
+    source?: string;
+    code?: number | null;
+  };
   targets?: Target[];
 }
 
@@ -59,7 +67,11 @@ export function targetsOf(r: Omit<ReportView, "targets">): Target[] {
     out.push({ name: "HMCP bare throughput vs baseline (10 conns)", target: ">= 0.95", measured: r10.bareVsBaselineRps.toFixed(3), met: r10.bareVsBaselineRps >= 0.95 });
   }
   const direct = r.components?.direct;
-  if (direct && "guardrails" in direct && Array.isArray(direct.guardrails)) {
+  const rows = r.components?.guardrailsBench?.rows?.filter((x) => x.case === "default.yaml input");
+  if (rows?.length) {
+    const worst = Math.max(...rows.map((x) => x.p99));
+    out.push({ name: "guardrail input stage p99 per 4 KB message (bench/guardrails.ts, worst of with/without PHI)", target: "<= 1,000 µs", measured: `${fmt(worst)} µs`, met: worst <= 1000 });
+  } else if (direct && "guardrails" in direct && Array.isArray(direct.guardrails)) {
     const worst = Math.max(...direct.guardrails.filter((g) => g.stage === "input").map((g) => g.us.p99));
     out.push({ name: "guardrail input stage p99 per 4 KB message (worst of with/without PHI)", target: "<= 1,000 µs", measured: `${fmt(worst)} µs`, met: worst <= 1000 });
   }
@@ -121,6 +133,17 @@ export function renderMarkdown(r: ReportView): string {
       row("CPU capacity bare vs baseline", (x) => x.bareVsBaselineCpuCapacity.toFixed(3));
     }
   }
+  const layers = r.throughput?.summary.filter((x) => x.name.startsWith("bare+")) ?? [];
+  if (layers.length) {
+    L.push("", "**Where the cost of `full` comes from** (one layer at a time on top of `bare`; server CPU is the steadier figure)", "");
+    L.push("| layer | connections | req/s vs bare | added server CPU µs/request (vs bare) |", "| --- | --- | --- | --- |");
+    const rows = [...layers, ...(r.throughput?.summary.filter((x) => x.name === "full") ?? [])];
+    for (const x of rows) {
+      const bare = r.throughput!.summary.find((b) => b.name === "bare" && b.connections === x.connections);
+      if (!bare) continue;
+      L.push(`| ${x.name === "full" ? "full (all layers)" : x.name.slice(5)} | ${x.connections} | ${(x.rps.median / bare.rps.median).toFixed(3)} | ${fmt(x.cpuUsPerReq.median - bare.cpuUsPerReq.median)} |`);
+    }
+  }
   if (r.latency) {
     L.push("", `**Sequential round-trip latency** (one call at a time, one session; chunks of 250 calls interleaved)`, "");
     if ("error" in r.latency) L.push(`not measured: ${r.latency.error}`);
@@ -140,7 +163,7 @@ export function renderMarkdown(r: ReportView): string {
           L.push(`| ${g.stage} | ${g.chars} chars, ${g.phi ? "with PHI" : "no PHI"} | ${fmt(g.us.p50)} | ${fmt(g.us.p90)} | ${fmt(g.us.p99)} | ${g.action}${g.entityTypes.length ? ` (${g.entityTypes.join(", ")})` : ""} |`);
         }
         L.push("");
-      } else L.push(`guardrails: ${d.guardrails.error}`, "");
+      } else if ("error" in d.guardrails) L.push(`guardrails: ${d.guardrails.error}`, "");
       L.push("| bearer check (ES256 JWT, local key set) | p50 µs | p90 µs | p99 µs |", "| --- | --- | --- | --- |");
       for (const t of d.tokens) L.push(`| ${t.mode === "cold" ? "cold (signature + claims)" : "cached (verified-token cache hit)"} | ${fmt(t.us.p50, 1)} | ${fmt(t.us.p90, 1)} | ${fmt(t.us.p99, 1)} |`);
     }
@@ -152,8 +175,12 @@ export function renderMarkdown(r: ReportView): string {
       for (const l of a.lines) L.push(`| ${l.policy} | ${fmt(l.records)} | ${fmt(l.recordsPerSec)} | ${l.appendUsPerRecord.toFixed(2)} |`);
     }
     if (r.components.guardrailsBench) {
-      const g = r.components.guardrailsBench as { source: string; output: string };
-      L.push("", `${g.source} output:`, "", "```", g.output, "```");
+      const g = r.components.guardrailsBench;
+      const table = g.output
+        .split("\n")
+        .filter((l) => !l.trimStart().startsWith("{"))
+        .join("\n");
+      L.push("", `${g.source} (the guardrail component's own benchmark; each guardrail alone and the default pipelines):`, "", "```", table, "```");
     }
   }
   if (r.memory) {
@@ -170,7 +197,17 @@ export function renderMarkdown(r: ReportView): string {
   if (r.demo) {
     L.push("", "**Demo `--all` import**", "");
     if (!r.demo.available) L.push(`not measured: ${r.demo.note}`);
-    else if (r.demo.resourcesPerSec !== undefined) L.push(`${fmt(r.demo.resourcesPerSec)} FHIR resources/s (${r.demo.source}, exit ${r.demo.code})`);
+    else if (r.demo.resourcesPerSec !== undefined) {
+      type Phase = { patients?: number; resourcesWritten?: number; importSec?: number; wallSec?: number; resourcesPerSec?: number; ok?: boolean };
+      const rep = r.demo.report ?? {};
+      L.push(`${r.demo.source}, data ${String(rep["data"] ?? "?")}, transport ${String(rep["transport"] ?? "?")}:`, "");
+      L.push("| run | patients | resources written | import s | wall s | resources/s |", "| --- | --- | --- | --- | --- | --- |");
+      for (const name of ["fresh", "replay"]) {
+        const ph = rep[name] as Phase | undefined;
+        if (ph) L.push(`| ${name === "fresh" ? "fresh store" : "replay (idempotent, all present)"} | ${ph.patients ?? ""} | ${ph.resourcesWritten ?? ""} | ${ph.importSec ?? ""} | ${ph.wallSec ?? ""} | ${fmt(ph.resourcesPerSec ?? Number.NaN, 1)} |`);
+      }
+      if (!rep["fresh"]) L.push(`| run | | | | | ${fmt(r.demo.resourcesPerSec, 1)} |`);
+    }
     else L.push(`${r.demo.source} exited ${r.demo.code}; no resources/s figure found in its output:`, "", "```", (r.demo.output ?? "").slice(-1500), "```");
   }
   return L.join("\n");
