@@ -65,6 +65,13 @@ export interface DemoAuthorizationServer {
   clients: Record<string, DemoClient>;
   /** Number of access tokens issued since start. */
   issuedTokens(): number;
+  /**
+   * Rotates the access-token signing key: a new ES256 key signs from now on; the previous one stays published in the
+   * JWKS (so tokens it signed still verify) unless `keepPrevious: false`, which also withdraws every older key.
+   * Opaque tokens and other stored state survive; the HTTP listener and issuer stay the same.
+   * @returns the new key's `kid`
+   */
+  rotateSigningKey(options?: { keepPrevious?: boolean }): Promise<string>;
   /** Stops the HTTP server. */
   stop(): Promise<void>;
 }
@@ -143,71 +150,81 @@ export async function startDemoAuthorizationServer(options: DemoAuthorizationSer
     clients[c.clientId] = out;
   }
 
-  const { privateKey: signingKey } = await generateKeyPair("ES256", { extractable: true });
-  const signingJwk = { ...(await exportJWK(signingKey)), kid: `as-es256-${randomBytes(4).toString("hex")}`, alg: "ES256", use: "sig" };
+  const newSigningKey = async (): Promise<JWK> => {
+    const { privateKey } = await generateKeyPair("ES256", { extractable: true });
+    return { ...(await exportJWK(privateKey)), kid: `as-es256-${randomBytes(4).toString("hex")}`, alg: "ES256", use: "sig" };
+  };
+  // Published signing keys, newest first; the newest signs. Rotation rebuilds the provider on the same listener.
+  let signingKeys: JWK[] = [await newSigningKey()];
+  const adapter = createMemoryAdapter();
+  const cookieKeys = [randomBytes(32).toString("base64url")];
 
   let issued = 0;
-  const provider = new Provider(issuer, {
-    clients: registrations,
-    adapter: createMemoryAdapter(),
-    clientDefaults: { id_token_signed_response_alg: "ES256", grant_types: ["client_credentials"], response_types: [] },
-    jwks: { keys: [signingJwk] },
-    cookies: { keys: [randomBytes(32).toString("base64url")] },
-    clientAuthMethods: ["private_key_jwt", "client_secret_basic"],
-    enabledJWA: { clientAuthSigningAlgValues: ["ES384", "RS384", "ES256", "RS256", "PS256", "EdDSA"] },
-    scopes: ["openid"],
-    ttl: {
-      ClientCredentials: (_ctx: unknown, token: { resourceServer?: { accessTokenTTL?: number } }) => token.resourceServer?.accessTokenTTL ?? 300,
-    },
-    features: {
-      devInteractions: { enabled: false },
-      clientCredentials: { enabled: true },
-      // Only clients registered as resource servers may introspect; a client may revoke only its own tokens.
-      introspection: {
-        enabled: true,
-        allowedPolicy: (_ctx: unknown, client: { clientId: string }) => byId.get(client.clientId)?.introspect === true,
+  const build = () => {
+    const signKid = signingKeys[0]!.kid;
+    const provider = new Provider(issuer, {
+      clients: registrations,
+      adapter,
+      clientDefaults: { id_token_signed_response_alg: "ES256", grant_types: ["client_credentials"], response_types: [] },
+      jwks: { keys: signingKeys },
+      cookies: { keys: cookieKeys },
+      clientAuthMethods: ["private_key_jwt", "client_secret_basic"],
+      enabledJWA: { clientAuthSigningAlgValues: ["ES384", "RS384", "ES256", "RS256", "PS256", "EdDSA"] },
+      scopes: ["openid"],
+      ttl: {
+        ClientCredentials: (_ctx: unknown, token: { resourceServer?: { accessTokenTTL?: number } }) => token.resourceServer?.accessTokenTTL ?? 300,
       },
-      revocation: {
-        enabled: true,
-        allowedPolicy: (_ctx: unknown, client: { clientId: string }, token: { clientId?: string }) => token.clientId === client.clientId,
-      },
-      resourceIndicators: {
-        enabled: true,
-        // A single configured resource is the default; with several, the client must name one.
-        defaultResource: () => (resources.size === 1 ? [...resources.keys()][0] : undefined),
-        useGrantedResource: () => true,
-        getResourceServerInfo: (_ctx: unknown, resourceIndicator: string, client: { clientId: string }) => {
-          const resource = resources.get(resourceIndicator);
-          const cfg = byId.get(client.clientId);
-          if (!resource || !cfg) throw new errors.InvalidTarget();
-          const info: Record<string, unknown> = {
-            scope: cfg.scopes.join(" "),
-            audience: resource.identifier,
-            accessTokenTTL: resource.accessTokenTTLSec ?? 300,
-            accessTokenFormat: resource.format ?? "jwt",
-          };
-          if ((resource.format ?? "jwt") === "jwt") info["jwt"] = { sign: { alg: "ES256" } };
-          return info;
+      features: {
+        devInteractions: { enabled: false },
+        clientCredentials: { enabled: true },
+        // Only clients registered as resource servers may introspect; a client may revoke only its own tokens.
+        introspection: {
+          enabled: true,
+          allowedPolicy: (_ctx: unknown, client: { clientId: string }) => byId.get(client.clientId)?.introspect === true,
+        },
+        revocation: {
+          enabled: true,
+          allowedPolicy: (_ctx: unknown, client: { clientId: string }, token: { clientId?: string }) => token.clientId === client.clientId,
+        },
+        resourceIndicators: {
+          enabled: true,
+          // A single configured resource is the default; with several, the client must name one.
+          defaultResource: () => (resources.size === 1 ? [...resources.keys()][0] : undefined),
+          useGrantedResource: () => true,
+          getResourceServerInfo: (_ctx: unknown, resourceIndicator: string, client: { clientId: string }) => {
+            const resource = resources.get(resourceIndicator);
+            const cfg = byId.get(client.clientId);
+            if (!resource || !cfg) throw new errors.InvalidTarget();
+            const info: Record<string, unknown> = {
+              scope: cfg.scopes.join(" "),
+              audience: resource.identifier,
+              accessTokenTTL: resource.accessTokenTTLSec ?? 300,
+              accessTokenFormat: resource.format ?? "jwt",
+            };
+            if ((resource.format ?? "jwt") === "jwt") info["jwt"] = { sign: { alg: "ES256", kid: signKid } };
+            return info;
+          },
         },
       },
-    },
-    extraTokenClaims: (_ctx: unknown, token: { clientId?: string }) => {
-      const cfg = token.clientId ? byId.get(token.clientId) : undefined;
-      if (!cfg) return undefined;
-      const extra: Record<string, string> = {};
-      if (cfg.patient !== undefined) extra["patient"] = cfg.patient;
-      if (cfg.fhirUser !== undefined) extra["fhirUser"] = cfg.fhirUser;
-      if (cfg.tenant !== undefined) extra["tenant"] = cfg.tenant;
-      return extra;
-    },
-  });
-  provider.on("client_credentials.saved", () => {
-    issued++;
-  });
-  provider.on("client_credentials.issued", () => {
-    issued++;
-  });
-  ref.handler = provider.callback();
+      extraTokenClaims: (_ctx: unknown, token: { clientId?: string }) => {
+        const cfg = token.clientId ? byId.get(token.clientId) : undefined;
+        if (!cfg) return undefined;
+        const extra: Record<string, string> = {};
+        if (cfg.patient !== undefined) extra["patient"] = cfg.patient;
+        if (cfg.fhirUser !== undefined) extra["fhirUser"] = cfg.fhirUser;
+        if (cfg.tenant !== undefined) extra["tenant"] = cfg.tenant;
+        return extra;
+      },
+    });
+    provider.on("client_credentials.saved", () => {
+      issued++;
+    });
+    provider.on("client_credentials.issued", () => {
+      issued++;
+    });
+    return provider;
+  };
+  ref.handler = build().callback();
 
   return {
     issuer,
@@ -216,6 +233,12 @@ export async function startDemoAuthorizationServer(options: DemoAuthorizationSer
     introspectionEndpoint: `${issuer}/token/introspection`,
     clients,
     issuedTokens: () => issued,
+    async rotateSigningKey(options = {}) {
+      const next = await newSigningKey();
+      signingKeys = options.keepPrevious === false ? [next] : [next, signingKeys[0]!];
+      ref.handler = build().callback();
+      return next.kid!;
+    },
     stop: () =>
       new Promise<void>((resolve, reject) => {
         server.closeAllConnections();

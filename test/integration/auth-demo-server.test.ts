@@ -104,4 +104,28 @@ describe("demo authorization server + client credentials token provider", () => 
     const err = await provider("orchestrator", "hmcp:sample", { allowInsecureRequests: false }).getToken().catch((e: unknown) => e);
     expect((err as TokenRequestError).code).toBe("discovery_failed");
   });
+
+  it("key rotation at the real authorization server: new-key tokens verify after a JWKS refresh; withdrawn keys stop verifying", async () => {
+    const auth = createJwtBearerAuthenticator({ issuer: as.issuer, audience: RESOURCE, jwks: { uri: as.jwksUri, cooldownMs: 0 } });
+    const check = (t: string) => auth.check({ authorization: [`Bearer ${t}`], url: "/mcp" });
+    const tp = provider("orchestrator", "hmcp:sample");
+    const before = await tp.getToken();
+    expect((await check(before)).ok).toBe(true);
+
+    const kid2 = await as.rotateSigningKey();
+    tp.invalidate();
+    const after = await tp.getToken();
+    expect(decodeProtectedHeader(after).kid).toBe(kid2);
+    expect((await check(after)).ok).toBe(true); // unknown kid → key set re-fetched
+    expect((await check(before)).ok).toBe(true); // previous key still published
+
+    const kid3 = await as.rotateSigningKey({ keepPrevious: false });
+    tp.invalidate();
+    const latest = await tp.getToken();
+    expect(decodeProtectedHeader(latest).kid).toBe(kid3);
+    expect((await check(latest)).ok).toBe(true);
+    // Both earlier keys were withdrawn: their tokens, though cached as valid, are refused now.
+    expect(await check(before)).toMatchObject({ ok: false, status: 401, reason: "unknown_key" });
+    expect(await check(after)).toMatchObject({ ok: false, status: 401, reason: "unknown_key" });
+  });
 });
