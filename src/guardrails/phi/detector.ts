@@ -222,11 +222,11 @@ const RELATIONS = new Set([
   "wife", "husband", "daughter", "son", "dtr", "sister", "brother", "mother", "father", "mom", "dad", "friend", "proxy", "caseworker",
   "niece", "nephew", "grandson", "granddaughter", "grandmother", "grandfather", "aunt", "uncle", "partner", "spouse", "fiance", "fiancee",
   "girlfriend", "boyfriend", "sibling", "sis", "daughters", "sons", "sisters", "brothers", "nurse", "np", "rn", "pa", "ho", "rabbi", "chaplain",
-  "pastor", "neighbor", "neighbour", "named", "called", "dear", "hcp", "contact", "by", "per", "with", "to", "from", "and", "cc",
+  "pastor", "neighbor", "neighbour", "lawyer", "attorney", "guardian", "poa", "named", "called", "dear", "hcp", "contact", "by", "per", "with", "to", "from", "and", "cc",
 ]);
 const WEAK_RELATIONS = new Set(["by", "per", "with", "to", "from", "and", "cc", "contact", "dear", "called"]);
 const CUE_WORDS = new Set(["add", "kid", "starring", "features", "him", "her", "name", "me", "says", "said", "asks", "asked", "told", "tells", "wrote", "writes", "under", "called", "named", "meet", "thanks", "dear", "hi", "hello", "hey", "ask", "contact", "mr", "mrs", "ms", "dr"]);
-const POST_CUE = /^(?:'s)?(?: lives? (?:on|at|in)| is from| spent | shouted| had given| says| said| wrote| told| asked)/;
+const POST_CUE = /^(?:'s)?(?: lives? (?:on|at|in)| is from| spent | shouted| had given| says| said| wrote| told| asked| wishes| verbalizes| verbalized| states| stated| contacted| called| visited| phoned| was updated| updated)\b/;
 const NON_ASCII = /[\u00C0-\u024F]/;
 const NAME_IS = /\b(?:my name is|name is|name:|i am|i'm|this is)\s$/i;
 const CREDENTIAL = /^,?\s{0,2}(?:RN|RRT|CRT|MD|NP|PA-C|LPN|CNA|MSW|LCSW|SLP|PharmD|RPh|PhD|BSN|MSN|CCRN)\b/;
@@ -461,7 +461,7 @@ class Detector implements PhiDetector {
         continue;
       }
       // 2c. a capitalised unknown word followed by a person verb ("Timotea lives on", "Vinka: What")
-      if (isTitleCase(t.w) && !common.has(t.lower) && !ambiguous.has(t.lower) && !NOT_NAMES.has(t.lower) && POST_CUE.test(text.slice(t.e, t.e + 16))) {
+      if (((isTitleCase(t.w) && !common.has(t.lower) && !ambiguous.has(t.lower)) || (t.w === t.lower && first.has(t.lower) && !NOT_NAMES.has(t.lower))) && !NOT_NAMES.has(t.lower) && POST_CUE.test(text.slice(t.e, t.e + 16))) {
         isName[i] = 1;
         continue;
       }
@@ -577,6 +577,14 @@ class Detector implements PhiDetector {
       if (!upperCred && !CREDENTIAL_LOWER.test(after)) continue;
       if (CREDENTIALS.has(t.lower)) continue;
       const line = text.lastIndexOf("\n", t.s);
+      if (!upperCred) {
+        const head = text.slice(line + 1, t.e).trim();
+        const first0 = /^[a-z]+/.exec(head)?.[0];
+        if (first0 && first.has(first0) && /^[a-z]+ (?:[a-z]\.? )?[a-z'-]+$/.test(head)) {
+          for (let j = i; j >= 0 && toks[j]!.s > line; j--) isName[j] = 1;
+          continue;
+        }
+      }
       for (let j = i; j >= 0 && toks[j]!.s > line && i - j < 4; j--) {
         const tj = toks[j]!;
         if (j < i && !/^\.?\s{1,3}$/.test(gap(tj, toks[j + 1]!))) break;
