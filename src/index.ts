@@ -101,6 +101,7 @@ export {
   PostgresAuditSink,
   verifyAuditTable,
   listAuditChains,
+  createAuditTransport,
 } from "./audit/index.js";
 export type {
   AuditRecordInput,
@@ -132,6 +133,7 @@ export type {
   ChainSinkCommon,
   PostgresAuditSinkOptions,
   AuditQueryable,
+  AuditTransportOptions,
 } from "./audit/index.js";
 
 // --- auth ---

@@ -20,3 +20,5 @@ export { createOperationalLogger, basicRedactPhi } from "./operational-logger.js
 export type { OperationalLoggerOptions, Redactor, LogTransport } from "./operational-logger.js";
 export { PostgresAuditSink, verifyAuditTable, listAuditChains } from "./postgres-sink.js";
 export type { PostgresAuditSinkOptions, AuditQueryable } from "./postgres-sink.js";
+export { createAuditTransport } from "./winston-transport.js";
+export type { AuditTransportOptions } from "./winston-transport.js";
