@@ -115,7 +115,7 @@ export function buildBearerAuthenticator(cfg: CoreConfig): BearerAuthenticator {
       if (checkMethods) {
         for (const method of methodsOf(request.body)) {
           if (method.startsWith("notifications/")) continue;
-          const need = requiredScopesForMethod(method, methodTable);
+          const need = request.methodScopes?.(method) ?? requiredScopesForMethod(method, methodTable);
           if (!satisfiesAny(scopes, need)) {
             return bearerFailure(ctx, 403, "insufficient_scope", "The access token lacks a scope this method requires", need.join(" "), "insufficient_scope");
           }

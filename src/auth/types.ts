@@ -62,7 +62,17 @@ export interface BearerAuthenticator {
    * @param request.authorization - every `Authorization` header value received (more than one is an error)
    * @param request.url - the request URL path and query (a token in the query string is refused)
    */
-  check(request: { authorization: string[]; url: string; contentType?: string; body?: unknown }): Promise<BearerCheck>;
+  check(request: {
+    authorization: string[];
+    url: string;
+    contentType?: string;
+    body?: unknown;
+    /**
+     * The server's own scope requirement per method (any-of), when it differs from the authenticator's table (e.g. a
+     * sampling handler registered with its own `requiredScopes`). Returning `undefined` falls back to the table.
+     */
+    methodScopes?: (method: string) => readonly string[] | undefined;
+  }): Promise<BearerCheck>;
   /** RFC 9728 protected resource metadata document. */
   resourceMetadata(): Record<string, unknown>;
   /** Path at which the metadata is served, e.g. "/.well-known/oauth-protected-resource/mcp". */

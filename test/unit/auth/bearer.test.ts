@@ -189,6 +189,11 @@ describe("JWT authenticator on a local key set", () => {
       body: [{ jsonrpc: "2.0", id: 1, method: "resources/read" }, { jsonrpc: "2.0", id: 2, method: "tools/call" }],
     });
     expect(write).toMatchObject({ ok: false, status: 403, error: "insufficient_scope", scope: "hmcp:access hmcp:write patient/hmcp:write" });
+    // The server's own requirement for a method (e.g. a sampling handler's requiredScopes) wins over the table.
+    const sampling = { jsonrpc: "2.0", id: 3, method: "sampling/createMessage" };
+    expect((await auth.check({ authorization: [`Bearer ${token}`], url: "/mcp", body: sampling })).ok).toBe(false);
+    const own = await auth.check({ authorization: [`Bearer ${token}`], url: "/mcp", body: sampling, methodScopes: (m) => (m === "sampling/createMessage" ? ["hmcp:read"] : undefined) });
+    expect(own.ok).toBe(true);
   });
 });
 
