@@ -31,7 +31,8 @@ export function createDisplay(options: { totalResources: number; verbose: boolea
     : undefined;
   const overall = multi?.create(options.totalResources, 0, { label: "resources, all patients" });
   let patientBar: cliProgress.SingleBar | undefined;
-  const print = (t: string) => (multi ? multi.log(`${t}\n`) : out.write(`${t}\n`));
+  let stopped = false;
+  const print = (t: string) => (multi && !stopped ? multi.log(`${t}\n`) : out.write(`${t}\n`));
   return {
     onEvent(e) {
       switch (e.type) {
@@ -71,6 +72,8 @@ export function createDisplay(options: { totalResources: number; verbose: boolea
     },
     line: print,
     stop() {
+      if (stopped) return;
+      stopped = true;
       multi?.stop();
     },
   };
