@@ -243,6 +243,9 @@ const UNIT_ACRONYMS = new Set([
   "mn", "bs", "bb", "ue", "oh", "nard", "lcx", "lad", "rca", "om", "pda", "rij", "lij", "mae", "lws", "lcs", "lcw", "le", "va", "tv", "dc", "bsd", "sob",
   "hosp", "mg", "ml", "cc", "iv", "po", "sc", "im", "prn", "bid", "tid", "qid", "qd", "qhs", "hs", "ok", "nc", "fm", "nrb", "vm", "cmo", "dnr", "dni",
 ]);
+/** Word endings of drug names and clinical verbs, which are not ward names ("propofol 20", "captopril 25"). */
+const DRUG_LIKE = /(?:ol|il|ine|ide|ate|pam|lam|pril|sartan|mab|cin|zole|one|ium|fen|ize|use|ert|ive)$/;
+const WARD_PREV = new Set(["to", "from", "on", "at", "in"]);
 const NAME_PREV = new Set(["is", "am", "i'm", "name", "me"]);
 const LOC_PREV = new Set(["in", "from", "to", "at", "of", "the", "visiting"]);
 /** Facility words that are part of the facility's proper name ("Frederick Memorial", "Laurel Regional"). */
@@ -632,6 +635,11 @@ class Detector implements PhiDetector {
         if (pv && /^\s{1,2}$/.test(gap(pv, t)) && (!common.has(pv.lower) || (isTitleCase(pv.w) && isTitleCase(t.w) && !NOT_NAMES.has(pv.lower))) && isCap(pv.w) === isCap(t.w)) {
           found.push({ s: toks[i - 1]!.s, e: toks[i - 1]!.e, type: "LOCATION" });
         }
+        continue;
+      }
+      // a named ward or building with a floor number after to/from/on/at ("to quartermain 2", "ON QUARTERMAIN 6")
+      if (i > 0 && t.w.length >= 5 && !common.has(t.lower) && !ambiguous.has(t.lower) && !NOT_NAMES.has(t.lower) && !UNIT_ACRONYMS.has(t.lower) && WARD_PREV.has(toks[i - 1]!.lower) && !DRUG_LIKE.test(t.lower) && /^\s\d{1,2}(?![\d.,/]|\s?(?:%|mg|mcg|ml|cc|u|units?|am|pm|hours?|hrs?|days?|x|l|liters?|meq|gm?)\b)/i.test(text.slice(t.e, t.e + 10))) {
+        found.push({ s: t.s, e: t.e, type: "LOCATION" });
         continue;
       }
       // a facility acronym after a transfer verb or "at"/"in" ("transferred to GH", "at BIDMC"), not a hospital unit
