@@ -1,18 +1,23 @@
 /**
  * CPU profile of one benchmark server under load: where the per-request time goes.
  *
- * Usage: `npx tsx bench/profile.ts [full|bare|baseline|ceiling] [--seconds 10] [--connections 10] [--top 30]`
+ * Usage: `npx tsx bench/profile.ts [full|bare|baseline|ceiling|bare+auth|...] [--seconds 10] [--connections 10] [--top 30]`
+ *        `npx tsx bench/profile.ts guardrails [--n 2000]`   the default policy's both stages on 4 KB texts, in-process
+ *        `npx tsx bench/profile.ts audit [--n 20000]`       FileAuditSink appends with the default durability, in-process
  *
  * Starts the server, warms it up, then drives it with autocannon from another process while the server's inspector
  * profiles it (only that window: no start-up, no module loading), and prints self time by file and by function and the
  * inclusive time of the project's own src/ functions. Under tsx, V8 reports positions in the generated code, so the
  * file and function names are exact but line numbers are not; find the lines with grep.
  */
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { Session } from "node:inspector/promises";
 import os from "node:os";
 import path from "node:path";
-import type { ServerConfig } from "./server.js";
-import { benchKeys, clinicalText, samplingBody, signAccessToken, toolsCallBody, PATIENT, REPO_ROOT } from "./lib/fixtures.js";
+import { FileAuditSink, defaultGuardrails, generateAuditSigningKey, newAuditRecord } from "../src/index.js";
+import { needsToken, type ServerConfig } from "./lib/configs.js";
+import { benchKeys, clinicalText, phiText, samplingBody, signAccessToken, toolsCallBody, PATIENT, REPO_ROOT } from "./lib/fixtures.js";
+import { mapProfileToSource } from "./lib/sourcemap.js";
 import { openSession } from "./lib/mcp-http.js";
 import { ServerProc, runLoadProcess, stopLoadProcess } from "./lib/procs.js";
 
@@ -101,27 +106,110 @@ export function summarize(profile: CpuProfile, top: number): { total: number; by
   };
 }
 
+/** Profiles `work` in this process (inspector), with source-mapped positions. */
+async function profileHere(work: () => Promise<void>): Promise<CpuProfile> {
+  const session = new Session();
+  session.connect();
+  await session.post("Profiler.enable");
+  await session.post("Profiler.setSamplingInterval", { interval: 200 });
+  await session.post("Profiler.start");
+  await work();
+  const { profile } = await session.post("Profiler.stop");
+  await mapProfileToSource(session, profile, REPO_ROOT);
+  session.disconnect();
+  return profile as unknown as CpuProfile;
+}
+
+async function guardrailWork(n: number): Promise<() => Promise<void>> {
+  const runner = defaultGuardrails();
+  const cases = [clinicalText(4096).text, phiText(4096).text].flatMap((text) => [
+    { stage: "input" as const, payload: { messages: [{ role: "user", content: { type: "text", text } }], maxTokens: 256 } },
+    { stage: "output" as const, payload: { role: "assistant", model: "bench", content: { type: "text", text }, stopReason: "endTurn" } },
+  ]);
+  const once = async () => {
+    for (const c of cases) await runner.evaluate(c.stage, c.payload, { stage: c.stage, side: "server", method: "sampling/createMessage" });
+  };
+  for (let i = 0; i < 100; i++) await once();
+  return async () => {
+    for (let i = 0; i < n; i++) await once();
+  };
+}
+
+async function auditWork(n: number, dir: string): Promise<() => Promise<void>> {
+  const keys = await generateAuditSigningKey();
+  const sink = await FileAuditSink.open({ dir, signing: { privateKey: keys.privateJwk } });
+  const record = (i: number) =>
+    newAuditRecord({
+      type: "request",
+      agent: "emr-writeback",
+      outcome: "allowed",
+      actor: { sub: "svc-orchestrator", clientId: "orchestrator" },
+      source: { address: "10.0.0.7" },
+      transport: "http",
+      method: "sampling/createMessage",
+      requestId: i,
+      patients: ["8f1c2d3e-1111-2222-3333-444455556666"],
+      scopes: ["system/Patient.rs"],
+      guardrails: [{ guardrail: "prompt-injection", stage: "input", action: "allow" }],
+      latencyMs: 1.5,
+      digests: { request: "a".repeat(64), response: "b".repeat(64) },
+    });
+  return async () => {
+    for (let i = 0; i < n; i += 100) {
+      for (let k = i; k < Math.min(n, i + 100); k++) sink.append(record(k));
+      await new Promise<void>((r) => setImmediate(r));
+    }
+    await sink.flush();
+    await sink.close();
+  };
+}
+
+function print(s: ReturnType<typeof summarize>, file: string): void {
+  console.log(`\nbusy (non-idle) CPU ${Math.round(s.total / 1000)} ms; profile ${file}\n`);
+  console.log("Self time by file:");
+  for (const x of s.byFile.slice(0, 20)) console.log(`  ${x.selfPct.toFixed(1).padStart(5)} %  ${x.selfMs.toFixed(0).padStart(7)} ms  ${x.where}`);
+  console.log("\nSelf time by function:");
+  for (const x of s.byFunction) console.log(`  ${x.selfPct.toFixed(1).padStart(5)} %  ${x.selfMs.toFixed(0).padStart(7)} ms  ${x.fn}  ${x.where}`);
+  console.log("\nInclusive time, project src/ functions:");
+  for (const x of s.inclusiveBySrc) console.log(`  ${x.selfPct.toFixed(1).padStart(5)} %  ${x.selfMs.toFixed(0).padStart(7)} ms  ${x.fn}  ${x.where}`);
+}
+
 async function main(): Promise<void> {
   const argv = process.argv.slice(2);
   const opt = (name: string, def: string) => {
     const i = argv.indexOf(`--${name}`);
     return i >= 0 ? argv[i + 1]! : def;
   };
-  const config = (argv.find((a) => !a.startsWith("--") && !/^\d+$/.test(a)) ?? "full") as ServerConfig;
-  const seconds = Number(opt("seconds", "10"));
-  const connections = Number(opt("connections", "10"));
+  const target = argv.find((a) => !a.startsWith("--") && !/^\d+$/.test(a)) ?? "full";
   const top = Number(opt("top", "30"));
   const dir = mkdtempSync(path.join(os.tmpdir(), "hmcp-bench-prof-"));
+  if (target === "guardrails" || target === "audit") {
+    const n = Number(opt("n", target === "audit" ? "20000" : "500"));
+    const work = target === "audit" ? await auditWork(n, path.join(dir, "audit")) : await guardrailWork(n);
+    const t0 = performance.now();
+    const profile = await profileHere(work);
+    const ms = performance.now() - t0;
+    console.log(target === "audit" ? `audit: ${n} records in ${ms.toFixed(0)} ms (${Math.round((n / ms) * 1000)} records/s)` : `guardrails: ${n} x 4 evaluations in ${ms.toFixed(0)} ms`);
+    const file = path.join(dir, `${target}.cpuprofile`);
+    writeFileSync(file, JSON.stringify(profile));
+    print(summarize(profile, top), file);
+    if (!argv.includes("--keep")) rmSync(dir, { recursive: true, force: true });
+    return;
+  }
+  const config = target as ServerConfig;
+  const seconds = Number(opt("seconds", "10"));
+  const connections = Number(opt("connections", "10"));
   const keys = await benchKeys();
   const token = await signAccessToken(keys.privateKey);
   const text = clinicalText(1024).text;
   const server = await ServerProc.start({ config, publicJwk: keys.publicJwk });
+  const withToken = needsToken(config);
   const file = path.join(dir, `${config}.cpuprofile`);
   try {
     let headers: Record<string, string> = { "content-type": "application/json" };
-    if (config !== "ceiling") headers = (await openSession(server.url, config === "full" ? { authorization: `Bearer ${token}` } : {})).headers;
+    if (config !== "ceiling") headers = (await openSession(server.url, withToken ? { authorization: `Bearer ${token}` } : {})).headers;
     const body = JSON.stringify(
-      config === "ceiling" || config === "baseline" ? toolsCallBody(text, "[<id>]") : samplingBody(text, "[<id>]", config === "full" ? PATIENT : undefined),
+      config === "ceiling" || config === "baseline" ? toolsCallBody(text, "[<id>]") : samplingBody(text, "[<id>]", withToken ? PATIENT : undefined),
     );
     await runLoadProcess({ url: server.url, headers, body, connections, durationSec: 2 });
     await server.profileStart();
@@ -132,14 +220,7 @@ async function main(): Promise<void> {
     stopLoadProcess();
     await server.stop();
   }
-  const s = summarize(JSON.parse(readFileSync(file, "utf8")) as CpuProfile, top);
-  console.log(`\nbusy (non-idle) CPU ${Math.round(s.total / 1000)} ms; profile ${file}\n`);
-  console.log("Self time by file:");
-  for (const x of s.byFile.slice(0, 20)) console.log(`  ${x.selfPct.toFixed(1).padStart(5)} %  ${x.selfMs.toFixed(0).padStart(7)} ms  ${x.where}`);
-  console.log("\nSelf time by function:");
-  for (const x of s.byFunction) console.log(`  ${x.selfPct.toFixed(1).padStart(5)} %  ${x.selfMs.toFixed(0).padStart(7)} ms  ${x.fn}  ${x.where}`);
-  console.log("\nInclusive time, project src/ functions:");
-  for (const x of s.inclusiveBySrc) console.log(`  ${x.selfPct.toFixed(1).padStart(5)} %  ${x.selfMs.toFixed(0).padStart(7)} ms  ${x.fn}  ${x.where}`);
+  print(summarize(JSON.parse(readFileSync(file, "utf8")) as CpuProfile, top), file);
   if (!argv.includes("--keep")) rmSync(dir, { recursive: true, force: true });
 }
 

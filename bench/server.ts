@@ -46,17 +46,10 @@ import {
   type Listening,
 } from "../src/index.js";
 import { AUDIENCE, ISSUER, REPO_ROOT } from "./lib/fixtures.js";
-import { inlineSourceMap, originalPosition } from "./lib/sourcemap.js";
+import { mapProfileToSource } from "./lib/sourcemap.js";
+import type { LayerConfig, ServerConfig } from "./lib/configs.js";
 
-export type ServerConfig = "ceiling" | "baseline" | "bare" | "full" | "mem-hmcp" | "mem-sdk" | LayerConfig;
-/** One layer of `full` alone on top of `bare` (`--layers`): where the cost of `full` comes from. */
-export type LayerConfig = "bare+auth" | "bare+guardrails" | "bare+audit";
-export const LAYER_CONFIGS: readonly LayerConfig[] = ["bare+auth", "bare+guardrails", "bare+audit"];
-
-/** True for the configurations that need the bench's bearer token and declare its patient. */
-export function needsToken(config: ServerConfig): boolean {
-  return config === "full" || config === "bare+auth";
-}
+export type { ServerConfig, LayerConfig } from "./lib/configs.js";
 
 /** What the runner passes to a server child. */
 export interface ServerSpec {
@@ -243,37 +236,6 @@ async function stats(config: ServerConfig): Promise<ServerStats> {
   };
 }
 
-/**
- * Rewrites the positions of the project's own frames (tsx-generated code) to TypeScript source lines, using each
- * script's inline source map, so a profile names real `file:line`s.
- */
-async function mapProfileToSource(
-  session: Session,
-  profile: { nodes: Array<{ callFrame: { scriptId: string; url: string; lineNumber: number; columnNumber: number } }> },
-): Promise<void> {
-  await session.post("Debugger.enable");
-  const maps = new Map<string, ReturnType<typeof inlineSourceMap>>();
-  for (const node of profile.nodes) {
-    const cf = node.callFrame;
-    if (!cf.url.startsWith(`file://${REPO_ROOT}/`) || cf.url.includes("/node_modules/") || cf.lineNumber < 0) continue;
-    if (!maps.has(cf.scriptId)) {
-      try {
-        const { scriptSource } = await session.post("Debugger.getScriptSource", { scriptId: cf.scriptId });
-        maps.set(cf.scriptId, inlineSourceMap(scriptSource));
-      } catch {
-        maps.set(cf.scriptId, undefined);
-      }
-    }
-    const map = maps.get(cf.scriptId);
-    const pos = map && originalPosition(map, cf.lineNumber, cf.columnNumber);
-    if (pos) {
-      cf.lineNumber = pos.line;
-      cf.columnNumber = pos.column;
-    }
-  }
-  await session.post("Debugger.disable");
-}
-
 async function main(): Promise<void> {
   const spec = JSON.parse(process.env["BENCH_SERVER"] ?? "{}") as ServerSpec;
   const config = spec.config;
@@ -309,7 +271,7 @@ async function main(): Promise<void> {
         process.send!({ type: "prof" });
       } else if (msg.type === "prof-stop" && inspector) {
         const { profile } = await inspector.post("Profiler.stop");
-        await mapProfileToSource(inspector, profile);
+        await mapProfileToSource(inspector, profile, REPO_ROOT);
         writeFileSync(msg.file!, JSON.stringify(profile));
         inspector.disconnect();
         inspector = undefined;
@@ -336,7 +298,10 @@ async function main(): Promise<void> {
   process.send!({ type: "ready", url });
 }
 
-main().catch((error: unknown) => {
-  console.error(`bench server failed: ${(error as Error).stack ?? String(error)}`);
-  process.exit(1);
-});
+// Only as a child of the runner: importing this module for its types must not start a server.
+if (process.send && process.env["BENCH_SERVER"]) {
+  main().catch((error: unknown) => {
+    console.error(`bench server failed: ${(error as Error).stack ?? String(error)}`);
+    process.exit(1);
+  });
+}

@@ -2,6 +2,7 @@
  * Maps positions in generated code back to the TypeScript source with the inline source map tsx attaches
  * (Source Map Revision 3, base64 VLQ mappings). Used to give CPU profile frames real `file:line` positions.
  */
+import type { Session } from "node:inspector/promises";
 
 const B64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 const B64_INDEX = new Map([...B64].map((c, i) => [c, i]));
@@ -78,4 +79,38 @@ export function originalPosition(lines: Segment[][], line: number, column: numbe
   }
   const s = segs[Math.max(best, 0)]!;
   return { line: s.srcLine, column: s.srcCol };
+}
+
+/** The part of a V8 CPU profile this module rewrites. */
+export interface ProfileFrames {
+  nodes: Array<{ callFrame: { scriptId: string; url: string; lineNumber: number; columnNumber: number } }>;
+}
+
+/**
+ * Rewrites the positions of the frames of `root`'s own files (tsx-generated code, not node_modules) to TypeScript
+ * source lines, using each script's inline source map, so a profile names real `file:line`s. Needs the inspector
+ * session of the profiled process.
+ */
+export async function mapProfileToSource(session: Session, profile: ProfileFrames, root: string): Promise<void> {
+  await session.post("Debugger.enable");
+  const maps = new Map<string, Segment[][] | undefined>();
+  for (const node of profile.nodes) {
+    const cf = node.callFrame;
+    if (!cf.url.startsWith(`file://${root}/`) || cf.url.includes("/node_modules/") || cf.lineNumber < 0) continue;
+    if (!maps.has(cf.scriptId)) {
+      try {
+        const { scriptSource } = await session.post("Debugger.getScriptSource", { scriptId: cf.scriptId });
+        maps.set(cf.scriptId, inlineSourceMap(scriptSource));
+      } catch {
+        maps.set(cf.scriptId, undefined);
+      }
+    }
+    const map = maps.get(cf.scriptId);
+    const pos = map && originalPosition(map, cf.lineNumber, cf.columnNumber);
+    if (pos) {
+      cf.lineNumber = pos.line;
+      cf.columnNumber = pos.column;
+    }
+  }
+  await session.post("Debugger.disable");
 }
