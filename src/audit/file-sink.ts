@@ -128,7 +128,8 @@ export class FileAuditSink extends ChainSinkBase {
     if (entries.length === 0) return;
     let out = "";
     for (const e of entries) out += e.line + "\n";
-    await this.file.handle.write(out);
+    // appendFile loops until every byte is written (a single write(2) may be partial, e.g. near ENOSPC).
+    await this.file.handle.appendFile(out, "utf8");
     this.file.bytes += Buffer.byteLength(out);
     await this.file.handle.datasync();
   }
