@@ -104,6 +104,9 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
   const auditDir = path.resolve(options.auditRoot ?? ".hmcp/audit", `run-${runId}`);
   await mkdir(auditDir, { recursive: true });
   const auditKey = await generateAuditSigningKey();
+  // The checkpoint public key goes next to the trail, so anyone can re-verify it: hmcp audit verify <dir> --key <file>.
+  const publicKeyFile = path.join(auditDir, "checkpoint-key.pub.jwk");
+  await writeFile(publicKeyFile, `${JSON.stringify(auditKey.publicJwk)}\n`);
   const guardrails = demoGuardrails();
   const boundPatient = patients[0]?.patient.id ?? "none";
   const otherPatient = patients[1]?.patient.id ?? "another-patient";
@@ -248,7 +251,7 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
   const report: DemoReport = {
     patients: runs.map((r, i) => ({ name: r.name, birthDate: r.birthDate, patientId: r.patientId ?? null, sent: r.sent, written: written[i]!, refused: r.refused })),
     defences,
-    audit: { file: files[0] ?? auditDir, files, records, verified, ...(auditError && { error: auditError }) },
+    audit: { file: files[0] ?? auditDir, files, records, verified, dir: auditDir, publicKey: publicKeyFile, ...(auditError && { error: auditError }) },
     emr: "dataDir" in store ? { dataDir: store.dataDir } : { databaseUrl: db.location && "databaseUrl" in db.location ? db.location.databaseUrl : "postgres" },
     durationMs: Date.now() - started,
   };

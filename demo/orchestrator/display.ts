@@ -97,6 +97,7 @@ export function renderSummary(report: DemoReport): string {
     reasons.size ? `Refusals: ${[...reasons].map(([k, n]) => `${k} ×${n}`).join("; ")}` : "Refusals: none",
     `Defences: prompt injection blocked: ${mark(d.injectionBlocked)} · read-only client refused (insufficient_scope): ${mark(d.insufficientScopeRefused)} · patient-bound client refused another patient: ${mark(d.crossPatientRefused)}`,
     `Audit: ${report.audit.records} records in ${report.audit.file}, chain verified: ${mark(report.audit.verified)}`,
+    `       re-verify: npm run hmcp -- audit verify ${report.audit.dir} --key ${report.audit.publicKey}`,
     `EMR: ${"dataDir" in report.emr ? report.emr.dataDir : report.emr.databaseUrl} · time ${(report.durationMs / 1000).toFixed(1)} s`,
   ].join("\n");
 }

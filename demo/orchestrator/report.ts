@@ -18,7 +18,8 @@ export interface DemoReport {
     refused: Array<{ resourceType: string; reason: string; count: number }>;
   }>;
   defences: { injectionBlocked: boolean; insufficientScopeRefused: boolean; crossPatientRefused: boolean };
-  audit: { file: string; files: string[]; records: number; verified: boolean; error?: string };
+  /** `files`, `dir` and `publicKey` (the checkpoint key, to re-verify with `hmcp audit verify`) extend the issue's shape. */
+  audit: { file: string; files: string[]; records: number; verified: boolean; dir: string; publicKey: string; error?: string };
   emr: { dataDir: string } | { databaseUrl: string };
   durationMs: number;
 }
