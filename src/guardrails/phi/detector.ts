@@ -68,6 +68,8 @@ export interface PhiDetector {
 
 interface Lexicon {
   cities: Set<string>;
+  /** First words of multi-word city names ("san" for "san diego"). */
+  cityFirst: Set<string>;
   first: Set<string>;
   last: Set<string>;
   ambiguous: Set<string>;
@@ -82,6 +84,7 @@ function loadLexicon(file: string): Lexicon {
     const raw = JSON.parse(readFileSync(file, "utf8")) as Record<string, string[]>;
     lx = {
       cities: new Set(raw["cities"] ?? []),
+      cityFirst: new Set((raw["cities"] ?? []).filter((c) => c.includes(" ")).map((c) => c.slice(0, c.indexOf(" ")))),
       first: new Set(raw["first"] ?? []),
       last: new Set(raw["last"] ?? []),
       ambiguous: new Set(raw["ambiguous"] ?? []),
@@ -605,6 +608,7 @@ class Detector implements PhiDetector {
     if (!this.#types.has("LOCATION")) return;
     // Facilities and places in context: "VAMC HOSPITAL", "reisterstown hospital", "lives in Hampton".
     const cities = this.#lx.cities;
+    const cityFirst = this.#lx.cityFirst;
     for (let i = 0; i < n; i++) {
       const t = toks[i]!;
       if (isName[i]) continue;
@@ -612,7 +616,8 @@ class Detector implements PhiDetector {
       if (cities.size > 0 && (isNameCase(t.w) || (isUpper(t.w) && t.w.length > 2)) && !UNIT_ACRONYMS.has(t.lower)) {
         let matched = 0;
         let key = t.lower;
-        for (let k = 1; k <= 3 && i + k - 1 < n; k++) {
+        const maxK = cityFirst.has(t.lower) ? 3 : 1;
+        for (let k = 1; k <= maxK && i + k - 1 < n; k++) {
           if (k > 1) {
             const nx = toks[i + k - 1]!;
             if (!/^ $/.test(gap(toks[i + k - 2]!, nx)) || !(isNameCase(nx.w) || isUpper(nx.w))) break;
