@@ -16,6 +16,9 @@ describe("PatientIndex on the shipped Synthea patients", () => {
     expect(index.lookup({ name: `${family}, ${given}`, birthDate: first.birthDate })).toEqual({ kind: "found", patientId: first.patient.id });
     expect(index.lookup({ name: first.name, birthDate: "1900-01-01" }).kind).toBe("notFound");
     expect(index.lookup({}).kind).toBe("infoNeeded");
+    // The same record twice (one patient's bundle given twice) is not an ambiguity.
+    const twice = new PatientIndex([first.patient, first.patient]);
+    expect(twice.lookup({ name: first.name, birthDate: first.birthDate })).toEqual({ kind: "found", patientId: first.patient.id });
   });
 
   it("asks for more when two records share name and birth date, and resolves with gender or MRN", async () => {
