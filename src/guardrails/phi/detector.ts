@@ -130,6 +130,8 @@ function luhn(digits: string): boolean {
 
 const VENT_BEFORE = /\b(?:peep|ps|psv|cpap|bi-?pap|flowby|flow-by|settings?|vent|wean(?:ed|ing)?(?: down)? to|simv|ac|imv|pressure support|tc|trach collar)\b[^.\n]{0,14}$/i;
 const VENT_AFTER = /^\s?(?:bi-?pap|cpap|peep|ps\b|psv|fio2|\/\d|\d{0,3}%)/i;
+const US_STATES =
+  "alabama|alaska|arizona|arkansas|california|colorado|connecticut|delaware|florida|georgia|hawaii|idaho|illinois|indiana|iowa|kansas|kentucky|louisiana|maine|maryland|massachusetts|michigan|minnesota|mississippi|missouri|montana|nebraska|nevada|new hampshire|new jersey|new mexico|new york|north carolina|north dakota|ohio|oklahoma|oregon|pennsylvania|rhode island|south carolina|south dakota|tennessee|texas|utah|vermont|virginia|washington|west virginia|wisconsin|wyoming";
 const DOMAIN_GATE = /\.(?:com|org|net|edu|gov|mil|info|biz|io)\b/;
 
 const PATTERNS: Pattern[] = [
@@ -207,6 +209,7 @@ const PATTERNS: Pattern[] = [
   { type: "ZIP", re: /(?<=\b[A-Z]{2}\s{1,2})\d{5}(?:-\d{4})?\b/g },
   { type: "ZIP", re: /(?<![\w.,/:-])\d{5}(?:-\d{4})?(?![\w./:%]|,\d|-\d)/g },
   { type: "LOCATION", re: /\b(?:University|UNIVERSITY|Univ\.?|U) (?:of|OF) [A-Z][A-Za-z]{1,20}(?: [A-Z][A-Za-z]{2,20})?\b/g },
+  { type: "LOCATION", re: new RegExp(`\\b(?:U|Univ\\.?|University) (?:of )?(?:${US_STATES})\\b`, "gi") },
   { type: "LOCATION", re: /(?<!\d\s{1,2})\b(?:(?:St|ST)\.\s?|(?:Saint|SAINT)\s)[A-Z][A-Za-z]{2,20}(?:'s)?\b/g },
   // Record, account, licence and other identifying numbers in context, and long digit runs.
   {
@@ -248,7 +251,7 @@ const UNIT_ACRONYMS = new Set([
 ]);
 /** Word endings of drug names and clinical verbs, which are not ward names ("propofol 20", "captopril 25"). */
 const DRUG_LIKE = /(?:ol|il|ine|ide|ate|pam|lam|pril|sartan|mab|cin|zole|one|ium|fen|ize|use|ert|ive)$/;
-const WARD_PREV = new Set(["to", "from", "on", "at", "in"]);
+const WARD_PREV = new Set(["to", "from", "on", "at", "in", "transfer", "or", "and"]);
 const NAME_PREV = new Set(["is", "am", "i'm", "name", "me"]);
 const LOC_PREV = new Set(["in", "from", "to", "at", "of", "the", "visiting"]);
 /** Facility words that are part of the facility's proper name ("Frederick Memorial", "Laurel Regional"). */
@@ -264,7 +267,7 @@ const NOT_NAMES = new Set([
   "street", "st", "road", "rd", "avenue", "ave", "the", "and", "or", "of", "to", "in", "on", "at", "for", "with", "by", "from", "is", "was",
 ]);
 
-const STRONG_LOC_PREFIX = /\b(?:transferr?ed (?:back )?(?:to|from)|transfer(?:red)? (?:back )?to|admitted to|presented to|went to|go to|lives in|living in|resides in|moved to|moved from|called to|discharged to)\s{1,2}(?:the\s)?$/i;
+const STRONG_LOC_PREFIX = /\b(?:transferr?ed (?:back )?(?:to|from)|transfer(?:red)? (?:back )?to|admitted to|presented to|went to|go to|lives in|living in|resides in|moved to|moved from|called to|discharged to|adm(?:itted)? (?:to|from)|sent to|brought to|tx to|taken to|flighted to|enroute to|arrival to|retired from|rec(?:ie|ei)ved from|transfer)\s{1,2}(?:the\s)?$/i;
 
 const TOKEN = /[\p{L}][\p{L}\p{M}'’-]*/gu;
 
@@ -611,9 +614,14 @@ class Detector implements PhiDetector {
     const cityFirst = this.#lx.cityFirst;
     for (let i = 0; i < n; i++) {
       const t = toks[i]!;
-      if (isName[i]) continue;
+      // a named facility word after a name or place ("FREDERICK MEMORIAL", "Baltimore Rehab", "LAUREL REGIONAL")
+      if (i + 1 < n && NAMED_FACILITY.has(toks[i + 1]!.lower) && /^\s{1,2}$/.test(gap(t, toks[i + 1]!)) && isCap(toks[i + 1]!.w) && (isName[i] || cities.has(t.lower))) {
+        found.push({ s: t.s, e: toks[i + 1]!.e, type: "LOCATION" });
+        i++;
+        continue;
+      }
       // city names (gazetteer), capitalised, up to three words ("San Diego", "New Haven", "BALTIMORE")
-      if (cities.size > 0 && (isNameCase(t.w) || (isUpper(t.w) && t.w.length > 2)) && !UNIT_ACRONYMS.has(t.lower)) {
+      if (cities.size > 0 && (!isName[i] || cityFirst.has(t.lower)) && (isNameCase(t.w) || (isUpper(t.w) && t.w.length > 2)) && !UNIT_ACRONYMS.has(t.lower)) {
         let matched = 0;
         let key = t.lower;
         const maxK = cityFirst.has(t.lower) ? 3 : 1;
@@ -625,13 +633,14 @@ class Detector implements PhiDetector {
           }
           if (cities.has(key) && (k > 1 || (!common.has(key) && !ambiguous.has(key) && !NOT_NAMES.has(key) && (isNameCase(t.w) || !allCapsText(i))))) matched = k;
         }
-        if (matched > 0) {
+        if (matched > 1 || (matched === 1 && !isName[i])) {
           const last = toks[i + matched - 1]!;
           found.push({ s: t.s, e: last.e, type: "LOCATION" });
           i += matched - 1;
           continue;
         }
       }
+      if (isName[i]) continue;
       const after = i + 1 < n && FACILITY_WORDS.has(toks[i + 1]!.lower) ? text.slice(t.e, t.e + 24) : "";
       if (i + 1 < n && FACILITY_WORDS.has(toks[i + 1]!.lower) && t.lower.length > 1 && (!common.has(t.lower) || (isTitleCase(t.w) && !NOT_NAMES.has(t.lower))) && FACILITY.test(after)) {
         const fw = toks[i + 1]!;
@@ -648,7 +657,7 @@ class Detector implements PhiDetector {
         continue;
       }
       // a facility acronym after a transfer verb or "at"/"in" ("transferred to GH", "at BIDMC"), not a hospital unit
-      if (i > 0 && t.w.length >= 2 && t.w.length <= 5 && isUpper(t.w) && !UNIT_ACRONYMS.has(t.lower) && !common.has(t.lower) && LOC_PREV.has(toks[i - 1]!.lower) && (STRONG_LOC_PREFIX.test(text.slice(Math.max(0, t.s - 24), t.s)) || (!allCapsText(i) && /\b(?:at|in|to)\s$/.test(text.slice(Math.max(0, t.s - 4), t.s)))) && !/^\s?\d/.test(text.slice(t.e, t.e + 2))) {
+      if (i > 0 && t.w.length >= 2 && t.w.length <= 5 && isUpper(t.w) && !UNIT_ACRONYMS.has(t.lower) && !common.has(t.lower) && LOC_PREV.has(toks[i - 1]!.lower) && (STRONG_LOC_PREFIX.test(text.slice(Math.max(0, t.s - 24), t.s)) || (!allCapsText(i) && /\b(?:at|in|to)\s$/i.test(text.slice(Math.max(0, t.s - 4), t.s)))) && !/^\s?\d/.test(text.slice(t.e, t.e + 2))) {
         found.push({ s: t.s, e: t.e, type: "LOCATION" });
         continue;
       }
