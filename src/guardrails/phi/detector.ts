@@ -267,7 +267,7 @@ const NOT_NAMES = new Set([
   "street", "st", "road", "rd", "avenue", "ave", "the", "and", "or", "of", "to", "in", "on", "at", "for", "with", "by", "from", "is", "was",
 ]);
 
-const STRONG_LOC_PREFIX = /\b(?:transferr?ed (?:back )?(?:to|from)|transfer(?:red)? (?:back )?to|admitted to|presented to|went to|go to|lives in|living in|resides in|moved to|moved from|called to|discharged to|adm(?:itted)? (?:to|from)|sent to|brought to|tx to|taken to|flighted to|enroute to|arrival to|retired from|rec(?:ie|ei)ved from|transfer)\s{1,2}(?:the\s)?$/i;
+const STRONG_LOC_PREFIX = /\b(?:transferr?ed (?:back )?(?:to|from)|transfer(?:red)? (?:back )?to|admitted to|presented to|went to|go to|lives in|live in|living in|resides in|nearby in|moved to|moved from|called to|discharged to|adm(?:itted)? (?:to|from)|sent to|brought to|tx to|taken to|flighted to|enroute to|arrival to|retired from|rec(?:ie|ei)ved from|transfer)\s{1,2}(?:the\s)?$/i;
 
 const TOKEN = /[\p{L}][\p{L}\p{M}'’-]*/gu;
 
@@ -620,6 +620,11 @@ class Detector implements PhiDetector {
         i++;
         continue;
       }
+      // a lower-case city after "lives in" ("both live in hampton")
+      if (t.w === t.lower && cities.has(t.lower) && !common.has(t.lower) && !ambiguous.has(t.lower) && i > 0 && /\b(?:lives?|living|resides?|nearby) in\s{1,2}$/i.test(text.slice(Math.max(0, t.s - 16), t.s))) {
+        found.push({ s: t.s, e: t.e, type: "LOCATION" });
+        continue;
+      }
       // city names (gazetteer), capitalised, up to three words ("San Diego", "New Haven", "BALTIMORE")
       if (cities.size > 0 && (!isName[i] || cityFirst.has(t.lower)) && (isNameCase(t.w) || (isUpper(t.w) && t.w.length > 2)) && !UNIT_ACRONYMS.has(t.lower)) {
         let matched = 0;
@@ -631,7 +636,7 @@ class Detector implements PhiDetector {
             if (!/^ $/.test(gap(toks[i + k - 2]!, nx)) || !(isNameCase(nx.w) || isUpper(nx.w))) break;
             key += " " + nx.lower;
           }
-          if (cities.has(key) && (k > 1 || (!common.has(key) && !ambiguous.has(key) && !NOT_NAMES.has(key) && (isNameCase(t.w) || !allCapsText(i))))) matched = k;
+          if (cities.has(key) && (k > 1 || (!common.has(key) && !ambiguous.has(key) && !NOT_NAMES.has(key) && (isNameCase(t.w) || !allCapsText(i) || (i > 0 && LOC_PREV.has(toks[i - 1]!.lower) && t.w.length >= 5))))) matched = k;
         }
         if (matched > 1 || (matched === 1 && !isName[i])) {
           const last = toks[i + matched - 1]!;
@@ -652,7 +657,7 @@ class Detector implements PhiDetector {
         continue;
       }
       // a named ward or building with a floor number after to/from/on/at ("to quartermain 2", "ON QUARTERMAIN 6")
-      if (i > 0 && t.w.length >= 5 && !common.has(t.lower) && !ambiguous.has(t.lower) && !NOT_NAMES.has(t.lower) && !UNIT_ACRONYMS.has(t.lower) && WARD_PREV.has(toks[i - 1]!.lower) && !DRUG_LIKE.test(t.lower) && /^\s\d{1,2}(?![\d.,/]|\s?(?:%|mg|mcg|ml|cc|u|units?|am|pm|hours?|hrs?|days?|x|l|liters?|meq|gm?)\b)/i.test(text.slice(t.e, t.e + 10))) {
+      if (i > 0 && t.w.length >= 5 && !common.has(t.lower) && !ambiguous.has(t.lower) && !NOT_NAMES.has(t.lower) && !UNIT_ACRONYMS.has(t.lower) && WARD_PREV.has(toks[i - 1]!.lower) && !DRUG_LIKE.test(t.lower) && /^\s\d{1,2}(?![\d,/]|\.\d|\s?(?:%|mg|mcg|ml|cc|u|units?|am|pm|hours?|hrs?|days?|x|l|liters?|meq|gm?)\b)/i.test(text.slice(t.e, t.e + 10))) {
         found.push({ s: t.s, e: t.e, type: "LOCATION" });
         continue;
       }
