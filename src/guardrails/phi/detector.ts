@@ -470,7 +470,7 @@ class Detector implements PhiDetector {
         continue;
       }
       // 2c. a capitalised unknown word followed by a person verb ("Timotea lives on", "Vinka: What")
-      if (((isTitleCase(t.w) && !common.has(t.lower) && !ambiguous.has(t.lower)) || (t.w === t.lower && first.has(t.lower) && !NOT_NAMES.has(t.lower))) && !NOT_NAMES.has(t.lower) && POST_CUE.test(text.slice(t.e, t.e + 16))) {
+      if (((isTitleCase(t.w) && !common.has(t.lower) && !ambiguous.has(t.lower)) || ((t.w === t.lower || isUpper(t.w)) && first.has(t.lower) && !NOT_NAMES.has(t.lower))) && !NOT_NAMES.has(t.lower) && POST_CUE.test(text.slice(t.e, t.e + 16).toLowerCase())) {
         isName[i] = 1;
         continue;
       }
@@ -490,13 +490,14 @@ class Detector implements PhiDetector {
         continue;
       }
       // 2. after a relation or "my name is"
-      if (RELATIONS.has(t.lower) && i + 1 < n) {
+      const rel = t.lower.includes("-") ? t.lower.slice(t.lower.lastIndexOf("-") + 1) : t.lower;
+      if (RELATIONS.has(rel) && i + 1 < n) {
         let j = i + 1;
         const g = gap(t, toks[j]!);
-        if (!/^[\s,(:]{1,4}$/.test(g)) continue;
+        if (!/^[\s,(:"'“]{1,4}$/.test(g)) continue;
         if (toks[j]!.lower === "is" && j + 1 < n) j++;
         const nx = toks[j]!;
-        const weak = WEAK_RELATIONS.has(t.lower);
+        const weak = WEAK_RELATIONS.has(rel);
         if (weak) {
           if (t.lower === "and") continue; // handled when extending runs
           if (nx && (known(nx) || extra.has(nx.lower)) && !isCommon(nx) && (isTitleCase(nx.w) || isUpper(nx.w) || (nx.w === nx.lower && first.has(nx.lower)))) isName[j] = 1;
@@ -540,6 +541,9 @@ class Detector implements PhiDetector {
           const pv = toks[i - 1]!;
           const g = gap(pv, t);
           if (/^\.?\s{1,2}$/.test(g) && ((pv.w.length === 1 && isUpper(pv.w) && i > 1 && isName[i - 2]) || (nameLike(pv, i - 1) && known(pv) && isCap(pv.w) === isCap(t.w)))) {
+            isName[i - 1] = 1;
+          } else if (g === " " && isTitleCase(pv.w) && isNameCase(t.w) && !common.has(pv.lower) && !ambiguous.has(pv.lower) && !NOT_NAMES.has(pv.lower) && !UNIT_ACRONYMS.has(pv.lower) && !RELATIONS.has(pv.lower) && !TITLES.has(pv.lower)) {
+            // "Radu Crosson": a capitalised unknown word right before a surname
             isName[i - 1] = 1;
           }
         }
