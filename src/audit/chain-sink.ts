@@ -161,9 +161,10 @@ export abstract class ChainSinkBase implements AuditSink {
    */
   async close(): Promise<void> {
     if (this.closed) return;
+    // Refuse new records first, so everything accepted is written before the final checkpoint.
+    this.closed = true;
     try {
       await this.flush();
-      this.closed = true;
       while (this.loop) await this.loop;
       if (this.signer && this.sinceCheckpoint > 0) await this.persist([await this.checkpoint("close")]);
     } finally {
