@@ -20,18 +20,11 @@ import {
 } from "@modelcontextprotocol/sdk/types.js";
 import { HMCPError, HMCPErrorCode, readHMCPCapability, type HMCPCapability } from "../protocol/index.js";
 import type { GuardrailRunner } from "../guardrails/types.js";
+import type { TokenProvider } from "../auth/token-provider.js";
 import { defaultGuardrails } from "../guardrails/policy.js";
 
 /** Params of `sampling/createMessage`. */
 export type CreateMessageParams = CreateMessageRequest["params"];
-
-/** Supplies OAuth access tokens (src/auth's client-credentials provider implements it). */
-export interface TokenProvider {
-  /** A valid access token (cached until shortly before expiry). */
-  getToken(): Promise<string>;
-  /** Drops the cached token, e.g. after the resource server answered 401. */
-  invalidate(): void;
-}
 
 /** Where to connect. */
 export type ConnectTarget =
@@ -51,7 +44,10 @@ export type ClientElicitationHandler = (params: ElicitRequest["params"], context
 
 /** Options of {@link HMCPClient}. */
 export interface HMCPClientOptions {
-  /** Token provider for HTTP connections; its token is sent as `Authorization: Bearer` on every request. */
+  /**
+   * Token provider for HTTP connections (e.g. `createClientCredentialsTokenProvider`); its token is sent as
+   * `Authorization: Bearer` on every request.
+   */
   tokenProvider?: TokenProvider;
   /**
    * Guardrails for the client side: the `input` stage checks the requests a server sends back (sampling,

@@ -1,10 +1,10 @@
 export { HMCPClient } from "./hmcp-client.js";
 export type {
   HMCPClientOptions,
-  TokenProvider,
   ConnectTarget,
   CreateMessageOptions,
   BackRequestContext,
   ClientSamplingHandler,
   ClientElicitationHandler,
 } from "./hmcp-client.js";
+export type { TokenProvider } from "../auth/token-provider.js";

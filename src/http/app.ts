@@ -135,7 +135,17 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
     }
     let check;
     try {
-      check = await bearer.check({ authorization, url: req.originalUrl, contentType: req.headers["content-type"], body: req.body });
+      // The session's own server decides method scopes (e.g. a sampling handler's requiredScopes), so the HTTP 403
+      // and the pipeline agree; a request without a session (initialize) uses the authenticator's table.
+      const sid = req.headers["mcp-session-id"];
+      const session = typeof sid === "string" ? sessions.get(sid) : undefined;
+      check = await bearer.check({
+        authorization,
+        url: req.originalUrl,
+        contentType: req.headers["content-type"],
+        body: req.body,
+        ...(session && { methodScopes: (m: string) => session.server.pipeline.requiredScopes(m) }),
+      });
     } catch {
       check = undefined;
     }
@@ -152,7 +162,7 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
         transport: "http",
         method: `${req.method} ${path}`,
         outcome: "denied",
-        reason: check.error ?? "no_token",
+        reason: check.reason ?? check.error ?? "no_token",
         status: check.status,
         latencyMs: 0,
       });
