@@ -22,6 +22,8 @@ export const HMCPErrorCode = {
   GuardrailBlocked: -32053,
   /** No authenticated principal for a method that needs one (`data.reason`). */
   Unauthenticated: -32054,
+  /** The audit trail cannot record: requests are refused until it is repaired (fail closed, `data.reason`). */
+  AuditUnavailable: -32055,
 } as const;
 export type HMCPErrorCode = (typeof HMCPErrorCode)[keyof typeof HMCPErrorCode];
 
@@ -40,6 +42,7 @@ export type HMCPReason =
   | "guardrail_error"
   | "guardrail_timeout"
   | "unauthenticated"
+  | "audit_unavailable"
   | (string & {});
 
 /** The `data` object of every HMCP error. */

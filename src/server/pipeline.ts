@@ -51,6 +51,7 @@ export class RequestPipeline {
   readonly #audit: AuditSink | undefined;
   readonly #hooks: PipelineHooks;
   readonly #host: PipelineHost;
+  #auditFailed = false;
 
   constructor(options: HMCPServerOptions, host: PipelineHost) {
     this.#auth =
@@ -90,6 +91,10 @@ export class RequestPipeline {
     let req = request;
     let result: unknown;
     try {
+      // Fail closed: once the audit sink has refused a record, no request is served unaudited.
+      if (this.#auditFailed) {
+        throw new HMCPError(HMCPErrorCode.AuditUnavailable, "Audit trail unavailable", { reason: "audit_unavailable" });
+      }
       this.#authorize(ctx, request, options.unknownMethod === true);
       if (this.#hooks.authorize) await this.#hooks.authorize(ctx);
       if (this.#guardrails && INPUT_CONTENT_METHODS.has(request.method) && request.params) {
@@ -207,7 +212,9 @@ export class RequestPipeline {
     try {
       this.#audit?.append(record);
     } catch {
-      // An audit sink that throws must not turn an answered request into a crash; the sink reports its own failures.
+      // The request was already answered; the sink reports its own failure. From now on the pipeline refuses
+      // every request (AuditUnavailable) rather than serve without an audit trail.
+      this.#auditFailed = true;
     }
     try {
       this.#hooks.audit?.(record);
@@ -350,6 +357,8 @@ function outcomeOf(e: McpError): AuditOutcome {
       return "denied";
     case HMCPErrorCode.GuardrailBlocked:
       return "blocked";
+    case HMCPErrorCode.AuditUnavailable:
+      return "failed";
     default:
       return "failed";
   }

@@ -192,3 +192,24 @@ describe("guardrail stages", () => {
     expect(ran).toEqual([]);
   });
 });
+
+describe("audit failure", () => {
+  it("fails closed: after the sink refuses a record, later requests are refused and never reach the handler", async () => {
+    let broken = false;
+    const sink = {
+      append: () => {
+        if (broken) throw new Error("disk full");
+      },
+      flush: async () => undefined,
+      close: async () => undefined,
+    };
+    const { client, ran } = await setup(ORCHESTRATOR, { audit: sink });
+    expect(textOf((await client.ask("first")).content)).toBe("handled: first");
+    broken = true;
+    // the request whose record could not be written was already answered
+    expect(textOf((await client.ask("second")).content)).toBe("handled: second");
+    const e = await errorOf(client.ask("third"));
+    expect(e.code).toBe(HMCPErrorCode.AuditUnavailable);
+    expect(ran).toEqual(["first", "second"]);
+  });
+});
