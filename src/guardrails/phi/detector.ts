@@ -731,6 +731,8 @@ function scanAddresses(text: string, found: Array<{ s: number; e: number; type: 
     let count = 0;
     let lines = 0;
     let lower = 0;
+    let endBeforeLower = -1;
+    let statsBeforeLower = { caps: 0, nums: 0, suffix: false, unit: false };
     let m: RegExpExecArray | null;
     while (count < 24 && (m = ADDR_TOKEN.exec(text)) !== null) {
       if (m[0].length === 0) break;
@@ -753,6 +755,10 @@ function scanAddresses(text: string, found: Array<{ s: number; e: number; type: 
       if (ADDR_SUFFIX.test(tok)) suffix = true;
       if (/^[\p{Ll}]/u.test(tok) && !UNIT_WORD.test(tok) && !ADDR_SUFFIX.test(tok) && !/^(?:and|de|du|del|dei|der|van|von|u|ul|str|st|la|le|do|da|di|dos|das|y|of|the|corner|na)\.?$/.test(tok)) {
         // a lower-case word: part of an address only in lower-case addresses ("3911 fourth avenue suite 112 calgary")
+        if (lower === 0) {
+          endBeforeLower = end;
+          statsBeforeLower = { caps, nums, suffix, unit };
+        }
         if (common.has(tok.toLowerCase().replace(/[.'’]+$/, "")) && !ADDR_SUFFIX.test(tok)) {
           if (lower > 0 || !suffix) break;
         }
@@ -769,11 +775,14 @@ function scanAddresses(text: string, found: Array<{ s: number; e: number; type: 
       if (/^[\p{Lu}\d(]/u.test(tok) || UNIT_WORD.test(tok) || ADDR_SUFFIX.test(tok) || (lower > 0 && /^[\p{Ll}]/u.test(tok) && !/^(?:and|de|of|the|na|y)$/.test(tok))) end = ADDR_TOKEN.lastIndex;
     }
     if (end <= start) return start;
-    const first = text.slice(start, end);
     if (lower > 0 && !(suffix && nums >= 1 && (nums >= 2 || unit || triggered))) {
-      // retry without the lower-case tail: cut at the first lower-case word
-      return start;
+      // not a lower-case address: keep the run up to its first lower-case word
+      if (endBeforeLower <= start) return start;
+      end = endBeforeLower;
+      ({ caps, nums, suffix, unit } = statsBeforeLower);
+      lower = 0;
     }
+    const first = text.slice(start, end);
     if (triggered) {
       if ((caps >= 1 || suffix) && (nums >= 1 || caps >= 2 || suffix)) return end;
       return start;
