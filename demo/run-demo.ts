@@ -3,7 +3,8 @@
  * start the authorization server and both agents, drive every patient through the orchestrator, exercise the three
  * defences, stop everything, verify the audit trail, count what reached the EMR store, and build the report.
  */
-import { mkdir, readdir, writeFile } from "node:fs/promises";
+import { mkdir, readdir, readFile, writeFile } from "node:fs/promises";
+import type { JWK } from "jose";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import {
@@ -24,7 +25,7 @@ import { RuleBasedModelProvider, type ModelProvider } from "./model/rule-based-p
 import { createDisplay, renderSummary } from "./orchestrator/display.js";
 import { bundleOf, Orchestrator, type OrchestratorEvent, type PatientRun } from "./orchestrator/orchestrator.js";
 import { countWritten, type DemoReport } from "./orchestrator/report.js";
-import { AGENT_CONFIG_ENV, type AgentProcessConfig } from "./runtime/agent-config.js";
+import { AGENT_CONFIG_ENV, publicKeyFileFor, type AgentProcessConfig } from "./runtime/agent-config.js";
 import { startDemoAuth, type DemoAuth } from "./runtime/auth.js";
 import { localPrincipal, ORCHESTRATOR, PATIENT_APP, READER } from "./runtime/clients.js";
 import { demoGuardrails } from "./runtime/guardrails.js";
@@ -103,10 +104,11 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
   const runId = new Date(started).toISOString().replace(/[:.]/g, "-");
   const auditDir = path.resolve(options.auditRoot ?? ".hmcp/audit", `run-${runId}`);
   await mkdir(auditDir, { recursive: true });
+  // One chain per process: over HTTP this process's (key generated here); over stdio each agent process's (key
+  // generated there, public half written as <prefix>.pub.jwk). All public keys end up in one JWK Set next to the
+  // trail, so anyone can re-verify it: hmcp audit verify <dir> --key <dir>/checkpoint-keys.jwks.json.
   const auditKey = await generateAuditSigningKey();
-  // The checkpoint public key goes next to the trail, so anyone can re-verify it: hmcp audit verify <dir> --key <file>.
-  const publicKeyFile = path.join(auditDir, "checkpoint-key.pub.jwk");
-  await writeFile(publicKeyFile, `${JSON.stringify(auditKey.publicJwk)}\n`);
+  const publicKeyFile = path.join(auditDir, "checkpoint-keys.jwks.json");
   const guardrails = demoGuardrails();
   const boundPatient = patients[0]?.patient.id ?? "none";
   const otherPatient = patients[1]?.patient.id ?? "another-patient";
@@ -149,7 +151,7 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
     const spawnAgent = async (agent: "emr-writeback" | "patient-data", clientId: string, prefix: string) => {
       const cfg: AgentProcessConfig = {
         ...(agent === "emr-writeback" ? { store } : { dataDir }),
-        audit: { dir: auditDir, prefix, privateJwk: auditKey.privateJwk as Record<string, unknown> },
+        audit: { dir: auditDir, prefix },
         principal: localPrincipal(clientId, boundPatient),
       };
       const c = makeClient(`${clientId}-${agent}`);
@@ -230,15 +232,20 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
   let records = 0;
   let verified = files.length > 0;
   let auditError: string | undefined;
+  const publicKeys: JWK[] = [];
   for (const prefix of prefixes) {
     const chain = files.filter((f) => path.basename(f).startsWith(`${prefix}-`) && path.basename(f).replace(/-\d{8}-\d+\.jsonl$/, "") === prefix);
-    const v = await verifyAuditFiles(chain, { publicKey: auditKey.publicJwk });
+    const key = (prefix === "demo" ? auditKey.publicJwk : JSON.parse(await readFile(publicKeyFileFor(auditDir, prefix), "utf8"))) as JWK;
+    publicKeys.push(key);
+    const v = await verifyAuditFiles(chain, { publicKey: key });
     records += v.records;
     if (!v.ok) {
       verified = false;
       auditError ??= `${v.firstError?.file ?? prefix}: ${v.firstError?.reason ?? "failed"}`;
     }
   }
+
+  await writeFile(publicKeyFile, `${JSON.stringify({ keys: publicKeys })}\n`);
 
   // What reached the store from this input.
   const db = await EmrStore.open(store);

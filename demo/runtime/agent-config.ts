@@ -2,15 +2,17 @@
  * Configuration handed to an agent process started over stdio (`--transport stdio`), in the environment
  * variable HMCP_DEMO_AGENT_CONFIG (JSON). Over stdio there is no HTTP auth: the agent runs under `principal`.
  */
+import { writeFile } from "node:fs/promises";
+import path from "node:path";
 import { z } from "zod";
-import { FileAuditSink, type Principal } from "hmcp";
+import { FileAuditSink, generateAuditSigningKey, type Principal } from "hmcp";
 
 export const AGENT_CONFIG_ENV = "HMCP_DEMO_AGENT_CONFIG";
 
 const ConfigSchema = z.strictObject({
   store: z.union([z.strictObject({ dataDir: z.string() }), z.strictObject({ databaseUrl: z.string() })]).optional(),
   dataDir: z.string().optional(),
-  audit: z.strictObject({ dir: z.string(), prefix: z.string(), privateJwk: z.record(z.string(), z.unknown()) }).optional(),
+  audit: z.strictObject({ dir: z.string(), prefix: z.string() }).optional(),
   principal: z.strictObject({
     clientId: z.string(),
     sub: z.string().optional(),
@@ -32,9 +34,18 @@ export function readAgentConfig(env: NodeJS.ProcessEnv = process.env): AgentProc
   return parsed.data;
 }
 
+/** Public checkpoint key file of the chain `prefix` in `dir`. */
+export const publicKeyFileFor = (dir: string, prefix: string) => path.join(dir, `${prefix}.pub.jwk`);
+
+/**
+ * Opens this process's audit chain. The checkpoint signing key is generated here and never leaves the process;
+ * its public half is written next to the chain (`<prefix>.pub.jwk`) for verification.
+ */
 export async function openAgentAudit(cfg: AgentProcessConfig): Promise<FileAuditSink | undefined> {
   if (!cfg.audit) return undefined;
-  return FileAuditSink.open({ dir: cfg.audit.dir, prefix: cfg.audit.prefix, signing: { privateKey: cfg.audit.privateJwk as never }, durability: { mode: "group", intervalMs: 5, maxRecords: 256 } });
+  const key = await generateAuditSigningKey();
+  await writeFile(publicKeyFileFor(cfg.audit.dir, cfg.audit.prefix), `${JSON.stringify(key.publicJwk)}\n`);
+  return FileAuditSink.open({ dir: cfg.audit.dir, prefix: cfg.audit.prefix, signing: { privateKey: key.privateJwk }, durability: { mode: "group", intervalMs: 5, maxRecords: 256 } });
 }
 
 export const principalOf = (cfg: AgentProcessConfig): Principal => cfg.principal;
