@@ -52,6 +52,7 @@ async function run(label: string, durability: AuditDurability, n: number): Promi
   const sink = await FileAuditSink.open({ dir, signing: { privateKey: keys.privateJwk }, durability });
   const records = Array.from({ length: n }, (_, i) => record(i));
   let appendNs = 0n;
+  const c0 = process.cpuUsage();
   const t0 = performance.now();
   // Offered load arrives in bursts of 100 per event-loop turn, as concurrent requests would.
   for (let i = 0; i < n; i += 100) {
@@ -62,6 +63,7 @@ async function run(label: string, durability: AuditDurability, n: number): Promi
   }
   await sink.flush();
   const ms = performance.now() - t0;
+  const cpu = process.cpuUsage(c0);
   await sink.close();
   const v0 = performance.now();
   const files = (await import("node:fs/promises")).readdir(dir).then((fs) => fs.sort().map((f) => path.join(dir, f)));
@@ -69,7 +71,8 @@ async function run(label: string, durability: AuditDurability, n: number): Promi
   const vms = performance.now() - v0;
   console.log(
     `${label.padEnd(34)} ${String(n).padStart(7)} records  ${Math.round((n / ms) * 1000).toLocaleString("en-US").padStart(9)} records/s  ` +
-      `append ${(Number(appendNs) / n / 1000).toFixed(2)} µs/record  verify ${Math.round((verified.records / vms) * 1000).toLocaleString("en-US")} records/s (ok=${verified.ok})`,
+      `append ${(Number(appendNs) / n / 1000).toFixed(2)} µs/record  verify ${Math.round((verified.records / vms) * 1000).toLocaleString("en-US")} records/s (ok=${verified.ok})  ` +
+      `cpu ${((cpu.user + cpu.system) / n).toFixed(1)} µs/record (${Math.round((n / (cpu.user + cpu.system)) * 1e6).toLocaleString("en-US")} records per CPU-second)`,
   );
   await rm(dir, { recursive: true, force: true });
 }

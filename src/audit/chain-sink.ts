@@ -14,7 +14,8 @@ import { AUDIT_RECORD_VERSION, type AuditRecordInput, type AuditSink } from "./r
  *   next; an acknowledged record (see `onDurable`) survives a power loss. Throughput is bounded by
  *   the storage's sync rate.
  * - `group` (default): records are gathered for at most `intervalMs` (default 5 ms) or `maxRecords`
- *   (default 256), then persisted with one write and one fsync (or one INSERT). A crash loses at
+ *   (default 256), then persisted with one write and one fsync (or one INSERT); a backlog that
+ *   built up behind a slow fsync is written as one batch (up to 8,192 records). A crash loses at
  *   most the records not yet acknowledged: the open window, plus any queued behind a write in
  *   progress when the disk is slower than the offered load; earlier records are intact.
  */
@@ -58,6 +59,9 @@ export interface ChainSinkCommon {
   /** Clock (ms since the epoch), for tests. Default `Date.now`. */
   now?: () => number;
 }
+
+/** Largest batch written with one write and one fsync in group mode (records). */
+const MAX_BATCH = 8192;
 
 export const COMMON_OPTION_KEYS = ["durability", "checkpointEvery", "onDurable", "onNotice", "maxQueued", "now"];
 
@@ -189,7 +193,10 @@ export abstract class ChainSinkBase implements AuditSink {
   private async run(): Promise<void> {
     try {
       while (this.queue.length > 0) {
-        const batch = this.queue.splice(0, this.batchMax);
+        // A backlog that built up behind a slow fsync goes out in one write and one fsync (adaptive
+        // group commit): fewer syncs, and older records become durable sooner. fsync mode stays 1.
+        const take = this.batchMax === 1 ? 1 : Math.min(Math.max(this.batchMax, this.queue.length), MAX_BATCH);
+        const batch = this.queue.splice(0, take);
         await this.writeBatch(batch);
         this.durable += batch.length;
         this.common.onDurable?.(this.seq);
