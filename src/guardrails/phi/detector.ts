@@ -311,9 +311,13 @@ function isTitleCase(w: string): boolean {
 /** Name case: title case, or title-case parts joined by ' or - ("O'Driscoll", "Stord-Painter", "McDonald"). */
 function isNameCase(w: string): boolean {
   if (isTitleCase(w)) return true;
-  const parts = w.split(/['’-]/);
-  if (parts.length > 1) return parts.every((p) => p.length > 0 && (isTitleCase(p) || (p.length === 1 && isUp(p.charCodeAt(0)))));
-  return /^(?:Mc|Mac)[A-Z][a-z]+$/.test(w);
+  const c0 = w.charCodeAt(0);
+  if (c0 < 128 && !isUp(c0)) return false;
+  if (w.includes("'") || w.includes("’") || w.includes("-")) {
+    const parts = w.split(/['’-]/);
+    return parts.every((p) => p.length > 0 && (isTitleCase(p) || (p.length === 1 && isUp(p.charCodeAt(0)))));
+  }
+  return c0 === 77 && /^(?:Mc|Mac)[A-Z][a-z]+$/.test(w);
 }
 
 /** All upper case, with at least one letter. */
