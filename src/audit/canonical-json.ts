@@ -8,17 +8,24 @@ import { createHash } from "node:crypto";
 
 /**
  * Serialises `value` as RFC 8785 canonical JSON.
- * `undefined` object members are omitted (as `JSON.stringify` does); `toJSON` is honoured (e.g. Date).
- * @throws TypeError for values JSON cannot represent: non-finite numbers, bigint, functions,
- *   symbols, lone UTF-16 surrogates (RFC 8785 §3.2.2.2 requires well-formed strings), cycles.
+ * As `JSON.stringify` does: `undefined`, function and symbol object members are omitted, and become
+ * `null` in arrays; `toJSON` is honoured (e.g. Date).
+ * @throws TypeError for values JSON cannot represent: non-finite numbers, bigint, a function or
+ *   symbol as the value itself, lone UTF-16 surrogates (RFC 8785 §3.2.2.2 requires well-formed
+ *   strings), cycles.
  */
 export function canonicalJson(value: unknown): string {
-  return serialise(value, new Set());
+  return serialise(value, []);
 }
 
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+// String.prototype.isWellFormed (ES2024, Node 20+) is native; the regex is the fallback.
+const wellFormed: (s: string) => boolean =
+  typeof (String.prototype as { isWellFormed?: unknown }).isWellFormed === "function"
+    ? (s) => (s as string & { isWellFormed(): boolean }).isWellFormed()
+    : (s) => !LONE_SURROGATE.test(s);
 
-function serialise(value: unknown, seen: Set<object>): string {
+function serialise(value: unknown, ancestors: object[]): string {
   if (value === null) return "null";
   switch (typeof value) {
     case "boolean":
@@ -28,7 +35,7 @@ function serialise(value: unknown, seen: Set<object>): string {
       // ECMAScript Number::toString is the RFC 8785 number form; -0 serialises as 0.
       return JSON.stringify(value);
     case "string":
-      if (LONE_SURROGATE.test(value)) throw new TypeError("canonicalJson: string with a lone surrogate");
+      if (!wellFormed(value)) throw new TypeError("canonicalJson: string with a lone surrogate");
       return JSON.stringify(value);
     case "object":
       break;
@@ -36,19 +43,33 @@ function serialise(value: unknown, seen: Set<object>): string {
       throw new TypeError(`canonicalJson: cannot serialise a ${typeof value}`);
   }
   const obj = value as object & { toJSON?: () => unknown };
-  if (typeof obj.toJSON === "function") return serialise(obj.toJSON(), seen);
-  if (seen.has(obj)) throw new TypeError("canonicalJson: cyclic structure");
-  seen.add(obj);
+  if (typeof obj.toJSON === "function") return serialise(obj.toJSON(), ancestors);
+  if (ancestors.includes(obj)) throw new TypeError("canonicalJson: cyclic structure");
+  ancestors.push(obj);
   let out: string;
   if (Array.isArray(obj)) {
-    out = "[" + obj.map((v) => (v === undefined || typeof v === "function" || typeof v === "symbol" ? "null" : serialise(v, seen))).join(",") + "]";
+    out = "[";
+    for (let i = 0; i < obj.length; i++) {
+      const v: unknown = obj[i];
+      if (i > 0) out += ",";
+      out += v === undefined || typeof v === "function" || typeof v === "symbol" ? "null" : serialise(v, ancestors);
+    }
+    out += "]";
   } else {
     const rec = obj as Record<string, unknown>;
     // Default sort compares UTF-16 code units, which is what RFC 8785 §3.2.3 asks for.
-    const keys = Object.keys(rec).filter((k) => rec[k] !== undefined).sort();
-    out = "{" + keys.map((k) => JSON.stringify(k) + ":" + serialise(rec[k], seen)).join(",") + "}";
+    const keys = Object.keys(rec).sort();
+    out = "{";
+    let first = true;
+    for (const k of keys) {
+      const v = rec[k];
+      if (v === undefined || typeof v === "function" || typeof v === "symbol") continue;
+      out += (first ? "" : ",") + JSON.stringify(k) + ":" + serialise(v, ancestors);
+      first = false;
+    }
+    out += "}";
   }
-  seen.delete(obj);
+  ancestors.pop();
   return out;
 }
 
