@@ -126,7 +126,8 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
   let endpoints: Endpoints;
   let auth: DemoAuth | undefined;
   let auditSink: FileAuditSink | undefined;
-  if ((options.transport ?? "http") === "http") {
+  const transport = options.transport ?? "http";
+  if (transport === "http") {
     auditSink = await FileAuditSink.open({ dir: auditDir, prefix: "demo", signing: { privateKey: auditKey.privateJwk } });
     const a = await startHttpAgents({ store, patients: patients.map((p) => p.patient), auth: true, audit: auditSink, guardrails });
     auth = await startDemoAuth({ resources: [a.emrUrl, a.patientDataUrl], boundPatient });
@@ -176,18 +177,26 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
   const runs: PatientRun[] = [];
   const defences = { injectionBlocked: false, insufficientScopeRefused: false, crossPatientRefused: false };
   try {
-    const emr = await endpoints.emrClient(ORCHESTRATOR);
+    let emr = await endpoints.emrClient(ORCHESTRATOR);
     const pd = await endpoints.patientDataClient();
-    const orchestrator = new Orchestrator({
-      emr,
-      patients: pd,
-      onEvent: (e) => {
-        display?.onEvent(e);
-        options.onEvent?.(e);
-      },
-      ...(options.timeoutMs !== undefined && { timeoutMs: options.timeoutMs }),
-    });
-    for (const p of patients) runs.push(await orchestrator.runPatient(p, batchesFor(p, all)));
+    const orchestratorFor = (client: HMCPClient) =>
+      new Orchestrator({
+        emr: client,
+        patients: pd,
+        onEvent: (e) => {
+          display?.onEvent(e);
+          options.onEvent?.(e);
+        },
+        ...(options.timeoutMs !== undefined && { timeoutMs: options.timeoutMs }),
+      });
+    for (const [i, p] of patients.entries()) {
+      // Over HTTP, one MCP session per patient (sessions are cheap there; an agent process over stdio is not).
+      if (i > 0 && transport === "http") {
+        await emr.close();
+        emr = await endpoints.emrClient(ORCHESTRATOR);
+      }
+      runs.push(await orchestratorFor(emr).runPatient(p, batchesFor(p, all)));
+    }
 
     // The defences, each with one real clinical resource of the input.
     const sample = patients.flatMap((p) => p.encounters).flatMap((e) => e.entries).find((e) => e.resource.resourceType === "Observation");
