@@ -132,6 +132,17 @@ const VENT_BEFORE = /\b(?:peep|ps|psv|cpap|bi-?pap|flowby|flow-by|settings?|vent
 const VENT_AFTER = /^\s?(?:bi-?pap|cpap|peep|ps\b|psv|fio2|\/\d|\d{0,3}%)/i;
 const US_STATES =
   "alabama|alaska|arizona|arkansas|california|colorado|connecticut|delaware|florida|georgia|hawaii|idaho|illinois|indiana|iowa|kansas|kentucky|louisiana|maine|maryland|massachusetts|michigan|minnesota|mississippi|missouri|montana|nebraska|nevada|new hampshire|new jersey|new mexico|new york|north carolina|north dakota|ohio|oklahoma|oregon|pennsylvania|rhode island|south carolina|south dakota|tennessee|texas|utah|vermont|virginia|washington|west virginia|wisconsin|wyoming";
+const STREET_WORD_SUFFIX =
+  /(?:tie|katu|kuja|polku|vej|gade|straße|strasse|str\.|weg|gasse|laan|straat|plein|vägen|gatan|veien|gata|utca|ulica|ul\.|rue|calle|avenida|rua|via|viale|piazza|street|road|avenue|tee|maantee|puiestee)$/i;
+/** At least `n` occurrences of `ch` (cheap pre-check). */
+function atLeast(text: string, ch: string, n: number): boolean {
+  let at = -1;
+  for (let k = 0; k < n; k++) {
+    at = text.indexOf(ch, at + 1);
+    if (at < 0) return false;
+  }
+  return true;
+}
 const DOMAIN_GATE = /\.(?:com|org|net|edu|gov|mil|info|biz|io)\b/;
 
 const PATTERNS: Pattern[] = [
@@ -139,7 +150,7 @@ const PATTERNS: Pattern[] = [
   { type: "URL", re: /(?<![\w/])(?:https?:\/\/|www\.)[^\s<>"'|]{1,2000}/gi },
   { type: "URL", gate: (t) => DOMAIN_GATE.test(t), re: /(?<![\w@.-])(?:[a-z0-9-]{1,63}\.){1,4}(?:com|org|net|edu|gov|mil|info|biz|io)(?![\w-])\/?/g },
   { type: "IP", re: /(?<![\w.])(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(?:\.(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)){3}(?![\w.]\w)/g },
-  { type: "IP", gate: (t) => t.includes(":"), re: /(?<![\w:])(?:[0-9A-Fa-f]{1,4}:){7}[0-9A-Fa-f]{1,4}(?![\w:])/g },
+  { type: "IP", gate: (t) => atLeast(t, ":", 7), re: /(?<![\w:])(?:[0-9A-Fa-f]{1,4}:){7}[0-9A-Fa-f]{1,4}(?![\w:])/g },
   { type: "IP", gate: (t) => t.includes("::"), re: /(?<![\w:])(?:[0-9A-Fa-f]{1,4}:){1,6}:(?:[0-9A-Fa-f]{1,4}(?::[0-9A-Fa-f]{1,4}){0,5})?(?![\w:])/g },
   { type: "SSN", re: /(?<![\w-])\d{3}-\d{2}-\d{4}(?![\w-])/g },
   { type: "SSN", re: /\b(?:ssn|social security(?: number)?)\W{0,4}(?:is\W{1,2})?(\d{9}|\d{3} \d{2} \d{4})\b/gi, group: 1 },
@@ -184,7 +195,7 @@ const PATTERNS: Pattern[] = [
   { type: "DATE", re: /(?<![\w/.-])(?:0?[1-9]|[12]\d|3[01])[./-](?:0?[1-9]|1[0-2])[./-](?:19|20)\d{2}(?![\w/])/g },
   // full month/day/year even when glued to a word ("on10/14/82"), and the second date of a range ("10/15-10/16")
   { type: "DATE", re: /(?<![\d/.])(?:0?[1-9]|1[0-2])\/(?:0?[1-9]|[12]\d|3[01])\/(?:19|20)?\d{2}(?![\d/])/g },
-  { type: "DATE", re: /(?<=\d\/\d{1,2}-)(?:0?[1-9]|1[0-2])\/(?:0?[1-9]|[12]\d|3[01])(?![\d/])/g },
+  { type: "DATE", re: /\d\/\d{1,2}-((?:0?[1-9]|1[0-2])\/(?:0?[1-9]|[12]\d|3[01]))(?![\d/])/g, group: 1 },
   { type: "DATE", re: /(?<![\w/.-])(?:0?[1-9]|1[0-2])\/(?:19|20)?\d{2}(?![\w/]|\.\d)/g },
   {
     type: "DATE",
@@ -202,14 +213,16 @@ const PATTERNS: Pattern[] = [
     re: /(?<![\w-])\d{1,6}[A-Za-z]?(?:\s{1,2}[\p{Lu}\d][\p{L}'.-]{0,30}){1,4}\s{1,2}(?:Street|St|Avenue|Ave|Road|Rd|Boulevard|Blvd|Lane|Ln|Drive|Dr|Court|Ct|Way|Place|Pl|Terrace|Ter|Circle|Cir|Highway|Hwy|Parkway|Pkwy|Square|Squares|Sq|Trail|Trl|Crossing|Loop|Alley|Row|Walk|Path|Pike|Plaza|Heights|Hills|Park|Gardens|Mews|Close|Crescent|Grove)\b\.?/gu,
   },
   {
+    // a street word ending in a street suffix of many languages, then a house number ("Puruntie 82", "Mellemvej 32")
     type: "ADDRESS",
-    re: /(?<![\w-])(?:\d{1,6}\s{1,2})?[\p{Lu}][\p{L}-]{1,30}(?:tie|katu|kuja|polku|vej|gade|straße|strasse|str\.|weg|gasse|laan|straat|plein|vägen|gatan|veien|gata|utca|ulica|ul\.|rue|calle|avenida|rua|via|viale|piazza|street|road|avenue|tee|maantee|puiestee)\s{1,2}\d{1,5}[A-Za-z]?\b/giu,
+    re: /(?<![\p{L}\d-])(?:\d{1,6}\s{1,2})?([\p{L}][\p{L}.-]{1,30})\s{1,2}\d{1,5}[A-Za-z]?\b/gu,
+    valid: (m) => STREET_WORD_SUFFIX.test(m[1]!),
   },
   { type: "ADDRESS", re: /\b(?:apt\.?|apartment|suite|ste\.?|unit|room|rm\.?|box|psc|p\.?\s?o\.?\s?box)\s{0,2}#?\s?\d{1,6}[A-Z]?\b/gi },
   { type: "ADDRESS", re: /\b(?:APO|FPO|DPO)\s{1,2}(?:AA|AE|AP)\s{1,2}\d{5}\b/g },
   // ZIP codes: after a state code or a ZIP label, or a standalone 5-digit number.
   { type: "ZIP", re: /\b(?:zip(?:\s?code)?|postal\s?code|postcode)\s?(?:is\s)?:?\s{0,2}([A-Z0-9]{2,5}(?:[ -][A-Z0-9]{2,4})?)\b/gi, group: 1 },
-  { type: "ZIP", re: /(?<=\b[A-Z]{2}\s{1,2})\d{5}(?:-\d{4})?\b/g },
+  { type: "ZIP", re: /\b[A-Z]{2}\s{1,2}(\d{5}(?:-\d{4})?)\b/g, group: 1 },
   { type: "ZIP", re: /(?<![\w.,/:-])\d{5}(?:-\d{4})?(?![\w./:%]|,\d|-\d)/g },
   { type: "LOCATION", re: /\b(?:University|UNIVERSITY|Univ\.?|U) (?:of|OF) [A-Z][A-Za-z]{1,20}(?: [A-Z][A-Za-z]{2,20})?\b/g },
   { type: "LOCATION", re: new RegExp(`\\b(?:U|Univ\\.?|University) (?:of )?(?:${US_STATES})\\b`, "gi") },
