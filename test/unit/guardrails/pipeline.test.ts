@@ -106,3 +106,37 @@ describe("GuardrailPipeline", () => {
     expect(r.entities).toEqual([{ type: "NAME", start: 0, end: 3 }, { type: "AGE", start: 7, end: 9 }]);
   });
 });
+
+describe("GuardrailPipeline structure view", () => {
+  it("reports message count, content types, characters, maxTokens and model hints to checkExchange", async () => {
+    let seen: unknown;
+    const spy: Guardrail = { name: "spy", checkExchange: (v) => ((seen = { ...v, payload: undefined }), { action: "allow" }) };
+    const payload = {
+      messages: [
+        { role: "user", content: [{ type: "text", text: "abc" }, { type: "image", data: "x", mimeType: "image/png" }] },
+        { role: "assistant", content: { type: "tool_use", id: "1", name: "lookup", input: { q: "de" } } },
+        { role: "user", content: { type: "tool_result", toolUseId: "1", content: [{ type: "text", text: "fgh" }], structuredContent: { v: "ij" } } },
+      ],
+      maxTokens: 77,
+      modelPreferences: { hints: [{ name: "local" }] },
+    };
+    await new GuardrailPipeline({ input: [{ guardrail: spy }] }).evaluate("input", payload, ctx);
+    expect(seen).toEqual({ payload: undefined, messageCount: 3, contentTypes: ["text", "image", "tool_use", "tool_result", "text"], totalChars: 10, maxTokens: 77, modelHints: ["local"] });
+  });
+
+  it("checks text inside tool_use input and tool_result content", async () => {
+    const texts: string[] = [];
+    const spy: Guardrail = { name: "spy", check: (t, c) => (texts.push(`${c.location.path}=${t}`), { action: "allow" }) };
+    await new GuardrailPipeline({ input: [{ guardrail: spy }] }).evaluate(
+      "input",
+      {
+        messages: [
+          { role: "assistant", content: { type: "tool_use", id: "1", name: "lookup", input: { q: "de" } } },
+          { role: "user", content: { type: "tool_result", toolUseId: "1", content: [{ type: "text", text: "fgh" }] } },
+        ],
+      },
+      ctx,
+    );
+    expect(texts).toEqual(["messages[0].content.input.q=de", "messages[1].content.content[0].text=fgh"]);
+  });
+});
