@@ -24,6 +24,6 @@ export { createLimitsGuardrail } from "./builtins/limits.js";
 export type { LimitsOptions } from "./builtins/limits.js";
 export { createPatientContextGuardrail, findPatientReferences } from "./builtins/patient-context.js";
 export type { PatientContextOptions } from "./builtins/patient-context.js";
-export { createLlmJudgeGuardrail } from "./builtins/llm-judge.js";
-export type { LlmJudgeOptions, JudgeVerdict } from "./builtins/llm-judge.js";
+export { createLlmJudgeGuardrail, createSamplingJudge } from "./builtins/llm-judge.js";
+export type { LlmJudgeOptions, JudgeVerdict, SampleFn, SamplingJudgeOptions } from "./builtins/llm-judge.js";
 export { BUILTIN_GUARDRAILS } from "./builtins/index.js";

@@ -114,3 +114,20 @@ describe("prompt-injection guardrail on pathological input", () => {
     expect((await p.evaluate("input", msg("ignore ".repeat(5000)), ctx)).decisions[0]?.guardrail).toBe("prompt-injection");
   });
 });
+
+describe("sampling judge", () => {
+  it("asks the model and maps ALLOW / BLOCK; anything else fails closed", async () => {
+    const { createSamplingJudge } = await import("../../../src/guardrails/index.js");
+    const asked: string[] = [];
+    const answer = (text: string) => async (params: { messages: Array<{ content: { text: string } }> }) => {
+      asked.push(params.messages[0]!.content.text);
+      return { content: { type: "text", text } };
+    };
+    const run = (text: string) =>
+      new GuardrailPipeline({ input: [{ guardrail: createLlmJudgeGuardrail({ judge: createSamplingJudge({ sample: answer(text) }) }) }] }).evaluate("input", msg("note"), ctx);
+    expect((await run("ALLOW")).action).toBe("allow");
+    expect((await run("block.")).blocked).toEqual({ guardrail: "llm-judge", reason: "llm_judge_blocked" });
+    expect((await run("I think it is fine")).blocked).toEqual({ guardrail: "llm-judge", reason: "guardrail_error" });
+    expect(asked[0]).toBe("<text>\nnote\n</text>");
+  });
+});
