@@ -188,7 +188,7 @@ export type {
 } from "./auth/index.js";
 
 // --- server ---
-export { HMCPServer, hmcpContext, HMCPConfigError, PATIENT_META_KEY, serveStdio } from "./server/index.js";
+export { HMCPServer, hmcpContext, HMCPConfigError, PATIENT_META_KEY, serveStdio, defaultOperationalLogger } from "./server/index.js";
 export type {
   SamplingHandlerOptions,
   RequestContext,
@@ -200,6 +200,7 @@ export type {
   BackRequestOptions,
   HMCPServerOptions,
   PipelineHooks,
+  OperationalLogger,
 } from "./server/index.js";
 
 // --- client ---

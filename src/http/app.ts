@@ -13,7 +13,7 @@ import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js";
 import type { Principal } from "../protocol/index.js";
 import type { BearerAuthenticator } from "../auth/types.js";
 import { AUDIT_RECORD_VERSION, type AuditRecordInput, type AuditSink } from "../audit/record.js";
-import type { HMCPServer } from "../server/index.js";
+import { defaultOperationalLogger, type HMCPServer, type OperationalLogger } from "../server/index.js";
 import { BoundedEventStore, type EventStoreLimits } from "./event-store.js";
 
 /** Options of {@link createHttpApp}. */
@@ -40,6 +40,8 @@ export interface HttpAppOptions {
   sessionIdleTimeoutMs?: number;
   /** Receives records for requests refused at the HTTP layer and for session start/end. */
   audit?: AuditSink;
+  /** Operational logger for failures. Default: the server's default redacting logger on stderr. */
+  logger?: OperationalLogger;
   /** Agent name used in those records. Default "hmcp". */
   agentName?: string;
   /**
@@ -105,10 +107,40 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
   const actorOf = (p: Principal | undefined) =>
     p ? Object.fromEntries(Object.entries({ sub: p.sub, clientId: p.clientId, fhirUser: p.fhirUser, tenant: p.tenant }).filter(([, v]) => v !== undefined)) : {};
 
+  const ownerOf = (p: Principal | undefined) => (p ? `${p.issuer ?? ""}|${p.clientId}|${p.sub ?? ""}` : "anonymous");
+  const principalOf = (req: Request) => ((req as Request & { auth?: AuthInfo }).auth?.extra?.["principal"] as Principal | undefined);
+  const logger = options.logger ?? defaultOperationalLogger();
+
+  /** One audit record for a request refused before it reached a server (bearer, host, limits, sessions). */
+  const refused = (req: Request, res: Response, status: number, reason: string, outcome: "denied" | "failed" = "denied") =>
+    audit({
+      type: "http",
+      actor: actorOf(principalOf(req)),
+      source: compact({ address: req.socket.remoteAddress }),
+      transport: "http",
+      method: `${req.method} ${path}`,
+      outcome,
+      reason,
+      status,
+      latencyMs: Math.round((performance.now() - ((res.locals["t0"] as number | undefined) ?? performance.now())) * 1000) / 1000,
+    });
+
   const app = express();
   app.disable("x-powered-by");
   app.set("etag", false);
-  app.use(hostHeaderValidation(options.allowedHosts ?? ["localhost", "127.0.0.1", "[::1]"]));
+  app.use((_req, res, next) => {
+    res.locals["t0"] = performance.now();
+    next();
+  });
+  const hostCheck = hostHeaderValidation(options.allowedHosts ?? ["localhost", "127.0.0.1", "[::1]"]);
+  app.use((req, res, next) => {
+    let passed = false;
+    hostCheck(req, res, () => {
+      passed = true;
+      next();
+    });
+    if (!passed && res.headersSent) refused(req, res, res.statusCode, "host_not_allowed");
+  });
 
   app.get("/healthz", (_req, res) => {
     res.json({ status: "ok", sessions: sessions.size });
@@ -150,22 +182,13 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
       check = undefined;
     }
     if (!check) {
-      audit({ type: "http", actor: {}, source: { address: sourceAddress }, transport: "http", method: `${req.method} ${path}`, outcome: "failed", reason: "authenticator_error", status: 500, latencyMs: 0 });
+      logger.error("bearer authenticator failed", { agent });
+      refused(req, res, 500, "authenticator_error", "failed");
       res.status(500).json(jsonRpcError(-32603, "Internal error"));
       return;
     }
     if (!check.ok) {
-      audit({
-        type: "http",
-        actor: {},
-        source: compact({ address: sourceAddress }),
-        transport: "http",
-        method: `${req.method} ${path}`,
-        outcome: "denied",
-        reason: check.reason ?? check.error ?? "no_token",
-        status: check.status,
-        latencyMs: 0,
-      });
+      refused(req, res, check.status, check.reason ?? check.error ?? "no_token");
       res
         .status(check.status)
         .set("www-authenticate", check.wwwAuthenticate)
@@ -184,8 +207,6 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
     next();
   });
 
-  const ownerOf = (p: Principal | undefined) => (p ? `${p.issuer ?? ""}|${p.clientId}|${p.sub ?? ""}` : "anonymous");
-  const principalOf = (req: Request) => ((req as Request & { auth?: AuthInfo }).auth?.extra?.["principal"] as Principal | undefined);
 
   app.all(path, async (req: Request, res: Response, next: NextFunction) => {
     try {
@@ -195,6 +216,7 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
         const s = sessions.get(sid);
         // A session belongs to the principal that opened it; for anyone else it does not exist (no hijacking).
         if (!s || s.owner !== ownerOf(principal)) {
+          refused(req, res, 404, "session_not_found");
           res.status(404).json(jsonRpcError(-32001, "Session not found"));
           return;
         }
@@ -203,10 +225,12 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
         return;
       }
       if (req.method !== "POST" || !isInitializeRequest(req.body)) {
+        refused(req, res, 400, "no_session");
         res.status(400).json(jsonRpcError(-32000, "Bad Request: no valid session id (send initialize first)"));
         return;
       }
       if (sessions.size >= maxSessions) {
+        refused(req, res, 503, "too_many_sessions", "failed");
         res.status(503).set("retry-after", "5").json(jsonRpcError(-32000, "Too many sessions"));
         return;
       }
@@ -241,16 +265,27 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
   };
 
   // Error boundary: body-parser errors become 4xx JSON-RPC errors; anything else a fixed 500 (no message echoed).
-  app.use((error: unknown, _req: Request, res: Response, _next: NextFunction) => {
+  app.use((error: unknown, req: Request, res: Response, _next: NextFunction) => {
     const e = error as { type?: string; status?: number };
     if (res.headersSent) {
+      logger.error("request failed after the response started", { agent, error });
       res.end();
       return;
     }
-    if (e?.type === "entity.too.large") res.status(413).json(jsonRpcError(-32600, "Request body too large"));
-    else if (e?.type === "entity.parse.failed") res.status(400).json(jsonRpcError(-32700, "Parse error"));
-    else if (typeof e?.status === "number" && e.status >= 400 && e.status < 500) res.status(e.status).json(jsonRpcError(-32600, "Invalid request"));
-    else res.status(500).json(jsonRpcError(-32603, "Internal error"));
+    if (e?.type === "entity.too.large") {
+      refused(req, res, 413, "body_too_large");
+      res.status(413).json(jsonRpcError(-32600, "Request body too large"));
+    } else if (e?.type === "entity.parse.failed") {
+      refused(req, res, 400, "parse_error");
+      res.status(400).json(jsonRpcError(-32700, "Parse error"));
+    } else if (typeof e?.status === "number" && e.status >= 400 && e.status < 500) {
+      refused(req, res, e.status, "invalid_request");
+      res.status(e.status).json(jsonRpcError(-32600, "Invalid request"));
+    } else {
+      logger.error("request failed", { agent, error });
+      refused(req, res, 500, "internal_error", "failed");
+      res.status(500).json(jsonRpcError(-32603, "Internal error"));
+    }
   });
 
   const sweeper = setInterval(() => {

@@ -15,3 +15,5 @@ export type { HMCPServerOptions, PipelineHooks } from "./options.js";
 export { PATIENT_META_KEY } from "./pipeline.js";
 export type { RequestPipeline } from "./pipeline.js";
 export { serveStdio } from "./stdio.js";
+export { defaultOperationalLogger } from "./logger.js";
+export type { OperationalLogger } from "./logger.js";

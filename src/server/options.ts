@@ -7,6 +7,7 @@ import type { Principal } from "../protocol/index.js";
 import type { GuardrailRunner } from "../guardrails/types.js";
 import type { AuditRecordInput, AuditSink } from "../audit/record.js";
 import type { RequestContext } from "./context.js";
+import type { OperationalLogger } from "./logger.js";
 
 /** Hooks that run in addition to the built-in stages, e.g. an extra authorization rule or an audit tap. */
 export interface PipelineHooks {
@@ -45,6 +46,11 @@ export interface HMCPServerOptions {
   audit?: AuditSink | false;
   /** Extra pipeline hooks. */
   hooks?: PipelineHooks;
+  /**
+   * Operational logger for failures (unexpected handler errors, audit failures). Entries never carry message
+   * content. Default: a redacting winston logger on stderr (see `defaultOperationalLogger`).
+   */
+  logger?: OperationalLogger;
 }
 
 const PrincipalSchema = z
@@ -89,6 +95,11 @@ const OptionsSchema = z
         z.literal(false),
         z.custom<AuditSink>((v) => typeof (v as AuditSink)?.append === "function", { message: "expected an AuditSink (append, flush, close)" }),
       ])
+      .optional(),
+    logger: z
+      .custom<OperationalLogger>((v) => typeof (v as OperationalLogger)?.error === "function" && typeof (v as OperationalLogger)?.warn === "function", {
+        message: "expected a logger (error, warn, info)",
+      })
       .optional(),
     hooks: z
       .object({

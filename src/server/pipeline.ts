@@ -6,11 +6,13 @@
  *
  * Everything here is framework-free: the pipeline sees JSON-RPC requests and the SDK's handler `extra`.
  */
-import { createHash, randomUUID } from "node:crypto";
+import { randomUUID } from "node:crypto";
+import { contentDigest } from "../audit/canonical-json.js";
+import { defaultOperationalLogger, type OperationalLogger } from "./logger.js";
 import { ErrorCode, McpError, type JSONRPCRequest } from "@modelcontextprotocol/sdk/types.js";
 import type { RequestHandlerExtra } from "@modelcontextprotocol/sdk/shared/protocol.js";
 import type { ServerNotification, ServerRequest } from "@modelcontextprotocol/sdk/types.js";
-import { HMCPError, HMCPErrorCode, INVALID_PARAMS, toWireError, type Principal, type TransportKind } from "../protocol/index.js";
+import { HMCPError, HMCPErrorCode, INTERNAL_ERROR, INVALID_PARAMS, toWireError, type Principal, type TransportKind } from "../protocol/index.js";
 import { checkAccess, satisfiesAny, type ScopeRequest } from "../auth/scopes.js";
 import { requiredScopesForMethod } from "../auth/method-scopes.js";
 import type { GuardrailDecisionSummary, GuardrailRunner, GuardrailStage } from "../guardrails/types.js";
@@ -51,6 +53,7 @@ export class RequestPipeline {
   readonly #audit: AuditSink | undefined;
   readonly #hooks: PipelineHooks;
   readonly #host: PipelineHost;
+  readonly #logger: OperationalLogger;
   #auditFailed = false;
 
   constructor(options: HMCPServerOptions, host: PipelineHost) {
@@ -66,6 +69,7 @@ export class RequestPipeline {
     this.#audit = options.audit || undefined;
     this.#hooks = options.hooks ?? {};
     this.#host = host;
+    this.#logger = options.logger ?? defaultOperationalLogger();
   }
 
   get authEnabled(): boolean {
@@ -81,6 +85,30 @@ export class RequestPipeline {
   requiredScopes(method: string): readonly string[] {
     if (this.#auth === false) return [];
     return this.#host.methodScopes(method) ?? requiredScopesForMethod(method, this.#auth.requiredScopes);
+  }
+
+  /** Records a session start or end (stdio; the HTTP app records its own). */
+  recordSession(type: "session.start" | "session.end", reason?: string): void {
+    if (!this.#audit && !this.#hooks.audit) return;
+    const p = this.#auth === false ? undefined : this.#auth.localPrincipal;
+    const record: AuditRecordInput = {
+      v: AUDIT_RECORD_VERSION,
+      id: randomUUID(),
+      time: new Date().toISOString(),
+      type,
+      actor: compact({ sub: p?.sub, clientId: p?.clientId, fhirUser: p?.fhirUser, tenant: p?.tenant }),
+      source: {},
+      transport: this.#host.transport(),
+      agent: this.#host.agentName,
+      patients: [],
+      scopes: p?.scopes ?? [],
+      outcome: "allowed",
+      ...(reason !== undefined && { reason }),
+      guardrails: [],
+      latencyMs: 0,
+      digests: {},
+    };
+    this.#emit(record);
   }
 
   /** Runs one request through the pipeline around `inner`. */
@@ -111,6 +139,10 @@ export class RequestPipeline {
       }
     } catch (error) {
       const wire = mapError(error);
+      if (wire.code === INTERNAL_ERROR && error !== wire) {
+        // Unexpected: the operator needs to know; the entry is redacted and carries no request content.
+        this.#logger.error("request failed", { agent: this.#host.agentName, method: request.method, requestId: request.id, sessionId: ctx.sessionId, error });
+      }
       this.#record(ctx, request, started, outcomeOf(wire), wire.code, reasonOf(wire), undefined, wire);
       throw wire;
     }
@@ -205,15 +237,20 @@ export class RequestPipeline {
       guardrails: ctx.decisions.map((d) => compact({ guardrail: d.guardrail, stage: d.stage, action: d.action, entityTypes: d.entityTypes, reason: d.reason })) as AuditRecordInput["guardrails"],
       latencyMs: Math.round((performance.now() - started) * 1000) / 1000,
       digests: compact({
-        request: request.params === undefined ? undefined : digest(request.params),
-        response: error ? digest({ code: error.code, message: error.message, data: error.data }) : result === undefined ? undefined : digest(result),
+        request: contentDigest(request.params),
+        response: error ? contentDigest({ code: error.code, message: error.message, data: error.data }) : contentDigest(result),
       }),
     };
+    this.#emit(record);
+  }
+
+  #emit(record: AuditRecordInput): void {
     try {
       this.#audit?.append(record);
-    } catch {
-      // The request was already answered; the sink reports its own failure. From now on the pipeline refuses
-      // every request (AuditUnavailable) rather than serve without an audit trail.
+    } catch (error) {
+      // The request was already answered; from now on the pipeline refuses every request (AuditUnavailable)
+      // rather than serve without an audit trail.
+      if (!this.#auditFailed) this.#logger.error("audit sink refused a record; refusing requests until restarted", { agent: this.#host.agentName, error });
       this.#auditFailed = true;
     }
     try {
@@ -383,10 +420,6 @@ function reasonOf(e: McpError): string {
     default:
       return `error_${e.code}`;
   }
-}
-
-function digest(value: unknown): string {
-  return createHash("sha256").update(JSON.stringify(value) ?? "").digest("hex");
 }
 
 function compact<T extends Record<string, unknown>>(o: T): T {

@@ -19,8 +19,15 @@ export async function serveStdio(
     (io.stdout ?? process.stdout) as ConstructorParameters<typeof StdioServerTransport>[1],
   );
   await server.connect(transport);
+  server.pipeline.recordSession("session.start");
   const stdin = io.stdin ?? process.stdin;
-  const close = () => server.close();
+  let closed = false;
+  const close = async () => {
+    if (closed) return;
+    closed = true;
+    server.pipeline.recordSession("session.end", "stdin_closed");
+    await server.close();
+  };
   stdin.once("end", () => void close());
   return close;
 }

@@ -205,8 +205,8 @@ describe("one audit record per pipeline outcome, over HTTP with real tokens", ()
     const http = (await queryAudit([auditDir], { type: "http" })).slice(before);
     expect(http).toHaveLength(3);
     expect(http.map((r) => [r.outcome, r.status, r.reason])).toEqual([
-      ["denied", 401, "no_token"],
-      ["denied", 401, "invalid_token"],
+      ["denied", 401, "no_credentials"],
+      ["denied", 401, "bad_signature"],
       ["denied", 403, "insufficient_scope"],
     ]);
     for (const r of http) expect(r).toMatchObject({ agent: "emr-writeback", transport: "http", method: "POST /mcp", actor: {} });

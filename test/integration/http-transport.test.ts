@@ -1,6 +1,6 @@
 import { request } from "node:http";
 import { afterEach, describe, expect, it } from "vitest";
-import { createHttpApp, listen, type Listening } from "hmcp";
+import { createHttpApp, listen, type AuditRecordInput, type Listening } from "hmcp";
 import { createEchoAgent } from "../fixtures/echo-agent.js";
 import { MCP_HEADERS, openSession, readSse } from "../fixtures/raw-http.js";
 
@@ -114,6 +114,32 @@ describe("Streamable HTTP app", () => {
     const del = await fetch(endpoint, { method: "DELETE", headers: sessionHeaders(sid) });
     expect(del.status).toBe(200);
     expect(app.sessionCount).toBe(0);
+  });
+
+  it("every refusal before a server (host, body limit, parse error, session) writes one audit record", async () => {
+    const records: AuditRecordInput[] = [];
+    const sink = { append: (r: AuditRecordInput) => void records.push(r), flush: async () => undefined, close: async () => undefined };
+    const { endpoint } = await start({ bodyLimitBytes: 1000, audit: sink, agentName: "edge" });
+    await new Promise<void>((resolve, reject) => {
+      const req = request(endpoint, { method: "POST", headers: { ...MCP_HEADERS, host: "evil.example" } }, (res) => {
+        res.resume();
+        resolve();
+      });
+      req.on("error", reject);
+      req.end("{}");
+    });
+    await (await fetch(endpoint, { method: "POST", headers: MCP_HEADERS, body: JSON.stringify({ x: "a".repeat(5000) }) })).body?.cancel();
+    await (await fetch(endpoint, { method: "POST", headers: MCP_HEADERS, body: "{bad" })).body?.cancel();
+    await (await fetch(endpoint, { method: "POST", headers: sessionHeaders("nope"), body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "ping" }) })).body?.cancel();
+    await (await fetch(endpoint, { method: "POST", headers: MCP_HEADERS, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "ping" }) })).body?.cancel();
+    expect(records.map((r) => [r.type, r.status, r.reason, r.outcome, r.agent])).toEqual([
+      ["http", 403, "host_not_allowed", "denied", "edge"],
+      ["http", 413, "body_too_large", "denied", "edge"],
+      ["http", 400, "parse_error", "denied", "edge"],
+      ["http", 404, "session_not_found", "denied", "edge"],
+      ["http", 400, "no_session", "denied", "edge"],
+    ]);
+    for (const r of records) expect(r.latencyMs).toBeGreaterThanOrEqual(0);
   });
 
   it("requires an explicit bearer choice", () => {
