@@ -404,7 +404,7 @@ async function main(): Promise<void> {
   const resultsDir = path.join(BENCH_DIR, "results");
   mkdirSync(resultsDir, { recursive: true });
   const dated = path.join(resultsDir, `${started.toISOString().slice(0, 10)}-${mode}.json`);
-  writeFileSync(dated, JSON.stringify({ ...report, targets: targetsMet }, null, 2) + "\n");
+  writeFileSync(dated, resultsJson({ ...report, targets: targetsMet }));
   const latest = {
     mode,
     finishedAt: finished.toISOString(),
@@ -428,6 +428,20 @@ async function main(): Promise<void> {
   process.stdout.write(md + "\n");
   if (flag("update-md")) updateBenchmarksMd(md, path.relative(REPO_ROOT, dated));
   log(`wrote ${path.relative(REPO_ROOT, dated)} and bench/results/latest.json in ${round((finished.getTime() - started.getTime()) / 1000, 1)} s`);
+}
+
+/**
+ * The dated results file: numbers rounded to 3 decimals, one-space indent, and the teammates' raw
+ * outputs left out where their parsed figures are kept, so a run stays small enough to commit (< 50 KB).
+ */
+function resultsJson(report: Record<string, unknown>): string {
+  function replacer(this: Record<string, unknown>, key: string, value: unknown): unknown {
+    if (typeof value === "number" && !Number.isInteger(value)) return Math.round(value * 1000) / 1000;
+    if (key === "output" && (this["rows"] !== undefined || this["report"] !== undefined)) return undefined;
+    if (key === "raw" && Array.isArray(this["lines"]) && this["lines"].length > 0) return undefined;
+    return value;
+  }
+  return JSON.stringify(report, replacer, 1) + "\n";
 }
 
 const START = "<!-- bench:summary:start -->";
