@@ -156,7 +156,7 @@ const PATTERNS: Pattern[] = [
   { type: "SSN", re: /\b(?:ssn|social security(?: number)?)\W{0,4}(?:is\W{1,2})?(\d{9}|\d{3} \d{2} \d{4})\b/gi, group: 1 },
   {
     type: "ACCOUNT",
-    re: /(?<![\w-])\d(?:[ -]?\d){11,18}(?![\w-])/g,
+    re: /(?<![\w.-])\d(?:[ -]?\d){11,18}(?![\w-])/g,
     valid: (m) => luhn(m[0].replace(/\D/g, "")),
   },
   { type: "ACCOUNT", re: /\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,3})?\b/g },
@@ -234,6 +234,13 @@ const PATTERNS: Pattern[] = [
     group: 1,
   },
   { type: "ID", re: /(?<![\w.,-])\d{7,}(?![\w.,]|-\d)/g },
+  // UUIDs (FHIR resource and record ids) and letter-framed licence / passport numbers ("S99991568", "X43747560X")
+  { type: "ID", re: /\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b/g },
+  { type: "ID", re: /\b[A-Z]{1,2}\d{7,9}[A-Z]?\b/g },
+  // FHIR JSON address fields (the state is not a Safe Harbor identifier and is kept)
+  { type: "LOCATION", gate: (t) => t.includes('"city"') || t.includes('"district"'), re: /"(?:city|district)"\s{0,4}:\s{0,4}"([^"\n]{1,80})"/g, group: 1 },
+  { type: "ZIP", gate: (t) => t.includes('"postalCode"'), re: /"postalCode"\s{0,4}:\s{0,4}"([^"\n]{1,20})"/g, group: 1 },
+  { type: "ADDRESS", gate: (t) => t.includes('"line"'), re: /"line"\s{0,4}:\s{0,4}\[\s{0,8}"([^"\n]{1,120})"/g, group: 1 },
 ];
 
 // Words that introduce a name (titles) or a relative's name.
@@ -278,7 +285,7 @@ const LOC_PREFIX = /\b(?:lives in|living in|live in|resides in|resident of|from|
 /** Words that end a name run even when capitalised (facility and document words). */
 const NOT_NAMES = new Set([
   "hosp", "hospital", "clinic", "center", "centre", "medical", "memorial", "campus", "unit", "ward", "icu", "ccu", "micu", "sicu", "er", "ed",
-  "afib", "fib", "aflutter", "bermuda", "trendelenburg", "trendelenberg", "resp", "pulm", "heme", "tele", "soc", "integ", "addendum", "misc", "dispo", "cardio", "neuro", "endo", "skin", "social", "plan", "osh", "vicu", "csru", "ew", "careview", "ho", "min", "ve", "los", "rad", "sang", "riss", "sero", "pan", "bair", "fent", "quinton", "pearl", "riker", "swan", "levo", "aline", "pacer", "fick", "hickman", "foley", "dopa", "neo", "vanco", "lasix", "heparin", "english", "spanish", "french",
+  "driver", "latino", "hispanic", "afib", "fib", "aflutter", "bermuda", "trendelenburg", "trendelenberg", "resp", "pulm", "heme", "tele", "soc", "integ", "addendum", "misc", "dispo", "cardio", "neuro", "endo", "skin", "social", "plan", "osh", "vicu", "csru", "ew", "careview", "ho", "min", "ve", "los", "rad", "sang", "riss", "sero", "pan", "bair", "fent", "quinton", "pearl", "riker", "swan", "levo", "aline", "pacer", "fick", "hickman", "foley", "dopa", "neo", "vanco", "lasix", "heparin", "english", "spanish", "french",
   "german", "italian", "russian", "chinese", "portuguese", "polish", "greek", "arabic", "hindi", "vietnamese", "korean", "japanese",
   "street", "st", "road", "rd", "avenue", "ave", "the", "and", "or", "of", "to", "in", "on", "at", "for", "with", "by", "from", "is", "was",
 ]);

@@ -38,3 +38,39 @@ describe("PHI detector", () => {
     expect(JSON.stringify(r.entities)).not.toContain("555");
   });
 });
+
+describe("PHI detector on FHIR JSON", () => {
+  it("redacts identifiers of a Patient resource, keeps the state and coded values, and keeps the JSON valid", () => {
+    const patient = {
+      resourceType: "Patient",
+      id: "6a1ee3a5-3b0b-4a7f-9c50-0d3f7c1b2e11",
+      identifier: [
+        { type: { text: "Medical Record Number" }, value: "6a1ee3a5-3b0b-4a7f-9c50-0d3f7c1b2e11" },
+        { type: { text: "Social Security Number" }, value: "999-41-5678" },
+        { type: { text: "Driver's License" }, value: "S99912345" },
+      ],
+      name: [{ use: "official", family: "Quigley", given: ["Marvin"], prefix: ["Mr."] }],
+      telecom: [{ system: "phone", value: "555-311-2047" }],
+      gender: "male",
+      birthDate: "1961-04-12",
+      address: [
+        {
+          extension: [{ url: "geolocation", extension: [{ url: "latitude", valueDecimal: 42.36 }, { url: "longitude", valueDecimal: -71.05 }] }],
+          line: ["48 Hickle Route Suite 12"],
+          city: "Springfield",
+          state: "Massachusetts",
+          postalCode: "01103",
+        },
+      ],
+    };
+    const text = JSON.stringify(patient, null, 1);
+    const out = redactPhiText(text);
+    for (const v of ["6a1ee3a5", "999-41-5678", "S99912345", "Quigley", "Marvin", "555-311-2047", "1961-04-12", "48 Hickle Route", "Springfield", "01103"]) {
+      expect(out, v).not.toContain(v);
+    }
+    expect(out).toContain('"state": "Massachusetts"');
+    expect(out).toContain('"gender": "male"');
+    expect(out).toContain("Driver's License");
+    expect(() => JSON.parse(out)).not.toThrow();
+  });
+});
