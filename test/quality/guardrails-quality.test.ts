@@ -7,11 +7,12 @@
  * the injection floors here guard against regressions; the held-out estimate is the cross-validated
  * figure recorded in the weights file and in docs/guardrails-quality.md.
  */
-import { existsSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { main } from "../../src/cli/main.js";
+import { defaultGuardrails } from "../../src/guardrails/index.js";
 
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const data = path.resolve(repo, "../shared/data");
@@ -60,6 +61,32 @@ describe("default policy quality floors (development sets)", () => {
     const r = await evaluate("pii-presidio-synth");
     expect(r.recall).toBeGreaterThanOrEqual(PRESIDIO.recall);
     expect(r.precision).toBeGreaterThanOrEqual(PRESIDIO.precision);
+  });
+});
+
+describe("default policy on FHIR JSON (Synthea development bundles)", () => {
+  it("blocks none of the 735 encounters sent as FHIR JSON to an agent", async () => {
+    const dir = path.join(data, "synthea/bundles");
+    const pipeline = defaultGuardrails();
+    let encounters = 0;
+    const blocked: string[] = [];
+    for (const f of readdirSync(dir).filter((x) => x.endsWith(".json")).sort()) {
+      const bundle = JSON.parse(readFileSync(path.join(dir, f), "utf8")) as { entry: Array<{ fullUrl: string; resource: Record<string, unknown> }> };
+      const byEncounter = new Map<string, unknown[]>();
+      for (const e of bundle.entry) {
+        const r = e.resource;
+        const enc = r["resourceType"] === "Encounter" ? e.fullUrl : (r["encounter"] as { reference?: string } | undefined)?.reference;
+        if (enc) byEncounter.set(enc, [...(byEncounter.get(enc) ?? []), r]);
+      }
+      for (const [enc, resources] of byEncounter) {
+        encounters++;
+        const payload = { messages: [{ role: "user", content: { type: "text", text: JSON.stringify(resources) } }], maxTokens: 1024 };
+        const out = await pipeline.evaluate("input", payload, { stage: "input", side: "server", method: "sampling/createMessage" });
+        if (out.action === "block") blocked.push(`${f} ${enc}: ${out.blocked?.guardrail}/${out.blocked?.reason}`);
+      }
+    }
+    expect(encounters).toBe(735);
+    expect(blocked).toEqual([]);
   });
 });
 
