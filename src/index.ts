@@ -47,6 +47,7 @@ export {
   createPatientContextGuardrail,
   findPatientReferences,
   createLlmJudgeGuardrail,
+  createSamplingJudge,
   BUILTIN_GUARDRAILS,
 } from "./guardrails/index.js";
 export type {

@@ -55,6 +55,12 @@ export interface HMCPClientOptions {
    * Default: `defaultGuardrails()` (guardrails/default.yaml); `false` turns them off.
    */
   guardrails?: GuardrailRunner | false;
+  /**
+   * The patient this client acts for (SMART launch context), if it is patient-bound: the client-side guardrails check
+   * that what servers send back stays within it, and `createMessage` declares it (`_meta["hmcp/patient"]`) unless the
+   * call names another.
+   */
+  patient?: string;
   /** Handler for server → client `sampling/createMessage`. Without one, such requests get `SamplingNotSupported`. */
   onSampling?: ClientSamplingHandler;
   /** Handler for server → client `elicitation/create`. Without one, every elicitation is declined. */
@@ -160,7 +166,8 @@ export class HMCPClient {
         reason: "sampling_not_supported",
       });
     }
-    const p = options.patient === undefined ? params : { ...params, _meta: { ...(params._meta ?? {}), "hmcp/patient": options.patient } };
+    const patient = options.patient ?? this.#options.patient;
+    const p = patient === undefined ? params : { ...params, _meta: { ...(params._meta ?? {}), "hmcp/patient": patient } };
     return this.sdk.request({ method: "sampling/createMessage", params: p }, CreateMessageResultSchema, {
       ...(options.timeoutMs !== undefined && { timeout: options.timeoutMs }),
       ...(options.maxTotalTimeoutMs !== undefined && { maxTotalTimeout: options.maxTotalTimeoutMs }),
@@ -191,7 +198,8 @@ export class HMCPClient {
     if (!g) return payload;
     let outcome;
     try {
-      outcome = await g.evaluate(stage, payload, { stage, side: "client", method, signal });
+      const patient = this.#options.patient;
+      outcome = await g.evaluate(stage, payload, { stage, side: "client", method, signal, ...(patient !== undefined && { patient }) });
     } catch (cause) {
       throw new HMCPError(HMCPErrorCode.GuardrailBlocked, "Blocked by guardrail", { reason: "guardrail_error", guardrail: "pipeline" }, { cause });
     }

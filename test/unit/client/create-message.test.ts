@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js";
+import { HMCPErrorCode } from "hmcp";
 import { connectEcho, type Connected } from "../../fixtures/harness.js";
 
 let conn: Connected | undefined;
@@ -32,5 +33,28 @@ describe("HMCPClient.createMessage", () => {
     await expect(p).rejects.toThrow(/cancelled/);
     // the connection stays usable
     expect((await conn.client.ask("need-info")).stopReason).toBe("infoNeeded");
+  });
+});
+
+describe("a patient-bound HMCPClient", () => {
+  it("declares its patient on createMessage and checks server → client requests against it", async () => {
+    const seen: string[] = [];
+    conn = await connectEcho("memory", {
+      patient: "p-1",
+      onSampling: async (params) => {
+        seen.push(JSON.stringify(params.messages));
+        return { role: "assistant", model: "m", content: { type: "text", text: "ok" } };
+      },
+      onElicitation: async () => ({ action: "accept", content: { approved: true } }),
+    });
+    // the echo agent samples back "summarise: <text>": a FHIR reference to another patient is refused by the
+    // client's patient-context guardrail before the client's model sees it
+    const e = await conn.client.ask('{"subject":{"reference":"Patient/p-2"}}').catch((x: unknown) => x);
+    expect(e).toBeInstanceOf(McpError);
+    expect((e as McpError).code).toBe(HMCPErrorCode.GuardrailBlocked);
+    expect(seen).toEqual([]);
+    const ok = await conn.client.ask('{"subject":{"reference":"Patient/p-1"}}');
+    expect(ok.content).toMatchObject({ type: "text" });
+    expect(seen).toHaveLength(1);
   });
 });
