@@ -375,6 +375,20 @@ function principalFromAuthInfo(info: HandlerExtra["authInfo"]): Principal | unde
 
 /** Local → wire error mapping, in one place (STYLE.md habit 4). Never echoes an unknown error's message. */
 function mapError(error: unknown): McpError {
+  return withCleanMessage(toWire(error));
+}
+
+/**
+ * The SDK's McpError prefixes "MCP error <code>: " to its message, and an error that crossed agents (e.g. a client's
+ * refusal of a request this agent sent back) carries one prefix per hop. The wire message is the sentence alone.
+ */
+function withCleanMessage(e: McpError): McpError {
+  const clean = e.message.replace(/^(MCP error -?\d+: )+/, "");
+  if (clean === e.message) return e;
+  return Object.assign(Object.create(Object.getPrototypeOf(e) as object), e, { message: clean }) as McpError;
+}
+
+function toWire(error: unknown): McpError {
   if (isZodError(error)) {
     const paths = error.issues.slice(0, 5).map((i) => (i.path.length ? i.path.join(".") : "(root)"));
     return new McpError(INVALID_PARAMS, `Invalid params at ${paths.join(", ")}`, { reason: "invalid_params", paths });

@@ -67,5 +67,7 @@ describe.each(transports)("bidirectional sampling over %s", (kind) => {
     expect(err).toBeInstanceOf(McpError);
     // the echo agent's ctx.sample() got SamplingNotSupported from the client; the handler did not catch it
     expect((err as McpError).code).toBe(HMCPErrorCode.SamplingNotSupported);
+    // the refusal crossed two hops (client → agent → client) but carries one "MCP error" prefix, not one per hop
+    expect((err as McpError).message).toBe("MCP error -32050: This client has no sampling handler");
   });
 });
