@@ -5,7 +5,8 @@
  *
  * Authentication is off on purpose: the server runs with `auth: false` and the app with `bearer: false`, because the
  * conformance suite checks the MCP surface (it does not do OAuth against a server). The auth suite (test/security,
- * test/integration/auth-demo-server.test.ts) checks authentication and scopes. Everything else stays on: every request
+ * test/integration/auth-demo-server.test.ts) checks authentication and scopes. Guardrails are off for the same reason
+ * (test/unit/guardrails and test/integration/guardrails-*.test.ts check them). Everything else stays on: every request
  * still passes the HMCP pipeline, and the app still does host-header validation, sessions and the bounded event store.
  *
  * Usage: `node --import tsx test/conformance/fixture-server.ts [--port N]`. Prints one JSON line
@@ -87,8 +88,10 @@ export function createConformanceServer(): HMCPServer {
   const server = new HMCPServer(
     { name: "hmcp-conformance-fixture", version: "0.1.0" },
     {
-      // Conformance checks the MCP surface; authentication and scopes are the auth suite's job.
+      // Conformance checks the MCP surface; authentication and scopes are the auth suite's job, guardrail decisions
+      // the guardrail suites' (the default injection model flags the scenario's "Please provide your information").
       auth: false,
+      guardrails: false,
       capabilities: { logging: {}, resources: { subscribe: true, listChanged: true } },
     },
   );
