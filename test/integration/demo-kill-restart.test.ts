@@ -101,7 +101,8 @@ describe("demo crash safety and clean restart", () => {
         }, 400);
       }
     });
-    expect(killed).toBe(1);
+    // One agent process per patient session: the previous patient's may still be exiting when the kill lands.
+    expect(killed).toBeGreaterThanOrEqual(1);
     expect(first.code).not.toBe(0);
 
     // The rerun may use either transport; in-process HTTP keeps the test short.
