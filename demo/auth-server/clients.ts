@@ -1,6 +1,7 @@
 /**
  * The demo authorization server's client registry: who may obtain which scopes (SMART App Launch 2.x scope syntax).
  */
+import { CLINICAL_TYPES } from "../fhir/resource.js";
 
 /** A client the demo authorization server registers. */
 export interface DemoClientConfig {
@@ -22,17 +23,8 @@ export interface DemoClientConfig {
   introspect?: boolean;
 }
 
-/** FHIR resource types the orchestrator may write (create and update). */
-export const ORCHESTRATOR_WRITE_TYPES = [
-  "Observation",
-  "Condition",
-  "MedicationRequest",
-  "Procedure",
-  "Immunization",
-  "AllergyIntolerance",
-  "DiagnosticReport",
-  "CarePlan",
-] as const;
+/** FHIR resource types the orchestrator may write (create and update): the EMR agent's clinical types. */
+export const ORCHESTRATOR_WRITE_TYPES = CLINICAL_TYPES;
 
 /**
  * The three demo clients: `orchestrator` (system-level read of all FHIR data, create/update of the clinical
