@@ -78,7 +78,10 @@ async function main(): Promise<number> {
       approve,
       ...(values.interactive && { verbose: true, bars: false, timeoutMs: 600_000 }),
     });
-    if (values.report) await writeReport(values.report, report);
+    if (values.report) {
+      await writeReport(values.report, report);
+      process.stdout.write(`Report: ${values.report}\n`);
+    }
     return ok ? 0 : 1;
   } finally {
     rl?.close();

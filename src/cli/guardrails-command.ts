@@ -156,6 +156,10 @@ export async function evaluateGuardrails(pipeline: GuardrailPipeline, rows: Row[
 /** `hmcp guardrails ...` entry; resolves to the exit code. */
 export async function runGuardrailsCommand(argv: string[], io: IO): Promise<number> {
   const [sub, ...rest] = argv;
+  if (sub === "--help" || sub === "-h" || sub === "help") {
+    io.out(USAGE);
+    return 0;
+  }
   if (sub !== "eval") {
     io.err(sub === undefined ? USAGE : `hmcp guardrails: unknown subcommand '${sub}'\n${USAGE}`);
     return 2;

@@ -6,15 +6,19 @@
 import { runAuditCommand } from "./audit-command.js";
 import { runGuardrailsCommand } from "./guardrails-command.js";
 
-const USAGE = `usage: hmcp <command> ...
-  hmcp audit verify <files...> [--key <public JWK file>]
-  hmcp audit query [--patient ID] [--actor ID] [--outcome O] [--method M] [--since T] [--until T] [--format table|json] <files...>
-  hmcp audit export --format fhir <files...>
+const USAGE = `usage: hmcp <command> ...   (hmcp audit --help, hmcp guardrails --help: every option)
+  hmcp audit verify <files or dirs...> [--key <public JWK or JWK Set file>]
+  hmcp audit query [--patient ID] [--actor ID] [--outcome O] [--method M] [--since T] [--until T] [--format table|json] <files or dirs...>
+  hmcp audit export --format fhir <files or dirs...>
   hmcp guardrails eval --policy <file> --data <file.jsonl> [--format text|json]`;
 
 /** Runs the CLI with `argv` (without node and script); resolves to the exit code. */
 export async function main(argv: string[], io: { out: (s: string) => void; err: (s: string) => void }): Promise<number> {
   const [command, ...rest] = argv;
+  // `--help` / `-h` anywhere after a command asks for that command's usage (exit 0).
+  if (command !== undefined && rest.some((a) => a === "--help" || a === "-h")) {
+    return command === "audit" ? runAuditCommand(["--help"], io) : command === "guardrails" ? runGuardrailsCommand(["--help"], io) : main(["--help"], io);
+  }
   switch (command) {
     case "audit":
       return runAuditCommand(rest, io);

@@ -1,0 +1,24 @@
+import { describe, expect, it } from "vitest";
+import { main } from "../../../src/cli/main.js";
+
+async function run(argv: string[]) {
+  const out: string[] = [];
+  const err: string[] = [];
+  const code = await main(argv, { out: (s) => out.push(s), err: (s) => err.push(s) });
+  return { code, out: out.join("\n"), err: err.join("\n") };
+}
+
+describe("hmcp --help", () => {
+  it.each([["--help"], ["audit", "--help"], ["audit", "query", "--help"], ["guardrails", "eval", "-h"]])("%s prints usage and exits 0", async (...argv) => {
+    const r = await run(argv);
+    expect(r.code).toBe(0);
+    expect(r.out).toMatch(/usage/i);
+    expect(r.err).toBe("");
+  });
+
+  it("an unknown command is a usage error (exit 2)", async () => {
+    const r = await run(["frobnicate"]);
+    expect(r.code).toBe(2);
+    expect(r.err).toMatch(/unknown command 'frobnicate'/);
+  });
+});
