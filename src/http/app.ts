@@ -128,12 +128,9 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
   const app = express();
   app.disable("x-powered-by");
   app.set("etag", false);
-  app.use((_req, res, next) => {
-    res.locals["t0"] = performance.now();
-    next();
-  });
   const hostCheck = hostHeaderValidation(options.allowedHosts ?? ["localhost", "127.0.0.1", "[::1]"]);
   app.use((req, res, next) => {
+    res.locals["t0"] = performance.now();
     let passed = false;
     hostCheck(req, res, () => {
       passed = true;
@@ -155,12 +152,9 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
   // with 403 insufficient_scope and the scope to request (RFC 6750 §3.1; MCP authorization, "Scope challenge").
   app.use(path, express.json({ limit: options.bodyLimitBytes ?? 1024 * 1024 }));
 
-  app.use(path, async (req: Request, res: Response, next: NextFunction) => {
+  // Without a bearer authenticator the session handler sets an anonymous AuthInfo itself (one middleware less).
+  if (bearer) app.use(path, async (req: Request, res: Response, next: NextFunction) => {
     const sourceAddress = req.socket.remoteAddress;
-    if (!bearer) {
-      (req as Request & { auth?: AuthInfo }).auth = { token: "", clientId: "", scopes: [], extra: { sourceAddress } };
-      return next();
-    }
     const authorization: string[] = [];
     for (let i = 0; i < req.rawHeaders.length; i += 2) {
       if (req.rawHeaders[i]!.toLowerCase() === "authorization") authorization.push(req.rawHeaders[i + 1]!);
@@ -210,6 +204,7 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
 
   app.all(path, async (req: Request, res: Response, next: NextFunction) => {
     try {
+      if (!bearer) (req as Request & { auth?: AuthInfo }).auth = { token: "", clientId: "", scopes: [], extra: { sourceAddress: req.socket.remoteAddress } };
       const sid = req.headers["mcp-session-id"];
       const principal = principalOf(req);
       if (typeof sid === "string") {
