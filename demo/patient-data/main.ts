@@ -2,10 +2,10 @@
  * The patient-data agent as a process over stdio (started by `npm run demo -- --transport stdio`).
  * Builds its patient index from the Patient resources of the bundles in `dataDir`.
  */
-import { serveStdio } from "hmcp";
 import { loadPatientBundles } from "../fhir/synthea.js";
 import { openAgentAudit, principalOf, readAgentConfig } from "../runtime/agent-config.js";
 import { demoGuardrails } from "../runtime/guardrails.js";
+import { runStdioAgent } from "../runtime/stdio-agent.js";
 import { createPatientDataServer } from "./agent.js";
 import { PatientIndex } from "./patient-index.js";
 
@@ -18,15 +18,4 @@ const server = createPatientDataServer({
   index: new PatientIndex(patients.map((p) => p.patient)),
   server: { auth: { localPrincipal: principalOf(cfg) }, ...(audit && { audit }), guardrails },
 });
-let closing = false;
-const shutdown = async () => {
-  if (closing) return;
-  closing = true;
-  await server.close().catch(() => undefined);
-  await audit?.close().catch(() => undefined);
-  process.exit(0);
-};
-await serveStdio(server);
-process.stdin.once("end", () => void shutdown());
-process.once("SIGTERM", () => void shutdown());
-process.once("SIGINT", () => void shutdown());
+await runStdioAgent(server, [() => audit?.close()]);
