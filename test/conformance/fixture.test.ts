@@ -3,28 +3,16 @@
  * surface `npm run conformance` tests is there, plus what the official scenarios do not check.
  */
 import { afterEach, describe, expect, it } from "vitest";
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
 import { LoggingMessageNotificationSchema, type LoggingMessageNotification } from "@modelcontextprotocol/sdk/types.js";
 import { createConformanceServer } from "./fixture-server.js";
+import { connectPlainClient } from "../fixtures/harness.js";
 
 const closers: Array<() => Promise<void>> = [];
 afterEach(async () => {
   while (closers.length) await closers.pop()!();
 });
 
-async function connect() {
-  const server = createConformanceServer();
-  const client = new Client({ name: "fixture-test", version: "1.0.0" });
-  const [a, b] = InMemoryTransport.createLinkedPair();
-  await server.connect(b);
-  await client.connect(a);
-  closers.push(async () => {
-    await client.close();
-    await server.close();
-  });
-  return client;
-}
+const connect = () => connectPlainClient(createConformanceServer(), closers);
 
 describe("conformance fixture", () => {
   it("serves every tool, resource and prompt the conformance scenarios call", async () => {

@@ -1,27 +1,17 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { CreateMessageResultSchema, McpError } from "@modelcontextprotocol/sdk/types.js";
 import { HMCPClient, HMCPError, HMCPErrorCode, HMCPServer, readHMCPCapability } from "hmcp";
 import { createEchoAgent, TEST_PRINCIPAL, textOf } from "../fixtures/echo-agent.js";
+import { connectPlainClient } from "../fixtures/harness.js";
 
 const closers: Array<() => Promise<void>> = [];
 afterEach(async () => {
   while (closers.length) await closers.pop()!();
 });
 
-async function plainClientTo(server: McpServer, capabilities = {}) {
-  const client = new Client({ name: "plain-sdk-client", version: "1.0.0" }, { capabilities });
-  const [a, b] = InMemoryTransport.createLinkedPair();
-  await server.connect(b);
-  await client.connect(a);
-  closers.push(async () => {
-    await client.close();
-    await server.close();
-  });
-  return client;
-}
+const plainClientTo = (server: McpServer) => connectPlainClient(server, closers);
 
 describe("interop with the unmodified MCP SDK", () => {
   it("an unmodified SDK Client sends sampling/createMessage to an HMCPServer", async () => {
