@@ -14,7 +14,7 @@
  *   Safe Harbor identifier — and Presidio's non-identifier types `GPE`, `ORGANIZATION`, `TITLE`, `AGE`, `NRP`).
  * - The text field is `text`, else `question`, else `transcription`, unless `--text-field` names one.
  * `--format json` prints one object `{ "n", "precision", "recall", "falsePositiveRate", "latencyUs": { "p50", "p99" } }`
- * (a figure with no denominator is null). Exit codes: 0 done, 2 usage or input error.
+ * (a figure with no denominator is null). `--help` / `-h` prints the usage. Exit codes: 0 done (or help), 2 usage or input error.
  */
 import { readFileSync } from "node:fs";
 import { performance } from "node:perf_hooks";
@@ -163,6 +163,11 @@ export async function runGuardrailsCommand(argv: string[], io: IO): Promise<numb
   if (sub !== "eval") {
     io.err(sub === undefined ? USAGE : `hmcp guardrails: unknown subcommand '${sub}'\n${USAGE}`);
     return 2;
+  }
+  // `--help` / `-h` anywhere among eval's options prints the usage (exit 0), as for every other command.
+  if (rest.some((a) => a === "--help" || a === "-h")) {
+    io.out(USAGE);
+    return 0;
   }
   const opts = parseArgs(rest);
   if (typeof opts === "string") {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { main } from "../../../src/cli/main.js";
+import { runGuardrailsCommand } from "../../../src/cli/guardrails-command.js";
 
 async function run(argv: string[]) {
   const out: string[] = [];
@@ -15,6 +16,19 @@ describe("hmcp --help", () => {
     expect(r.out).toMatch(/usage/i);
     expect(r.err).toBe("");
   });
+
+  // The guardrails command itself (not only main's interception) treats --help as help, not as an option missing its value.
+  it.each([["eval", "--help"], ["eval", "-h"], ["eval", "--policy", "p.yaml", "--help"], ["eval", "--format", "json", "-h", "--data", "d.jsonl"]])(
+    "runGuardrailsCommand %s prints the eval usage and exits 0",
+    async (...argv) => {
+      const out: string[] = [];
+      const err: string[] = [];
+      const code = await runGuardrailsCommand(argv, { out: (s) => out.push(s), err: (s) => err.push(s) });
+      expect(code).toBe(0);
+      expect(out.join("\n")).toMatch(/^usage: hmcp guardrails eval /);
+      expect(err).toEqual([]);
+    },
+  );
 
   it("an unknown command is a usage error (exit 2)", async () => {
     const r = await run(["frobnicate"]);
