@@ -14,7 +14,7 @@ Usage: npm run demo -- [options]
   --all                 write every clinical resource of every patient (default: each patient's most recent encounter)
   --data <dir>          folder of Synthea FHIR R4 bundles (default: the shipped sample, demo/data/bundles)
   --store <dir>         EMR data directory, embedded Postgres (default: .hmcp/emr); DATABASE_URL=postgres://… uses PostgreSQL instead
-  --report <file.json>  write a machine-readable report
+  --report <file.json>  write a machine-readable report (mode 0600: it names the patients)
   --audit-dir <dir>     where each run's audit trail goes, one sub-folder per run (default: .hmcp/audit)
   --transport <kind>    http (default: agents on loopback ports) or stdio (agents as child processes)
   --interactive         ask on the terminal before each write (default: approvals are automatic)

@@ -3,7 +3,7 @@
  * start the authorization server and both agents, drive every patient through the orchestrator, exercise the three
  * defences, stop everything, verify the audit trail, count what reached the EMR store, and build the report.
  */
-import { mkdir, readdir, readFile, writeFile } from "node:fs/promises";
+import { mkdir, open, readdir, readFile, writeFile } from "node:fs/promises";
 import type { JWK } from "jose";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -277,8 +277,17 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
   return { report, runs, ok };
 }
 
-/** Writes the report as JSON. */
+/**
+ * Writes the report as JSON, readable by its owner only (mode 0600, like the audit files): it names patients.
+ * An existing file is truncated and its mode narrowed to 0600 before anything is written to it.
+ */
 export async function writeReport(file: string, report: DemoReport): Promise<void> {
   await mkdir(path.dirname(path.resolve(file)), { recursive: true });
-  await writeFile(file, `${JSON.stringify(report, null, 2)}\n`);
+  const fh = await open(file, "w", 0o600);
+  try {
+    await fh.chmod(0o600);
+    await fh.writeFile(`${JSON.stringify(report, null, 2)}\n`);
+  } finally {
+    await fh.close();
+  }
 }
