@@ -7,6 +7,9 @@
  *   hmcp audit export --format fhir [same filters as query] [--site NAME] <files or dirs...>
  *
  * Directories expand to their `*.jsonl` files sorted by name (chain order).
+ * `verify` prints one line, e.g. "OK: 39 records + 1 signed checkpoint = 40 entries in 1 file(s); …; head seq 40 …":
+ * audit records and checkpoints are both chain entries, each with its own seq. `--format json` prints the
+ * `VerifyResult` of `verifyAuditFiles` (`records` and `checkpoints` counted separately).
  */
 import { readFile } from "node:fs/promises";
 import { parseArgs } from "node:util";
@@ -118,19 +121,30 @@ async function verify(argv: string[], io: IO): Promise<number> {
     return result.ok ? 0 : 1;
   }
   if (result.ok) {
-    const sig = result.signaturesChecked ? `${result.checkpoints} signed checkpoints verified` : `${result.checkpoints} checkpoints, signatures NOT checked (no --key)`;
+    // Records and checkpoints are both chain entries (each takes a seq), so the head seq counts both.
+    const sig = result.signaturesChecked ? "checkpoint signatures verified" : "checkpoint signatures NOT checked (no --key)";
     if (result.chains) {
-      io.out(`OK: ${result.records} records in ${list.length} file(s), ${result.chains.length} chains (${result.chains.map((c) => `${c.name}: ${c.records}`).join(", ")}); ${sig}; ${result.closed ? "all closed cleanly" : "not all closed (writer still running or crashed)"}`);
+      io.out(
+        `OK: ${entries(result, result.signaturesChecked)} in ${list.length} file(s), ${result.chains.length} chains (${result.chains.map((c) => `${c.name}: ${entries(c, false)}`).join(", ")}); ${sig}; ${result.closed ? "all closed cleanly" : "not all closed (writer still running or crashed)"}`,
+      );
       return 0;
     }
     io.out(
-      `OK: ${result.records} records in ${list.length} file(s); ${sig}; chain ${result.chain ?? "(unnamed)"} head seq ${result.lastSeq} ${result.head.slice(0, 16)}…; ${result.closed ? "closed cleanly" : "not closed (writer still running or crashed)"}`,
+      `OK: ${entries(result, result.signaturesChecked)} in ${list.length} file(s); ${sig}; chain ${result.chain ?? "(unnamed)"} head seq ${result.lastSeq} ${result.head.slice(0, 16)}…; ${result.closed ? "closed cleanly" : "not closed (writer still running or crashed)"}`,
     );
     return 0;
   }
   const f = result.firstError!;
-  io.out(`FAILED: ${f.file} line ${f.line}${f.seq !== undefined ? ` (seq ${f.seq})` : ""}: ${f.reason}: ${f.message}; ${result.records} records verified before it`);
+  io.out(`FAILED: ${f.file} line ${f.line}${f.seq !== undefined ? ` (seq ${f.seq})` : ""}: ${f.reason}: ${f.message}; ${plural(result.records, "record")} and ${plural(result.checkpoints, "checkpoint")} verified before it`);
   return 1;
+}
+
+const plural = (n: number, word: string): string => `${n} ${word}${n === 1 ? "" : "s"}`;
+
+/** "39 records + 1 signed checkpoint = 40 entries": what a chain's entries (and so its seq numbers) are made of. */
+function entries(r: { records: number; checkpoints: number }, signed: boolean): string {
+  const n = r.records + r.checkpoints;
+  return `${plural(r.records, "record")} + ${plural(r.checkpoints, signed ? "signed checkpoint" : "checkpoint")} = ${n} ${n === 1 ? "entry" : "entries"}`;
 }
 
 function parseQuery(values: Partial<Record<keyof typeof FILTER_OPTIONS, string>>): AuditQuery {

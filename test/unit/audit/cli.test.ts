@@ -36,13 +36,17 @@ describe("hmcp audit verify", () => {
     const r = await run("audit", "verify", file, "--key", keyFile);
     expect(r.code).toBe(0);
     expect(r.out.trim().split("\n")).toHaveLength(1);
-    expect(r.out).toMatch(/^OK: 13 records in 1 file\(s\); 3 signed checkpoints verified/);
+    // 13 records and 3 checkpoints (every 5 entries, and at close) are 16 entries: the head is seq 16
+    expect(r.out).toMatch(/^OK: 13 records \+ 3 signed checkpoints = 16 entries in 1 file\(s\); checkpoint signatures verified; chain \S+ head seq 16 /);
+    // the JSON keeps its fields
+    const json = JSON.parse((await run("audit", "verify", file, "--key", keyFile, "--format", "json")).out) as Record<string, unknown>;
+    expect(json).toMatchObject({ ok: true, records: 13, checkpoints: 3, signaturesChecked: true, lastSeq: 16, closed: true });
   });
 
   it("accepts a directory and says when signatures were not checked", async () => {
     const r = await run("audit", "verify", dir);
     expect(r.code).toBe(0);
-    expect(r.out).toMatch(/signatures NOT checked/);
+    expect(r.out).toMatch(/^OK: 13 records \+ 3 checkpoints = 16 entries in 1 file\(s\); checkpoint signatures NOT checked \(no --key\)/);
   });
 
   it("exits 1 naming file, line and reason of the first bad record", async () => {
@@ -54,6 +58,7 @@ describe("hmcp audit verify", () => {
     const r = await run("audit", "verify", bad, "--key", keyFile);
     expect(r.code).toBe(1);
     expect(r.out).toContain(`FAILED: ${path.basename(file)} line 4 (seq 4): hash_mismatch`);
+    expect(r.out).toMatch(/; 3 records and 0 checkpoints verified before it$/m);
     const json = await run("audit", "verify", bad, "--format", "json");
     expect(JSON.parse(json.out)).toMatchObject({ ok: false, firstError: { line: 4, reason: "hash_mismatch" } });
   });
@@ -70,7 +75,7 @@ describe("hmcp audit verify", () => {
     await writeFile(pub, JSON.stringify(keys.publicJwk));
     const ok = await run("audit", "verify", multi, "--key", pub);
     expect(ok.code).toBe(0);
-    expect(ok.out).toMatch(/OK: 8 records in \d+ file\(s\), 2 chains \(emr: 3, patient_data: 5\)/);
+    expect(ok.out).toMatch(/OK: 8 records \+ (\d+) signed checkpoints = \d+ entries in \d+ file\(s\), 2 chains \(emr: 3 records \+ \d+ checkpoints? = \d+ entries, patient_data: 5 records \+ \d+ checkpoints? = \d+ entries\)/);
     // break the second chain: only it is reported
     const victim = (await readdir(multi)).filter((f) => f.startsWith("patient_data-")).sort()[0]!;
     const text = await readFile(path.join(multi, victim), "utf8");
