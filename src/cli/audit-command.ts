@@ -10,6 +10,8 @@
  * `verify` prints one line, e.g. "OK: 39 records + 1 signed checkpoint = 40 entries in 1 file(s); …; head seq 40 …":
  * audit records and checkpoints are both chain entries, each with its own seq. `--format json` prints the
  * `VerifyResult` of `verifyAuditFiles` (`records` and `checkpoints` counted separately).
+ * `query --format table` (the default) cuts cells longer than their column with '…' and says so on stderr;
+ * `--format json` prints each matching record whole, one JSON object per line.
  */
 import { readFile } from "node:fs/promises";
 import { parseArgs } from "node:util";
@@ -184,21 +186,44 @@ async function query(argv: string[], io: IO): Promise<number> {
   const list = await files(positionals);
   const stats: ScanStats = { scanned: 0, skipped: 0 };
   let n = 0;
-  if (format === "table") io.out(row(["time", "type", "outcome", "reason", "method", "actor", "patients", "agent", "ms"]));
+  let cut = false;
+  if (format === "table") io.out(row(["time", "type", "outcome", "reason", "method", "actor", "patients", "agent", "ms"]).text);
   for await (const r of iterateAudit(list, q, stats)) {
     n++;
-    io.out(format === "json" ? JSON.stringify(r) : tableRow(r));
+    if (format === "json") {
+      io.out(JSON.stringify(r));
+      continue;
+    }
+    const line = tableRow(r);
+    cut ||= line.cut;
+    io.out(line.text);
   }
-  io.err(`${n} record(s) matched${stats.skipped > 0 ? `; ${stats.skipped} unreadable line(s) skipped (run 'hmcp audit verify')` : ""}`);
+  const notes = [
+    ...(stats.skipped > 0 ? [`${stats.skipped} unreadable line(s) skipped (run 'hmcp audit verify')`] : []),
+    ...(cut ? ["long cells cut short with '…' (--format json prints every field in full)"] : []),
+  ];
+  io.err(`${n} record(s) matched${notes.map((x) => `; ${x}`).join("")}`);
   return 0;
 }
 
-function row(cols: string[]): string {
-  const widths = [24, 13, 8, 22, 24, 20, 20, 16, 8];
-  return cols.map((c, i) => c.padEnd(widths[i] ?? 10)).join(" ").trimEnd();
+/** Table column widths; a longer cell is cut to its width with a trailing '…' (the last column, latency, never is). */
+const WIDTHS = [24, 13, 8, 24, 24, 20, 20, 16, 8];
+
+function row(cols: string[]): { text: string; cut: boolean } {
+  let cut = false;
+  const cells = cols.map((c, i) => {
+    const w = WIDTHS[i] ?? 10;
+    const chars = Array.from(c);
+    if (i < cols.length - 1 && chars.length > w) {
+      cut = true;
+      return chars.slice(0, w - 1).join("") + "…";
+    }
+    return c.padEnd(w);
+  });
+  return { text: cells.join(" ").trimEnd(), cut };
 }
 
-function tableRow(r: AuditRecordInput): string {
+function tableRow(r: AuditRecordInput): { text: string; cut: boolean } {
   const actor = r.actor.clientId ?? r.actor.sub ?? "-";
   return row([r.time, r.type, r.outcome, r.reason ?? "-", r.method ?? "-", actor, r.patients.join(",") || "-", r.agent, String(r.latencyMs)]);
 }

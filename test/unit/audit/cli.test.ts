@@ -134,6 +134,37 @@ describe("hmcp audit query", () => {
   });
 });
 
+describe("hmcp audit query --format table, long cells", () => {
+  it("cuts cells longer than their column with '…', keeps the columns aligned, and says where the full values are", async () => {
+    const keys = await generateAuditSigningKey();
+    const d = await tempLogDir("audit-cli-wide");
+    const sink = await FileAuditSink.open({ dir: d, signing: { privateKey: keys.privateJwk } });
+    const patient = "0d1e2f3a-4b5c-4d6e-8f70-8192a3b4c5d6";
+    sink.append(sampleRecord(1, { outcome: "denied", reason: "multiple_authorization_headers", method: "POST /mcp", type: "http", patients: [patient] }));
+    sink.append(sampleRecord(2, { outcome: "denied", reason: "insufficient_scope", patients: ["pat-2"] }));
+    await sink.close();
+    const r = await run("audit", "query", d);
+    expect(r.code).toBe(0);
+    const [header, wide, short] = r.out.trimEnd().split("\n") as [string, string, string];
+    expect(wide).toContain(" multiple_authorization_…");
+    expect(wide).not.toContain("multiple_authorization_headers");
+    expect(wide).toContain(` ${patient.slice(0, 19)}… `);
+    // every column starts where its header does
+    for (const col of ["reason", "method", "actor", "patients", "agent", "ms"]) {
+      const at = header.search(new RegExp(`\\b${col}\\b`));
+      expect(wide[at - 1]).toBe(" ");
+      expect(short[at - 1]).toBe(" ");
+      expect(wide[at]).not.toBe(" ");
+    }
+    expect(wide.indexOf("POST /mcp")).toBe(header.indexOf("method"));
+    expect(short.indexOf("sampling/createMessage")).toBe(header.indexOf("method"));
+    expect(r.err).toMatch(/2 record\(s\) matched; long cells cut short with '…' \(--format json prints every field in full\)/);
+    const json = await run("audit", "query", "--format", "json", d);
+    expect(JSON.parse(json.out.split("\n")[0]!)).toMatchObject({ reason: "multiple_authorization_headers", patients: [patient] });
+    expect(json.err).not.toMatch(/cut short/);
+  });
+});
+
 describe("hmcp audit export --format fhir", () => {
   it("prints a FHIR R4 Bundle of AuditEvents", async () => {
     const r = await run("audit", "export", "--format", "fhir", "--patient", "pat-2", file);
