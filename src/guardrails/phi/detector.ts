@@ -72,6 +72,8 @@ interface Lexicon {
   cityFirst: Set<string>;
   first: Set<string>;
   last: Set<string>;
+  /** Names of other countries (faker locales): trusted only with some context. */
+  intl: Set<string>;
   ambiguous: Set<string>;
   common: Set<string>;
 }
@@ -87,6 +89,7 @@ function loadLexicon(file: string): Lexicon {
       cityFirst: new Set((raw["cities"] ?? []).filter((c) => c.includes(" ")).map((c) => c.slice(0, c.indexOf(" ")))),
       first: new Set(raw["first"] ?? []),
       last: new Set(raw["last"] ?? []),
+      intl: new Set(raw["intl"] ?? []),
       ambiguous: new Set(raw["ambiguous"] ?? []),
       common: new Set(raw["common"] ?? []),
     };
@@ -174,6 +177,16 @@ const PATTERNS: Pattern[] = [
     valid: (m) => m[1]!.replace(/\D/g, "").length >= 4,
   },
   { type: "PHONE", re: /(?<![\w/.-])(?:\d{3}[ -]\d{7}|\d{6}-\d{4})(?![\w/]|[.-]\d)/g },
+  // hyphen-grouped digits with 8 or more digits that are not a date ("71-33-52-22", "0961-7596216")
+  {
+    type: "PHONE",
+    re: /(?<![\w/.-])\d{2,5}(?:-\d{2,7}){1,4}(?![\w/]|[.-]\d)/g,
+    valid: (m) => {
+      const groups = m[0].split("-");
+      // two short groups are a range ("1900-0700", "1500-2250"), not a number
+      return m[0].replace(/\D/g, "").length >= 8 && (groups.length >= 3 || groups.some((g) => g.length >= 6)) && !/^(?:\d{4}-\d{1,2}-\d{1,2}|\d{1,2}-\d{1,2}-\d{2,4})$/.test(m[0]);
+    },
+  },
   // Dates more specific than the year.
   { type: "DATE", re: /(?<![\w-])(?:19|20)\d{2}-(?:0?[1-9]|1[0-2])-(?:0?[1-9]|[12]\d|3[01])(?:[T ]\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?(?![\w-])/g },
   {
@@ -220,6 +233,14 @@ const PATTERNS: Pattern[] = [
   },
   { type: "ADDRESS", re: /\b(?:apt\.?|apartment|suite|ste\.?|unit|room|rm\.?|box|psc|p\.?\s?o\.?\s?box)\s{0,2}#?\s?\d{1,6}[A-Z]?\b/gi },
   { type: "ADDRESS", re: /\b(?:APO|FPO|DPO)\s{1,2}(?:AA|AE|AP)\s{1,2}\d{5}\b/g },
+  // US military mail: ship name or unit before the APO/FPO/DPO line ("USNS Mercy FPO AP 96677", "PSC 5420, Box 2708 APO AA 33879")
+  { type: "ADDRESS", re: /\b(?:usns|usnv|uss|uscgc)\s{1,2}[\p{L}][\p{L}'’-]{1,30}(?:\s{1,2}[\p{L}][\p{L}'’-]{1,30})?\s{1,3}(?:apo|fpo|dpo)\s{1,2}(?:aa|ae|ap)\s{1,2}\d{5}\b/giu },
+  { type: "ADDRESS", re: /\b(?:psc|unit)\s{1,2}\d{3,5},?\s{1,2}box\s{1,2}\d{3,5}\s{1,3}(?:apo|fpo|dpo)\s{1,2}(?:aa|ae|ap)\s{1,2}\d{5}\b/gi },
+  {
+    // street type first, then the street's name and the house number ("Rua João Pessoa 1636", "C/ Señores Curas 88", "ul. Północna 73")
+    type: "ADDRESS",
+    re: /(?<![\p{L}\d])(?:[Rr]ua|[Rr]úa|[Rr]ue|[Vv]iale|[Cc]alle|C\/|[Aa]venida|[Aa]vda\.|[Aa]v\.|[Uu]l\.|[Uu]lica|[Ss]trada|[Pp]iazza|[Pp]raça|[Ll]argo|[Tt]ravessa|[Ee]strada|[Cc]arrer|[Pp]aseo|[Pp]laza|[Cc]amino|[Aa]leja|[Tt]rg)\s{1,2}(?:(?:[\p{Lu}][\p{Ll}][\p{L}'’.-]*|de|do|da|dos|das|del|di|la|le|des|du)\s{1,2}){1,4}\d{1,5}[A-Za-z]?\b\.?/gu,
+  },
   // ZIP codes: after a state code or a ZIP label, or a standalone 5-digit number.
   { type: "ZIP", re: /\b(?:zip(?:\s?code)?|postal\s?code|postcode)\s?(?:is\s)?:?\s{0,2}([A-Z0-9]{2,5}(?:[ -][A-Z0-9]{2,4})?)\b/gi, group: 1 },
   { type: "ZIP", re: /\b[A-Z]{2}\s{1,2}(\d{5}(?:-\d{4})?)\b/g, group: 1 },
@@ -275,6 +296,10 @@ const UNIT_ACRONYMS = new Set([
 /** Word endings of drug names and clinical verbs, which are not ward names ("propofol 20", "captopril 25"). */
 const DRUG_LIKE = /(?:ol|il|ine|ide|ate|pam|lam|pril|sartan|mab|cin|zole|one|ium|fen|ize|use|ert|ive)$/;
 const WARD_PREV = new Set(["to", "from", "on", "at", "in", "transfer", "or", "and"]);
+/** Lower-case particles inside personal names ("van de Noort", "ten Pas", "da Silva"). */
+const NAME_PARTICLES = new Set(["van", "de", "der", "den", "ten", "ter", "von", "da", "di", "du", "dos", "das", "del", "della", "le", "la", "bin", "ibn", "al"]);
+/** Verbs that follow a person as the subject of a sentence ("Sunniva is very reliable"). */
+const SUBJECT_VERBS = new Set(["is", "was", "has", "had", "will", "would", "can", "could", "says", "said", "and", "lives", "began", "listed", "wrote", "went", "called"]);
 const NAME_PREV = new Set(["is", "am", "i'm", "name", "me"]);
 const LOC_PREV = new Set(["in", "from", "to", "at", "of", "the", "visiting"]);
 /** Facility words that are part of the facility's proper name ("Frederick Memorial", "Laurel Regional"). */
@@ -433,7 +458,7 @@ class Detector implements PhiDetector {
   }
 
   #names(text: string, found: Array<{ s: number; e: number; type: PhiEntityType }>): void {
-    const { first, last, ambiguous, common } = this.#lx;
+    const { first, last, intl, ambiguous, common } = this.#lx;
     const extra = this.#extra;
     const toks: Tok[] = [];
     TOKEN.lastIndex = 0;
@@ -450,7 +475,8 @@ class Detector implements PhiDetector {
     }
     const n = toks.length;
     const isName = new Uint8Array(n);
-    const known = (t: Tok) => extra.has(t.lower) || ((first.has(t.lower) || last.has(t.lower)) && !NOT_NAMES.has(t.lower));
+    const known = (t: Tok) => extra.has(t.lower) || ((first.has(t.lower) || last.has(t.lower) || intl.has(t.lower)) && !NOT_NAMES.has(t.lower));
+    const onlyIntl = (t: Tok) => intl.has(t.lower) && !first.has(t.lower) && !last.has(t.lower) && !extra.has(t.lower);
     const isCommon = (t: Tok) => common.has(t.lower) || ambiguous.has(t.lower) || t.lower.length < 2;
     const gap = (a: Tok, b: Tok) => text.slice(a.e, b.s);
     const sentenceStart = (i: number) => i === 0 || /[.!?:;\n]\s*$/.test(gap(toks[i - 1]!, toks[i]!)) || /^\s*["'(]$/.test(gap(toks[i - 1]!, toks[i]!));
@@ -542,6 +568,8 @@ class Detector implements PhiDetector {
         continue;
       }
       if (!known(t) || isCommon(t)) continue;
+      // a name known only from other countries' lists, starting a sentence: only as a subject ("Sunniva is", "Aksel Berg")
+      if (onlyIntl(t) && (!isTitleCase(t.w) || (sentenceStart(i) && !(i + 1 < n && /^\s{1,2}$/.test(gap(t, toks[i + 1]!)) && (SUBJECT_VERBS.has(toks[i + 1]!.lower) || (isNameCase(toks[i + 1]!.w) && known(toks[i + 1]!) && !isCommon(toks[i + 1]!))))))) continue;
       if (isTitleCase(t.w)) {
         isName[i] = 1;
       } else if (isUpper(t.w) && t.w.length > 2 && i + 1 < n && known(toks[i + 1]!) && !isCommon(toks[i + 1]!) && /^\s{1,2}$/.test(gap(t, toks[i + 1]!))) {
@@ -636,6 +664,76 @@ class Detector implements PhiDetector {
         isName[j] = 1;
       }
     }
+    // lists of people ("they had 3: silvana, adam and caleb", "our founders: Monjeau, Graves and Reed"): a run of
+    // three or more single words joined by commas / "and", at least two of them dictionary names
+    for (let i = 0; i < n; i++) {
+      const items = [i];
+      let j = i;
+      while (j + 1 < n) {
+        const g = gap(toks[j]!, toks[j + 1]!);
+        if (/^,\s{1,2}$/.test(g)) {
+          items.push(++j);
+        } else if (/^,?\s{1,2}$/.test(g) && toks[j + 1]!.lower === "and" && j + 2 < n && /^\s{1,2}$/.test(gap(toks[j + 1]!, toks[j + 2]!))) {
+          items.push((j += 2));
+          break;
+        } else break;
+      }
+      if (items.length >= 3) {
+        const sameCase = items.every((k) => isNameCase(toks[k]!.w)) || items.every((k) => toks[k]!.w === toks[k]!.lower);
+        const names = items.filter((k) => isName[k] || (known(toks[k]!) && !common.has(toks[k]!.lower))).length;
+        const plain = items.every((k) => !NOT_NAMES.has(toks[k]!.lower) && !UNIT_ACRONYMS.has(toks[k]!.lower) && (!common.has(toks[k]!.lower) || ambiguous.has(toks[k]!.lower)));
+        if (sameCase && plain && names >= 2) for (const k of items) isName[k] = 1;
+      }
+      i = Math.max(i, j);
+    }
+    // names with particles or a bare middle initial ("Maika van de Noort", "Willemine ten Pas", "Ravil G Yefimov"):
+    // capitalised words around lower-case particles or one capital letter, at least one of them a dictionary name
+    for (let i = 0; i + 2 < n; i++) {
+      const a = toks[i]!;
+      if (!isTitleCase(a.w) || common.has(a.lower) || NOT_NAMES.has(a.lower)) continue;
+      let j = i + 1;
+      while (j < n && j - i <= 3 && (NAME_PARTICLES.has(toks[j]!.w) || (toks[j]!.w.length === 1 && isUp(toks[j]!.w.charCodeAt(0)))) && /^\s$/.test(gap(toks[j - 1]!, toks[j]!))) j++;
+      if (j === i + 1 || j >= n || !/^\s$/.test(gap(toks[j - 1]!, toks[j]!))) continue;
+      const z = toks[j]!;
+      if (!isNameCase(z.w) || common.has(z.lower) || NOT_NAMES.has(z.lower) || UNIT_ACRONYMS.has(a.lower) || ((ambiguous.has(a.lower) || ambiguous.has(z.lower)) && !(known(a) && known(z)))) continue;
+      for (let k = i; k <= j; k++) isName[k] = 1;
+      i = j;
+    }
+    // a name followed by the relation in parentheses ("URSLA MORETTI (DAUGHTER)", "Ann Lee (wife)")
+    for (let i = 0; i + 1 < n; i++) {
+      const r = toks[i + 1]!;
+      if (!RELATIONS.has(r.lower) || WEAK_RELATIONS.has(r.lower) || !/^\s?\($/.test(gap(toks[i]!, r))) continue;
+      for (let j = i; j >= 0 && i - j < 3; j--) {
+        const tj = toks[j]!;
+        if (j < i && !/^\s{1,2}$/.test(gap(tj, toks[j + 1]!))) break;
+        if (!(isNameCase(tj.w) || isUpper(tj.w)) || common.has(tj.lower) || NOT_NAMES.has(tj.lower) || UNIT_ACRONYMS.has(tj.lower) || tj.w.length < 2) break;
+        isName[j] = 1;
+      }
+    }
+    // a speaker label starting a line or sentence ('Zuzana: "Who are you?"')
+    for (let i = 0; i < n; i++) {
+      const t = toks[i]!;
+      if (!isName[i] && isTitleCase(t.w) && !common.has(t.lower) && !NOT_NAMES.has(t.lower) && sentenceStart(i) && /^:\s?["“]/.test(text.slice(t.e, t.e + 3))) isName[i] = 1;
+    }
+    // all-lower-case text (case says nothing): a first name and the word after it ("olga krylova", "leone mazzi")
+    if (!/\p{Lu}/u.test(text)) {
+      for (let i = 0; i + 1 < n; i++) {
+        const t = toks[i]!;
+        const nx = toks[i + 1]!;
+        if ((first.has(t.lower) || isName[i]) && !isCommon(t) && /^\s{1,2}$/.test(gap(t, nx)) && known(nx) && !isCommon(nx) && nx.lower.length > 2) {
+          isName[i] = 1;
+          isName[i + 1] = 1;
+        }
+      }
+    }
+    // one name, every mention: a word found as a name elsewhere in the text is a name wherever it is written the same way
+    const seen = new Set<string>();
+    const lowerText = !/\p{Lu}/u.test(text);
+    for (let i = 0; i < n; i++) {
+      const t = toks[i]!;
+      if (isName[i] && t.w.length > 2 && (isNameCase(t.w) || lowerText) && !isCommon(t) && !UNIT_ACRONYMS.has(t.lower) && !CREDENTIALS.has(t.lower)) seen.add(t.w);
+    }
+    if (seen.size > 0) for (let i = 0; i < n; i++) if (!isName[i] && seen.has(toks[i]!.w) && !sentenceStart(i)) isName[i] = 1;
     if (this.#types.has("NAME")) {
       for (let i = 0; i < n; i++) if (isName[i]) found.push({ s: toks[i]!.s, e: toks[i]!.e, type: "NAME" });
     }
@@ -722,10 +820,10 @@ class Detector implements PhiDetector {
 
 const ADDR_TRIGGER =
   /\b(?:address(?:es)?(?: is)?(?: here they are)?|lives (?:at|on)|live (?:at|on)|living at|located at|office is at|offices are located at|is at|is on|(?:sent|send(?: it| a new one)?|deliver(?:ed)?|mail(?:ed)?|return|moved|move) to|corner of|meet (?:me|you) at|stop at|drops? you off at|arrived at|enter on|north side of|south side of|address to|address with|it is|in)\s?:?\s{1,6}/giu;
-const ADDR_NUM_START = /(?<![\w.,/:+-])\d{1,6}(?:\s\d{1,6})?\s(?=[\p{Lu}])/gu;
+const ADDR_NUM_START = /(?<![\w.,/:+-])\d{1,6}(?:\s\d{1,6})?\s(?=[\p{Lu}]|(?:ul|rue|rua|rúa|avenida|avda|calle|via|viale|str|út|utca|ulica|strada|aleja|trg)\b)/gu;
 const ADDR_TOKEN =
   /(?:[ \t]{0,4}|,[ \t]{0,4}|\n[ \t>?]{0,6}|\n,[ \t]{0,4})(?:[\p{Lu}][\p{L}\p{M}'’.-]*|\d{1,6}[A-Za-z]?(?:-\d{1,4})?|(?:apt|apartment|suite|ste|unit|box|postbox|p\.o\.|po)\b\.?|(?:and|de|du|del|dei|der|van|von|u|ul|str|st|la|le|do|da|di|dos|das|y|of|the|corner|street|road|avenue|lane|drive|place|square|terrace|way|court)\b\.?|\((?:[\p{Lu}][\p{L}]*)\)|[\p{Ll}][\p{L}\p{M}'’-]{0,30}\.?)/uy;
-const ADDR_SUFFIX = /^(?:street|st|avenue|ave|road|rd|boulevard|blvd|lane|ln|drive|dr|court|ct|way|place|pl|terrace|sq|square|squares|loop|pass|club|union|strasse|straße|str|vej|katu|kuja|tie|rua|rue|via|vicolo|calle|gate|gata|gatan|vegen|veien|terrasse|trg|kapu|útja|utca|ulica|avenida|rúa|praia|plaza|piazza|allee|gasse|weg|laan|straat)\.?$/i;
+const ADDR_SUFFIX = /^(?:út|ul|avda|aleja|tee|põik|iela|gatve|street|st|avenue|ave|road|rd|boulevard|blvd|lane|ln|drive|dr|court|ct|way|place|pl|terrace|sq|square|squares|loop|pass|club|union|strasse|straße|str|vej|katu|kuja|tie|rua|rue|via|vicolo|calle|gate|gata|gatan|vegen|veien|terrasse|trg|kapu|útja|utca|ulica|avenida|rúa|praia|plaza|piazza|allee|gasse|weg|laan|straat)\.?$/i;
 const UNIT_WORD = /^(?:apt|apartment|suite|ste|unit|box|postbox|p\.o\.|po)\.?$/i;
 const NOT_ADDR_AFTER_NUM = /^(?:%|(?:mg|ml|mcg|cc|kg|g|units?|hours?|hrs?|days?|weeks?|months?|years?|times|x|min|mins|minutes|am|pm|percent|liters?|l)\b)/i;
 
@@ -836,8 +934,10 @@ function scanAddresses(text: string, found: Array<{ s: number; e: number; type: 
     if (upperText && weak) continue;
     const e = tryRun(s, !weak);
     if (e > s) {
-      const corner = /(?:\bthe\s)?corner of\s{1,6}$/i.exec(m[0]);
-      found.push({ s: corner ? m.index + m[0].length - corner[0].length : s, e, type: "ADDRESS" });
+      const corner = /corner of\s{1,6}$/i.exec(m[0]);
+      // "the corner of X and Y" is the address, article included
+      const the = corner && /\bthe\s$/i.test(text.slice(Math.max(0, m.index - 4), m.index)) ? 4 : 0;
+      found.push({ s: corner ? m.index - the : s, e, type: "ADDRESS" });
     }
   }
 }
