@@ -62,7 +62,7 @@ async function main(): Promise<number> {
     });
     const nextLine = () => (lines.length ? Promise.resolve(lines.shift()) : ended ? Promise.resolve(undefined) : new Promise<string | undefined>((r) => waiting.push(r)));
     approve = async (params) => {
-      process.stdout.write(`\n${params.message} [y = approve / n = decline / c = cancel] `);
+      process.stdout.write(`\napproval asked by the EMR agent (elicitation/create): ${params.message} [y = approve / n = decline / c = cancel] `);
       const a = ((await nextLine()) ?? "c").trim().toLowerCase();
       process.stdout.write(`${a}\n`);
       return a.startsWith("y") ? { action: "accept", content: { approve: true } } : a.startsWith("n") ? { action: "decline" } : { action: "cancel" };

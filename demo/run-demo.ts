@@ -16,13 +16,13 @@ import {
   type ClientElicitationHandler,
   type TokenProvider,
 } from "hmcp";
-import { McpError, type ElicitResult } from "@modelcontextprotocol/sdk/types.js";
+import { McpError, type CreateMessageRequest, type ElicitResult } from "@modelcontextprotocol/sdk/types.js";
 import { EmrStore } from "./emr-store/store.js";
 import type { StoreLocation } from "./emr-store/sql.js";
 import { loadPatientBundles, type EncounterBatch, type PatientInput } from "./fhir/synthea.js";
 import { isClinicalType } from "./fhir/resource.js";
 import { RuleBasedModelProvider, type ModelProvider } from "./model/rule-based-provider.js";
-import { createDisplay, renderSummary } from "./orchestrator/display.js";
+import { createDisplay, renderSummary, type DisplayEvent } from "./orchestrator/display.js";
 import { bundleOf, Orchestrator, type OrchestratorEvent, type PatientRun } from "./orchestrator/orchestrator.js";
 import { countWritten, type DemoReport } from "./orchestrator/report.js";
 import { AGENT_CONFIG_ENV, publicKeyFileFor, type AgentProcessConfig } from "./runtime/agent-config.js";
@@ -51,7 +51,7 @@ export interface DemoOptions {
   model?: ModelProvider;
   /** Progress and summary output. Default process.stdout; `null` for silence. */
   out?: NodeJS.WriteStream | null;
-  /** Print per-step lines (infoNeeded, lookup, each summary). Default: true unless `all`. */
+  /** Print a labelled line per step (infoNeeded, lookup, approval, progress, model summary). Default: true unless `all`. */
   verbose?: boolean;
   /** Progress bars. Default: when `out` is a terminal. */
   bars?: boolean;
@@ -114,11 +114,21 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
   const otherPatient = patients[1]?.patient.id ?? "another-patient";
 
   const clients: HMCPClient[] = [];
+  // The display (created below) also shows the approvals asked of us and the summaries our model writes.
+  let show: (e: DisplayEvent) => void = () => undefined;
+  const automatic = approve === autoApprove;
+  const onElicitation: ClientElicitationHandler = async (params, context) => {
+    const answer = await approve(params, context);
+    show({ type: "approval", message: params.message, action: answer.action, automatic });
+    return answer;
+  };
+  const onSampling = async (params: CreateMessageRequest["params"]) => {
+    const r = await model.createMessage(params);
+    if (r.content.type === "text") show({ type: "model-summary", model: r.model, text: r.content.text.split("\n")[0] ?? "" });
+    return r;
+  };
   const makeClient = (name: string, tokenProvider?: TokenProvider) => {
-    const c = new HMCPClient(
-      { name, version: "0.1.0" },
-      { ...(tokenProvider && { tokenProvider }), guardrails, onSampling: (params) => model.createMessage(params), onElicitation: approve },
-    );
+    const c = new HMCPClient({ name, version: "0.1.0" }, { ...(tokenProvider && { tokenProvider }), guardrails, onSampling, onElicitation });
     clients.push(c);
     return c;
   };
@@ -174,6 +184,7 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
   }
 
   const display = options.out === null ? undefined : createDisplay({ totalResources: patients.reduce((n, p) => n + batchesFor(p, all).reduce((m, b) => m + b.entries.length, 0), 0), verbose: options.verbose ?? !all, out: options.out ?? process.stdout, ...(options.bars !== undefined && { bars: options.bars }) });
+  if (display) show = (e) => display.onEvent(e);
   const runs: PatientRun[] = [];
   const defences = { injectionBlocked: false, insufficientScopeRefused: false, crossPatientRefused: false };
   try {

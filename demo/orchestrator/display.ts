@@ -8,8 +8,18 @@ import Table from "cli-table3";
 import type { OrchestratorEvent } from "./orchestrator.js";
 import type { DemoReport } from "./report.js";
 
+/**
+ * What the display shows: the orchestrator's events, plus the two requests the EMR agent sends back to the
+ * orchestrator's side while it handles a write (run-demo reports them from the clients' handlers): the clinician's
+ * approval (`elicitation/create`) and the one-line summary the orchestrator's model wrote (`sampling/createMessage`).
+ */
+export type DisplayEvent =
+  | OrchestratorEvent
+  | { type: "approval"; message: string; action: "accept" | "decline" | "cancel"; automatic: boolean }
+  | { type: "model-summary"; model: string; text: string };
+
 export interface Display {
-  onEvent(e: OrchestratorEvent): void;
+  onEvent(e: DisplayEvent): void;
   line(text: string): void;
   stop(): void;
 }
@@ -33,21 +43,45 @@ export function createDisplay(options: { totalResources: number; verbose: boolea
   let patientBar: cliProgress.SingleBar | undefined;
   let stopped = false;
   const print = (t: string) => (multi && !stopped ? multi.log(`${t}\n`) : out.write(`${t}\n`));
+  // One step a line, labelled in a column: what happened, and which MCP message carried it.
+  const step = (label: string, text: string) => {
+    if (options.verbose) print(`  ${label.padEnd(14)} ${text}`);
+  };
+  let progressSteps: string[] = [];
+  let summarised = false;
+  // Progress notifications of one write are gathered into one line, printed when the write is over.
+  const flushProgress = () => {
+    if (progressSteps.length) step("progress", `EMR agent writes (notifications/progress): ${progressSteps.join(" · ")}`);
+    progressSteps = [];
+  };
   return {
     onEvent(e) {
       switch (e.type) {
         case "patient-start":
           current = 0;
+          progressSteps = [];
+          summarised = false;
           if (multi) patientBar = multi.create(e.resources, 0, { label: e.patient.name });
           else print(`▶ ${e.patient.name} (${e.patient.birthDate}): ${e.resources} resources in ${e.batches} encounter(s)`);
           break;
         case "info-needed":
-          if (options.verbose) print(`  EMR agent: infoNeeded (${e.fields.join(", ") || "details"})`);
+          step("infoNeeded", `EMR agent needs ${e.fields.join(", ") || "more details"} (stopReason "infoNeeded")`);
           break;
         case "lookup":
-          if (options.verbose) print(`  patient-data agent: ${e.answer.status === "found" ? `patient id ${e.answer.patientId}` : e.answer.status}`);
+          step("lookup", `patient-data agent: ${e.answer.status === "found" ? `patient id ${e.answer.patientId}` : e.answer.status}`);
+          break;
+        case "approval": {
+          const answer = e.action === "accept" ? "approved" : e.action === "decline" ? "declined" : "cancelled";
+          step("approval", e.automatic ? `EMR agent asks (elicitation/create): "${e.message}" → ${answer} automatically (--interactive to decide)` : `EMR agent asked (elicitation/create) → ${answer} by you`);
+          break;
+        }
+        case "model-summary":
+          flushProgress();
+          summarised = true;
+          step("model summary", `orchestrator's model (sampling/createMessage from the EMR agent): ${e.text}`);
           break;
         case "progress": {
+          if (e.notification) progressSteps.push(`${e.notification.progress}/${e.notification.total}`);
           const delta = Math.max(0, e.done - current);
           current = Math.max(current, e.done);
           done += delta;
@@ -56,7 +90,10 @@ export function createDisplay(options: { totalResources: number; verbose: boolea
           break;
         }
         case "batch-done":
-          if (options.verbose) print(`  ${e.summary}`);
+          flushProgress();
+          // Without a model summary (the model failed), the agent's answer starts with its own tally.
+          if (!summarised) step("EMR agent", e.summary);
+          summarised = false;
           break;
         case "patient-done": {
           if (patientBar) {

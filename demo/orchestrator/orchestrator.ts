@@ -15,7 +15,11 @@ export type OrchestratorEvent =
   | { type: "patient-start"; patient: PatientInput; resources: number; batches: number }
   | { type: "info-needed"; patient: PatientInput; fields: string[] }
   | { type: "lookup"; patient: PatientInput; answer: LookupAnswer }
-  | { type: "progress"; patient: PatientInput; done: number; total: number }
+  /**
+   * `done` of `total` resources of this patient. `notification` is set when the event is a `notifications/progress`
+   * the EMR agent sent (its own figures for the current encounter); without it, the orchestrator moved past an encounter.
+   */
+  | { type: "progress"; patient: PatientInput; done: number; total: number; notification?: { progress: number; total: number } }
   | { type: "batch-done"; patient: PatientInput; batch: EncounterBatch; summary: string; outcome?: WritebackOutcome }
   | { type: "patient-done"; patient: PatientInput; report: PatientRun };
 
@@ -123,7 +127,7 @@ export class Orchestrator {
     for (const batch of batches) {
       let r: CreateMessageResult;
       try {
-        r = await this.send(batch, answer.patientId, (d) => emit({ type: "progress", patient, done: done + d, total }));
+        r = await this.send(batch, answer.patientId, (d, t) => emit({ type: "progress", patient, done: done + d, total, notification: { progress: d, total: t } }));
       } catch (e) {
         // A guardrail refused this encounter: report it and go on with the next one. Anything else stops the run.
         if (!(e instanceof McpError) || e.code !== HMCPErrorCode.GuardrailBlocked) throw e;
