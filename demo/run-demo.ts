@@ -276,7 +276,7 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
     await db.close();
   }
   const report: DemoReport = {
-    patients: runs.map((r, i) => ({ name: r.name, birthDate: r.birthDate, patientId: r.patientId ?? null, sent: r.sent, written: written[i]!, refused: r.refused })),
+    patients: runs.map((r, i) => ({ name: r.name, birthDate: r.birthDate, patientId: r.patientId ?? null, sent: r.sent, written: written[i]!, created: r.created, refused: r.refused })),
     defences,
     audit: { file: files[0] ?? auditDir, files, records, verified, dir: auditDir, publicKey: publicKeyFile, ...(auditError && { error: auditError }) },
     emr: "dataDir" in store ? { dataDir: store.dataDir } : { databaseUrl: db.location && "databaseUrl" in db.location ? db.location.databaseUrl : "postgres" },

@@ -100,9 +100,10 @@ export function createDisplay(options: { totalResources: number; verbose: boolea
             multi?.remove(patientBar);
             patientBar = undefined;
           }
-          const ack = Object.values(e.report.acknowledged).reduce((a, b) => a + b, 0);
+          const ack = sum(e.report.acknowledged);
+          const created = sum(e.report.created);
           const ref = e.report.refused.reduce((a, b) => a + b.count, 0);
-          print(`✔ ${e.patient.name}: ${ack} written, ${ref} refused${e.report.problem ? ` (${e.report.problem})` : ""}`);
+          print(`✔ ${e.patient.name}: ${created} newly written, ${ack - created} already in the EMR, ${ref} refused${e.report.problem ? ` (${e.report.problem})` : ""}`);
           break;
         }
       }
@@ -116,7 +117,12 @@ export function createDisplay(options: { totalResources: number; verbose: boolea
   };
 }
 
-/** The final summary table: patients, resources written by type, refusals, defences, audit, time. */
+const sum = (counts: Record<string, number>): number => Object.values(counts).reduce((a, b) => a + b, 0);
+
+/**
+ * The final summary: a table of what the EMR holds from this input (patients, resources by type, refusals), how much
+ * of it this run newly wrote, refusals, defences, audit, time.
+ */
 export function renderSummary(report: DemoReport): string {
   const types = [...new Set(report.patients.flatMap((p) => Object.keys(p.written)))].sort();
   const t = new Table({ head: ["Patient", "Born", ...types, "Refused"], style: { head: [], border: [] } });
@@ -127,10 +133,13 @@ export function renderSummary(report: DemoReport): string {
   t.push(["Total", "", ...totals, String(report.patients.reduce((a, p) => a + p.refused.reduce((b, r) => b + (r.count ?? 1), 0), 0))]);
   const reasons = new Map<string, number>();
   for (const p of report.patients) for (const r of p.refused) reasons.set(`${r.resourceType}: ${r.reason}`, (reasons.get(`${r.resourceType}: ${r.reason}`) ?? 0) + (r.count ?? 1));
+  const held = report.patients.reduce((a, p) => a + sum(p.written), 0);
+  const created = report.patients.reduce((a, p) => a + sum(p.created), 0);
   const d = report.defences;
   const mark = (b: boolean) => (b ? "yes" : "NO");
   return [
     t.toString(),
+    `Written: ${created} new this run, ${held - created} already in the EMR (writes are idempotent; the table counts what the EMR holds from this input)`,
     reasons.size ? `Refusals: ${[...reasons].map(([k, n]) => `${k} ×${n}`).join("; ")}` : "Refusals: none",
     `Defences: prompt injection blocked: ${mark(d.injectionBlocked)} · read-only client refused (insufficient_scope): ${mark(d.insufficientScopeRefused)} · patient-bound client refused another patient: ${mark(d.crossPatientRefused)}`,
     `Audit: ${report.audit.records} records in ${report.audit.file}, chain verified: ${mark(report.audit.verified)}`,

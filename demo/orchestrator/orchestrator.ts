@@ -31,6 +31,8 @@ export interface PatientRun {
   sent: Record<string, number>;
   /** Resources the EMR agent acknowledged (created or already present), by type. */
   acknowledged: Record<string, number>;
+  /** Of `acknowledged`, those this run added to the store, by type (the rest were already there: writes are idempotent). */
+  created: Record<string, number>;
   refused: Array<{ resourceType: string; reason: string; count: number }>;
   /** Source keys (`fullUrl`s) of the resources sent, for counting what reached the store. */
   sourceKeys: string[];
@@ -91,7 +93,7 @@ export class Orchestrator {
   /** Runs the whole flow for one patient over `batches` (chronological). */
   async runPatient(patient: PatientInput, batches: EncounterBatch[]): Promise<PatientRun> {
     const emit = this.options.onEvent ?? (() => undefined);
-    const run: PatientRun = { name: patient.name, birthDate: patient.birthDate, sent: {}, acknowledged: {}, refused: [], sourceKeys: [], summaries: [] };
+    const run: PatientRun = { name: patient.name, birthDate: patient.birthDate, sent: {}, acknowledged: {}, created: {}, refused: [], sourceKeys: [], summaries: [] };
     const total = batches.reduce((n, b) => n + b.entries.length, 0);
     emit({ type: "patient-start", patient, resources: total, batches: batches.length });
     for (const b of batches)
@@ -140,7 +142,10 @@ export class Orchestrator {
       }
       const outcome = r._meta?.[WRITEBACK_META_KEY] as WritebackOutcome | undefined;
       if (outcome) {
-        for (const w of outcome.written) run.acknowledged[w.resourceType] = (run.acknowledged[w.resourceType] ?? 0) + 1;
+        for (const w of outcome.written) {
+          run.acknowledged[w.resourceType] = (run.acknowledged[w.resourceType] ?? 0) + 1;
+          if (w.created) run.created[w.resourceType] = (run.created[w.resourceType] ?? 0) + 1;
+        }
         for (const x of outcome.refused) addRefusal(run.refused, x.resourceType, x.reason);
         if (outcome.approval === "decline" || outcome.approval === "cancel") {
           run.problem = `approval ${outcome.approval === "decline" ? "declined" : "cancelled"} for some encounters`;

@@ -2,7 +2,7 @@
  * The machine-readable report of a demo run (`--report <file.json>`, shape fixed by issue 5):
  * `{ patients: [{ name, birthDate, patientId, sent, written, refused }], defences, audit, emr, durationMs }`.
  * `written` counts what is in the EMR store at the end of the run and came from this input (by source identity),
- * so a rerun reports the same numbers.
+ * so a rerun reports the same numbers; `created` (an extension) says how much of it this run added.
  */
 import type { EmrStore } from "../emr-store/store.js";
 import type { PatientRun } from "./orchestrator.js";
@@ -14,6 +14,8 @@ export interface DemoReport {
     patientId: string | null;
     sent: Record<string, number>;
     written: Record<string, number>;
+    /** Of `written`, what this run added to the store, by type; the rest was already there (a rerun: none). An extension of the issue's shape. */
+    created: Record<string, number>;
     /** One entry per (type, reason); `count` says how many resources (an extension of the issue's shape). */
     refused: Array<{ resourceType: string; reason: string; count: number }>;
   }>;
