@@ -66,16 +66,33 @@ export interface PhiDetector {
   redact(text: string): PhiRedaction;
 }
 
+// Lexicon word classes, as bits of one map entry per word: one hash lookup answers every question about a token.
+const F_FIRST = 1;
+const F_LAST = 2;
+const F_INTL = 4;
+const F_AMBIGUOUS = 8;
+const F_COMMON = 16;
+const F_CITY = 32;
+const F_CITY_FIRST = 64;
+
+/** A read-only set view over one class of the lexicon map. */
+interface WordSet {
+  has(word: string): boolean;
+  readonly size: number;
+}
+
 interface Lexicon {
-  cities: Set<string>;
+  /** word -> F_* bits */
+  flags: Map<string, number>;
+  cities: WordSet;
   /** First words of multi-word city names ("san" for "san diego"). */
-  cityFirst: Set<string>;
-  first: Set<string>;
-  last: Set<string>;
+  cityFirst: WordSet;
+  first: WordSet;
+  last: WordSet;
   /** Names of other countries (faker locales): trusted only with some context. */
-  intl: Set<string>;
-  ambiguous: Set<string>;
-  common: Set<string>;
+  intl: WordSet;
+  ambiguous: WordSet;
+  common: WordSet;
 }
 
 const lexicons = new Map<string, Lexicon>();
@@ -84,14 +101,22 @@ function loadLexicon(file: string): Lexicon {
   let lx = lexicons.get(file);
   if (!lx) {
     const raw = JSON.parse(readFileSync(file, "utf8")) as Record<string, string[]>;
+    const flags = new Map<string, number>();
+    const add = (words: string[] | undefined, bit: number): number => {
+      for (const w of words ?? []) flags.set(w, (flags.get(w) ?? 0) | bit);
+      return words?.length ?? 0;
+    };
+    const view = (bit: number, size: number): WordSet => ({ has: (w) => ((flags.get(w) ?? 0) & bit) !== 0, size });
+    const cityFirst = (raw["cities"] ?? []).filter((c) => c.includes(" ")).map((c) => c.slice(0, c.indexOf(" ")));
     lx = {
-      cities: new Set(raw["cities"] ?? []),
-      cityFirst: new Set((raw["cities"] ?? []).filter((c) => c.includes(" ")).map((c) => c.slice(0, c.indexOf(" ")))),
-      first: new Set(raw["first"] ?? []),
-      last: new Set(raw["last"] ?? []),
-      intl: new Set(raw["intl"] ?? []),
-      ambiguous: new Set(raw["ambiguous"] ?? []),
-      common: new Set(raw["common"] ?? []),
+      flags,
+      cities: view(F_CITY, add(raw["cities"], F_CITY)),
+      cityFirst: view(F_CITY_FIRST, add(cityFirst, F_CITY_FIRST)),
+      first: view(F_FIRST, add(raw["first"], F_FIRST)),
+      last: view(F_LAST, add(raw["last"], F_LAST)),
+      intl: view(F_INTL, add(raw["intl"], F_INTL)),
+      ambiguous: view(F_AMBIGUOUS, add(raw["ambiguous"], F_AMBIGUOUS)),
+      common: view(F_COMMON, add(raw["common"], F_COMMON)),
     };
     lexicons.set(file, lx);
   }
@@ -324,6 +349,12 @@ interface Tok {
   e: number;
   w: string;
   lower: string;
+  /** Index in the token list. */
+  i: number;
+  /** The text between the previous token and this one ("" for the first). */
+  g: string;
+  /** Lexicon bits (F_*) of `lower`. */
+  f: number;
 }
 
 const isUp = (c: number) => c >= 65 && c <= 90;
@@ -458,7 +489,8 @@ class Detector implements PhiDetector {
   }
 
   #names(text: string, found: Array<{ s: number; e: number; type: PhiEntityType }>): void {
-    const { first, last, intl, ambiguous, common } = this.#lx;
+    const { first, common, ambiguous } = this.#lx;
+    const lexFlags = this.#lx.flags;
     const extra = this.#extra;
     const toks: Tok[] = [];
     TOKEN.lastIndex = 0;
@@ -471,15 +503,33 @@ class Detector implements PhiDetector {
         lower = lower.slice(0, -2);
         w = w.slice(0, -2);
       }
-      toks.push({ s: m.index, e: m.index + w.length, w, lower });
+      const prev = toks.length > 0 ? toks[toks.length - 1]! : undefined;
+      toks.push({ s: m.index, e: m.index + w.length, w, lower, i: toks.length, g: prev ? text.slice(prev.e, m.index) : "", f: lexFlags.get(lower) ?? 0 });
     }
     const n = toks.length;
     const isName = new Uint8Array(n);
-    const known = (t: Tok) => extra.has(t.lower) || ((first.has(t.lower) || last.has(t.lower) || intl.has(t.lower)) && !NOT_NAMES.has(t.lower));
-    const onlyIntl = (t: Tok) => intl.has(t.lower) && !first.has(t.lower) && !last.has(t.lower) && !extra.has(t.lower);
-    const isCommon = (t: Tok) => common.has(t.lower) || ambiguous.has(t.lower) || t.lower.length < 2;
-    const gap = (a: Tok, b: Tok) => text.slice(a.e, b.s);
-    const sentenceStart = (i: number) => i === 0 || /[.!?:;\n]\s*$/.test(gap(toks[i - 1]!, toks[i]!)) || /^\s*["'(]$/.test(gap(toks[i - 1]!, toks[i]!));
+    // per-token answers are memoised (0 unknown, 1 false, 2 true): the passes below ask the same questions many times
+    const knownM = new Uint8Array(n);
+    const commonM = new Uint8Array(n);
+    const startM = new Uint8Array(n);
+    const known = (t: Tok) => {
+      let v = knownM[t.i]!;
+      if (v === 0) knownM[t.i] = v = extra.has(t.lower) || ((((t.f & F_FIRST) !== 0) || ((t.f & F_LAST) !== 0) || ((t.f & F_INTL) !== 0)) && !NOT_NAMES.has(t.lower)) ? 2 : 1;
+      return v === 2;
+    };
+    const onlyIntl = (t: Tok) => ((t.f & F_INTL) !== 0) && !((t.f & F_FIRST) !== 0) && !((t.f & F_LAST) !== 0) && !extra.has(t.lower);
+    const isCommon = (t: Tok) => {
+      let v = commonM[t.i]!;
+      if (v === 0) commonM[t.i] = v = ((t.f & F_COMMON) !== 0) || ((t.f & F_AMBIGUOUS) !== 0) || t.lower.length < 2 ? 2 : 1;
+      return v === 2;
+    };
+    const gap = (a: Tok, b: Tok) => (b.i === a.i + 1 ? b.g : text.slice(a.e, b.s));
+    const sentenceStart = (i: number) => {
+      if (i === 0) return true;
+      let v = startM[i]!;
+      if (v === 0) startM[i] = v = /[.!?:;\n]\s*$/.test(toks[i]!.g) || /^\s*["'(]$/.test(toks[i]!.g) ? 2 : 1;
+      return v === 2;
+    };
     const upperFlag = new Uint8Array(n);
     for (let j = 0; j < n; j++) upperFlag[j] = isUpper(toks[j]!.w) ? 1 : 0;
     const allCapsText = (i: number) => {
@@ -495,10 +545,10 @@ class Detector implements PhiDetector {
     };
     const nameLike = (t: Tok, i: number) => {
       if (extra.has(t.lower)) return true;
-      if (common.has(t.lower) && !known(t)) return false;
+      if (((t.f & F_COMMON) !== 0) && !known(t)) return false;
       if (NOT_NAMES.has(t.lower)) return false;
-      if (isUpper(t.w) && allCapsText(i)) return (known(t) && !isCommon(t)) || (t.w.length > 2 && !common.has(t.lower) && !ambiguous.has(t.lower));
-      if (isNameCase(t.w) || (isUpper(t.w) && t.w.length > 1)) return !common.has(t.lower) || known(t) || ambiguous.has(t.lower) ? true : false;
+      if (isUpper(t.w) && allCapsText(i)) return (known(t) && !isCommon(t)) || (t.w.length > 2 && !((t.f & F_COMMON) !== 0) && !((t.f & F_AMBIGUOUS) !== 0));
+      if (isNameCase(t.w) || (isUpper(t.w) && t.w.length > 1)) return !((t.f & F_COMMON) !== 0) || known(t) || ((t.f & F_AMBIGUOUS) !== 0) ? true : false;
       // lower case: only dictionary names
       return known(t) && !allCapsText(i);
     };
@@ -508,37 +558,37 @@ class Detector implements PhiDetector {
       // 1. after a title ("Dr. Jones", "mrs. marcela carlson", "DR SULLIVAN")
       if (TITLES.has(t.lower) && i + 1 < n && /^(?:\.?\s{1,3}|\.)$/.test(gap(t, toks[i + 1]!))) {
         const nx = toks[i + 1]!;
-        if (isCap(nx.w) || known(nx) || ambiguous.has(nx.lower) || !common.has(nx.lower)) {
-          if (!(common.has(nx.lower) && !known(nx) && !ambiguous.has(nx.lower) && !isCap(nx.w))) isName[i + 1] = 1;
+        if (isCap(nx.w) || known(nx) || ((nx.f & F_AMBIGUOUS) !== 0) || !((nx.f & F_COMMON) !== 0)) {
+          if (!(((nx.f & F_COMMON) !== 0) && !known(nx) && !((nx.f & F_AMBIGUOUS) !== 0) && !isCap(nx.w))) isName[i + 1] = 1;
         }
         continue;
       }
       // 2a. after "my name is", a speech verb or a greeting: a capitalised word that is not a common word
-      if (i > 0 && NAME_PREV.has(toks[i - 1]!.lower) && !common.has(t.lower) && !NOT_NAMES.has(t.lower) && NAME_IS.test(text.slice(Math.max(0, t.s - 12), t.s)) && (isCap(t.w) || (known(t) && /name is\s$/i.test(text.slice(Math.max(0, t.s - 9), t.s))))) {
+      if (i > 0 && NAME_PREV.has(toks[i - 1]!.lower) && !((t.f & F_COMMON) !== 0) && !NOT_NAMES.has(t.lower) && NAME_IS.test(text.slice(Math.max(0, t.s - 12), t.s)) && (isCap(t.w) || (known(t) && /name is\s$/i.test(text.slice(Math.max(0, t.s - 9), t.s))))) {
         isName[i] = 1;
         continue;
       }
-      if (i > 0 && CUE_WORDS.has(toks[i - 1]!.lower) && /^[\s,:?]{1,8}$/.test(gap(toks[i - 1]!, t)) && isTitleCase(t.w) && !common.has(t.lower) && !ambiguous.has(t.lower) && !NOT_NAMES.has(t.lower)) {
+      if (i > 0 && CUE_WORDS.has(toks[i - 1]!.lower) && /^[\s,:?]{1,8}$/.test(gap(toks[i - 1]!, t)) && isTitleCase(t.w) && !((t.f & F_COMMON) !== 0) && !((t.f & F_AMBIGUOUS) !== 0) && !NOT_NAMES.has(t.lower)) {
         isName[i] = 1;
         continue;
       }
       // 2c. a capitalised unknown word followed by a person verb ("Timotea lives on", "Vinka: What")
-      if (((isTitleCase(t.w) && !common.has(t.lower) && !ambiguous.has(t.lower)) || ((t.w === t.lower || isUpper(t.w)) && first.has(t.lower) && !NOT_NAMES.has(t.lower))) && !NOT_NAMES.has(t.lower) && POST_CUE.test(text.slice(t.e, t.e + 16).toLowerCase())) {
+      if (((isTitleCase(t.w) && !((t.f & F_COMMON) !== 0) && !((t.f & F_AMBIGUOUS) !== 0)) || ((t.w === t.lower || isUpper(t.w)) && ((t.f & F_FIRST) !== 0) && !NOT_NAMES.has(t.lower))) && !NOT_NAMES.has(t.lower) && POST_CUE.test(text.slice(t.e, t.e + 16).toLowerCase())) {
         isName[i] = 1;
         continue;
       }
       // 2d. a line of two or three capitalised words (a letter head or signature: "Satu Elomo")
-      if (isTitleCase(t.w) && !common.has(t.lower) && !NOT_NAMES.has(t.lower) && /(?:^|\n)[ \t>?]*$/.test(text.slice(Math.max(0, t.s - 6), t.s)) && i + 1 < n) {
+      if (isTitleCase(t.w) && !((t.f & F_COMMON) !== 0) && !NOT_NAMES.has(t.lower) && /(?:^|\n)[ \t>?]*$/.test(text.slice(Math.max(0, t.s - 6), t.s)) && i + 1 < n) {
         const nx = toks[i + 1]!;
         const line = text.slice(t.s, text.indexOf("\n", t.s) < 0 ? text.length : text.indexOf("\n", t.s));
         const lineToks = line.trim().split(/\s+/);
-        if (/^[\p{Lu}][\p{L}'’-]+(?: [\p{Lu}]\.?)?(?: [\p{Lu}][\p{L}'’-]+){1,2}$/u.test(line.trim()) && !common.has(nx.lower) && lineToks.every((w) => !common.has(w.toLowerCase()) && !NOT_NAMES.has(w.toLowerCase()) && !UNIT_ACRONYMS.has(w.toLowerCase()))) {
+        if (/^[\p{Lu}][\p{L}'’-]+(?: [\p{Lu}]\.?)?(?: [\p{Lu}][\p{L}'’-]+){1,2}$/u.test(line.trim()) && !((nx.f & F_COMMON) !== 0) && lineToks.every((w) => !common.has(w.toLowerCase()) && !NOT_NAMES.has(w.toLowerCase()) && !UNIT_ACRONYMS.has(w.toLowerCase()))) {
           for (let j = i; j < n && toks[j]!.s < t.s + line.length; j++) isName[j] = 1;
           continue;
         }
       }
       // 2b. a capitalised word with letters outside ASCII (names in English text: "Szöllösy", "Guðmundsdóttir")
-      if (isTitleCase(t.w) && NON_ASCII.test(t.w) && !common.has(t.lower) && !NOT_NAMES.has(t.lower)) {
+      if (isTitleCase(t.w) && NON_ASCII.test(t.w) && !((t.f & F_COMMON) !== 0) && !NOT_NAMES.has(t.lower)) {
         isName[i] = 1;
         continue;
       }
@@ -553,10 +603,10 @@ class Detector implements PhiDetector {
         const weak = WEAK_RELATIONS.has(rel);
         if (weak) {
           if (t.lower === "and") continue; // handled when extending runs
-          if (nx && (known(nx) || extra.has(nx.lower)) && !isCommon(nx) && (isTitleCase(nx.w) || isUpper(nx.w) || (nx.w === nx.lower && first.has(nx.lower)))) isName[j] = 1;
-        } else if (nx && !common.has(nx.lower) && nx.lower.length > 1 && !TITLES.has(nx.lower) && !NOT_NAMES.has(nx.lower) && !RELATIONS.has(nx.lower) && (known(nx) || (isCap(nx.w) && !allCapsText(j)) || (nx.w === nx.lower && !/(?:ed|ing|ly)$/.test(nx.lower) && !ambiguous.has(nx.lower)))) {
+          if (nx && (known(nx) || extra.has(nx.lower)) && !isCommon(nx) && (isTitleCase(nx.w) || isUpper(nx.w) || (nx.w === nx.lower && ((nx.f & F_FIRST) !== 0)))) isName[j] = 1;
+        } else if (nx && !((nx.f & F_COMMON) !== 0) && nx.lower.length > 1 && !TITLES.has(nx.lower) && !NOT_NAMES.has(nx.lower) && !RELATIONS.has(nx.lower) && (known(nx) || (isCap(nx.w) && !allCapsText(j)) || (nx.w === nx.lower && !/(?:ed|ing|ly)$/.test(nx.lower) && !((nx.f & F_AMBIGUOUS) !== 0)))) {
           isName[j] = 1;
-        } else if (nx && ambiguous.has(nx.lower) && isCap(nx.w) && !allCapsText(j)) {
+        } else if (nx && ((nx.f & F_AMBIGUOUS) !== 0) && isCap(nx.w) && !allCapsText(j)) {
           isName[j] = 1;
         }
         continue;
@@ -575,7 +625,7 @@ class Detector implements PhiDetector {
       } else if (isUpper(t.w) && t.w.length > 2 && i + 1 < n && known(toks[i + 1]!) && !isCommon(toks[i + 1]!) && /^\s{1,2}$/.test(gap(t, toks[i + 1]!))) {
         isName[i] = 1;
         isName[i + 1] = 1;
-      } else if (t.w === t.lower && first.has(t.lower) && i + 1 < n && last.has(toks[i + 1]!.lower) && !isCommon(toks[i + 1]!) && /^\s{1,2}$/.test(gap(t, toks[i + 1]!))) {
+      } else if (t.w === t.lower && ((t.f & F_FIRST) !== 0) && i + 1 < n && ((toks[i + 1]!.f & F_LAST) !== 0) && !isCommon(toks[i + 1]!) && /^\s{1,2}$/.test(gap(t, toks[i + 1]!))) {
         isName[i] = 1;
         isName[i + 1] = 1;
       }
@@ -588,7 +638,7 @@ class Detector implements PhiDetector {
         if (i + 1 < n && !isName[i + 1]) {
           const nx = toks[i + 1]!;
           const g = gap(t, nx);
-          if (/^\.?\s{1,2}$/.test(g) && ((nx.w.length === 1 && isUpper(nx.w)) || (nameLike(nx, i + 1) && (isCap(nx.w) === isCap(t.w) || known(nx))) || (isTitleCase(t.w) && isTitleCase(nx.w) && ambiguous.has(nx.lower) && !NOT_NAMES.has(nx.lower)))) {
+          if (/^\.?\s{1,2}$/.test(g) && ((nx.w.length === 1 && isUpper(nx.w)) || (nameLike(nx, i + 1) && (isCap(nx.w) === isCap(t.w) || known(nx))) || (isTitleCase(t.w) && isTitleCase(nx.w) && ((nx.f & F_AMBIGUOUS) !== 0) && !NOT_NAMES.has(nx.lower)))) {
             if (!(nx.w.length === 1 && !/^\.?\s/.test(text.slice(nx.e, nx.e + 2)) && !/^\s/.test(g))) isName[i + 1] = 1;
           }
         }
@@ -597,7 +647,7 @@ class Detector implements PhiDetector {
           const g = gap(pv, t);
           if (/^\.?\s{1,2}$/.test(g) && ((pv.w.length === 1 && isUpper(pv.w) && i > 1 && isName[i - 2]) || (nameLike(pv, i - 1) && known(pv) && isCap(pv.w) === isCap(t.w)))) {
             isName[i - 1] = 1;
-          } else if (g === " " && isTitleCase(pv.w) && isNameCase(t.w) && !common.has(pv.lower) && !ambiguous.has(pv.lower) && !NOT_NAMES.has(pv.lower) && !UNIT_ACRONYMS.has(pv.lower) && !RELATIONS.has(pv.lower) && !TITLES.has(pv.lower)) {
+          } else if (g === " " && isTitleCase(pv.w) && isNameCase(t.w) && !((pv.f & F_COMMON) !== 0) && !((pv.f & F_AMBIGUOUS) !== 0) && !NOT_NAMES.has(pv.lower) && !UNIT_ACRONYMS.has(pv.lower) && !RELATIONS.has(pv.lower) && !TITLES.has(pv.lower)) {
             // "Radu Crosson": a capitalised unknown word right before a surname
             isName[i - 1] = 1;
           }
@@ -608,16 +658,16 @@ class Detector implements PhiDetector {
     for (let i = 0; i + 1 < n; i++) {
       const t = toks[i]!;
       const nx = toks[i + 1]!;
-      if (t.w.length === 1 && isUpper(t.w) && /^\.\s{1,2}$/.test(gap(t, nx)) && nx.w.length > 1 && !NOT_NAMES.has(nx.lower) && (allCapsText(i + 1) ? (known(nx) && !isCommon(nx)) || (nx.w.length > 2 && !common.has(nx.lower) && !ambiguous.has(nx.lower)) : isNameCase(nx.w) && !common.has(nx.lower)) && !/[/\w'’]$/.test(text.slice(Math.max(0, t.s - 1), t.s))) {
+      if (t.w.length === 1 && isUpper(t.w) && /^\.\s{1,2}$/.test(gap(t, nx)) && nx.w.length > 1 && !NOT_NAMES.has(nx.lower) && (allCapsText(i + 1) ? (known(nx) && !isCommon(nx)) || (nx.w.length > 2 && !((nx.f & F_COMMON) !== 0) && !((nx.f & F_AMBIGUOUS) !== 0)) : isNameCase(nx.w) && !((nx.f & F_COMMON) !== 0)) && !/[/\w'’]$/.test(text.slice(Math.max(0, t.s - 1), t.s))) {
         isName[i] = 1;
         isName[i + 1] = 1;
       }
-      if (isName[i] && !isName[i + 1] && /^,\s{1,2}$/.test(gap(t, nx)) && isTitleCase(nx.w) && isTitleCase(t.w) && !common.has(nx.lower) && !ambiguous.has(nx.lower) && !NOT_NAMES.has(nx.lower)) {
+      if (isName[i] && !isName[i + 1] && /^,\s{1,2}$/.test(gap(t, nx)) && isTitleCase(nx.w) && isTitleCase(t.w) && !((nx.f & F_COMMON) !== 0) && !((nx.f & F_AMBIGUOUS) !== 0) && !NOT_NAMES.has(nx.lower)) {
         isName[i + 1] = 1;
       }
       if (isName[i] && i + 2 < n && nx.lower === "and" && !isName[i + 2]) {
         const y = toks[i + 2]!;
-        if (((known(y) || extra.has(y.lower)) && !isCommon(y)) || (isNameCase(y.w) && isNameCase(t.w) && !common.has(y.lower) && !NOT_NAMES.has(y.lower))) {
+        if (((known(y) || extra.has(y.lower)) && !isCommon(y)) || (isNameCase(y.w) && isNameCase(t.w) && !((y.f & F_COMMON) !== 0) && !NOT_NAMES.has(y.lower))) {
           if (/^\s{1,2}$/.test(gap(t, nx)) && /^\s{1,2}$/.test(gap(nx, y))) isName[i + 2] = 1;
         }
       }
@@ -628,7 +678,7 @@ class Detector implements PhiDetector {
       const t = toks[i]!;
       const pv = toks[i - 1]!;
       const g = gap(pv, t);
-      const ok = (x: Tok) => isNameCase(x.w) && !common.has(x.lower) && !ambiguous.has(x.lower) && !NOT_NAMES.has(x.lower) && !UNIT_ACRONYMS.has(x.lower);
+      const ok = (x: Tok) => isNameCase(x.w) && !((x.f & F_COMMON) !== 0) && !((x.f & F_AMBIGUOUS) !== 0) && !NOT_NAMES.has(x.lower) && !UNIT_ACRONYMS.has(x.lower);
       if (!isName[i - 1] && /^,\s{1,2}$/.test(g) && isNameCase(t.w) && ok(pv)) isName[i - 1] = 1;
       if (i > 1 && pv.lower === "and" && !isName[i - 2] && /^\s{1,2}$/.test(g) && /^\s{1,2}$/.test(gap(toks[i - 2]!, pv)) && isNameCase(t.w) && ok(toks[i - 2]!)) isName[i - 2] = 1;
       if (i > 1 && pv.w.length === 1 && isUpper(pv.w) && /^\.?\s{1,2}$/.test(g) && /^\s{1,2}$/.test(gap(toks[i - 2]!, pv)) && ok(toks[i - 2]!)) {
@@ -658,9 +708,9 @@ class Detector implements PhiDetector {
         if (j < i && !/^\.?\s{1,3}$/.test(gap(tj, toks[j + 1]!))) break;
         const initial = tj.w.length === 1;
         if (initial && (j === i || /[\d'’/]$/.test(text.slice(Math.max(0, tj.s - 1), tj.s)))) break;
-        const nameish = initial || known(tj) || ambiguous.has(tj.lower) || (isNameCase(tj.w) && !common.has(tj.lower)) || (upperCred && isUpper(tj.w) && !common.has(tj.lower));
+        const nameish = initial || known(tj) || ((tj.f & F_AMBIGUOUS) !== 0) || (isNameCase(tj.w) && !((tj.f & F_COMMON) !== 0)) || (upperCred && isUpper(tj.w) && !((tj.f & F_COMMON) !== 0));
         if (!nameish || NOT_NAMES.has(tj.lower) || CREDENTIALS.has(tj.lower)) break;
-        if (!upperCred && !initial && !known(tj) && !ambiguous.has(tj.lower) && !isNameCase(tj.w)) break;
+        if (!upperCred && !initial && !known(tj) && !((tj.f & F_AMBIGUOUS) !== 0) && !isNameCase(tj.w)) break;
         isName[j] = 1;
       }
     }
@@ -680,8 +730,8 @@ class Detector implements PhiDetector {
       }
       if (items.length >= 3) {
         const sameCase = items.every((k) => isNameCase(toks[k]!.w)) || items.every((k) => toks[k]!.w === toks[k]!.lower);
-        const names = items.filter((k) => isName[k] || (known(toks[k]!) && !common.has(toks[k]!.lower))).length;
-        const plain = items.every((k) => !NOT_NAMES.has(toks[k]!.lower) && !UNIT_ACRONYMS.has(toks[k]!.lower) && (!common.has(toks[k]!.lower) || ambiguous.has(toks[k]!.lower)));
+        const names = items.filter((k) => isName[k] || (known(toks[k]!) && !((toks[k]!.f & F_COMMON) !== 0))).length;
+        const plain = items.every((k) => !NOT_NAMES.has(toks[k]!.lower) && !UNIT_ACRONYMS.has(toks[k]!.lower) && (!((toks[k]!.f & F_COMMON) !== 0) || ((toks[k]!.f & F_AMBIGUOUS) !== 0)));
         if (sameCase && plain && names >= 2) for (const k of items) isName[k] = 1;
       }
       i = Math.max(i, j);
@@ -690,12 +740,12 @@ class Detector implements PhiDetector {
     // capitalised words around lower-case particles or one capital letter, at least one of them a dictionary name
     for (let i = 0; i + 2 < n; i++) {
       const a = toks[i]!;
-      if (!isTitleCase(a.w) || common.has(a.lower) || NOT_NAMES.has(a.lower)) continue;
+      if (!isTitleCase(a.w) || ((a.f & F_COMMON) !== 0) || NOT_NAMES.has(a.lower)) continue;
       let j = i + 1;
       while (j < n && j - i <= 3 && (NAME_PARTICLES.has(toks[j]!.w) || (toks[j]!.w.length === 1 && isUp(toks[j]!.w.charCodeAt(0)))) && /^\s$/.test(gap(toks[j - 1]!, toks[j]!))) j++;
       if (j === i + 1 || j >= n || !/^\s$/.test(gap(toks[j - 1]!, toks[j]!))) continue;
       const z = toks[j]!;
-      if (!isNameCase(z.w) || common.has(z.lower) || NOT_NAMES.has(z.lower) || UNIT_ACRONYMS.has(a.lower) || ((ambiguous.has(a.lower) || ambiguous.has(z.lower)) && !(known(a) && known(z)))) continue;
+      if (!isNameCase(z.w) || ((z.f & F_COMMON) !== 0) || NOT_NAMES.has(z.lower) || UNIT_ACRONYMS.has(a.lower) || ((((a.f & F_AMBIGUOUS) !== 0) || ((z.f & F_AMBIGUOUS) !== 0)) && !(known(a) && known(z)))) continue;
       for (let k = i; k <= j; k++) isName[k] = 1;
       i = j;
     }
@@ -706,21 +756,21 @@ class Detector implements PhiDetector {
       for (let j = i; j >= 0 && i - j < 3; j--) {
         const tj = toks[j]!;
         if (j < i && !/^\s{1,2}$/.test(gap(tj, toks[j + 1]!))) break;
-        if (!(isNameCase(tj.w) || isUpper(tj.w)) || common.has(tj.lower) || NOT_NAMES.has(tj.lower) || UNIT_ACRONYMS.has(tj.lower) || tj.w.length < 2) break;
+        if (!(isNameCase(tj.w) || isUpper(tj.w)) || ((tj.f & F_COMMON) !== 0) || NOT_NAMES.has(tj.lower) || UNIT_ACRONYMS.has(tj.lower) || tj.w.length < 2) break;
         isName[j] = 1;
       }
     }
     // a speaker label starting a line or sentence ('Zuzana: "Who are you?"')
     for (let i = 0; i < n; i++) {
       const t = toks[i]!;
-      if (!isName[i] && isTitleCase(t.w) && !common.has(t.lower) && !NOT_NAMES.has(t.lower) && sentenceStart(i) && /^:\s?["“]/.test(text.slice(t.e, t.e + 3))) isName[i] = 1;
+      if (!isName[i] && isTitleCase(t.w) && !((t.f & F_COMMON) !== 0) && !NOT_NAMES.has(t.lower) && sentenceStart(i) && /^:\s?["“]/.test(text.slice(t.e, t.e + 3))) isName[i] = 1;
     }
     // all-lower-case text (case says nothing): a first name and the word after it ("olga krylova", "leone mazzi")
     if (!/\p{Lu}/u.test(text)) {
       for (let i = 0; i + 1 < n; i++) {
         const t = toks[i]!;
         const nx = toks[i + 1]!;
-        if ((first.has(t.lower) || isName[i]) && !isCommon(t) && /^\s{1,2}$/.test(gap(t, nx)) && known(nx) && !isCommon(nx) && nx.lower.length > 2) {
+        if ((((t.f & F_FIRST) !== 0) || isName[i]) && !isCommon(t) && /^\s{1,2}$/.test(gap(t, nx)) && known(nx) && !isCommon(nx) && nx.lower.length > 2) {
           isName[i] = 1;
           isName[i + 1] = 1;
         }
@@ -740,25 +790,24 @@ class Detector implements PhiDetector {
     if (!this.#types.has("LOCATION")) return;
     // Facilities and places in context: "VAMC HOSPITAL", "reisterstown hospital", "lives in Hampton".
     const cities = this.#lx.cities;
-    const cityFirst = this.#lx.cityFirst;
     for (let i = 0; i < n; i++) {
       const t = toks[i]!;
       // a named facility word after a name or place ("FREDERICK MEMORIAL", "Baltimore Rehab", "LAUREL REGIONAL")
-      if (i + 1 < n && NAMED_FACILITY.has(toks[i + 1]!.lower) && /^\s{1,2}$/.test(gap(t, toks[i + 1]!)) && isCap(toks[i + 1]!.w) && (isName[i] || cities.has(t.lower))) {
+      if (i + 1 < n && NAMED_FACILITY.has(toks[i + 1]!.lower) && /^\s{1,2}$/.test(gap(t, toks[i + 1]!)) && isCap(toks[i + 1]!.w) && (isName[i] || ((t.f & F_CITY) !== 0))) {
         found.push({ s: t.s, e: toks[i + 1]!.e, type: "LOCATION" });
         i++;
         continue;
       }
       // a lower-case city after "lives in" ("both live in hampton")
-      if (t.w === t.lower && cities.has(t.lower) && !common.has(t.lower) && !ambiguous.has(t.lower) && i > 0 && /\b(?:lives?|living|resides?|nearby) in\s{1,2}$/i.test(text.slice(Math.max(0, t.s - 16), t.s))) {
+      if (t.w === t.lower && ((t.f & F_CITY) !== 0) && !((t.f & F_COMMON) !== 0) && !((t.f & F_AMBIGUOUS) !== 0) && i > 0 && /\b(?:lives?|living|resides?|nearby) in\s{1,2}$/i.test(text.slice(Math.max(0, t.s - 16), t.s))) {
         found.push({ s: t.s, e: t.e, type: "LOCATION" });
         continue;
       }
       // city names (gazetteer), capitalised, up to three words ("San Diego", "New Haven", "BALTIMORE")
-      if (cities.size > 0 && (!isName[i] || cityFirst.has(t.lower)) && (isNameCase(t.w) || (isUpper(t.w) && t.w.length > 2)) && !UNIT_ACRONYMS.has(t.lower)) {
+      if (cities.size > 0 && (!isName[i] || ((t.f & F_CITY_FIRST) !== 0)) && (isNameCase(t.w) || (isUpper(t.w) && t.w.length > 2)) && !UNIT_ACRONYMS.has(t.lower)) {
         let matched = 0;
         let key = t.lower;
-        const maxK = cityFirst.has(t.lower) ? 3 : 1;
+        const maxK = ((t.f & F_CITY_FIRST) !== 0) ? 3 : 1;
         for (let k = 1; k <= maxK && i + k - 1 < n; k++) {
           if (k > 1) {
             const nx = toks[i + k - 1]!;
@@ -776,36 +825,36 @@ class Detector implements PhiDetector {
       }
       if (isName[i]) continue;
       const after = i + 1 < n && FACILITY_WORDS.has(toks[i + 1]!.lower) ? text.slice(t.e, t.e + 24) : "";
-      if (i + 1 < n && FACILITY_WORDS.has(toks[i + 1]!.lower) && t.lower.length > 1 && (!common.has(t.lower) || (isTitleCase(t.w) && !NOT_NAMES.has(t.lower))) && FACILITY.test(after)) {
+      if (i + 1 < n && FACILITY_WORDS.has(toks[i + 1]!.lower) && t.lower.length > 1 && (!((t.f & F_COMMON) !== 0) || (isTitleCase(t.w) && !NOT_NAMES.has(t.lower))) && FACILITY.test(after)) {
         const fw = toks[i + 1]!;
         found.push({ s: t.s, e: NAMED_FACILITY.has(fw.lower) && isCap(fw.w) === isCap(t.w) ? fw.e : t.e, type: "LOCATION" });
         const pv = i > 0 ? toks[i - 1]! : undefined;
-        if (pv && /^\s{1,2}$/.test(gap(pv, t)) && (!common.has(pv.lower) || (isTitleCase(pv.w) && isTitleCase(t.w) && !NOT_NAMES.has(pv.lower))) && isCap(pv.w) === isCap(t.w)) {
+        if (pv && /^\s{1,2}$/.test(gap(pv, t)) && (!((pv.f & F_COMMON) !== 0) || (isTitleCase(pv.w) && isTitleCase(t.w) && !NOT_NAMES.has(pv.lower))) && isCap(pv.w) === isCap(t.w)) {
           found.push({ s: toks[i - 1]!.s, e: toks[i - 1]!.e, type: "LOCATION" });
         }
         continue;
       }
       // a named ward or building with a floor number after to/from/on/at ("to quartermain 2", "ON QUARTERMAIN 6")
-      if (i > 0 && t.w.length >= 5 && !common.has(t.lower) && !ambiguous.has(t.lower) && !NOT_NAMES.has(t.lower) && !UNIT_ACRONYMS.has(t.lower) && WARD_PREV.has(toks[i - 1]!.lower) && !DRUG_LIKE.test(t.lower) && /^\s\d{1,2}(?![\d,/]|\.\d|\s?(?:%|mg|mcg|ml|cc|u|units?|am|pm|hours?|hrs?|days?|x|l|liters?|meq|gm?)\b)/i.test(text.slice(t.e, t.e + 10))) {
+      if (i > 0 && t.w.length >= 5 && !((t.f & F_COMMON) !== 0) && !((t.f & F_AMBIGUOUS) !== 0) && !NOT_NAMES.has(t.lower) && !UNIT_ACRONYMS.has(t.lower) && WARD_PREV.has(toks[i - 1]!.lower) && !DRUG_LIKE.test(t.lower) && /^\s\d{1,2}(?![\d,/]|\.\d|\s?(?:%|mg|mcg|ml|cc|u|units?|am|pm|hours?|hrs?|days?|x|l|liters?|meq|gm?)\b)/i.test(text.slice(t.e, t.e + 10))) {
         found.push({ s: t.s, e: t.e, type: "LOCATION" });
         continue;
       }
       // a facility acronym after a transfer verb or "at"/"in" ("transferred to GH", "at BIDMC"), not a hospital unit
-      if (i > 0 && t.w.length >= 2 && t.w.length <= 5 && isUpper(t.w) && !UNIT_ACRONYMS.has(t.lower) && !common.has(t.lower) && LOC_PREV.has(toks[i - 1]!.lower) && (STRONG_LOC_PREFIX.test(text.slice(Math.max(0, t.s - 24), t.s)) || (!allCapsText(i) && /\b(?:at|in|to)\s$/i.test(text.slice(Math.max(0, t.s - 4), t.s)))) && !/^\s?\d/.test(text.slice(t.e, t.e + 2))) {
+      if (i > 0 && t.w.length >= 2 && t.w.length <= 5 && isUpper(t.w) && !UNIT_ACRONYMS.has(t.lower) && !((t.f & F_COMMON) !== 0) && LOC_PREV.has(toks[i - 1]!.lower) && (STRONG_LOC_PREFIX.test(text.slice(Math.max(0, t.s - 24), t.s)) || (!allCapsText(i) && /\b(?:at|in|to)\s$/i.test(text.slice(Math.max(0, t.s - 4), t.s)))) && !/^\s?\d/.test(text.slice(t.e, t.e + 2))) {
         found.push({ s: t.s, e: t.e, type: "LOCATION" });
         continue;
       }
-      if (i > 0 && LOC_PREV.has(toks[i - 1]!.lower) && !common.has(t.lower) && !ambiguous.has(t.lower) && t.lower.length > 1 && !NOT_NAMES.has(t.lower) && STRONG_LOC_PREFIX.test(text.slice(Math.max(0, t.s - 24), t.s))) {
+      if (i > 0 && LOC_PREV.has(toks[i - 1]!.lower) && !((t.f & F_COMMON) !== 0) && !((t.f & F_AMBIGUOUS) !== 0) && t.lower.length > 1 && !NOT_NAMES.has(t.lower) && STRONG_LOC_PREFIX.test(text.slice(Math.max(0, t.s - 24), t.s))) {
         found.push({ s: t.s, e: t.e, type: "LOCATION" });
         const nx = toks[i + 1];
-        if (nx && /^\s{1,2}$/.test(gap(t, nx)) && !common.has(nx.lower) && !NOT_NAMES.has(nx.lower) && isCap(nx.w) === isCap(t.w)) found.push({ s: nx.s, e: nx.e, type: "LOCATION" });
+        if (nx && /^\s{1,2}$/.test(gap(t, nx)) && !((nx.f & F_COMMON) !== 0) && !NOT_NAMES.has(nx.lower) && isCap(nx.w) === isCap(t.w)) found.push({ s: nx.s, e: nx.e, type: "LOCATION" });
         continue;
       }
-      if (i > 0 && isTitleCase(t.w) && !common.has(t.lower) && !ambiguous.has(t.lower) && !NOT_NAMES.has(t.lower) && LOC_PREV.has(toks[i - 1]!.lower) && LOC_PREFIX.test(text.slice(Math.max(0, t.s - 20), t.s)) && !sentenceStart(i)) {
+      if (i > 0 && isTitleCase(t.w) && !((t.f & F_COMMON) !== 0) && !((t.f & F_AMBIGUOUS) !== 0) && !NOT_NAMES.has(t.lower) && LOC_PREV.has(toks[i - 1]!.lower) && LOC_PREFIX.test(text.slice(Math.max(0, t.s - 20), t.s)) && !sentenceStart(i)) {
         found.push({ s: t.s, e: t.e, type: "LOCATION" });
         for (let j = i + 1; j < n && j < i + 3; j++) {
           const nx = toks[j]!;
-          if (!/^\s{1,2}$/.test(gap(toks[j - 1]!, nx)) || !isTitleCase(nx.w) || common.has(nx.lower)) break;
+          if (!/^\s{1,2}$/.test(gap(toks[j - 1]!, nx)) || !isTitleCase(nx.w) || ((nx.f & F_COMMON) !== 0)) break;
           found.push({ s: nx.s, e: nx.e, type: "LOCATION" });
         }
       }
@@ -841,7 +890,7 @@ function upperShare(text: string): number {
   return letters === 0 ? 0 : up / letters;
 }
 
-function scanAddresses(text: string, found: Array<{ s: number; e: number; type: PhiEntityType }>, common: Set<string>): void {
+function scanAddresses(text: string, found: Array<{ s: number; e: number; type: PhiEntityType }>, common: WordSet): void {
   const upperText = upperShare(text) > 0.5;
   const tryRun = (start: number, triggered: boolean): number => {
     ADDR_TOKEN.lastIndex = start;
