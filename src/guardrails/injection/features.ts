@@ -58,9 +58,214 @@ export const HARD_RULES: readonly RegExp[] = [
   /\b(?:untrue|unwahre|false|falsche) (?:headline|überschrift)\b/,
 ];
 
-/** True when a {@link HARD_RULES} phrase occurs in the normalised text. */
-export function hardRuleHit(t: string): boolean {
-  for (const re of HARD_RULES) if (re.test(t)) return true;
+/**
+ * Keyword gates: for each rule, words that every match of it contains, so that a rule whose words are all absent
+ * from a text is never run (most texts contain none of them; running every regex over every position was most of
+ * the scorer's cost). A gate is a list of groups; each group lists alternatives, and a rule can match only if every
+ * group has an alternative present in the text. `null`: no gate (the rule is anchored at the start and cheap).
+ *
+ * In an alternative, each character that is not an ASCII word character (`[A-Za-z0-9_]`, what `\b` counts) stands
+ * for ANY such character or the edge of the text: write `\b` and `\s` as a space, so `" ignore "` is the word
+ * "ignore" between word boundaries. An alternative needs 4 or more characters to filter anything (shorter ones always
+ * pass). An alternative without any ASCII word character (`"забудь"`, `"==="`) is instead looked up verbatim
+ * (`String.prototype.includes`; write only the characters every match contains). Gates only have to be necessary,
+ * never sufficient: the rule's regex still decides. A gate that is not necessary would silently lose matches, which
+ * test/unit/guardrails/injection-equivalence.test.ts checks on generated matching strings and on the development sets.
+ */
+type Gate = ReadonlyArray<readonly string[]> | null;
+
+/** Gates of {@link HARD_RULES}, index for index. */
+export const HARD_RULE_GATES: readonly Gate[] = [
+  [[" ignore ", " disregard ", " forget ", " override ", " bypass "], [" instructions ", " prompt ", " prompts ", " rules ", " directions ", " guidelines ", " orders ", " assignments "]],
+  [[" ignoriere ", " vergiss ", " missachte "]],
+  [[" reveal ", " print ", " show ", " repeat ", " output "], [" prompt ", " instructions "]],
+  [[" dan mode ", " developer mode enabled ", " do anything now ", " jailbroken "]],
+  [[" i want you to act as ", " ich möchte, dass sie als ", " act as a"]],
+  [[" forget ", " vergiss "], [" everything ", " all ", " alles "]],
+  [[" oublie", " olvid", " zaboravi sve ", "забудьте", " abweichend zu "]],
+  [[" ignore ", " igmre ", " ignoriere "], [" what ", " everything ", " alles ", " was "]],
+  [[" now you are ", " you are now ", " jetzt bist du ", " du bist jetzt ", " nun bist du "]],
+  [[" pretend you ", " pretend to be ", " imagine you are ", " stell dir vor", " tu so als "]],
+  [[" new task", " neue aufgabe", " neue anweisungen ", " new instructions ", " now come", " now follow", " nun folgen "]],
+  [[" attention", " achtung"], [" stop ", " stopp "]],
+  [[" say ", " sage ", " sag ", " include "], [" hate ", " hasse "]],
+  [["zzspacedzz"]],
+  [[" print ", " spell", " zeige ", " drucken "], [" above", " obige", " prompt"]],
+  [[" not ", " don't ", " dont ", " ignore all provided context "], [" documents ", " articles ", " context "]],
+  [[" well done ", " very good ", " sehr gut ", " gut gemacht ", " excellent performance ", " superbly done ", " great."], [" now ", " jetzt ", " nun "]],
+  [[" human "]],
+  null,
+  [[" role play", " roleplay", " play the ", " playing the ", " stay in ", " stay fully in ", " actor ", " actors ", " act in a "]],
+  null,
+  [[" instruction ", " order ", " befehl ", " anweisung "]],
+  [[" untrue ", " unwahre ", " false ", " falsche "], [" headline ", " überschrift "]],
+];
+
+/** Gates of {@link RULES}, index for index. */
+export const RULE_GATES: readonly Gate[] = [
+  // override
+  [
+    [
+      " ignore ", " ignoring ", " disregard ", " forget ", " forgot ", " drop ", " skip ", " bypass ", " override ", " overlook ", " abandon ",
+      " leave ", " remove ", " igmre ", " ignor ", " vergiss ", " vergessen ", " ignoriere ", " ignorieren ", " missachte ", " olvida ",
+      " olvide ", " oublie ", " oubliez ", " zaboravi ", " dimentica ", " ignora ", "забудьте", "забудь",
+    ],
+  ],
+  // new_task
+  [
+    [" now ", " jetzt ", " nun ", " ahora "],
+    [" new ", " neue ", " nueva ", " next ", " nächste ", " further ", " weitere "],
+    [" task", " aufgabe", " instructions", " anweisungen", " challenge", " herausforderung", " assignment", " tarea"],
+  ],
+  // role
+  [
+    [
+      " you are now ", " you're now ", " from now on ", " act as ", " acting as ", " pretend ", " imagine you are ", " you are a ", " you are an ",
+      " you are the ", " role play", " roleplay", " play the role ", " stay in their role", " stay in your role", " du bist jetzt ", " du bist nun ",
+      " du bist ein", " du bist keine ", " jetzt bist du ", " tu es ", " eres ", " act like ", " behave as ", " fungieren ", " agieren ",
+      " verhalte dich ", " tue so ", " stell dir vor", " spiele die rolle ",
+    ],
+  ],
+  // reveal
+  [
+    [" prompt ", " instructions ", " embeddings ", " eingabeaufforderung ", " anweisungen ", " above ", " obige ", " oben "],
+    [" show ", " print ", " reveal ", " repeat ", " output ", " return ", " tell ", " zeige ", " zeig ", " drucke", " gib ", " spell", " wiederhole "],
+  ],
+  // force_say
+  [
+    [
+      " say ", " sage ", " sag ", " write ", " schreibe ", " print ", " output ", " dites ", " di ", " decir ", " answer with ", " antworte mit ",
+      " respond with ", " include that ",
+    ],
+  ],
+  // hate_forced
+  [[" hate ", " hates ", " hasse ", " hassen ", " odio ", " déteste "]],
+  // stop_marker
+  [[" stop ", " stopp ", " achtung ", " attention ", "===", " end ", " new statement ", " neue anweisung ", " order ", " instruction ", " befehl "]],
+  // no_docs
+  [
+    [" not ", " nicht ", " don't ", " dont ", " ohne ", " without "],
+    [" documents ", " articles ", " context ", " dokumente ", " artikel ", " kontext ", " provided "],
+  ],
+  // jailbreak
+  [
+    [
+      " dan mode ", " developer mode ", " jailbreak ", " jailbroken ", " no restrictions ", " without restrictions ", " unfiltered ", " uncensored ",
+      " no guidelines ", " no programming guidelines ", " keine regeln ", " evil ai ", " do anything now ",
+    ],
+  ],
+  // praise_pivot
+  [
+    [
+      " well done ", " good job ", " very good ", " excellent ", " great ", " super ", " gut gemacht ", " sehr gut ", " ausgezeichnet ", " toll ",
+      " wow ", " congratulations ", " herzlichen gl", " bravo ", " superbly done ",
+    ],
+    [" now ", " jetzt ", " nun ", " next ", " further ", " weitere ", " neue ", " new "],
+  ],
+];
+
+/**
+ * 6-bit class of a UTF-16 unit for the gates: 1..63 for the ASCII word characters, 0 for everything else (the
+ * characters `\b` does not count as word characters, all of them alike).
+ */
+const GATE_CLASS = new Uint8Array(128);
+{
+  let k = 1;
+  for (const [a, z] of [["0", "9"], ["A", "Z"], ["a", "z"], ["_", "_"]] as const) {
+    for (let c = a.charCodeAt(0); c <= z.charCodeAt(0); c++) GATE_CLASS[c] = k++;
+  }
+}
+const gateClass = (c: number): number => (c < 128 ? GATE_CLASS[c]! : 0);
+
+/** Bit of a 4-gram of gate classes (24 bits) in the 2^16-bit set. */
+const gramBit = (v: number): number => Math.imul(v, 0x9e3779b1) >>> 16;
+
+/** Scratch set of the gram bits of the text being gated (filled and read within one {@link ruleGates} call). */
+const GRAMS = new Uint32Array(1 << 11);
+
+/** A compiled alternative: the bits of its 4-grams (none: always present), or a verbatim string. */
+type Alternative = Int32Array | string;
+
+function compileAlternative(alternative: string): Alternative {
+  const bits: number[] = [];
+  let v = 0;
+  let word = false;
+  for (let i = 0; i < alternative.length; i++) {
+    const k = gateClass(alternative.charCodeAt(i));
+    if (k !== 0) word = true;
+    v = ((v << 6) | k) & 0xffffff;
+    if (i >= 3) bits.push(gramBit(v));
+  }
+  return word ? Int32Array.from(bits) : alternative;
+}
+
+const compileGates = (gates: readonly Gate[]): Array<Alternative[][] | null> =>
+  gates.map((g) => (g === null ? null : g.map((group) => group.map(compileAlternative))));
+const HARD_GATES = compileGates(HARD_RULE_GATES);
+const RULE_GATES_C = compileGates(RULE_GATES);
+
+function present(t: string, alt: Alternative): boolean {
+  if (typeof alt === "string") return t.includes(alt);
+  const bits = alt;
+  for (let i = 0; i < bits.length; i++) {
+    const b = bits[i]!;
+    if ((GRAMS[b >>> 5]! & (1 << (b & 31))) === 0) return false;
+  }
+  return true;
+}
+
+function gateMask(t: string, gates: ReadonlyArray<Alternative[][] | null>): number {
+  let mask = 0;
+  for (let r = 0; r < gates.length; r++) {
+    const g = gates[r]!;
+    let open = true;
+    if (g !== null) {
+      for (const group of g) {
+        let any = false;
+        for (const alt of group) {
+          if (present(t, alt)) {
+            any = true;
+            break;
+          }
+        }
+        if (!any) {
+          open = false;
+          break;
+        }
+      }
+    }
+    if (open) mask |= 1 << r;
+  }
+  return mask;
+}
+
+/** Which rules may match a text: bit r of `hard` for {@link HARD_RULES}[r], of `rules` for {@link RULES}[r]. */
+export interface RuleGates {
+  hard: number;
+  rules: number;
+}
+
+/**
+ * Evaluates every rule's keyword gate over `t` in one pass (every 4-gram of the text's gate classes, edges counted
+ * as non-word characters, goes into a 2^16-bit set; an alternative is present when all its 4-grams are).
+ * A clear bit means the rule cannot match `t`; a set bit means it may.
+ */
+export function ruleGates(t: string): RuleGates {
+  GRAMS.fill(0);
+  let v = 0;
+  const n = t.length;
+  for (let i = 0; i <= n; i++) {
+    const c = i < n ? t.charCodeAt(i) : 0;
+    v = ((v << 6) | (c < 128 ? GATE_CLASS[c]! : 0)) & 0xffffff;
+    const b = Math.imul(v, 0x9e3779b1) >>> 16;
+    GRAMS[b >>> 5]! |= 1 << (b & 31);
+  }
+  return { hard: gateMask(t, HARD_GATES), rules: gateMask(t, RULE_GATES_C) };
+}
+
+/** True when a {@link HARD_RULES} phrase occurs in the normalised text. `gates`: from {@link ruleGates}(t). */
+export function hardRuleHit(t: string, gates: RuleGates = ruleGates(t)): boolean {
+  for (let r = 0; r < HARD_RULES.length; r++) if (gates.hard & (1 << r) && HARD_RULES[r]!.test(t)) return true;
   return false;
 }
 
@@ -87,8 +292,13 @@ export function normalizeForInjection(text: string): string {
   return t;
 }
 
+/** Word characters of the features' tokenizer among ASCII: a-z, 0-9 and the apostrophe. */
+const ASCII_WORD = new Uint8Array(128);
+for (let c = 0; c < 128; c++) ASCII_WORD[c] = (c >= 97 && c <= 122) || (c >= 48 && c <= 57) || c === 39 ? 1 : 0;
+
+/** The features' word characters: {@link ASCII_WORD}, and every non-ASCII unit but en/em dashes and curly quotes. */
 function isWordChar(c: number): boolean {
-  return (c >= 97 && c <= 122) || (c >= 48 && c <= 57) || c === 39 || (c > 127 && c !== 8211 && c !== 8212 && c !== 8220 && c !== 8221 && c !== 8222);
+  return c < 128 ? ASCII_WORD[c] === 1 : c !== 8211 && c !== 8212 && c !== 8220 && c !== 8221 && c !== 8222;
 }
 
 /**
@@ -149,10 +359,14 @@ export function forEachFeature(t: string, from: number, to: number, rules: numbe
 /** Global copies of the rules, for finding every hit once per text. */
 const RULES_G = RULES.map(([, re]) => new RegExp(re.source, re.flags.includes("g") ? re.flags : re.flags + "g"));
 
-/** Start offsets of every rule hit in `t`, as `[ruleIndex, offset]` pairs. */
-export function ruleHits(t: string): Array<[number, number]> {
+/**
+ * Start offsets of every rule hit in `t`, as `[ruleIndex, offset]` pairs (by rule, then offset; each rule's hits do
+ * not overlap). `gates`: from {@link ruleGates}(t).
+ */
+export function ruleHits(t: string, gates: RuleGates = ruleGates(t)): Array<[number, number]> {
   const hits: Array<[number, number]> = [];
   for (let r = 0; r < RULES_G.length; r++) {
+    if ((gates.rules & (1 << r)) === 0) continue;
     const re = RULES_G[r]!;
     re.lastIndex = 0;
     let m: RegExpExecArray | null;
@@ -196,54 +410,70 @@ export function windows(t: string, size = 600, step = 600): Array<[number, numbe
   return out;
 }
 
+/** Scratch for the 4-gram buckets of one word in {@link sumFeatures} (grown on demand; used within one call). */
+let wordGrams: Int32Array<ArrayBuffer> = new Int32Array(64);
+
 /**
  * The same features as {@link forEachFeature}, summed directly against `weights` (no callback, no
  * allocation): returns the weight sum and stores the feature count in `out[0]`. Used on the hot path.
+ *
+ * One pass per word computes its unigram hash, its bigram hash (continuing from the previous word's prefix), the
+ * prefix the next word's bigram continues from, and the hashes of its character 4-grams; the weights are then added
+ * in the same order as {@link forEachFeature} emits them, so the sum is bit-identical to summing its buckets.
  */
 export function sumFeatures(t: string, from: number, to: number, rules: number, weights: Float32Array, out: Float64Array): number {
   const mask = weights.length - 1;
   let sum = 0;
   let n = 0;
-  let prevStart = -1;
-  let prevEnd = -1;
+  let hasPrev = false;
+  // FNV-1a state of "<previous word> " under SEED_BIGRAM: the previous word's half of the next bigram
+  let prefix = 0;
+  let grams = wordGrams;
   let i = from;
   while (i < to) {
-    while (i < to && !isWordChar(t.charCodeAt(i))) i++;
-    if (i >= to) break;
+    let c = t.charCodeAt(i);
+    if (!isWordChar(c)) {
+      i++;
+      continue;
+    }
     const s = i;
     let hw = SEED_WORD;
-    while (i < to) {
-      const c = t.charCodeAt(i);
-      if (!isWordChar(c)) break;
-      hw ^= c;
-      hw = Math.imul(hw, 16777619);
-      i++;
+    let hb = prefix;
+    let hn = SEED_BIGRAM;
+    // the last three characters of " word " seen, for its 4-grams
+    let p1 = 0;
+    let p2 = 0;
+    let p3 = 32;
+    let g = 0;
+    do {
+      hw = Math.imul(hw ^ c, 16777619);
+      hb = Math.imul(hb ^ c, 16777619);
+      hn = Math.imul(hn ^ c, 16777619);
+      if (i - s >= 2) {
+        if (g === grams.length) grams = wordGrams = growGrams(grams);
+        grams[g++] = Math.imul(Math.imul(Math.imul(Math.imul(SEED_CHAR ^ p1, 16777619) ^ p2, 16777619) ^ p3, 16777619) ^ c, 16777619) & mask;
+      }
+      p1 = p2;
+      p2 = p3;
+      p3 = c;
+      if (++i >= to) break;
+      c = t.charCodeAt(i);
+    } while (isWordChar(c));
+    if (i - s >= 2) {
+      // the last 4-gram ends with the word boundary
+      if (g === grams.length) grams = wordGrams = growGrams(grams);
+      grams[g++] = Math.imul(Math.imul(Math.imul(Math.imul(SEED_CHAR ^ p1, 16777619) ^ p2, 16777619) ^ p3, 16777619) ^ 32, 16777619) & mask;
     }
-    const e = i;
-    sum += weights[(hw >>> 0) & mask]!;
+    sum += weights[hw & mask]!;
     n++;
-    if (prevStart >= 0) {
-      let h = fnv(SEED_BIGRAM, t, prevStart, prevEnd);
-      h ^= 32;
-      h = Math.imul(h, 16777619);
-      sum += weights[fnv(h, t, s, e) & mask]!;
+    if (hasPrev) {
+      sum += weights[hb & mask]!;
       n++;
     }
-    if (e - s >= 2) {
-      const w0 = s - 1;
-      const w1 = e + 1;
-      for (let k = w0; k + 4 <= w1; k++) {
-        let h = SEED_CHAR;
-        for (let q = k; q < k + 4; q++) {
-          h ^= q < s || q >= e ? 32 : t.charCodeAt(q);
-          h = Math.imul(h, 16777619);
-        }
-        sum += weights[(h >>> 0) & mask]!;
-        n++;
-      }
-    }
-    prevStart = s;
-    prevEnd = e;
+    for (let k = 0; k < g; k++) sum += weights[grams[k]!]!;
+    n += g;
+    prefix = Math.imul(hn ^ 32, 16777619);
+    hasPrev = true;
   }
   for (let r = 0; r < RULES.length; r++) {
     if (rules & (1 << r)) {
@@ -253,4 +483,10 @@ export function sumFeatures(t: string, from: number, to: number, rules: number, 
   }
   out[0] = n;
   return sum;
+}
+
+function growGrams(grams: Int32Array): Int32Array<ArrayBuffer> {
+  const bigger = new Int32Array(grams.length * 2);
+  bigger.set(grams);
+  return bigger;
 }

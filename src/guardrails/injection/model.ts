@@ -4,7 +4,7 @@
  * (guardrails/data/injection-model.json). Deterministic, local, no network.
  */
 import { readFileSync } from "node:fs";
-import { hardRuleHit, sumFeatures, normalizeForInjection, ruleHits, rulesIn, windows } from "./features.js";
+import { hardRuleHit, sumFeatures, normalizeForInjection, ruleGates, ruleHits, rulesIn, windows } from "./features.js";
 
 /** Shape of the weights file. */
 export interface InjectionModelFile {
@@ -42,8 +42,9 @@ export class InjectionModel {
   /** Probability (0..1) that `text` contains an injection: max over its windows. */
   score(text: string): number {
     const t = normalizeForInjection(text);
-    if (hardRuleHit(t)) return 1;
-    const hits = ruleHits(t);
+    const gates = ruleGates(t);
+    if (hardRuleHit(t, gates)) return 1;
+    const hits = ruleHits(t, gates);
     let best = 0;
     for (const [a, b] of windows(t)) {
       const sum = sumFeatures(t, a, b, rulesIn(hits, a, b), this.#w, this.#n);

@@ -1,0 +1,89 @@
+/**
+ * Prompt-injection scorer timing (not a test), on benign clinical text (MTSamples, CC0) cut to each size:
+ * - `score`: CPU µs per call of the whole `InjectionModel.score` (user + system CPU time over a batch, steadier than
+ *   wall-clock on a shared machine; the median of `--repeats` batches);
+ * - the stages of `score` (normalise, keyword gates, hard rules, feature rules, feature sums over the windows) run one
+ *   after another as `score` runs them, wall-clock µs per call (mean over the batches): a stage measured alone in a
+ *   loop keeps its code and data in cache and looks cheaper than it is inside `score`.
+ *
+ * Usage: `npx tsx bench/injection.ts [--chars 1024,4096] [--n 2000] [--repeats 7]`
+ */
+import { readFileSync } from "node:fs";
+import path from "node:path";
+import { hardRuleHit, normalizeForInjection, ruleGates, ruleHits, rulesIn, sumFeatures, windows } from "../src/guardrails/injection/features.js";
+import { loadInjectionModel, type InjectionModelFile } from "../src/guardrails/injection/model.js";
+import { clinicalText, REPO_ROOT } from "./lib/fixtures.js";
+
+const arg = (name: string, dflt: string): string => {
+  const i = process.argv.indexOf(`--${name}`);
+  return i >= 0 ? process.argv[i + 1]! : dflt;
+};
+const SIZES = arg("chars", "1024,4096").split(",").map(Number);
+const N = Number(arg("n", "2000"));
+const REPEATS = Number(arg("repeats", "7"));
+
+const MODEL_FILE = path.join(REPO_ROOT, "guardrails", "data", "injection-model.json");
+const model = loadInjectionModel(MODEL_FILE);
+// the shipped weights (1 MB), so that the sums pay the same cache misses as `score` does
+const file = JSON.parse(readFileSync(MODEL_FILE, "utf8")) as InjectionModelFile;
+const weights = new Float32Array(file.buckets);
+for (let i = 0; i < file.index.length; i++) weights[file.index[i]!] = file.weight[i]!;
+const out = new Float64Array(1);
+
+/** Median over batches of CPU µs per call. */
+function cpuPerCall(fn: () => unknown): number {
+  for (let i = 0; i < Math.min(N, 500); i++) fn();
+  const per: number[] = [];
+  for (let r = 0; r < REPEATS; r++) {
+    const c0 = process.cpuUsage();
+    for (let i = 0; i < N; i++) fn();
+    const c = process.cpuUsage(c0);
+    per.push((c.user + c.system) / N);
+  }
+  per.sort((a, b) => a - b);
+  return Math.round(per[Math.floor(per.length / 2)]! * 10) / 10;
+}
+
+/** Mean wall-clock µs per call of each stage, run in sequence as `score` runs them. */
+function stagesInContext(text: string): Record<string, number> {
+  const names = ["normalize", "gates", "hardRuleHit", "ruleHits", "sumFeatures"] as const;
+  const acc = new Float64Array(names.length);
+  const calls = N * REPEATS;
+  for (let i = 0; i < calls + 500; i++) {
+    if (i === 500) acc.fill(0);
+    let a = performance.now();
+    const t = normalizeForInjection(text);
+    let b = performance.now();
+    acc[0]! += b - a;
+    a = b;
+    const gates = ruleGates(t);
+    b = performance.now();
+    acc[1]! += b - a;
+    a = b;
+    hardRuleHit(t, gates);
+    b = performance.now();
+    acc[2]! += b - a;
+    a = b;
+    const hits = ruleHits(t, gates);
+    b = performance.now();
+    acc[3]! += b - a;
+    a = b;
+    let s = 0;
+    for (const [x, y] of windows(t)) s += sumFeatures(t, x, y, rulesIn(hits, x, y), weights, out);
+    b = performance.now();
+    acc[4]! += b - a + s * 0;
+  }
+  return Object.fromEntries(names.map((n, i) => [n, Math.round((acc[i]! / calls) * 1000 * 10) / 10]));
+}
+
+const rows: Array<Record<string, unknown>> = [];
+console.log(`prompt-injection scorer, µs per call (node ${process.version}; score: CPU, median of ${REPEATS} batches of ${N}; stages: wall-clock mean, in sequence)`);
+console.log("chars   score(cpu)  normalize  gates  hardRuleHit  ruleHits  sumFeatures");
+for (const chars of SIZES) {
+  const text = clinicalText(chars).text;
+  const r: Record<string, number> = { chars, score: cpuPerCall(() => model.score(text)), ...stagesInContext(text) };
+  rows.push(r);
+  const col = (v: unknown, w: number) => String(v).padStart(w);
+  console.log(`${String(chars).padEnd(8)}${col(r["score"], 10)}  ${col(r["normalize"], 9)}  ${col(r["gates"], 5)}  ${col(r["hardRuleHit"], 11)}  ${col(r["ruleHits"], 8)}  ${col(r["sumFeatures"], 11)}`);
+}
+console.log(JSON.stringify({ injection: rows }));

@@ -1,0 +1,132 @@
+/**
+ * The optimised prompt-injection scorer (keyword gates before the rule regexes, single-pass feature hashing) must
+ * score every text exactly as the reference implementation (./injection-reference.ts, the scorer before the
+ * optimisation) does: on every row of the development sets in ../shared/data and on generated text built to hit the
+ * rules. Nothing derived from the data sets is stored: both scorers run on the rows at test time.
+ */
+import { createHash } from "node:crypto";
+import { existsSync, readFileSync } from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { HARD_RULE_GATES, HARD_RULES, RULE_GATES, RULES, hardRuleHit, normalizeForInjection, ruleHits, rulesIn, sumFeatures, windows } from "../../../src/guardrails/injection/features.js";
+import { loadInjectionModel } from "../../../src/guardrails/injection/model.js";
+import { RefModel, refHardRuleHit, refNormalize, refRuleHits, refRulesIn, refSumFeatures, refWindows } from "./injection-reference.js";
+
+const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../..");
+const data = path.resolve(repo, "../shared/data");
+const modelFile = path.join(repo, "guardrails/data/injection-model.json");
+const model = loadInjectionModel(modelFile);
+const ref = new RefModel(modelFile);
+
+function rows(set: string): Array<Record<string, unknown>> {
+  const file = path.join(data, set, "dev.jsonl");
+  expect(existsSync(file), `${file} (the shared data sets must sit beside the repository)`).toBe(true);
+  return readFileSync(file, "utf8")
+    .split("\n")
+    .filter((l) => l.trim())
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
+}
+
+/** Every stage of the new scorer against the reference; returns what differs (empty when equal). */
+function differences(text: string): string[] {
+  const diff: string[] = [];
+  const t = normalizeForInjection(text);
+  if (t !== refNormalize(text)) diff.push("normalize");
+  if (hardRuleHit(t) !== refHardRuleHit(t)) diff.push("hardRuleHit");
+  const hits = ruleHits(t);
+  const refHits = refRuleHits(t);
+  if (JSON.stringify(hits) !== JSON.stringify(refHits)) diff.push("ruleHits");
+  const out = new Float64Array(1);
+  const refOut = new Float64Array(1);
+  for (const [a, b] of refWindows(t)) {
+    const s = sumFeatures(t, a, b, rulesIn(hits, a, b), ref.weights, out);
+    const r = refSumFeatures(t, a, b, refRulesIn(refHits, a, b), ref.weights, refOut);
+    if (!Object.is(s, r) || out[0] !== refOut[0]) diff.push(`sumFeatures[${a},${b})`);
+  }
+  if (JSON.stringify(windows(t)) !== JSON.stringify(refWindows(t))) diff.push("windows");
+  if (!Object.is(model.score(text), ref.score(text))) diff.push("score");
+  return diff;
+}
+
+function expectSame(texts: string[]): void {
+  const bad: string[] = [];
+  for (const [i, text] of texts.entries()) {
+    const d = differences(text);
+    if (d.length > 0) bad.push(`#${i}: ${d.join(", ")}`);
+  }
+  expect(bad).toEqual([]);
+}
+
+describe("optimised injection scorer = reference scorer", () => {
+  it("on every row of prompt-injections/dev.jsonl", () => {
+    const texts = rows("prompt-injections").map((r) => String(r["text"]));
+    expect(texts.length).toBe(387);
+    expectSame(texts);
+  });
+
+  it("on every transcription and description of mtsamples/dev.jsonl", () => {
+    const r = rows("mtsamples");
+    expect(r.length).toBe(590);
+    expectSame(r.flatMap((x) => [String(x["transcription"]), String(x["description"] ?? "")]));
+  });
+
+  it("on every question and answer of medquad/dev.jsonl", () => {
+    const r = rows("medquad");
+    expect(r.length).toBe(829);
+    expectSame(r.flatMap((x) => [String(x["question"]), ...(typeof x["answer"] === "string" ? [x["answer"]] : [])]));
+  });
+
+  it("has one keyword gate per rule", () => {
+    expect(HARD_RULE_GATES.length).toBe(HARD_RULES.length);
+    expect(RULE_GATES.length).toBe(RULES.length);
+  });
+
+  it("on texts that hit the rules (a rule's keyword gate never hides a match)", () => {
+    // fast-check cannot generate `\b`: generate from the pattern without it (and once more with its `.{0,n}` gaps
+    // narrowed to one separator, so that more strings keep their word boundaries) and keep what the real one matches
+    const patterns = [...HARD_RULES, ...RULES.map(([, re]) => re)];
+    for (const [i, re] of patterns.entries()) {
+      const loose = new RegExp(re.source.replaceAll("\\b", ""), re.flags);
+      const tight = new RegExp(loose.source.replace(/\.\{0,\d+\}/g, "[ ,:]"), re.flags);
+      const around = fc.oneof(fc.constantFrom("", " ", "x"), fc.string({ maxLength: 12 }));
+      const rule = fc.oneof(fc.stringMatching(loose, { size: "small" }), fc.stringMatching(tight, { size: "small" }));
+      const matching = fc.tuple(around, rule, around).map(([a, m, b]) => a + m + b);
+      fc.assert(
+        fc.property(matching, (s) => {
+          if (!re.test(s)) return;
+          expect({ rule: i, s, hard: hardRuleHit(s), hits: ruleHits(s) }).toEqual({ rule: i, s, hard: refHardRuleHit(s), hits: refRuleHits(s) });
+        }),
+        { numRuns: 1500, seed: 6 + i },
+      );
+    }
+  });
+
+  it("on generated text mixing rule keywords, clinical words and odd separators", () => {
+    const vocab = [
+      "ignore", "all", "previous", "instructions", "now", "you", "are", "act", "as", "a", "new", "task", "print", "your", "prompt",
+      "say", "that", "hate", "vergiss", "alles", "du", "bist", "jetzt", "well", "done", "stop", "attention", "order", "instruction",
+      "the", "patient", "was", "given", "aspirin", "81", "mg", "daily", "history", "of", "present", "illness", "remove", "drainage",
+      "output", "above", "context", "documents", "not", "role", "play", "great", "human", "eres", "zzspacedzz", "forget", "über",
+      "schrift", "i", "want", "to", "développeur", "забудьте", "все", "====", "end", "don't",
+    ];
+    const sep = fc.constantFrom(" ", " ", " ", ", ", ". ", ": ", "\n", "\\n", "-", "'", "\"", "  ", "\u00a0", "\u2014");
+    const soup = fc.array(fc.tuple(fc.constantFrom(...vocab), sep), { maxLength: 60 }).map((ws) => ws.map(([w, s]) => w + s).join(""));
+    fc.assert(
+      fc.property(fc.oneof(soup, fc.string({ maxLength: 200 }), fc.string({ unit: "grapheme", maxLength: 100 })), (text) => {
+        expect(differences(text)).toEqual([]);
+      }),
+      { numRuns: 2000, seed: 42 },
+    );
+  });
+});
+
+describe("the rules the shipped weights were trained with", () => {
+  it("are unchanged (guardrails/data/injection-model.json depends on them: change them only with a retrained model)", () => {
+    const digest = createHash("sha256")
+      .update(JSON.stringify([HARD_RULES.map((r) => [r.source, r.flags]), RULES.map(([n, r]) => [n, r.source, r.flags])]))
+      .digest("hex");
+    expect(digest).toBe("a60667364bbbb4af1e5294704de6e2d5115283814a1e3f6a10c6e4f27187d5b6");
+  });
+});

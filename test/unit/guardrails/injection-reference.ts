@@ -1,0 +1,165 @@
+/**
+ * The prompt-injection scorer as it was before the hot path was optimised (commit bcc6fb8 of
+ * src/guardrails/injection/features.ts and model.ts), kept verbatim as the reference the optimised
+ * scorer must equal: every hard rule and feature rule run over the whole text, the features hashed in
+ * separate passes. Only the rule regexes are shared (they are the model's definition and must not change).
+ */
+import { readFileSync } from "node:fs";
+import { HARD_RULES, RULES } from "../../../src/guardrails/injection/features.js";
+import type { InjectionModelFile } from "../../../src/guardrails/injection/model.js";
+
+export function refHardRuleHit(t: string): boolean {
+  for (const re of HARD_RULES) if (re.test(t)) return true;
+  return false;
+}
+
+function fnv(h: number, s: string, from = 0, to = s.length): number {
+  for (let i = from; i < to; i++) {
+    h ^= s.charCodeAt(i);
+    h = Math.imul(h, 16777619);
+  }
+  return h >>> 0;
+}
+
+const SEED_WORD = 2166136261;
+const SEED_BIGRAM = 0x811c9dc5 ^ 0x5bd1e995;
+const SEED_CHAR = 0x811c9dc5 ^ 0x27d4eb2d;
+const SEED_RULE = 0x811c9dc5 ^ 0x165667b1;
+
+export function refNormalize(text: string): string {
+  let t = text.normalize("NFKC").toLowerCase();
+  if (t.includes("\\n")) t = t.replaceAll("\\n", " ");
+  if (/(?:^|\s)\p{L} \p{L} \p{L} \p{L} /u.test(t)) t = t.replace(/(?<=(?:^|\s)\p{L}) (?=\p{L}(?:\s|$))/gu, "") + " zzspacedzz";
+  return t;
+}
+
+function isWordChar(c: number): boolean {
+  return (c >= 97 && c <= 122) || (c >= 48 && c <= 57) || c === 39 || (c > 127 && c !== 8211 && c !== 8212 && c !== 8220 && c !== 8221 && c !== 8222);
+}
+
+const RULES_G = RULES.map(([, re]) => new RegExp(re.source, re.flags.includes("g") ? re.flags : re.flags + "g"));
+
+export function refRuleHits(t: string): Array<[number, number]> {
+  const hits: Array<[number, number]> = [];
+  for (let r = 0; r < RULES_G.length; r++) {
+    const re = RULES_G[r]!;
+    re.lastIndex = 0;
+    let m: RegExpExecArray | null;
+    while ((m = re.exec(t)) !== null) {
+      hits.push([r, m.index]);
+      if (m[0].length === 0) re.lastIndex++;
+    }
+  }
+  return hits;
+}
+
+export function refRulesIn(hits: Array<[number, number]>, from: number, to: number): number {
+  let mask = 0;
+  for (const [r, at] of hits) if (at >= from && at < to) mask |= 1 << r;
+  return mask;
+}
+
+export function refWindows(t: string, size = 600, step = 600): Array<[number, number]> {
+  if (t.length <= size) return [[0, t.length]];
+  const out: Array<[number, number]> = [];
+  for (let s = 0; s < t.length; s += step) {
+    let a = s;
+    if (a > 0) {
+      const sp = t.indexOf(" ", a);
+      a = sp < 0 || sp - a > 40 ? a : sp + 1;
+    }
+    let b = Math.min(t.length, a + size);
+    if (b < t.length) {
+      const sp = t.lastIndexOf(" ", b);
+      if (sp > a + size / 2) b = sp;
+    }
+    out.push([a, b]);
+    if (b >= t.length) break;
+  }
+  return out;
+}
+
+export function refSumFeatures(t: string, from: number, to: number, rules: number, weights: Float32Array, out: Float64Array): number {
+  const mask = weights.length - 1;
+  let sum = 0;
+  let n = 0;
+  let prevStart = -1;
+  let prevEnd = -1;
+  let i = from;
+  while (i < to) {
+    while (i < to && !isWordChar(t.charCodeAt(i))) i++;
+    if (i >= to) break;
+    const s = i;
+    let hw = SEED_WORD;
+    while (i < to) {
+      const c = t.charCodeAt(i);
+      if (!isWordChar(c)) break;
+      hw ^= c;
+      hw = Math.imul(hw, 16777619);
+      i++;
+    }
+    const e = i;
+    sum += weights[(hw >>> 0) & mask]!;
+    n++;
+    if (prevStart >= 0) {
+      let h = fnv(SEED_BIGRAM, t, prevStart, prevEnd);
+      h ^= 32;
+      h = Math.imul(h, 16777619);
+      sum += weights[fnv(h, t, s, e) & mask]!;
+      n++;
+    }
+    if (e - s >= 2) {
+      const w0 = s - 1;
+      const w1 = e + 1;
+      for (let k = w0; k + 4 <= w1; k++) {
+        let h = SEED_CHAR;
+        for (let q = k; q < k + 4; q++) {
+          h ^= q < s || q >= e ? 32 : t.charCodeAt(q);
+          h = Math.imul(h, 16777619);
+        }
+        sum += weights[(h >>> 0) & mask]!;
+        n++;
+      }
+    }
+    prevStart = s;
+    prevEnd = e;
+  }
+  for (let r = 0; r < RULES.length; r++) {
+    if (rules & (1 << r)) {
+      sum += 4 * weights[fnv(SEED_RULE, RULES[r]![0]) & mask]!;
+      n += 4;
+    }
+  }
+  out[0] = n;
+  return sum;
+}
+
+/** The reference `InjectionModel.score`. */
+export class RefModel {
+  readonly bias: number;
+  readonly weights: Float32Array;
+  readonly #n = new Float64Array(1);
+
+  constructor(file: string) {
+    const m = JSON.parse(readFileSync(file, "utf8")) as InjectionModelFile;
+    this.bias = m.bias;
+    this.weights = new Float32Array(m.buckets);
+    for (let i = 0; i < m.index.length; i++) this.weights[m.index[i]!] = m.weight[i]!;
+  }
+
+  score(text: string): number {
+    const t = refNormalize(text);
+    if (refHardRuleHit(t)) return 1;
+    const hits = refRuleHits(t);
+    let best = 0;
+    for (const [a, b] of refWindows(t)) {
+      const sum = refSumFeatures(t, a, b, refRulesIn(hits, a, b), this.weights, this.#n);
+      const n = this.#n[0]!;
+      if (n === 0) continue;
+      const z = this.bias + sum / Math.sqrt(n);
+      const p = 1 / (1 + Math.exp(-z));
+      if (p > best) best = p;
+    }
+    return best;
+  }
+}
