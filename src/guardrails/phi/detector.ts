@@ -433,7 +433,11 @@ class Detector implements PhiDetector {
           p.re.lastIndex++;
           continue;
         }
-        if (p.valid && !p.valid(m)) continue;
+        if (p.valid && !p.valid(m)) {
+          // a rejected candidate must not swallow the start of the next one ("at 255 Hersnapvej 18")
+          p.re.lastIndex = m.index + 1;
+          continue;
+        }
         if (p.group !== undefined) {
           const g = m[p.group];
           if (!g) continue;
@@ -758,6 +762,15 @@ class Detector implements PhiDetector {
         isName[j] = 1;
       }
     }
+    // a lower-case initial and a dictionary surname ("nsg (d. renna and j. o'brien)"); "e. coli" is not a surname
+    for (let i = 0; i + 1 < n; i++) {
+      const t = toks[i]!;
+      const nx = toks[i + 1]!;
+      if (t.w.length === 1 && isLow(t.w.charCodeAt(0)) && nx.g === ". " && (nx.f & F_LAST) !== 0 && !isCommon(nx) && !NOT_NAMES.has(nx.lower) && /(?:^|[(\n]|(?:and|or|by|with|per|to|nsg|rn|md|dr|,)\s)$/i.test(text.slice(Math.max(0, t.s - 5), t.s))) {
+        isName[i] = 1;
+        isName[i + 1] = 1;
+      }
+    }
     // a speaker label starting a line or sentence ('Zuzana: "Who are you?"')
     for (let i = 0; i < n; i++) {
       const t = toks[i]!;
@@ -771,6 +784,10 @@ class Detector implements PhiDetector {
         if ((((t.f & F_FIRST) !== 0) || isName[i]) && !isCommon(t) && /^\s{1,2}$/.test(gap(t, nx)) && known(nx) && !isCommon(nx) && nx.lower.length > 2) {
           isName[i] = 1;
           isName[i + 1] = 1;
+        } else if (isName[i] && nx.w.length === 1 && i + 2 < n && /^\s$/.test(gap(t, nx)) && /^\.?\s$/.test(gap(nx, toks[i + 2]!)) && (toks[i + 2]!.f & F_COMMON) === 0 && toks[i + 2]!.lower.length > 2) {
+          // "eric g. samoylova": a name, a middle initial and the word after it
+          isName[i + 1] = 1;
+          isName[i + 2] = 1;
         }
       }
     }
