@@ -73,4 +73,21 @@ describe("PHI detector on FHIR JSON", () => {
     expect(out).toContain("Driver's License");
     expect(() => JSON.parse(out)).not.toThrow();
   });
+
+  it("finds names of other countries, lists of people, particles and names before a relation", () => {
+    expect(redactPhiText("Her sons are Radomir, Tomasz and Sunniva.")).toBe("Her sons are [NAME] and [NAME].");
+    expect(redactPhiText("the nurses were kristina, pamela and donna today")).toBe("the nurses were [NAME] and [NAME] today");
+    expect(redactPhiText("Maike ten Brinke will call.")).toBe("[NAME] will call.");
+    expect(redactPhiText("Spoke with BEXLEY ARDWICK (SON) AT 1400.")).toBe("Spoke with [NAME] (SON) AT 1400.");
+    // a clinical imperative that happens to be a name in some locale stays
+    expect(redactPhiText("Cont current vent settings. Cont to monitor.")).toBe("Cont current vent settings. Cont to monitor.");
+  });
+
+  it("finds international and military addresses and hyphen-grouped phone numbers, not ranges", () => {
+    expect(redactPhiText("The title refers to Rua das Flores 1207, a street downtown.")).toBe("The title refers to [ADDRESS], a street downtown.");
+    expect(redactPhiText("She lives at 14 ul. Długa 22 now")).not.toContain("Długa");
+    expect(redactPhiText("His unit mail: USNS Comfort FPO AE 09587.")).toBe("His unit mail: [ADDRESS].");
+    expect(redactPhiText("Reach him on 47-81-36-92 after six")).toBe("Reach him on [PHONE] after six");
+    expect(redactPhiText("SVR 1500-2250 overnight, shift 1900-0700.")).toBe("SVR 1500-2250 overnight, shift 1900-0700.");
+  });
 });
