@@ -62,6 +62,8 @@ export type {
   PipelineEntry,
   FailMode,
   TextInspection,
+  DecisionCacheOptions,
+  DecisionCacheStats,
   GuardrailPolicy,
   LoadPolicyOptions,
   PhiDetector,

@@ -55,6 +55,14 @@ export interface Guardrail {
   readonly name: string;
   /** Stages this guardrail may run at; the policy places it, this only restricts. Default both. */
   readonly stages?: readonly GuardrailStage[];
+  /**
+   * Opt-in to the pipeline's per-session decision cache. Set it to `true` only if `check`'s decision is a pure
+   * function of the text, the stage, the side and `location.kind` / `location.role`: the same for every patient,
+   * principal, method and path, at any time, with no outside state (a model call, a clock, a counter). The pipeline
+   * may then answer an identical text item of the same session from the cache instead of calling `check` (see
+   * `PipelineConfig.decisionCache`). Default false: `check` runs on every item.
+   */
+  readonly cacheable?: boolean;
   check?(text: string, context: TextCheckContext): Decision | Promise<Decision>;
   checkExchange?(view: ExchangeView, context: GuardrailContext): ExchangeDecision | Promise<ExchangeDecision>;
 }

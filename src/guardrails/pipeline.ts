@@ -2,6 +2,7 @@
  * The guardrail pipeline: ordered guardrails per stage, each with a timeout and a failure mode.
  * Implements the {@link GuardrailRunner} seam the server and the client call (DESIGN.md §2).
  */
+import { createHash, hash } from "node:crypto";
 import { performance } from "node:perf_hooks";
 import type { Guardrail, TextCheckContext } from "./guardrail.js";
 import { walkPayload, type Walk } from "./content.js";
@@ -31,10 +32,49 @@ export interface PipelineEntry {
   failMode?: FailMode;
 }
 
+/**
+ * Limits of the per-session decision cache (see {@link PipelineConfig.decisionCache}). Both bound the whole cache,
+ * over all sessions; the least recently used decisions are evicted first.
+ */
+export interface DecisionCacheOptions {
+  /** Most decisions kept (an integer > 0). Default {@link DEFAULT_DECISION_CACHE}.maxEntries (4096). */
+  maxEntries?: number;
+  /**
+   * Most bytes kept (an integer > 0), counted as 2 bytes per UTF-16 unit of each key and of each cached redacted text
+   * or block reason, plus 128 bytes per entry and 32 per redacted entity. A decision larger than this is not cached.
+   * Default {@link DEFAULT_DECISION_CACHE}.maxBytes (8 MiB).
+   */
+  maxBytes?: number;
+}
+
+/** Default limits of the decision cache. */
+export const DEFAULT_DECISION_CACHE: Readonly<Required<DecisionCacheOptions>> = Object.freeze({ maxEntries: 4096, maxBytes: 8 * 1024 * 1024 });
+
 /** Guardrails per stage, in evaluation order. */
 export interface PipelineConfig {
   input?: PipelineEntry[];
   output?: PipelineEntry[];
+  /**
+   * The per-session decision cache: in a sampling conversation every request resends the whole history (and usually
+   * the same system prompt), so the decisions of guardrails that declare `cacheable: true` on text items already seen
+   * in the same session are reused instead of recomputed. Default on, with {@link DEFAULT_DECISION_CACHE}; `false`
+   * turns it off; `true` is the default. See {@link GuardrailPipeline} for what is cached and how it is keyed.
+   */
+  decisionCache?: DecisionCacheOptions | boolean;
+}
+
+/** Counters of the decision cache (for monitoring and benchmarks). */
+export interface DecisionCacheStats {
+  /** Decisions held now. */
+  entries: number;
+  /** Bytes held now, as counted against `maxBytes`. */
+  bytes: number;
+  /** Text items answered from the cache since the pipeline was built. */
+  hits: number;
+  /** Text items of cacheable guardrails checked afresh (within a cache scope) since the pipeline was built. */
+  misses: number;
+  /** Decisions evicted (count or byte limit) since the pipeline was built. */
+  evictions: number;
 }
 
 /** The result of {@link GuardrailPipeline.inspectText}: entities in the offsets of the ORIGINAL text. */
@@ -56,6 +96,94 @@ interface Entry {
 }
 
 class GuardrailTimeout extends Error {}
+
+interface CachedDecision {
+  decision: Decision;
+  bytes: number;
+}
+
+/** A bounded LRU map from cache key to decision (a Map iterates in insertion order: the first entry is the oldest). */
+class DecisionCache {
+  readonly #map = new Map<string, CachedDecision>();
+  readonly #maxEntries: number;
+  readonly #maxBytes: number;
+  #bytes = 0;
+  hits = 0;
+  misses = 0;
+  evictions = 0;
+
+  constructor(options: DecisionCacheOptions) {
+    this.#maxEntries = options.maxEntries ?? DEFAULT_DECISION_CACHE.maxEntries;
+    this.#maxBytes = options.maxBytes ?? DEFAULT_DECISION_CACHE.maxBytes;
+    for (const [k, v] of [["maxEntries", this.#maxEntries], ["maxBytes", this.#maxBytes]] as const) {
+      if (!Number.isSafeInteger(v) || v <= 0) throw new Error(`decisionCache.${k} must be an integer > 0`);
+    }
+  }
+
+  get(key: string): Decision | undefined {
+    const e = this.#map.get(key);
+    if (e === undefined) return undefined;
+    this.#map.delete(key);
+    this.#map.set(key, e);
+    return e.decision;
+  }
+
+  set(key: string, d: Decision): void {
+    let decision: Decision = d;
+    let bytes = 128 + 2 * key.length;
+    if (d.action === "redact") {
+      // a copy: the guardrail keeps its objects
+      decision = { action: "redact", content: d.content, entities: d.entities.map((e) => ({ ...e })) };
+      bytes += 2 * d.content.length + 32 * d.entities.length;
+    } else if (d.action === "block") {
+      decision = { action: "block", reason: d.reason };
+      bytes += 2 * d.reason.length;
+    } else {
+      decision = ALLOW;
+    }
+    if (bytes > this.#maxBytes) return;
+    const old = this.#map.get(key);
+    if (old !== undefined) {
+      this.#map.delete(key);
+      this.#bytes -= old.bytes;
+    }
+    this.#map.set(key, { decision, bytes });
+    this.#bytes += bytes;
+    while (this.#map.size > this.#maxEntries || this.#bytes > this.#maxBytes) {
+      const [k, e] = this.#map.entries().next().value!;
+      this.#map.delete(k);
+      this.#bytes -= e.bytes;
+      this.evictions++;
+    }
+  }
+
+  stats(): DecisionCacheStats {
+    return { entries: this.#map.size, bytes: this.#bytes, hits: this.hits, misses: this.misses, evictions: this.evictions };
+  }
+}
+
+const ALLOW: Decision = Object.freeze({ action: "allow" });
+
+/**
+ * The caller a cache entry belongs to: the transport session and the principal (issuer, tenant, client, subject),
+ * as one unambiguous string; undefined (no caching) when there is neither a session id nor a principal identity.
+ */
+function cacheScope(c: GuardrailContext): string | undefined {
+  const p = c.principal;
+  const ids = [c.sessionId, p?.issuer, p?.tenant, p?.clientId, p?.sub].map((v) => (typeof v === "string" && v !== "" ? v : null));
+  if (ids[0] === null && ids[3] === null && ids[4] === null) return undefined;
+  return JSON.stringify(ids);
+}
+
+/**
+ * SHA-256 of a text item. UTF-8 encodes well-formed text injectively; text with lone surrogates (which UTF-8 would
+ * replace by U+FFFD) is hashed as its UTF-16 code units instead, under a different prefix.
+ */
+function textDigest(text: string): string {
+  return (text as unknown as { isWellFormed(): boolean }).isWellFormed()
+    ? hash("sha256", text, "base64")
+    : "~" + createHash("sha256").update(text, "utf16le").digest("base64");
+}
 
 function isPromise<T>(v: T | Promise<T>): v is Promise<T> {
   return typeof (v as { then?: unknown } | null)?.then === "function";
@@ -101,13 +229,26 @@ interface Region {
  * next guardrail runs (redactions compose); an error or timeout blocks (`guardrail_error`,
  * `guardrail_timeout`) unless the entry's `failMode` is `"open"`, in which case it is recorded and
  * skipped. The input payload is never mutated: a copy is made on the first change.
+ *
+ * Decision cache (on by default, {@link PipelineConfig.decisionCache}): the text decisions of guardrails that declare
+ * `cacheable: true` are kept, keyed by (caller scope, side, stage, guardrail entry, `location.kind`, `location.role`,
+ * SHA-256 of the text), and an identical text item is then answered from the cache instead of calling `check`. The
+ * caller scope is the context's `sessionId` together with its principal (issuer, tenant, client id, subject); without
+ * a session id and a principal identity nothing is cached. The scope is part of the key on purpose: a decision
+ * computed for one caller is never reused for another, so no caller can learn from response times whether another
+ * caller's text was seen. Only decisions of checks that finished without error and within the guardrail's time budget
+ * are cached: allow, redact (the redacted text counts against the byte limit) and block (the same text blocks the
+ * same way); errors and timeouts never are. Structural checks (`checkExchange`) and {@link inspectText} are never
+ * cached. Every guardrail still yields its decision summary; `cached` counts the items answered from the cache.
  */
 export class GuardrailPipeline implements GuardrailRunner {
   readonly #stages: Record<GuardrailStage, Entry[]>;
+  readonly #cache: DecisionCache | undefined;
 
   /**
-   * @param config - guardrails per stage
-   * @throws Error when a guardrail is placed at a stage it does not support, or a timeout is not positive
+   * @param config - guardrails per stage, and the decision cache's limits (or `false` to turn it off)
+   * @throws Error when a guardrail is placed at a stage it does not support, a timeout is not positive, or a
+   *   decision cache limit is not an integer > 0
    */
   constructor(config: PipelineConfig = {}) {
     const build = (stage: GuardrailStage, list: PipelineEntry[] | undefined): Entry[] =>
@@ -123,6 +264,13 @@ export class GuardrailPipeline implements GuardrailRunner {
         return { guardrail: e.guardrail, timeoutMs, failMode: e.failMode ?? "closed" };
       });
     this.#stages = { input: build("input", config.input), output: build("output", config.output) };
+    const dc = config.decisionCache ?? true;
+    this.#cache = dc === false ? undefined : new DecisionCache(dc === true ? {} : dc);
+  }
+
+  /** Counters of the decision cache; undefined when it is turned off. */
+  decisionCacheStats(): DecisionCacheStats | undefined {
+    return this.#cache?.stats();
   }
 
   names(stage: GuardrailStage): string[] {
@@ -135,8 +283,15 @@ export class GuardrailPipeline implements GuardrailRunner {
     let copied = false;
     let changed = false;
     const decisions: GuardrailDecisionSummary[] = [];
+    const cache = this.#cache;
+    // the key prefix of this caller and stage; undefined: nothing is cached in this call
+    const scope = cache === undefined ? undefined : cacheScope(context);
+    // SHA-256 per slot, reused by every cacheable guardrail while the slot's text is unchanged
+    let digests: Array<[string, string] | undefined> = [];
 
-    for (const entry of this.#stages[stage]) {
+    const entries = this.#stages[stage];
+    for (let index = 0; index < entries.length; index++) {
+      const entry = entries[index]!;
       const g = entry.guardrail;
       const start = performance.now();
       // The per-guardrail signal (request signal + this guardrail's timeout) is built only when a guardrail reads
@@ -154,6 +309,9 @@ export class GuardrailPipeline implements GuardrailRunner {
       };
       const entityTypes = new Set<string>();
       let note: string | undefined;
+      // items of this guardrail answered from the cache, and fresh decisions to cache once it has finished cleanly
+      let hits = 0;
+      let fresh: Array<[string, Decision]> | undefined;
       try {
         if (g.checkExchange) {
           let d = g.checkExchange(walk.view, ctx);
@@ -162,26 +320,47 @@ export class GuardrailPipeline implements GuardrailRunner {
           if (d.action === "modify") {
             root.value = d.payload;
             walk = walkPayload(root);
+            digests = [];
             copied = false;
             changed = true;
             for (const c of d.changes) entityTypes.add(c);
           }
         }
         if (g.check) {
+          const keyPrefix = scope !== undefined && g.cacheable === true ? `${scope}|${context.side}|${stage}|${index}|` : undefined;
           for (let i = 0; i < walk.slots.length; i++) {
             const slot = walk.slots[i]!;
             const text = slot.holder[slot.key] as string;
-            const tctx: TextCheckContext = {
-              ...context,
-              stage,
-              location: slot.location,
-              get signal() {
-                return lazySignal();
-              },
-            };
-            let d: Decision | Promise<Decision> = g.check(text, tctx);
-            if (isPromise(d)) d = await withTimeout(d, entry.timeoutMs - (performance.now() - start), controller());
-            if (d.action === "block") return this.#block(root.value as T, decisions, g.name, d.reason);
+            let key: string | undefined;
+            let d: Decision | undefined;
+            if (keyPrefix !== undefined) {
+              let memo = digests[i];
+              if (memo === undefined || memo[0] !== text) digests[i] = memo = [text, textDigest(text)];
+              key = `${keyPrefix}${slot.location.kind}|${JSON.stringify(slot.location.role ?? null)}|${memo[1]}`;
+              d = cache!.get(key);
+              if (d === undefined) cache!.misses++;
+              else {
+                cache!.hits++;
+                hits++;
+              }
+            }
+            if (d === undefined) {
+              const tctx: TextCheckContext = {
+                ...context,
+                stage,
+                location: slot.location,
+                get signal() {
+                  return lazySignal();
+                },
+              };
+              const r = g.check(text, tctx);
+              d = isPromise(r) ? await withTimeout(r, entry.timeoutMs - (performance.now() - start), controller()) : r;
+              if (key !== undefined) (fresh ??= []).push([key, d]);
+            }
+            if (d.action === "block") {
+              if (fresh !== undefined && performance.now() - start <= entry.timeoutMs) for (const [k, v] of fresh) cache!.set(k, v);
+              return this.#block(root.value as T, decisions, g.name, d.reason, hits);
+            }
             if (d.action === "redact" && d.content !== text) {
               if (!copied) {
                 root.value = structuredClone(root.value);
@@ -196,6 +375,8 @@ export class GuardrailPipeline implements GuardrailRunner {
           }
         }
         if (performance.now() - start > entry.timeoutMs) throw new GuardrailTimeout();
+        // finished without error and within its budget: its fresh decisions may be reused
+        if (fresh !== undefined) for (const [k, v] of fresh) cache!.set(k, v);
       } catch (e) {
         const reason = e instanceof GuardrailTimeout ? "guardrail_timeout" : "guardrail_error";
         ac?.abort();
@@ -207,13 +388,14 @@ export class GuardrailPipeline implements GuardrailRunner {
         action: entityTypes.size > 0 ? "redact" : "allow",
         ...(entityTypes.size > 0 ? { entityTypes: [...entityTypes] } : {}),
         ...(note ? { reason: note } : {}),
+        ...(hits > 0 ? { cached: hits } : {}),
       });
     }
     return { action: changed ? "redact" : "allow", payload: root.value as T, decisions };
   }
 
-  #block<T>(payload: T, decisions: GuardrailDecisionSummary[], guardrail: string, reason: string): GuardrailOutcome<T> {
-    decisions.push({ guardrail, action: "block", reason });
+  #block<T>(payload: T, decisions: GuardrailDecisionSummary[], guardrail: string, reason: string, cached = 0): GuardrailOutcome<T> {
+    decisions.push({ guardrail, action: "block", reason, ...(cached > 0 ? { cached } : {}) });
     return { action: "block", payload, decisions, blocked: { guardrail, reason } };
   }
 

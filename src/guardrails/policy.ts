@@ -30,12 +30,27 @@ const EntrySchema = z.strictObject({
   description: z.string().optional(),
 });
 
+/**
+ * The pipeline's per-session decision cache (see `PipelineConfig.decisionCache`): `false` turns it off, `true` (the
+ * default when absent) keeps the default limits, an object sets them.
+ */
+const DecisionCacheSchema = z.union([
+  z.boolean(),
+  z.strictObject({
+    /** Most decisions kept, over all sessions; default 4096. */
+    maxEntries: z.number().int().positive().optional(),
+    /** Most bytes kept (UTF-16 bytes of keys and redacted texts, plus fixed overheads); default 8 MiB. */
+    maxBytes: z.number().int().positive().optional(),
+  }),
+]);
+
 /** Schema of a policy file (version 1). */
 export const GuardrailPolicySchema = z.strictObject({
   version: z.literal(1),
   name: z.string().min(1),
   description: z.string().optional(),
   defaults: z.strictObject({ timeoutMs: TimeoutSchema.optional(), failMode: FailModeSchema.optional() }).optional(),
+  decisionCache: DecisionCacheSchema.optional(),
   stages: z.strictObject({ input: z.array(EntrySchema).optional(), output: z.array(EntrySchema).optional() }),
 });
 export type GuardrailPolicy = z.infer<typeof GuardrailPolicySchema>;
@@ -130,7 +145,11 @@ export function loadGuardrailPolicy(source: string | object, options: LoadPolicy
       const timeoutMs = entry.timeoutMs ?? policy.defaults?.timeoutMs;
       return { guardrail, ...(failMode ? { failMode } : {}), ...(timeoutMs ? { timeoutMs } : {}) };
     });
-  return new GuardrailPipeline({ input: build("input"), output: build("output") });
+  return new GuardrailPipeline({
+    input: build("input"),
+    output: build("output"),
+    ...(policy.decisionCache !== undefined && { decisionCache: policy.decisionCache }),
+  });
 }
 
 let cachedDefault: GuardrailPipeline | undefined;

@@ -40,6 +40,12 @@ export interface GuardrailContext {
   /** The request's patient launch context, if any (FHIR Patient id). */
   patient?: string;
   principal?: Principal;
+  /**
+   * The transport session the request belongs to (MCP `Mcp-Session-Id` over HTTP; the server fills it from the SDK's
+   * `extra.sessionId`), if any. With `principal`, it scopes the pipeline's per-session decision cache: without
+   * either, nothing is cached.
+   */
+  sessionId?: string;
   /** Aborted when the guardrail's timeout expires or the request is cancelled. */
   signal?: AbortSignal;
 }
@@ -52,6 +58,11 @@ export interface GuardrailDecisionSummary {
   entityTypes?: string[];
   /** Reason code for a block (e.g. "prompt_injection", "guardrail_timeout"). */
   reason?: string;
+  /**
+   * Number of text items whose decision came from the pipeline's per-session decision cache instead of a fresh
+   * check (absent when none did). Not part of the audit record.
+   */
+  cached?: number;
 }
 
 /** What running a stage over a payload yields. `payload` has the same shape as the input, redacted where needed. */

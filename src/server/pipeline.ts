@@ -186,6 +186,7 @@ export class RequestPipeline {
         method: ctx.method,
         patient: ctx.patient,
         principal: ctx.principal,
+        ...(ctx.sessionId !== undefined && { sessionId: ctx.sessionId }),
         signal: ctx.signal,
       });
     } catch (cause) {

@@ -42,6 +42,8 @@ export function createInjectionGuardrail(options: InjectionGuardrailOptions = {}
   const roles = p.roles ? new Set(p.roles) : undefined;
   return {
     name,
+    // the decision depends only on the text, location.kind and location.role (a fixed model and threshold)
+    cacheable: true,
     check(text, ctx) {
       if (!kinds.has(ctx.location.kind)) return { action: "allow" };
       if (roles && ctx.location.role !== undefined && !roles.has(ctx.location.role)) return { action: "allow" };
