@@ -5,6 +5,10 @@
  * Each request carries a fresh JSON-RPC id (a counter, set in autocannon's `setupRequest`): one stateful MCP session maps
  * responses by request id, so concurrent requests must not reuse one. (autocannon's own `[<id>]` replacement is not
  * used: it assumes 33-character ids when it computes Content-Length, and sends a wrong length with its shorter ids.)
+ * A body may also carry `[<n>]` placeholders (inside a string, e.g. the request text): each is replaced with the same
+ * counter, so that every request's text differs (the `full-distinct` configuration). The counter runs on across all the
+ * runs of this process (the runner forks one load process for the whole benchmark), warm-up runs included, so no id
+ * and no text is ever sent twice: a server's decision cache keeps texts across runs on the same session.
  */
 import { createRequire } from "node:module";
 import { latencySummary } from "./lib/stats.js";
@@ -13,7 +17,10 @@ import { latencySummary } from "./lib/stats.js";
 export interface LoadSpec {
   url: string;
   headers: Record<string, string>;
-  /** Request body; its one `"[<id>]"` (with the quotes) is replaced with a unique number per request. */
+  /**
+   * Request body; its one `"[<id>]"` (with the quotes) is replaced with a unique number per request, and so is every
+   * `[<n>]` (without quotes, e.g. inside the request text).
+   */
   body: string;
   connections: number;
   /** Measured seconds. */
@@ -55,12 +62,24 @@ type Autocannon = (opts: Record<string, unknown>, done: (err: unknown, result: A
 
 const autocannon = createRequire(import.meta.url)("autocannon") as Autocannon;
 
+/**
+ * The body of request number `n` (1, 2, ...): {@link LoadSpec.body} with its `"[<id>]"` and every `[<n>]` replaced by `n`.
+ * @throws Error when the body has no `"[<id>]"` or more than one
+ */
+export function requestBodies(body: string): (n: number) => string {
+  if (body.split('"[<id>]"').length !== 2) throw new Error('load: body needs exactly one "[<id>]" placeholder');
+  // the body between placeholders, joined with the counter: every placeholder gets the same number
+  const parts = body.split(/"\[<id>\]"|\[<n>\]/);
+  return (n) => parts.join(String(n));
+}
+
+/** The last request number sent by this process (see the module comment). */
+let requestCounter = 0;
+
 /** Runs autocannon once. */
 export async function runLoad(spec: LoadSpec): Promise<LoadResult> {
   const samples: number[] = [];
-  const [head, tail] = spec.body.split('"[<id>]"');
-  if (tail === undefined) throw new Error('load: body has no "[<id>]" placeholder');
-  let id = 0;
+  const bodyOf = requestBodies(spec.body);
   const r = await new Promise<AutocannonResult>((resolve, reject) => {
     const instance = autocannon(
       {
@@ -71,7 +90,7 @@ export async function runLoad(spec: LoadSpec): Promise<LoadResult> {
           {
             method: "POST",
             setupRequest: (req: Record<string, unknown>) => {
-              req["body"] = `${head}${++id}${tail}`;
+              req["body"] = bodyOf(++requestCounter);
               return req;
             },
           },

@@ -1,7 +1,7 @@
 /**
  * CPU profile of one benchmark server under load: where the per-request time goes.
  *
- * Usage: `npx tsx bench/profile.ts [full|bare|baseline|ceiling|bare+auth|...] [--seconds 10] [--connections 10] [--top 30]`
+ * Usage: `npx tsx bench/profile.ts [full|full-distinct|bare|baseline|ceiling|bare+auth|...] [--seconds 10] [--connections 10] [--top 30]`
  *        `npx tsx bench/profile.ts guardrails [--n 2000]`   the default policy's both stages on 4 KB texts, in-process
  *        `npx tsx bench/profile.ts audit [--n 20000]`       FileAuditSink appends with the default durability, in-process
  *
@@ -15,7 +15,7 @@ import { Session } from "node:inspector/promises";
 import os from "node:os";
 import path from "node:path";
 import { FileAuditSink, defaultGuardrails, generateAuditSigningKey, newAuditRecord } from "../src/index.js";
-import { needsToken, type ServerConfig } from "./lib/configs.js";
+import { needsToken, requestText, type ServerConfig } from "./lib/configs.js";
 import { benchKeys, clinicalText, phiText, samplingBody, signAccessToken, toolsCallBody, PATIENT, REPO_ROOT } from "./lib/fixtures.js";
 import { mapProfileToSource } from "./lib/sourcemap.js";
 import { openSession } from "./lib/mcp-http.js";
@@ -209,7 +209,7 @@ async function main(): Promise<void> {
     let headers: Record<string, string> = { "content-type": "application/json" };
     if (config !== "ceiling") headers = (await openSession(server.url, withToken ? { authorization: `Bearer ${token}` } : {})).headers;
     const body = JSON.stringify(
-      config === "ceiling" || config === "baseline" ? toolsCallBody(text, "[<id>]") : samplingBody(text, "[<id>]", withToken ? PATIENT : undefined),
+      config === "ceiling" || config === "baseline" ? toolsCallBody(text, "[<id>]") : samplingBody(requestText(config, text), "[<id>]", withToken ? PATIENT : undefined),
     );
     await runLoadProcess({ url: server.url, headers, body, connections, durationSec: 2 });
     await server.profileStart();

@@ -13,7 +13,7 @@ import os from "node:os";
 import path from "node:path";
 import type { LoadResult } from "./load.js";
 import type { ServerStats } from "./server.js";
-import { LAYER_CONFIGS, needsToken, type ServerConfig } from "./lib/configs.js";
+import { COUNTER_PLACEHOLDER, LAYER_CONFIGS, needsToken, requestText, type ServerConfig } from "./lib/configs.js";
 import { benchKeys, clinicalText, samplingBody, signAccessToken, toolsCallBody, PATIENT, REPO_ROOT } from "./lib/fixtures.js";
 import { openSession, post } from "./lib/mcp-http.js";
 import { BENCH_DIR, ServerProc, runLoadProcess, runScript, stopLoadProcess } from "./lib/procs.js";
@@ -42,7 +42,7 @@ const memSessions = Number(option("sessions") ?? 1000);
 const only = new Set((option("only") ?? "throughput,latency,components,memory,demo").split(","));
 if (rounds < 1 || !Number.isFinite(durationSec) || durationSec <= 0) throw new Error("bad --rounds/--duration");
 
-const THROUGHPUT_CONFIGS: ServerConfig[] = ["ceiling", "baseline", "bare", "full", ...(flag("layers") ? LAYER_CONFIGS : [])];
+const THROUGHPUT_CONFIGS: ServerConfig[] = ["ceiling", "baseline", "bare", "full", "full-distinct", ...(flag("layers") ? LAYER_CONFIGS : [])];
 
 /** One measured autocannon run. */
 export interface ThroughputRun extends LoadResult {
@@ -57,6 +57,9 @@ export interface ThroughputRun extends LoadResult {
    * processes competing for the cores, so its ratios are the steadier estimate of the layers' cost.
    */
   cpuUsPerReq: number;
+  /** Text items the server's guardrails answered from their decision cache / checked afresh during the run. */
+  cacheHits?: number;
+  cacheMisses?: number;
 }
 
 /** Medians over the rounds of one configuration at one connection count. */
@@ -67,6 +70,8 @@ export interface ThroughputSummary {
   p50Ms: Spread;
   p99Ms: Spread;
   cpuUsPerReq: Spread;
+  /** Decision-cache counters of the server's guardrails, summed over the measured runs (configurations with guardrails). */
+  decisionCache?: { hits: number; misses: number };
 }
 
 const log = (s: string) => process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${s}\n`);
@@ -123,12 +128,12 @@ async function prepareTargets(targets: Target[], text: string, token: string, pu
         check = (m) => (m["result"] as { content?: { text?: string } })?.content?.text === text;
       } else {
         // The output stage may redact the echoed text (PHI redaction): any text answer is a success.
-        body = samplingBody(text, "[<id>]", needsToken(config) ? PATIENT : undefined);
+        body = samplingBody(requestText(config, text), "[<id>]", needsToken(config) ? PATIENT : undefined);
         check = (m) => typeof (m["result"] as { content?: { text?: string } })?.content?.text === "string";
       }
     }
     const bodyText = JSON.stringify(body);
-    const probe = await post(server.url, headers, bodyText.replace("[<id>]", "probe-1"));
+    const probe = await post(server.url, headers, bodyText.replace("[<id>]", "probe-1").replaceAll(COUNTER_PLACEHOLDER, "0"));
     if (probe.status !== 200 || !check(probe.message)) {
       throw new Error(`${config}: probe request failed: HTTP ${probe.status} ${JSON.stringify(probe.message).slice(0, 300)}`);
     }
@@ -137,17 +142,30 @@ async function prepareTargets(targets: Target[], text: string, token: string, pu
   }
 }
 
-async function measure(t: Target, connections: number, seconds: number): Promise<{ result: LoadResult; served: number; cpuUsPerReq: number }> {
+interface Measured {
+  result: LoadResult;
+  served: number;
+  cpuUsPerReq: number;
+  cacheHits?: number;
+  cacheMisses?: number;
+}
+
+async function measure(t: Target, connections: number, seconds: number): Promise<Measured> {
   const before: ServerStats = await t.server.stats();
   const result = await runLoadProcess({ url: t.url, headers: t.headers, body: t.body, connections, durationSec: seconds });
   const after: ServerStats = await t.server.stats();
   const served = after.served - before.served;
+  const cache =
+    before.guardrailCache && after.guardrailCache
+      ? { cacheHits: after.guardrailCache.hits - before.guardrailCache.hits, cacheMisses: after.guardrailCache.misses - before.guardrailCache.misses }
+      : {};
+  if (t.config === "full-distinct" && (cache.cacheHits ?? 0) > 0) log(`WARNING full-distinct@${connections}: ${cache.cacheHits} decision-cache hits (the texts must all differ)`);
   const ok = Math.round(result.rps * result.durationSec);
   // Every 2xx must be a real answer: the handler ran once per response (in-flight requests at the end may add a few).
   if (served < ok || served > ok + connections * 2 || result.non2xx > 0 || result.errors > 0) {
     log(`WARNING ${t.config}@${connections}: ${ok} 2xx, handler served ${served}, non2xx ${result.non2xx}, errors ${result.errors}`);
   }
-  return { result, served, cpuUsPerReq: served > 0 ? (after.cpuUs - before.cpuUs) / served : Number.NaN };
+  return { result, served, cpuUsPerReq: served > 0 ? (after.cpuUs - before.cpuUs) / served : Number.NaN, ...cache };
 }
 
 async function throughput(targets: Target[]): Promise<{ runs: ThroughputRun[]; summary: ThroughputSummary[] }> {
@@ -162,11 +180,12 @@ async function throughput(targets: Target[]): Promise<{ runs: ThroughputRun[]; s
       // Rotate the order every round so no configuration always runs first or right after the heaviest one.
       const order = targets.map((_, i) => targets[(i + r) % targets.length]!);
       for (const t of order) {
-        const { result, served, cpuUsPerReq } = await measure(t, connections, durationSec);
-        runs.push({ ...result, config: t.config, round: r + 1, seq: seq++, served, cpuUsPerReq });
+        const { result, served, cpuUsPerReq, cacheHits, cacheMisses } = await measure(t, connections, durationSec);
+        runs.push({ ...result, config: t.config, round: r + 1, seq: seq++, served, cpuUsPerReq, ...(cacheHits !== undefined && { cacheHits, cacheMisses }) });
         log(
-          `round ${r + 1}/${rounds} ${t.config.padEnd(8)} c=${connections}: ${Math.round(result.rps)} rps, ` +
-            `p50 ${result.p50Ms.toFixed(2)} ms, p99 ${result.p99Ms.toFixed(2)} ms, server CPU ${Math.round(cpuUsPerReq)} µs/req`,
+          `round ${r + 1}/${rounds} ${t.config.padEnd(13)} c=${connections}: ${Math.round(result.rps)} rps, ` +
+            `p50 ${result.p50Ms.toFixed(2)} ms, p99 ${result.p99Ms.toFixed(2)} ms, server CPU ${Math.round(cpuUsPerReq)} µs/req` +
+            (cacheHits !== undefined ? `, decision cache ${cacheHits} hits / ${cacheMisses} misses` : ""),
         );
       }
     }
@@ -175,6 +194,7 @@ async function throughput(targets: Target[]): Promise<{ runs: ThroughputRun[]; s
   for (const connections of connectionsList) {
     for (const t of targets) {
       const mine = runs.filter((x) => x.config === t.config && x.connections === connections);
+      const counted = mine.filter((x) => x.cacheHits !== undefined);
       summary.push({
         name: t.config,
         connections,
@@ -182,6 +202,9 @@ async function throughput(targets: Target[]): Promise<{ runs: ThroughputRun[]; s
         p50Ms: spread(mine.map((x) => x.p50Ms)),
         p99Ms: spread(mine.map((x) => x.p99Ms)),
         cpuUsPerReq: spread(mine.map((x) => x.cpuUsPerReq)),
+        ...(counted.length > 0 && {
+          decisionCache: { hits: counted.reduce((a, x) => a + x.cacheHits!, 0), misses: counted.reduce((a, x) => a + (x.cacheMisses ?? 0), 0) },
+        }),
       });
     }
   }
@@ -205,6 +228,7 @@ function ratios(runs: ThroughputRun[], summary: ThroughputSummary[], connections
   const bare = s("bare");
   const ceiling = s("ceiling");
   if (!base || !full || !bare || !ceiling) return undefined;
+  const distinct = s("full-distinct");
   return {
     connections,
     fullVsBaselineRps: round(full.rps.median / base.rps.median),
@@ -215,12 +239,21 @@ function ratios(runs: ThroughputRun[], summary: ThroughputSummary[], connections
     /** Server CPU per request, baseline / full: the throughput ratio a CPU-bound server would reach. */
     fullVsBaselineCpuCapacity: round(base.cpuUsPerReq.median / full.cpuUsPerReq.median),
     bareVsBaselineCpuCapacity: round(base.cpuUsPerReq.median / bare.cpuUsPerReq.median),
+    ...(distinct && {
+      fullDistinctVsBaselineRps: round(distinct.rps.median / base.rps.median),
+      fullDistinctVsBaselineP50: round(distinct.p50Ms.median / base.p50Ms.median),
+      fullDistinctVsBaselineCpuCapacity: round(base.cpuUsPerReq.median / distinct.cpuUsPerReq.median),
+    }),
     paired: {
       fullVsBaselineRps: paired("full", "baseline", "rps"),
       fullVsBaselineP50: paired("full", "baseline", "p50Ms"),
       bareVsBaselineRps: paired("bare", "baseline", "rps"),
       fullVsBaselineCpu: paired("full", "baseline", "cpuUsPerReq"),
       bareVsBaselineCpu: paired("bare", "baseline", "cpuUsPerReq"),
+      ...(distinct && {
+        fullDistinctVsBaselineRps: paired("full-distinct", "baseline", "rps"),
+        fullDistinctVsBaselineP50: paired("full-distinct", "baseline", "p50Ms"),
+      }),
     },
   };
 }
@@ -344,6 +377,7 @@ async function main(): Promise<void> {
             { name: "baseline", url: url("baseline"), kind: "sdk-tool" },
             { name: "bare", url: url("bare"), kind: "hmcp" },
             { name: "full", url: url("full"), kind: "hmcp", token, patient: true, redacts: true },
+            { name: "full-distinct", url: url("full-distinct"), kind: "hmcp", token, patient: true, redacts: true, distinct: true },
           ],
           text.text,
           latencyCalls,
@@ -391,7 +425,10 @@ async function main(): Promise<void> {
     options: { rounds, durationSec, warmupSec, connections: connectionsList, textChars, latencyCalls, memSessions },
     workload: {
       text: { chars: text.text.length, source: text.source },
-      note: "one stateful Streamable HTTP session per server, JSON responses; every request has a unique JSON-RPC id; handlers echo the text",
+      note:
+        "one stateful Streamable HTTP session per server, JSON responses; every request has a unique JSON-RPC id; handlers echo the text; " +
+        "full resends the same text (its guardrail decisions come from the per-session decision cache after the first request), " +
+        "full-distinct prefixes 'Request <counter>. ' so every text is new (no cache hits)",
     },
     throughput: tp,
     ratios: ratiosAll,
@@ -418,7 +455,15 @@ async function main(): Promise<void> {
       cpuUsPerReq: round(s.cpuUsPerReq.median, 1),
     })) ?? [],
     ratios: ratios10
-      ? { fullVsBaselineRps: ratios10.fullVsBaselineRps, fullVsBaselineP50: ratios10.fullVsBaselineP50, bareVsBaselineRps: ratios10.bareVsBaselineRps }
+      ? {
+          fullVsBaselineRps: ratios10.fullVsBaselineRps,
+          fullVsBaselineP50: ratios10.fullVsBaselineP50,
+          bareVsBaselineRps: ratios10.bareVsBaselineRps,
+          ...(ratios10.fullDistinctVsBaselineRps !== undefined && {
+            fullDistinctVsBaselineRps: ratios10.fullDistinctVsBaselineRps,
+            fullDistinctVsBaselineP50: ratios10.fullDistinctVsBaselineP50,
+          }),
+        }
       : {},
     targets: targetsMet,
     results: path.relative(REPO_ROOT, dated),

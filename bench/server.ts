@@ -10,7 +10,9 @@
  * - `bare`      `HMCPServer` via `createHttpApp` answering client → server `sampling/createMessage`; bearer, auth,
  *               guardrails and audit off;
  * - `full`      the same with JWT bearer verification (local ES256 key set), scope and patient-context checks,
- *               `guardrails/default.yaml` input + output, and `FileAuditSink` (default durability) on a temp dir;
+ *               `guardrails/default.yaml` input + output (with its per-session decision cache), and `FileAuditSink`
+ *               (default durability) on a temp dir;
+ * - `full-distinct` the same server as `full`; the runner sends it a different text every request (no cache hits);
  * - `mem-hmcp`  `createHttpApp` with bearer false, default sessions (event store, SSE), for the idle-session figure;
  * - `mem-sdk`   the plain SDK equivalent (one McpServer + transport per session), for reference;
  * - `bare+auth`, `bare+guardrails`, `bare+audit`: one layer of `full` at a time (the runner's `--layers`).
@@ -72,6 +74,8 @@ export interface ServerStats {
   cpuUs: number;
   /** Audit files size in bytes (`full` only). */
   auditBytes?: number;
+  /** The guardrail pipeline's decision cache counters (text items answered from the cache / checked afresh). */
+  guardrailCache?: { hits: number; misses: number };
 }
 
 const INFO = { name: "bench-agent", version: "1.0.0" };
@@ -80,6 +84,7 @@ let served = 0;
 let sessionCount = () => 0;
 let closers: Array<() => Promise<void>> = [];
 let auditDir: string | undefined;
+let guardrailRunner: GuardrailRunner | undefined;
 
 /**
  * Loads the guardrail policy: `loadGuardrailPolicy("guardrails/default.yaml")` from src/guardrails (imported at run
@@ -173,13 +178,15 @@ async function startSdk(): Promise<string> {
   return `${(await listenExpress(app)).url}/mcp`;
 }
 
-async function startHmcp(config: "bare" | "full" | "mem-hmcp" | LayerConfig, spec: ServerSpec): Promise<string> {
+async function startHmcp(config: "bare" | "full" | "full-distinct" | "mem-hmcp" | LayerConfig, spec: ServerSpec): Promise<string> {
   let listening: Listening;
-  const withAuth = config === "full" || config === "bare+auth";
-  const withGuardrails = config === "full" || config === "bare+guardrails";
-  const withAudit = config === "full" || config === "bare+audit";
+  const full = config === "full" || config === "full-distinct";
+  const withAuth = full || config === "bare+auth";
+  const withGuardrails = full || config === "bare+guardrails";
+  const withAudit = full || config === "bare+audit";
   if (withAuth || withGuardrails || withAudit) {
     const guardrails = withGuardrails ? await loadDefaultPolicy() : false;
+    if (guardrails) guardrailRunner = guardrails;
     let sink: FileAuditSink | undefined;
     if (withAudit) {
       auditDir = await mkdtemp(path.join(os.tmpdir(), "hmcp-bench-audit-"));
@@ -223,6 +230,7 @@ async function dirBytes(dir: string): Promise<number> {
 async function stats(config: ServerConfig): Promise<ServerStats> {
   const m = process.memoryUsage();
   const cpu = process.cpuUsage();
+  const cache = (guardrailRunner as { decisionCacheStats?: () => { hits: number; misses: number } | undefined } | undefined)?.decisionCacheStats?.();
   return {
     cpuUs: cpu.user + cpu.system,
     config,
@@ -233,6 +241,7 @@ async function stats(config: ServerConfig): Promise<ServerStats> {
     arrayBuffers: m.arrayBuffers,
     sessions: sessionCount(),
     ...(auditDir !== undefined && { auditBytes: await dirBytes(auditDir) }),
+    ...(cache && { guardrailCache: { hits: cache.hits, misses: cache.misses } }),
   };
 }
 
@@ -250,6 +259,7 @@ async function main(): Promise<void> {
       break;
     case "bare":
     case "full":
+    case "full-distinct":
     case "mem-hmcp":
     case "bare+auth":
     case "bare+guardrails":

@@ -5,11 +5,27 @@
 /** One layer of `full` alone on top of `bare` (`--layers`): where the cost of `full` comes from. */
 export type LayerConfig = "bare+auth" | "bare+guardrails" | "bare+audit";
 
-export type ServerConfig = "ceiling" | "baseline" | "bare" | "full" | "mem-hmcp" | "mem-sdk" | LayerConfig;
+/**
+ * `full-distinct` is the `full` server driven with a different request text every request (the load generator splices
+ * the request counter into the text), so the guardrails' per-session decision cache never answers; `full` resends one
+ * text, so after the first request its cacheable guardrail decisions come from the cache.
+ */
+export type ServerConfig = "ceiling" | "baseline" | "bare" | "full" | "full-distinct" | "mem-hmcp" | "mem-sdk" | LayerConfig;
 
 export const LAYER_CONFIGS: readonly LayerConfig[] = ["bare+auth", "bare+guardrails", "bare+audit"];
 
 /** True for the configurations that need the bench's bearer token and declare its patient. */
 export function needsToken(config: ServerConfig): boolean {
-  return config === "full" || config === "bare+auth";
+  return config === "full" || config === "full-distinct" || config === "bare+auth";
+}
+
+/** Placeholder in a load body's text that the load generator replaces with the request counter (bench/load.ts). */
+export const COUNTER_PLACEHOLDER = "[<n>]";
+
+/**
+ * The request text a configuration sends: for `full-distinct`, `Request <counter>. ` before the text, so every
+ * request's text is new (the prefix was chosen so that the default guardrails find nothing more in it).
+ */
+export function requestText(config: ServerConfig, text: string): string {
+  return config === "full-distinct" ? `Request ${COUNTER_PLACEHOLDER}. ${text}` : text;
 }

@@ -19,6 +19,8 @@ export interface LatencyTarget {
   patient?: boolean;
   /** The output stage may rewrite the answer (PHI redaction): accept any text answer. */
   redacts?: boolean;
+  /** Send `Request <call number>. <text>`: a new text every call, so no guardrail decision comes from a cache. */
+  distinct?: boolean;
 }
 
 export interface LatencyFigure {
@@ -44,9 +46,11 @@ async function connect(t: LatencyTarget, text: string): Promise<Caller> {
     await client.connect({ type: "http", url: t.url });
     const params = { messages: [{ role: "user" as const, content: { type: "text" as const, text } }], maxTokens: 256 };
     const opts = t.patient ? { patient: PATIENT } : {};
+    let n = 0;
     return {
       call: async () => {
-        const r = await client.createMessage(params, opts);
+        const p = t.distinct ? { ...params, messages: [{ role: "user" as const, content: { type: "text" as const, text: `Request ${++n}. ${text}` } }] } : params;
+        const r = await client.createMessage(p, opts);
         if (r.content.type !== "text" || (!t.redacts && r.content.text !== text)) throw new Error(`${t.name}: unexpected answer`);
       },
       close: () => client.close(),

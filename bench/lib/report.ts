@@ -13,7 +13,9 @@ export interface ReportView {
   machine: { node: string; cpus: number; cpuModel: string; platform: string; loadAvgAtStart: number[]; loadAvgAtEnd: number[] };
   options: { rounds: number; durationSec: number; connections: number[]; textChars: number; latencyCalls: number; memSessions: number };
   workload: { text: { chars: number; source: string } };
-  throughput?: { summary: Array<{ name: string; connections: number; rps: Spread; p50Ms: Spread; p99Ms: Spread; cpuUsPerReq: Spread }> };
+  throughput?: {
+    summary: Array<{ name: string; connections: number; rps: Spread; p50Ms: Spread; p99Ms: Spread; cpuUsPerReq: Spread; decisionCache?: { hits: number; misses: number } }>;
+  };
   ratios: Array<
     | {
         connections: number;
@@ -24,7 +26,18 @@ export interface ReportView {
         baselineVsCeilingRps: number;
         fullVsBaselineCpuCapacity: number;
         bareVsBaselineCpuCapacity: number;
-        paired: { fullVsBaselineRps: Spread; fullVsBaselineP50: Spread; bareVsBaselineRps: Spread; fullVsBaselineCpu: Spread; bareVsBaselineCpu: Spread };
+        fullDistinctVsBaselineRps?: number;
+        fullDistinctVsBaselineP50?: number;
+        fullDistinctVsBaselineCpuCapacity?: number;
+        paired: {
+          fullVsBaselineRps: Spread;
+          fullVsBaselineP50: Spread;
+          bareVsBaselineRps: Spread;
+          fullVsBaselineCpu: Spread;
+          bareVsBaselineCpu: Spread;
+          fullDistinctVsBaselineRps?: Spread;
+          fullDistinctVsBaselineP50?: Spread;
+        };
       }
     | undefined
   >;
@@ -64,6 +77,11 @@ export function targetsOf(r: Omit<ReportView, "targets">): Target[] {
   if (r10) {
     out.push({ name: "HMCP full throughput vs baseline (10 conns)", target: ">= 0.90", measured: r10.fullVsBaselineRps.toFixed(3), met: r10.fullVsBaselineRps >= 0.9 });
     out.push({ name: "HMCP full p50 latency vs baseline (10 conns)", target: "<= 1.15", measured: r10.fullVsBaselineP50.toFixed(3), met: r10.fullVsBaselineP50 <= 1.15 });
+    if (r10.fullDistinctVsBaselineRps !== undefined && r10.fullDistinctVsBaselineP50 !== undefined) {
+      const name = "HMCP full-distinct (a new text every request: no decision-cache hits)";
+      out.push({ name: `${name} throughput vs baseline (10 conns)`, target: ">= 0.90", measured: r10.fullDistinctVsBaselineRps.toFixed(3), met: r10.fullDistinctVsBaselineRps >= 0.9 });
+      out.push({ name: `${name} p50 latency vs baseline (10 conns)`, target: "<= 1.15", measured: r10.fullDistinctVsBaselineP50.toFixed(3), met: r10.fullDistinctVsBaselineP50 <= 1.15 });
+    }
     out.push({ name: "HMCP bare throughput vs baseline (10 conns)", target: ">= 0.95", measured: r10.bareVsBaselineRps.toFixed(3), met: r10.bareVsBaselineRps >= 0.95 });
   }
   const direct = r.components?.direct;
@@ -120,16 +138,33 @@ export function renderMarkdown(r: ReportView): string {
       const rel = base ? (s.rps.median / base.rps.median).toFixed(3) : "";
       L.push(`| ${s.name} | ${s.connections} | ${spreadCell(s.rps)} | ${spreadCell(s.p50Ms, 2)} | ${spreadCell(s.p99Ms, 2)} | ${rel} | ${spreadCell(s.cpuUsPerReq)} |`);
     }
+    const cached = r.throughput.summary.filter((x) => x.decisionCache !== undefined);
+    if (cached.length) {
+      L.push(
+        "",
+        "Guardrail decision cache, text items answered from the cache / checked afresh (server counters, all measured runs): " +
+          cached.map((x) => `${x.name}@${x.connections} ${fmt(x.decisionCache!.hits)} / ${fmt(x.decisionCache!.misses)}`).join("; ") +
+          ". `full` resends one text, `full-distinct` a new one every request.",
+      );
+    }
     const rs = r.ratios.filter((x): x is NonNullable<typeof x> => x !== undefined);
     if (rs.length) {
       L.push("", "| ratio | " + rs.map((x) => `${x.connections} conns`).join(" | ") + " |", "| --- | " + rs.map(() => "---").join(" | ") + " |");
       const row = (label: string, f: (x: (typeof rs)[number]) => string) => L.push(`| ${label} | ${rs.map(f).join(" | ")} |`);
       row("full / baseline req/s (paired per round: median, min–max)", (x) => `${x.fullVsBaselineRps.toFixed(3)} (${x.paired.fullVsBaselineRps.min.toFixed(2)}–${x.paired.fullVsBaselineRps.max.toFixed(2)})`);
       row("full / baseline p50", (x) => `${x.fullVsBaselineP50.toFixed(3)} (${x.paired.fullVsBaselineP50.min.toFixed(2)}–${x.paired.fullVsBaselineP50.max.toFixed(2)})`);
+      const pairedCell = (v: number | undefined, p: Spread | undefined) => (v === undefined ? "n/a" : `${v.toFixed(3)}${p ? ` (${p.min.toFixed(2)}–${p.max.toFixed(2)})` : ""}`);
+      if (rs.some((x) => x.fullDistinctVsBaselineRps !== undefined)) {
+        row("full-distinct / baseline req/s (paired per round)", (x) => pairedCell(x.fullDistinctVsBaselineRps, x.paired.fullDistinctVsBaselineRps));
+        row("full-distinct / baseline p50", (x) => pairedCell(x.fullDistinctVsBaselineP50, x.paired.fullDistinctVsBaselineP50));
+      }
       row("bare / baseline req/s", (x) => `${x.bareVsBaselineRps.toFixed(3)} (${x.paired.bareVsBaselineRps.min.toFixed(2)}–${x.paired.bareVsBaselineRps.max.toFixed(2)})`);
       row("bare / baseline p50", (x) => x.bareVsBaselineP50.toFixed(3));
       row("baseline / ceiling req/s", (x) => x.baselineVsCeilingRps.toFixed(3));
       row("CPU capacity full vs baseline (baseline CPU/req ÷ full CPU/req)", (x) => x.fullVsBaselineCpuCapacity.toFixed(3));
+      if (rs.some((x) => x.fullDistinctVsBaselineCpuCapacity !== undefined)) {
+        row("CPU capacity full-distinct vs baseline", (x) => x.fullDistinctVsBaselineCpuCapacity?.toFixed(3) ?? "n/a");
+      }
       row("CPU capacity bare vs baseline", (x) => x.bareVsBaselineCpuCapacity.toFixed(3));
     }
   }
@@ -137,11 +172,12 @@ export function renderMarkdown(r: ReportView): string {
   if (layers.length) {
     L.push("", "**Where the cost of `full` comes from** (one layer at a time on top of `bare`; server CPU is the steadier figure)", "");
     L.push("| layer | connections | req/s vs bare | added server CPU µs/request (vs bare) |", "| --- | --- | --- | --- |");
-    const rows = [...layers, ...(r.throughput?.summary.filter((x) => x.name === "full") ?? [])];
+    const rows = [...layers, ...(r.throughput?.summary.filter((x) => x.name === "full" || x.name === "full-distinct") ?? [])];
+    const label = (name: string) => (name === "full" ? "full (all layers)" : name === "full-distinct" ? "full-distinct (all layers, no cache hits)" : name.slice(5));
     for (const x of rows) {
       const bare = r.throughput!.summary.find((b) => b.name === "bare" && b.connections === x.connections);
       if (!bare) continue;
-      L.push(`| ${x.name === "full" ? "full (all layers)" : x.name.slice(5)} | ${x.connections} | ${(x.rps.median / bare.rps.median).toFixed(3)} | ${fmt(x.cpuUsPerReq.median - bare.cpuUsPerReq.median)} |`);
+      L.push(`| ${label(x.name)} | ${x.connections} | ${(x.rps.median / bare.rps.median).toFixed(3)} | ${fmt(x.cpuUsPerReq.median - bare.cpuUsPerReq.median)} |`);
     }
   }
   if (r.latency) {
