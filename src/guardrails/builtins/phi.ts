@@ -27,6 +27,8 @@ export function createPhiGuardrail(options: PhiGuardrailOptions = {}): Guardrail
   const block = p.action === "block";
   return {
     name,
+    // the decision depends only on the text and location.kind (a fixed detector: entities, action, skipSystemPrompt)
+    cacheable: true,
     check(text, ctx) {
       if (p.skipSystemPrompt && ctx.location.kind === "systemPrompt") return { action: "allow" };
       const r = detector.redact(text);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { createPhiDetector, redactPhi, redactPhiText } from "../../../src/guardrails/index.js";
+import { createPhiDetector, createPhiGuardrail, GuardrailPipeline, redactPhi, redactPhiText } from "../../../src/guardrails/index.js";
 
 describe("PHI detector", () => {
   it("redacts Safe Harbor identifiers with typed placeholders", () => {
@@ -89,5 +89,19 @@ describe("PHI detector on FHIR JSON", () => {
     expect(redactPhiText("His unit mail: USNS Comfort FPO AE 09587.")).toBe("His unit mail: [ADDRESS].");
     expect(redactPhiText("Reach him on 47-81-36-92 after six")).toBe("Reach him on [PHONE] after six");
     expect(redactPhiText("SVR 1500-2250 overnight, shift 1900-0700.")).toBe("SVR 1500-2250 overnight, shift 1900-0700.");
+  });
+
+  it("phi-redaction answers a repeated result of the same session from the decision cache, with the same redaction", async () => {
+    const p = new GuardrailPipeline({ output: [{ guardrail: createPhiGuardrail() }] });
+    const ctx = { stage: "output" as const, side: "server" as const, method: "sampling/createMessage", sessionId: "s1", principal: { clientId: "c", sub: "u", scopes: [] } };
+    const result = { role: "assistant", model: "m", content: { type: "text", text: "Seen by Dr. Sullivan on 03/14/2024." }, stopReason: "endTurn" };
+    const first = await p.evaluate("output", result, ctx);
+    const second = await p.evaluate("output", result, ctx);
+    expect(second.payload).toEqual(first.payload);
+    expect(JSON.stringify(second.payload)).toContain("[NAME]");
+    expect(second.decisions).toEqual([expect.objectContaining({ guardrail: "phi-redaction", action: "redact", cached: 1 })]);
+    // another session is never answered from this one's cache
+    const other = await p.evaluate("output", result, { ...ctx, sessionId: "s2" });
+    expect(other.decisions[0]).not.toHaveProperty("cached");
   });
 });
