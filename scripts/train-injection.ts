@@ -4,7 +4,12 @@
  * Data (../shared/data, development splits only; see each README):
  * - prompt-injections/dev.jsonl (deepset/prompt-injections, Apache-2.0): injection (1) / benign (0);
  * - benign clinical text as extra negatives: mtsamples/dev.jsonl transcriptions (CC0) and
- *   medquad/dev.jsonl questions and answers (CC BY 4.0), cut into the same windows the detector scores.
+ *   medquad/dev.jsonl questions and answers (CC BY 4.0), cut into the same windows the detector scores;
+ * - clinical agent messages written for this project: benign orders, corrections, approvals and questions
+ *   (scripts/data/clinical-agent-messages.txt) as negatives weighted like the deepset benign rows, because
+ *   narrative notes do not teach the model that "OK to write?" or "Ignore the previous lab value" are benign;
+ *   and injections phrased for a clinical agent (scripts/data/clinical-agent-injections.txt) as positives, so
+ *   that those negatives do not teach it that clinical vocabulary is always benign.
  * Model: L2-regularised logistic regression (AdaGrad) over hashed features (src/guardrails/injection/features.ts).
  * The decision threshold and the L2 strength are chosen by 5-fold cross-validation (folds by row hash),
  * so the shipped threshold reflects held-out, not training, performance. Only weights leave this script.
@@ -22,7 +27,7 @@ const dataDir = path.resolve(process.argv[2] ?? path.join(repo, "../shared/data"
 const B = DEFAULT_BUCKETS;
 
 interface Doc {
-  group: "pi" | "clin";
+  group: "pi" | "clin" | "instr";
   text: string;
   /** A hard phrase rule fires: the detector scores 1 whatever the model says. */
   hard: boolean;
@@ -77,7 +82,16 @@ for (const r of jsonl<{ id: string; question: string; answer: string | null; sou
   docs.push({ group: "clin", text: "", hard: hardRuleHit(normalizeForInjection(r.question)), label: 0, fold: f, wins: vectorize(r.question) });
   if (r.answer) docs.push({ group: "clin", text: "", hard: hardRuleHit(normalizeForInjection(r.answer)), label: 0, fold: f, wins: vectorize(r.answer) });
 }
-console.log(`docs: ${docs.length} (pi ${docs.filter((d) => d.group === "pi").length}, clinical ${docs.filter((d) => d.group === "clin").length})`);
+for (const [file, label] of [["clinical-agent-messages.txt", 0], ["clinical-agent-injections.txt", 1]] as const) {
+  for (const line of readFileSync(path.join(repo, "scripts/data", file), "utf8").split("\n")) {
+    const text = line.trim();
+    if (!text || text.startsWith("#")) continue;
+    docs.push({ group: "instr", text, hard: hardRuleHit(normalizeForInjection(text)), label, fold: fold(text), wins: vectorize(text) });
+  }
+}
+console.log(
+  `docs: ${docs.length} (pi ${docs.filter((d) => d.group === "pi").length}, clinical ${docs.filter((d) => d.group === "clin").length}, agent messages ${docs.filter((d) => d.group === "instr").length})`,
+);
 
 const CLIN_WEIGHT = 0.25;
 
@@ -128,7 +142,7 @@ function score(m: { w: Float32Array; bias: number }, d: Doc): number {
 
 // Cross-validation over L2 strengths: held-out scores for every document.
 const l2s = (process.env["HMCP_L2"] ?? "1e-5,3e-5,1e-4").split(",").map(Number);
-let bestChoice: { l2: number; threshold: number; recall: number; fprPi: number; fprClin: number } | undefined;
+let bestChoice: { l2: number; threshold: number; recall: number; recallAgent: number; fprPi: number; fprClin: number; fprAgent: number } | undefined;
 for (const l2 of l2s) {
   const held: Array<{ d: Doc; s: number }> = [];
   for (let f = 0; f < 5; f++) {
@@ -142,18 +156,23 @@ for (const l2 of l2s) {
     const th = Number(process.env["HMCP_TRAIN_DEBUG"]);
     for (const h of held) if (h.d.group === "pi" && (h.s >= th) !== (h.d.label === 1)) console.log(h.d.label ? "FN" : "FP", h.s.toFixed(2), JSON.stringify(h.d.text.slice(0, 160)));
   }
-  const pos = held.filter((h) => h.d.label === 1);
+  // the target is recall on the public injection set; the clinical-agent positives are reported beside it
+  const pos = held.filter((h) => h.d.group === "pi" && h.d.label === 1);
+  const posAgent = held.filter((h) => h.d.group === "instr" && h.d.label === 1);
   const negPi = held.filter((h) => h.d.group === "pi" && h.d.label === 0);
   const negClin = held.filter((h) => h.d.group === "clin");
+  const negAgent = held.filter((h) => h.d.group === "instr" && h.d.label === 0);
   for (const th of [0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.7]) {
     const recall = pos.filter((h) => h.s >= th).length / pos.length;
     const fprPi = negPi.filter((h) => h.s >= th).length / negPi.length;
     const fprClin = negClin.filter((h) => h.s >= th).length / negClin.length;
-    console.log(`l2=${l2} th=${th} cv recall=${recall.toFixed(3)} fprPi=${fprPi.toFixed(3)} fprClin=${fprClin.toFixed(4)}`);
+    const fprAgent = negAgent.filter((h) => h.s >= th).length / negAgent.length;
+    const recallAgent = posAgent.filter((h) => h.s >= th).length / posAgent.length;
+    console.log(`l2=${l2} th=${th} cv recall=${recall.toFixed(3)} recallAgent=${recallAgent.toFixed(3)} fprPi=${fprPi.toFixed(3)} fprClin=${fprClin.toFixed(4)} fprAgent=${fprAgent.toFixed(3)}`);
     // targets: recall >= 0.90, FPR <= 0.10 (deepset benign) and <= 0.02 (clinical); keep a margin on FPR
     if (fprPi <= 0.09 && fprClin <= 0.01) {
       const better = !bestChoice || recall > bestChoice.recall + 1e-9 || (Math.abs(recall - bestChoice.recall) < 1e-9 && fprPi < bestChoice.fprPi);
-      if (better) bestChoice = { l2, threshold: th, recall, fprPi, fprClin };
+      if (better) bestChoice = { l2, threshold: th, recall, recallAgent, fprPi, fprClin, fprAgent };
     }
   }
 }
@@ -179,9 +198,20 @@ const out = {
   weight,
   meta: {
     trainedBy: "scripts/train-injection.ts",
-    data: ["prompt-injections/dev.jsonl (Apache-2.0)", "mtsamples/dev.jsonl (CC0)", "medquad/dev.jsonl (CC BY 4.0)"],
+    data: [
+      "prompt-injections/dev.jsonl (Apache-2.0)",
+      "mtsamples/dev.jsonl (CC0)",
+      "medquad/dev.jsonl (CC BY 4.0)",
+      "scripts/data/clinical-agent-messages.txt and clinical-agent-injections.txt (this project)",
+    ],
     l2: bestChoice.l2,
-    crossValidated: { recall: bestChoice.recall, fprPromptInjectionBenign: bestChoice.fprPi, fprClinical: bestChoice.fprClin },
+    crossValidated: {
+      recall: bestChoice.recall,
+      recallClinicalAgentInjections: bestChoice.recallAgent,
+      fprPromptInjectionBenign: bestChoice.fprPi,
+      fprClinical: bestChoice.fprClin,
+      fprClinicalAgentMessages: bestChoice.fprAgent,
+    },
   },
 };
 writeFileSync(path.join(repo, "guardrails/data/injection-model.json"), JSON.stringify(out) + "\n");

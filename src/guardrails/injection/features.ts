@@ -54,7 +54,8 @@ export const HARD_RULES: readonly RegExp[] = [
   /^you are (?:the |a |an |three )/,
   /\b(?:role-?play(?:ing)?(?: as)?|play(?:ing)? the (?:leading |main )?roles?|stay (?:fully )?in (?:their|your|his|her) roles?|(?:are|as) (?:two |excellent )?actors?\b|act in a (?:film|movie))/,
   /^(?:state|say|write|schreibe|sage|behaupte) (?:that|dass)\b/,
-  /(?:^|\s)(?:instruction|order|befehl|anweisung)\s?:\s?\w/,
+  // ("order:" is left out: "New order: acetaminophen 650 mg" is everyday clinical language)
+  /(?:^|\s)(?:instruction|befehl|anweisung)\s?:\s?\w/,
   /\b(?:untrue|unwahre|false|falsche) (?:headline|überschrift)\b/,
 ];
 
@@ -97,7 +98,7 @@ export const HARD_RULE_GATES: readonly Gate[] = [
   null,
   [[" role play", " roleplay", " play the ", " playing the ", " stay in ", " stay fully in ", " actor ", " actors ", " act in a "]],
   null,
-  [[" instruction ", " order ", " befehl ", " anweisung "]],
+  [[" instruction ", " befehl ", " anweisung "]],
   [[" untrue ", " unwahre ", " false ", " falsche "], [" headline ", " überschrift "]],
 ];
 
