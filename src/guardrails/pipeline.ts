@@ -97,6 +97,11 @@ interface Entry {
 
 class GuardrailTimeout extends Error {}
 
+/** A flat copy of `s` that references no other string (no rope or slice of the original). */
+function flatCopy(s: string): string {
+  return Buffer.from(s, "utf16le").toString("utf16le");
+}
+
 interface CachedDecision {
   decision: Decision;
   bytes: number;
@@ -132,9 +137,11 @@ class DecisionCache {
     let decision: Decision = d;
     let bytes = 128 + 2 * key.length;
     if (d.action === "redact") {
-      // a copy: the guardrail keeps its objects
-      decision = { action: "redact", content: d.content, entities: d.entities.map((e) => ({ ...e })) };
-      bytes += 2 * d.content.length + 32 * d.entities.length;
+      // A copy: the guardrail keeps its objects. The content is copied flat: a string built by concatenating
+      // slices of the checked text can keep that (unredacted) text reachable for as long as the entry lives.
+      decision = { action: "redact", content: flatCopy(d.content), entities: d.entities.map((e) => ({ ...e })) };
+      // ~80 bytes per entity object (header, four fields, the replacement string shared)
+      bytes += 2 * d.content.length + 80 * d.entities.length;
     } else if (d.action === "block") {
       decision = { action: "block", reason: d.reason };
       bytes += 2 * d.reason.length;

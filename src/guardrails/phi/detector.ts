@@ -4,8 +4,9 @@
  * dates more specific than the year, ages over 89, phone and fax numbers, e-mail, SSN, medical record,
  * account, licence and other identifying numbers, URLs and IP addresses.
  *
- * Deterministic and local: precompiled linear-time regular expressions plus a name dictionary
- * (guardrails/data/phi-lexicon.json: US Census name lists, see scripts/build-phi-lexicon.ts).
+ * Deterministic and local: precompiled regular expressions with bounded quantifiers (linear in the input
+ * length) plus a name dictionary (guardrails/data/phi-lexicon.json: US Census name lists, the person-name
+ * lists of @faker-js/faker's locales, a gazetteer and common clinical words; see scripts/build-phi-lexicon.ts).
  * Replacements keep the entity type: `[NAME]`, `[DATE]`, `[PHONE]` ...
  *
  * Non-guarantees: it is a recall-oriented detector, not a proof of de-identification; a year alone is
@@ -54,7 +55,10 @@ export interface PhiDetectorOptions {
   entities?: readonly PhiEntityType[];
   /** Extra names (e.g. the patient's and care team's, from the FHIR record) to always treat as names. */
   names?: readonly string[];
-  /** Path of a lexicon JSON (`{first, last, ambiguous, common}` arrays of lower-case words); default the shipped one. */
+  /**
+   * Path of a lexicon JSON (`{first, last, intl, ambiguous, common, cities}` arrays of lower-case words; missing arrays
+   * count as empty); default the shipped one.
+   */
   lexiconFile?: string;
 }
 
@@ -161,7 +165,7 @@ const VENT_AFTER = /^\s?(?:bi-?pap|cpap|peep|ps\b|psv|fio2|\/\d|\d{0,3}%)/i;
 const US_STATES =
   "alabama|alaska|arizona|arkansas|california|colorado|connecticut|delaware|florida|georgia|hawaii|idaho|illinois|indiana|iowa|kansas|kentucky|louisiana|maine|maryland|massachusetts|michigan|minnesota|mississippi|missouri|montana|nebraska|nevada|new hampshire|new jersey|new mexico|new york|north carolina|north dakota|ohio|oklahoma|oregon|pennsylvania|rhode island|south carolina|south dakota|tennessee|texas|utah|vermont|virginia|washington|west virginia|wisconsin|wyoming";
 const STREET_WORD_SUFFIX =
-  /(?:tie|katu|kuja|polku|vej|gade|straße|strasse|str\.|weg|gasse|laan|straat|plein|vägen|gatan|veien|gata|utca|ulica|ul\.|rue|calle|avenida|rua|via|viale|piazza|street|road|avenue|tee|maantee|puiestee)$/i;
+  /(?:tie|katu|kuja|polku|vej|gade|straße|strasse|str\.|weg|gasse|laan|straat|plein|vägen|gatan|veien|gata|utca|ulica|ul\.|rue|calle|avenida|rua|via|viale|piazza|street|road|avenue|maantee|puiestee)$/i;
 // Gates: cheap scans that start on a literal character, so the costlier pattern runs only when it can match.
 const IPV6_GATE = /:[0-9A-Fa-f]{1,4}:[0-9A-Fa-f]{1,4}:/;
 const MILITARY_GATE = /[OoPp]\s{1,2}[Aa][AaEePp]\s{1,2}\d{5}/;
@@ -205,8 +209,13 @@ const PATTERNS: Pattern[] = [
     re: /(?<![\w/.-])\d{2,5}(?:-\d{2,7}){1,4}(?![\w/]|[.-]\d)/g,
     valid: (m) => {
       const groups = m[0].split("-");
-      // two short groups are a range ("1900-0700", "1500-2250"), not a number
-      return m[0].replace(/\D/g, "").length >= 8 && (groups.length >= 3 || groups.some((g) => g.length >= 6)) && !/^(?:\d{4}-\d{1,2}-\d{1,2}|\d{1,2}-\d{1,2}-\d{2,4})$/.test(m[0]);
+      if (m[0].replace(/\D/g, "").length < 8 || /^(?:\d{4}-\d{1,2}-\d{1,2}|\d{1,2}-\d{1,2}-\d{2,4})$/.test(m[0])) return false;
+      // groups of 3-4 digits are ranges and series ("1900-0700", "0700-1500-2300", "100-110-120", DRG 291-292-293)
+      if (groups.every((g) => g.length >= 3 && g.length <= 4)) return false;
+      // two groups: only a long subscriber number ("0961-7596216")
+      if (groups.length === 2 && !groups.some((g) => g.length >= 6)) return false;
+      // product, lot and code numbers ("NDC 0093-7180-56", "Lot 12-3456-78", FHIR "code": "...")
+      return !/(?:ndc|lot|batch|serial|drg|cpt|icd|code|sku|model|part)\W{0,4}$|"code"\s{0,4}:\s{0,4}"$/i.test(m.input.slice(Math.max(0, m.index - 16), m.index));
     },
   },
   // Dates more specific than the year.
@@ -252,7 +261,8 @@ const PATTERNS: Pattern[] = [
     type: "ADDRESS",
     re: /(?<![\p{L}\d-])(?:\d{1,6}\s{1,2})?([\p{L}][\p{L}.-]{1,30})\s{1,2}\d{1,5}[A-Za-z]?\b/gu,
     gate: (t) => STREET_NUMBER_GATE.test(t),
-    valid: (m) => STREET_WORD_SUFFIX.test(m[1]!),
+    // English "via" ("access via 2 PIVs") is not a street; "Via Roma 12" is caught by the street-type-first pattern
+    valid: (m) => STREET_WORD_SUFFIX.test(m[1]!) && m[1]!.toLowerCase() !== "via",
   },
   { type: "ADDRESS", re: /\b(?:apt\.?|apartment|suite|ste\.?|unit|room|rm\.?|box|psc|p\.?\s?o\.?\s?box)\s{0,2}#?\s?\d{1,6}[A-Z]?\b/gi },
   { type: "ADDRESS", re: /\b(?:APO|FPO|DPO)\s{1,2}(?:AA|AE|AP)\s{1,2}\d{5}\b/g },
@@ -262,7 +272,8 @@ const PATTERNS: Pattern[] = [
   {
     // street type first, then the street's name and the house number ("Rua João Pessoa 1636", "C/ Señores Curas 88", "ul. Północna 73")
     type: "ADDRESS",
-    re: /(?<![\p{L}\d])(?:[Rr]ua|[Rr]úa|[Rr]ue|[Vv]iale|[Cc]alle|C\/|[Aa]venida|[Aa]vda\.|[Aa]v\.|[Uu]l\.|[Uu]lica|[Ss]trada|[Pp]iazza|[Pp]raça|[Ll]argo|[Tt]ravessa|[Ee]strada|[Cc]arrer|[Pp]aseo|[Pp]laza|[Cc]amino|[Aa]leja|[Tt]rg)\s{1,2}(?:(?:[\p{Lu}][\p{Ll}][\p{L}'’.-]*|de|do|da|dos|das|del|di|la|le|des|du)\s{1,2}){1,4}\d{1,5}[A-Za-z]?\b\.?/gu,
+    re: /(?<![\p{L}\d])(?:[Rr]ua|[Rr]úa|[Rr]ue|[Vv]iale|[Cc]alle|[Aa]venida|[Aa]vda\.|[Uu]l\.|[Uu]lica|[Ss]trada|[Pp]iazza|[Pp]raça|[Ll]argo|[Tt]ravessa|[Ee]strada|[Cc]arrer|[Pp]aseo|[Pp]laza|[Cc]amino|[Aa]leja|[Tt]rg)\s{1,2}(?:(?:[\p{Lu}][\p{Ll}][\p{L}'’.-]*|de|do|da|dos|das|del|di|la|le|des|du)\s{1,2}){1,4}\d{1,5}[A-Za-z]?\b(?![.,]\d)(?:\.(?!\d))?/gu,
+    valid: (m) => !NOT_ADDR_AFTER_NUM.test(m.input.slice(m.index + m[0].length).trimStart()),
   },
   // ZIP codes: after a state code or a ZIP label, or a standalone 5-digit number.
   { type: "ZIP", re: /\b(?:zip(?:\s?code)?|postal\s?code|postcode)\s?(?:is\s)?:?\s{0,2}([A-Z0-9]{2,5}(?:[ -][A-Z0-9]{2,4})?)\b/gi, group: 1 },
@@ -319,6 +330,13 @@ const UNIT_ACRONYMS = new Set([
 /** Word endings of drug names and clinical verbs, which are not ward names ("propofol 20", "captopril 25"). */
 const DRUG_LIKE = /(?:ol|il|ine|ide|ate|pam|lam|pril|sartan|mab|cin|zole|one|ium|fen|ize|use|ert|ive)$/;
 const WARD_PREV = new Set(["to", "from", "on", "at", "in", "transfer", "or", "and"]);
+/** Roles, not names: a speaker label or the person before "(daughter)" may be one of these. */
+const ROLE_WORDS = new Set([
+  "interpreter", "translator", "caregiver", "chaplain", "resident", "surrogate", "hcp", "poa", "sw", "pcp", "attending", "fellow", "intern",
+  "nurse", "doctor", "physician", "therapist", "pharmacist", "social", "worker", "patient", "pt", "family", "guardian", "proxy", "case", "manager",
+  "updated", "spoke", "met", "call", "called", "with", "per", "visitor", "friend", "student", "provider", "clinician", "staff", "team", "user", "bot",
+  "agent", "assistant", "system", "doula", "midwife", "coach", "aide", "tech", "technician", "dietitian", "dietician", "counselor", "psychologist",
+]);
 /** Lower-case particles inside personal names ("van de Noort", "ten Pas", "da Silva"). */
 const NAME_PARTICLES = new Set(["van", "de", "der", "den", "ten", "ter", "von", "da", "di", "du", "dos", "das", "del", "della", "le", "la", "bin", "ibn", "al"]);
 /** Verbs that follow a person as the subject of a sentence ("Sunniva is very reliable"). */
@@ -427,15 +445,22 @@ class Detector implements PhiDetector {
     for (const p of PATTERNS) {
       if (!types.has(p.type) || (p.gate && !p.gate(text))) continue;
       p.re.lastIndex = 0;
+      let lastRejected = -1;
       let m: RegExpExecArray | null;
       while ((m = p.re.exec(text)) !== null) {
         if (m[0].length === 0) {
-          p.re.lastIndex++;
+          p.re.lastIndex = m.index + ((text.codePointAt(m.index) ?? 0) > 0xffff ? 2 : 1);
           continue;
         }
         if (p.valid && !p.valid(m)) {
-          // a rejected candidate must not swallow the start of the next one ("at 255 Hersnapvej 18")
-          p.re.lastIndex = m.index + 1;
+          // A rejected candidate must not swallow the start of the next one ("at 255 Hersnapvej 18"): resume one
+          // code point after its start. (With the u flag V8 moves a lastIndex inside a surrogate pair back to the
+          // pair's start, so stepping one UTF-16 unit past an astral letter would find the same candidate forever.)
+          const next = m.index + ((text.codePointAt(m.index) ?? 0) > 0xffff ? 2 : 1);
+          p.re.lastIndex = next;
+          // the scan must always move forward (the guard also covers engines that snap differently)
+          if (next <= lastRejected) break;
+          lastRejected = next;
           continue;
         }
         if (p.group !== undefined) {
@@ -461,14 +486,16 @@ class Detector implements PhiDetector {
   redact(text: string): PhiRedaction {
     const entities = this.detect(text);
     if (entities.length === 0) return { text, entities };
-    let out = "";
+    // joined into one flat string: a concatenation of slices would keep the unredacted input reachable
+    // for as long as the redacted text lives (e.g. in the guardrail decision cache)
+    const parts: string[] = [];
     let at = 0;
     for (const e of entities) {
-      out += text.slice(at, e.start) + e.replacement;
+      parts.push(text.slice(at, e.start), e.replacement);
       at = e.end;
     }
-    out += text.slice(at);
-    return { text: out, entities };
+    parts.push(text.slice(at));
+    return { text: parts.join(""), entities };
   }
 
   /** A street line followed by short lines (city, region, country + postcode) is one address. */
@@ -510,6 +537,8 @@ class Detector implements PhiDetector {
     }
     const n = toks.length;
     const isName = new Uint8Array(n);
+    /** Named only by a weak cue ("her X", "X was"): such a word is not spread to its other mentions. */
+    const weak = new Uint8Array(n);
     // per-token answers are memoised (0 unknown, 1 false, 2 true): the passes below ask the same questions many times
     const knownM = new Uint8Array(n);
     const commonM = new Uint8Array(n);
@@ -572,11 +601,13 @@ class Detector implements PhiDetector {
       }
       if (i > 0 && CUE_WORDS.has(toks[i - 1]!.lower) && /^[\s,:?]{1,8}$/.test(gap(toks[i - 1]!, t)) && isTitleCase(t.w) && !((t.f & F_COMMON) !== 0) && !((t.f & F_AMBIGUOUS) !== 0) && !NOT_NAMES.has(t.lower)) {
         isName[i] = 1;
+        weak[i] = 1;
         continue;
       }
       // 2c. a capitalised unknown word followed by a person verb ("Timotea lives on", "Vinka: What")
       if (((isTitleCase(t.w) && !((t.f & F_COMMON) !== 0) && !((t.f & F_AMBIGUOUS) !== 0)) || ((t.w === t.lower || isUpper(t.w)) && ((t.f & F_FIRST) !== 0) && !NOT_NAMES.has(t.lower))) && !NOT_NAMES.has(t.lower) && POST_CUE.test(text.slice(t.e, t.e + 16).toLowerCase())) {
         isName[i] = 1;
+        weak[i] = 1;
         continue;
       }
       // 2d. a line of two or three capitalised words (a letter head or signature: "Satu Elomo")
@@ -758,7 +789,7 @@ class Detector implements PhiDetector {
       for (let j = i; j >= 0 && i - j < 3; j--) {
         const tj = toks[j]!;
         if (j < i && !/^\s{1,2}$/.test(gap(tj, toks[j + 1]!))) break;
-        if (!(isNameCase(tj.w) || isUpper(tj.w)) || ((tj.f & F_COMMON) !== 0) || NOT_NAMES.has(tj.lower) || UNIT_ACRONYMS.has(tj.lower) || tj.w.length < 2) break;
+        if (!(isNameCase(tj.w) || isUpper(tj.w)) || ((tj.f & F_COMMON) !== 0) || NOT_NAMES.has(tj.lower) || UNIT_ACRONYMS.has(tj.lower) || ROLE_WORDS.has(tj.lower) || RELATIONS.has(tj.lower) || tj.w.length < 3) break;
         isName[j] = 1;
       }
     }
@@ -774,7 +805,7 @@ class Detector implements PhiDetector {
     // a speaker label starting a line or sentence ('Zuzana: "Who are you?"')
     for (let i = 0; i < n; i++) {
       const t = toks[i]!;
-      if (!isName[i] && isTitleCase(t.w) && !((t.f & F_COMMON) !== 0) && !NOT_NAMES.has(t.lower) && sentenceStart(i) && /^:\s?["“]/.test(text.slice(t.e, t.e + 3))) isName[i] = 1;
+      if (!isName[i] && isTitleCase(t.w) && !((t.f & F_COMMON) !== 0) && !NOT_NAMES.has(t.lower) && !ROLE_WORDS.has(t.lower) && !RELATIONS.has(t.lower) && !TITLES.has(t.lower) && sentenceStart(i) && /^:\s?["“]/.test(text.slice(t.e, t.e + 3))) isName[i] = 1;
     }
     // all-lower-case text (case says nothing): a first name and the word after it ("olga krylova", "leone mazzi")
     if (!/\p{Lu}/u.test(text)) {
@@ -796,9 +827,17 @@ class Detector implements PhiDetector {
     const lowerText = !/\p{Lu}/u.test(text);
     for (let i = 0; i < n; i++) {
       const t = toks[i]!;
-      if (isName[i] && t.w.length > 2 && (isNameCase(t.w) || lowerText) && !isCommon(t) && !UNIT_ACRONYMS.has(t.lower) && !CREDENTIALS.has(t.lower)) seen.add(t.w);
+      // only names found by a strong cue, a dictionary name, or a capitalised word with letters outside ASCII:
+      // a drug brand caught by a weak cue ("her Eliquis") must not spread to every dosing order
+      const evidence = !weak[i] || known(t) || (isNameCase(t.w) && NON_ASCII.test(t.w));
+      if (isName[i] && evidence && t.w.length > 2 && (isNameCase(t.w) || lowerText) && !isCommon(t) && !UNIT_ACRONYMS.has(t.lower) && !CREDENTIALS.has(t.lower)) seen.add(t.w);
     }
-    if (seen.size > 0) for (let i = 0; i < n; i++) if (!isName[i] && seen.has(toks[i]!.w) && !sentenceStart(i)) isName[i] = 1;
+    if (seen.size > 0) {
+      for (let i = 0; i < n; i++) {
+        const t = toks[i]!;
+        if (!isName[i] && seen.has(t.w) && !sentenceStart(i) && !/^\s{0,2}\d/.test(text.slice(t.e, t.e + 3))) isName[i] = 1;
+      }
+    }
     if (this.#types.has("NAME")) {
       for (let i = 0; i < n; i++) if (isName[i]) found.push({ s: toks[i]!.s, e: toks[i]!.e, type: "NAME" });
     }
@@ -887,9 +926,9 @@ const ADDR_TRIGGER =
 const ADDR_NUM_START = /(?<![\w.,/:+-])\d{1,6}(?:\s\d{1,6})?\s(?=[\p{Lu}]|(?:ul|rue|rua|rúa|avenida|avda|calle|via|viale|str|út|utca|ulica|strada|aleja|trg)\b)/gu;
 const ADDR_TOKEN =
   /(?:[ \t]{0,4}|,[ \t]{0,4}|\n[ \t>?]{0,6}|\n,[ \t]{0,4})(?:[\p{Lu}][\p{L}\p{M}'’.-]*|\d{1,6}[A-Za-z]?(?:-\d{1,4})?|(?:apt|apartment|suite|ste|unit|box|postbox|p\.o\.|po)\b\.?|(?:and|de|du|del|dei|der|van|von|u|ul|str|st|la|le|do|da|di|dos|das|y|of|the|corner|street|road|avenue|lane|drive|place|square|terrace|way|court)\b\.?|\((?:[\p{Lu}][\p{L}]*)\)|[\p{Ll}][\p{L}\p{M}'’-]{0,30}\.?)/uy;
-const ADDR_SUFFIX = /^(?:út|ul|avda|aleja|tee|põik|iela|gatve|street|st|avenue|ave|road|rd|boulevard|blvd|lane|ln|drive|dr|court|ct|way|place|pl|terrace|sq|square|squares|loop|pass|club|union|strasse|straße|str|vej|katu|kuja|tie|rua|rue|via|vicolo|calle|gate|gata|gatan|vegen|veien|terrasse|trg|kapu|útja|utca|ulica|avenida|rúa|praia|plaza|piazza|allee|gasse|weg|laan|straat)\.?$/i;
+const ADDR_SUFFIX = /^(?:út|ul|avda|aleja|põik|iela|gatve|street|st|avenue|ave|road|rd|boulevard|blvd|lane|ln|drive|dr|court|ct|way|place|pl|terrace|sq|square|squares|loop|pass|club|union|strasse|straße|str|vej|katu|kuja|tie|rua|rue|via|vicolo|calle|gate|gata|gatan|vegen|veien|terrasse|trg|kapu|útja|utca|ulica|avenida|rúa|praia|plaza|piazza|allee|gasse|weg|laan|straat)\.?$/i;
 const UNIT_WORD = /^(?:apt|apartment|suite|ste|unit|box|postbox|p\.o\.|po)\.?$/i;
-const NOT_ADDR_AFTER_NUM = /^(?:%|(?:mg|ml|mcg|cc|kg|g|units?|hours?|hrs?|days?|weeks?|months?|years?|times|x|min|mins|minutes|am|pm|percent|liters?|l)\b)/i;
+const NOT_ADDR_AFTER_NUM = /^(?:%|(?:mg|ml|mcg|cc|kg|g|units?|hours?|hrs?|days?|weeks?|months?|years?|times|x|min|mins|minutes|am|pm|percent|liters?|l|views?|ago|overnight|doses?|tabs?|tablets?|puffs?|drops?|beats?|bpm|breaths?|mmhg)\b)/i;
 
 /** Share of upper-case letters among the first 2,000 letters (clinical notes are often all caps). */
 function upperShare(text: string): number {
@@ -907,6 +946,8 @@ function upperShare(text: string): number {
 
 function scanAddresses(text: string, found: Array<{ s: number; e: number; type: PhiEntityType }>, common: WordSet): void {
   const upperText = upperShare(text) > 0.5;
+  // Estonian "tee" (road) only in lower case: upper-case "TEE" is a transesophageal echo
+  const isSuffix = (tok: string) => ADDR_SUFFIX.test(tok) || tok === "tee";
   const tryRun = (start: number, triggered: boolean): number => {
     ADDR_TOKEN.lastIndex = start;
     let end = start;
@@ -929,23 +970,23 @@ function scanAddresses(text: string, found: Array<{ s: number; e: number; type: 
         nums++;
         if (NOT_ADDR_AFTER_NUM.test(text.slice(ADDR_TOKEN.lastIndex).trimStart())) break;
       } else if (/^[\p{Lu}]/u.test(tok)) {
-        if (upperText && !ADDR_SUFFIX.test(tok) && !UNIT_WORD.test(tok)) {
+        if (upperText && !isSuffix(tok) && !UNIT_WORD.test(tok)) {
           if (common.has(tok.toLowerCase().replace(/[.'’]+$/, ""))) break;
         }
         const core = tok.replace(/[.'’-]+$/, "");
         // street words are capitalised words; an all-capital acronym (PEEP, PSV) counts only in all-capital text
-        if ((core.length >= 3 && !common.has(core.toLowerCase()) && (upperText || !isUpper(core))) || ADDR_SUFFIX.test(tok)) caps++;
-        if (ADDR_SUFFIX.test(tok)) suffix = true;
+        if ((core.length >= 3 && !common.has(core.toLowerCase()) && (upperText || !isUpper(core))) || isSuffix(tok)) caps++;
+        if (isSuffix(tok)) suffix = true;
       }
       if (UNIT_WORD.test(tok)) unit = true;
-      if (ADDR_SUFFIX.test(tok)) suffix = true;
-      if (/^[\p{Ll}]/u.test(tok) && !UNIT_WORD.test(tok) && !ADDR_SUFFIX.test(tok) && !/^(?:and|de|du|del|dei|der|van|von|u|ul|str|st|la|le|do|da|di|dos|das|y|of|the|corner|na)\.?$/.test(tok)) {
+      if (isSuffix(tok)) suffix = true;
+      if (/^[\p{Ll}]/u.test(tok) && !UNIT_WORD.test(tok) && !isSuffix(tok) && !/^(?:and|de|du|del|dei|der|van|von|u|ul|str|st|la|le|do|da|di|dos|das|y|of|the|corner|na)\.?$/.test(tok)) {
         // a lower-case word: part of an address only in lower-case addresses ("3911 fourth avenue suite 112 calgary")
         if (lower === 0) {
           endBeforeLower = end;
           statsBeforeLower = { caps, nums, suffix, unit };
         }
-        if (common.has(tok.toLowerCase().replace(/[.'’]+$/, "")) && !ADDR_SUFFIX.test(tok)) {
+        if (common.has(tok.toLowerCase().replace(/[.'’]+$/, "")) && !isSuffix(tok)) {
           if (lower > 0 || !suffix) break;
         }
         lower++;
@@ -953,12 +994,12 @@ function scanAddresses(text: string, found: Array<{ s: number; e: number; type: 
       }
       count++;
       // a sentence ends at a word with a full stop that is not an abbreviation of the address
-      if (tok.endsWith(".") && tok.length > 3 && !UNIT_WORD.test(tok) && !ADDR_SUFFIX.test(tok) && /^\s/.test(text.slice(ADDR_TOKEN.lastIndex, ADDR_TOKEN.lastIndex + 1))) {
+      if (tok.endsWith(".") && tok.length > 3 && !UNIT_WORD.test(tok) && !isSuffix(tok) && /^\s/.test(text.slice(ADDR_TOKEN.lastIndex, ADDR_TOKEN.lastIndex + 1))) {
         if (/^[\p{Lu}\d(]/u.test(tok)) end = ADDR_TOKEN.lastIndex - 1;
         break;
       }
       // do not end on a connector word
-      if (/^[\p{Lu}\d(]/u.test(tok) || UNIT_WORD.test(tok) || ADDR_SUFFIX.test(tok) || (lower > 0 && /^[\p{Ll}]/u.test(tok) && !/^(?:and|de|of|the|na|y)$/.test(tok))) end = ADDR_TOKEN.lastIndex;
+      if (/^[\p{Lu}\d(]/u.test(tok) || UNIT_WORD.test(tok) || isSuffix(tok) || (lower > 0 && /^[\p{Ll}]/u.test(tok) && !/^(?:and|de|of|the|na|y)$/.test(tok))) end = ADDR_TOKEN.lastIndex;
     }
     if (end <= start) return start;
     if (lower > 0 && !(suffix && nums >= 1 && (nums >= 2 || unit || triggered))) {
@@ -1000,7 +1041,7 @@ function scanAddresses(text: string, found: Array<{ s: number; e: number; type: 
     if (e > s) {
       const corner = /corner of\s{1,6}$/i.exec(m[0]);
       // "the corner of X and Y" is the address, article included
-      const the = corner && /\bthe\s$/i.test(text.slice(Math.max(0, m.index - 4), m.index)) ? 4 : 0;
+      const the = corner && /(?:^|[^\p{L}\d])the\s$/iu.test(text.slice(Math.max(0, m.index - 5), m.index)) ? 4 : 0;
       found.push({ s: corner ? m.index - the : s, e, type: "ADDRESS" });
     }
   }

@@ -104,4 +104,26 @@ describe("PHI detector on FHIR JSON", () => {
     const other = await p.evaluate("output", result, { ...ctx, sessionId: "s2" });
     expect(other.decisions[0]).not.toHaveProperty("cached");
   });
+
+  it("terminates on letters outside the BMP next to a rejected candidate (a lastIndex inside a surrogate pair)", () => {
+    // each of these froze the process before the scan stepped by code points
+    expect(redactPhiText("Access via 2 PIVs. 𝐇𝐑 88")).toBe("Access via 2 PIVs. 𝐇𝐑 88");
+    expect(redactPhiText("患者 𠮷田 3 and 𐐀𐐁 5 road 1")).toContain("𠮷田");
+  });
+
+  it("keeps clinical text the new rules must not touch", () => {
+    const keep = [
+      "Will restart Eliquis 5 mg BID; hold Eliquis 48h",
+      "Shifts 0700-1500-2300, HR trending 100-110-120, DRG 291-292-293",
+      "NDC 0093-7180-56, Lot 12-3456-78",
+      '{"code":"0093-7180-56"}',
+      "C/ Spine 3 views negative. Av. Temp 37.2 overnight.",
+      "PT HAD 1 TEE AND 2 TTE STUDIES",
+      'Interpreter: "she agrees with the plan"',
+      "Spoke with HCP (daughter). Updated HCP (husband).",
+    ];
+    for (const t of keep) expect(redactPhiText(t), t).toBe(t);
+    // a brand caught by a weak cue is not spread to the dosing orders
+    expect(redactPhiText("She ran out of her Eliquis last week. Will restart Eliquis 5 mg BID.")).toContain("restart Eliquis 5 mg");
+  });
 });
