@@ -1,3 +1,4 @@
+import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { createPhiDetector, createPhiGuardrail, GuardrailPipeline, redactPhi, redactPhiText } from "../../../src/guardrails/index.js";
 
@@ -125,5 +126,28 @@ describe("PHI detector on FHIR JSON", () => {
     for (const t of keep) expect(redactPhiText(t), t).toBe(t);
     // a brand caught by a weak cue is not spread to the dosing orders
     expect(redactPhiText("She ran out of her Eliquis last week. Will restart Eliquis 5 mg BID.")).toContain("restart Eliquis 5 mg");
+  });
+
+  // (a regression of the surrogate-pair loop shows as this test hanging: the scan is synchronous)
+  it("terminates with sorted, non-overlapping, in-bounds entities on arbitrary text (astral letters, address and phone shapes)", () => {
+    const det = createPhiDetector();
+    const piece = fc.oneof(
+      fc.constantFrom("via 2 ", "road 1 ", "Rua ", "ul. ", "12-34-56-78 ", "0700-1500 ", "Dr. ", "(daughter) ", "the corner of ", "FPO AE 09587 ", ", ", " and ", "\n"),
+      fc.string({ unit: "grapheme", maxLength: 12 }),
+      fc.constantFrom("𝐇𝐑", "𠮷田", "𐐀", "Zoë", "Smith", "SMITH", "88", "2024-01-02"),
+    );
+    fc.assert(
+      fc.property(fc.array(piece, { maxLength: 40 }).map((xs) => xs.join(" ")), (text) => {
+        const es = det.detect(text);
+        let end = 0;
+        for (const e of es) {
+          expect(e.start).toBeGreaterThanOrEqual(end);
+          expect(e.end).toBeGreaterThan(e.start);
+          expect(e.end).toBeLessThanOrEqual(text.length);
+          end = e.end;
+        }
+      }),
+      { numRuns: 1500, seed: 7 },
+    );
   });
 });
