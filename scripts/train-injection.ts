@@ -3,8 +3,10 @@
  *
  * Data (../shared/data, development splits only; see each README):
  * - prompt-injections/dev.jsonl (deepset/prompt-injections, Apache-2.0): injection (1) / benign (0);
- * - benign clinical text as extra negatives: mtsamples/dev.jsonl transcriptions (CC0) and
- *   medquad/dev.jsonl questions and answers (CC BY 4.0), cut into the same windows the detector scores;
+ * - benign clinical text as extra negatives: mtsamples/dev.jsonl transcriptions (CC0),
+ *   medquad/dev.jsonl questions and answers (CC BY 4.0), and FHIR JSON (each encounter of the Synthea
+ *   development bundles in synthea/bundles, Apache-2.0, as a collection Bundle), cut into the same windows
+ *   the detector scores;
  * - clinical agent messages written for this project: benign orders, corrections, approvals and questions
  *   (scripts/data/clinical-agent-messages.txt) as negatives weighted like the deepset benign rows, because
  *   narrative notes do not teach the model that "OK to write?" or "Ignore the previous lab value" are benign;
@@ -17,7 +19,7 @@
  * Run: npx tsx scripts/train-injection.ts [dataDir]
  */
 import { createHash } from "node:crypto";
-import { readFileSync, writeFileSync } from "node:fs";
+import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { DEFAULT_BUCKETS, forEachFeature, hardRuleHit, normalizeForInjection, ruleHits, rulesIn, windows } from "../src/guardrails/injection/features.js";
@@ -81,6 +83,21 @@ for (const r of jsonl<{ id: string; question: string; answer: string | null; sou
   const f = fold(r.source_file);
   docs.push({ group: "clin", text: "", hard: hardRuleHit(normalizeForInjection(r.question)), label: 0, fold: f, wins: vectorize(r.question) });
   if (r.answer) docs.push({ group: "clin", text: "", hard: hardRuleHit(normalizeForInjection(r.answer)), label: 0, fold: f, wins: vectorize(r.answer) });
+}
+// FHIR JSON, the traffic an HMCP agent carries most: each encounter of the Synthea development bundles with the
+// resources that reference it, as the demo's orchestrator sends it (a collection Bundle); folds by patient file
+for (const f of readdirSync(path.join(dataDir, "synthea/bundles")).filter((x) => x.endsWith(".json")).sort()) {
+  const bundle = JSON.parse(readFileSync(path.join(dataDir, "synthea/bundles", f), "utf8")) as { entry: Array<{ fullUrl: string; resource: Record<string, unknown> }> };
+  const byEncounter = new Map<string, Array<{ fullUrl: string; resource: unknown }>>();
+  for (const e of bundle.entry) {
+    const r = e.resource;
+    const enc = r["resourceType"] === "Encounter" ? e.fullUrl : (r["encounter"] as { reference?: string } | undefined)?.reference;
+    if (enc) byEncounter.set(enc, [...(byEncounter.get(enc) ?? []), { fullUrl: e.fullUrl, resource: r }]);
+  }
+  for (const entry of byEncounter.values()) {
+    const text = JSON.stringify({ resourceType: "Bundle", type: "collection", entry });
+    docs.push({ group: "clin", text: "", hard: hardRuleHit(normalizeForInjection(text)), label: 0, fold: fold(f), wins: vectorize(text) });
+  }
 }
 for (const [file, label] of [["clinical-agent-messages.txt", 0], ["clinical-agent-injections.txt", 1]] as const) {
   for (const line of readFileSync(path.join(repo, "scripts/data", file), "utf8").split("\n")) {
@@ -202,6 +219,7 @@ const out = {
       "prompt-injections/dev.jsonl (Apache-2.0)",
       "mtsamples/dev.jsonl (CC0)",
       "medquad/dev.jsonl (CC BY 4.0)",
+      "synthea/bundles (Apache-2.0)",
       "scripts/data/clinical-agent-messages.txt and clinical-agent-injections.txt (this project)",
     ],
     l2: bestChoice.l2,
