@@ -41,11 +41,18 @@ export interface DecisionCacheOptions {
   maxEntries?: number;
   /**
    * Most bytes kept (an integer > 0), counted as 2 bytes per UTF-16 unit of each key and of each cached redacted text
-   * or block reason, plus 128 bytes per entry and 32 per redacted entity. A decision larger than this is not cached.
-   * Default {@link DEFAULT_DECISION_CACHE}.maxBytes (8 MiB).
+   * or block reason, plus 128 bytes per entry and 80 per redacted entity. A decision larger than a caller's share
+   * (below) is not cached. Default {@link DEFAULT_DECISION_CACHE}.maxBytes (8 MiB).
    */
   maxBytes?: number;
 }
+
+/**
+ * Share of each limit one caller (one cache scope: session and principal) may hold, so that one caller cannot evict
+ * everyone else's entries: 1/8 of `maxEntries` and of `maxBytes` (512 entries, 1 MiB by default: a 100-message
+ * conversation checked by two cacheable guardrails fits).
+ */
+export const DECISION_CACHE_CALLER_SHARE = 1 / 8;
 
 /** Default limits of the decision cache. */
 export const DEFAULT_DECISION_CACHE: Readonly<Required<DecisionCacheOptions>> = Object.freeze({ maxEntries: 4096, maxBytes: 8 * 1024 * 1024 });
@@ -105,6 +112,13 @@ function flatCopy(s: string): string {
 interface CachedDecision {
   decision: Decision;
   bytes: number;
+  scope: string;
+}
+
+/** One caller's entries (keys in least-recently-used-first order) and their total size. */
+interface ScopeUsage {
+  keys: Set<string>;
+  bytes: number;
 }
 
 /** A bounded LRU map from cache key to decision (a Map iterates in insertion order: the first entry is the oldest). */
@@ -112,6 +126,9 @@ class DecisionCache {
   readonly #map = new Map<string, CachedDecision>();
   readonly #maxEntries: number;
   readonly #maxBytes: number;
+  readonly #scopeEntries: number;
+  readonly #scopeBytes: number;
+  readonly #scopes = new Map<string, ScopeUsage>();
   #bytes = 0;
   hits = 0;
   misses = 0;
@@ -123,6 +140,8 @@ class DecisionCache {
     for (const [k, v] of [["maxEntries", this.#maxEntries], ["maxBytes", this.#maxBytes]] as const) {
       if (!Number.isSafeInteger(v) || v <= 0) throw new Error(`decisionCache.${k} must be an integer > 0`);
     }
+    this.#scopeEntries = Math.max(1, Math.floor(this.#maxEntries * DECISION_CACHE_CALLER_SHARE));
+    this.#scopeBytes = Math.max(1, Math.floor(this.#maxBytes * DECISION_CACHE_CALLER_SHARE));
   }
 
   get(key: string): Decision | undefined {
@@ -130,10 +149,24 @@ class DecisionCache {
     if (e === undefined) return undefined;
     this.#map.delete(key);
     this.#map.set(key, e);
+    const keys = this.#scopes.get(e.scope)!.keys;
+    keys.delete(key);
+    keys.add(key);
     return e.decision;
   }
 
-  set(key: string, d: Decision): void {
+  #evict(key: string): void {
+    const e = this.#map.get(key)!;
+    this.#map.delete(key);
+    this.#bytes -= e.bytes;
+    const u = this.#scopes.get(e.scope)!;
+    u.keys.delete(key);
+    u.bytes -= e.bytes;
+    if (u.keys.size === 0) this.#scopes.delete(e.scope);
+  }
+
+  /** Caches `d` under `key` for the caller `scope` (the key starts with it). */
+  set(key: string, d: Decision, scope: string): void {
     let decision: Decision = d;
     let bytes = 128 + 2 * key.length;
     if (d.action === "redact") {
@@ -148,18 +181,21 @@ class DecisionCache {
     } else {
       decision = ALLOW;
     }
-    if (bytes > this.#maxBytes) return;
-    const old = this.#map.get(key);
-    if (old !== undefined) {
-      this.#map.delete(key);
-      this.#bytes -= old.bytes;
-    }
-    this.#map.set(key, { decision, bytes });
+    if (bytes > this.#scopeBytes) return;
+    if (this.#map.has(key)) this.#evict(key);
+    this.#map.set(key, { decision, bytes, scope });
     this.#bytes += bytes;
+    let u = this.#scopes.get(scope);
+    if (u === undefined) this.#scopes.set(scope, (u = { keys: new Set(), bytes: 0 }));
+    u.keys.add(key);
+    u.bytes += bytes;
+    // this caller's share first (its own least recently used entries), then the whole cache's limits
+    while (u.keys.size > this.#scopeEntries || u.bytes > this.#scopeBytes) {
+      this.#evict(u.keys.values().next().value!);
+      this.evictions++;
+    }
     while (this.#map.size > this.#maxEntries || this.#bytes > this.#maxBytes) {
-      const [k, e] = this.#map.entries().next().value!;
-      this.#map.delete(k);
-      this.#bytes -= e.bytes;
+      this.#evict(this.#map.keys().next().value!);
       this.evictions++;
     }
   }
@@ -365,7 +401,7 @@ export class GuardrailPipeline implements GuardrailRunner {
               if (key !== undefined) (fresh ??= []).push([key, d]);
             }
             if (d.action === "block") {
-              if (fresh !== undefined && performance.now() - start <= entry.timeoutMs) for (const [k, v] of fresh) cache!.set(k, v);
+              if (fresh !== undefined && performance.now() - start <= entry.timeoutMs) for (const [k, v] of fresh) cache!.set(k, v, scope!);
               return this.#block(root.value as T, decisions, g.name, d.reason, hits);
             }
             if (d.action === "redact" && d.content !== text) {
@@ -383,7 +419,7 @@ export class GuardrailPipeline implements GuardrailRunner {
         }
         if (performance.now() - start > entry.timeoutMs) throw new GuardrailTimeout();
         // finished without error and within its budget: its fresh decisions may be reused
-        if (fresh !== undefined) for (const [k, v] of fresh) cache!.set(k, v);
+        if (fresh !== undefined) for (const [k, v] of fresh) cache!.set(k, v, scope!);
       } catch (e) {
         const reason = e instanceof GuardrailTimeout ? "guardrail_timeout" : "guardrail_error";
         ac?.abort();

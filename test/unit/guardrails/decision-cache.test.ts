@@ -160,9 +160,9 @@ describe("decision cache", () => {
     expect(syncSeen.length).toBe(2);
   });
 
-  it("evicts the least recently used decision beyond maxEntries", async () => {
+  it("evicts a caller's least recently used decision beyond its share of maxEntries (1/8)", async () => {
     const { guardrail, seen } = spy();
-    const p = pipeline({ guardrail }, { maxEntries: 2 });
+    const p = pipeline({ guardrail }, { maxEntries: 16 }); // 2 per caller
     for (const t of ["a", "b", "a", "c"]) await p.evaluate("input", t, session("s1"));
     // "a" was used after "b", so "b" went when "c" came
     expect(seen).toEqual(["a", "b", "c"]);
@@ -172,14 +172,37 @@ describe("decision cache", () => {
     expect(p.decisionCacheStats()).toMatchObject({ entries: 2, evictions: 2 });
   });
 
-  it("evicts by maxBytes, counting redacted text, and skips a decision larger than the limit", async () => {
+  it("evicts the least recently used decision of any caller beyond maxEntries", async () => {
+    const { guardrail, seen } = spy();
+    const p = pipeline({ guardrail }, { maxEntries: 2 });
+    await p.evaluate("input", "a", session("s1"));
+    await p.evaluate("input", "b", session("s2"));
+    await p.evaluate("input", "c", session("s3"));
+    expect(p.decisionCacheStats()).toMatchObject({ entries: 2, evictions: 1 });
+    await p.evaluate("input", "c", session("s3"));
+    await p.evaluate("input", "a", session("s1"));
+    expect(seen).toEqual(["a", "b", "c", "a"]);
+  });
+
+  it("keeps one caller from evicting another's entries", async () => {
+    const { guardrail, seen } = spy();
+    const p = pipeline({ guardrail }, { maxEntries: 80 }); // 10 per caller
+    await p.evaluate("input", "mine", session("quiet"));
+    for (let i = 0; i < 200; i++) await p.evaluate("input", `noise ${i}`, session("noisy"));
+    seen.length = 0;
+    await p.evaluate("input", "mine", session("quiet"));
+    expect(seen).toEqual([]);
+    expect(p.decisionCacheStats()!.entries).toBe(11);
+  });
+
+  it("evicts by a caller's share of maxBytes, counting redacted text, and skips a decision larger than the share", async () => {
     const { guardrail, seen } = spy((t) => (t.startsWith("big") ? { action: "redact", content: "x".repeat(5000), entities: [] } : { action: "allow" }));
     const probe = pipeline({ guardrail });
     await probe.evaluate("input", "t1", session("s1"));
     const perEntry = probe.decisionCacheStats()!.bytes;
     seen.length = 0;
-    // room for two small decisions, not three
-    const p = pipeline({ guardrail }, { maxBytes: perEntry * 2 + perEntry / 2 });
+    // a caller's share (1/8) has room for two small decisions, not three
+    const p = pipeline({ guardrail }, { maxBytes: 8 * (perEntry * 2 + perEntry / 2) });
     for (const t of ["t1", "t2", "t3", "t1"]) await p.evaluate("input", t, session("s1"));
     expect(seen).toEqual(["t1", "t2", "t3", "t1"]);
     expect(p.decisionCacheStats()).toMatchObject({ entries: 2, bytes: perEntry * 2 });
