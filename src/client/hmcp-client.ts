@@ -3,6 +3,7 @@
  * `sampling/createMessage`, answers the sampling and elicitation requests a server sends back mid-request, and
  * attaches an OAuth access token from a token provider to every HTTP request.
  */
+import { randomUUID } from "node:crypto";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport, type StdioServerParameters } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
@@ -93,6 +94,11 @@ export class HMCPClient {
   /** The underlying SDK client, for tools, resources and prompts. */
   readonly sdk: Client;
   readonly #options: HMCPClientOptions;
+  /**
+   * The guardrail decision cache's caller scope on this side: one client talks to one server, so one random id per
+   * client instance (never shared between instances, so no instance can time another's cache).
+   */
+  readonly #guardScope = randomUUID();
 
   constructor(clientInfo: Implementation, options: HMCPClientOptions = {}) {
     this.#options = { ...options };
@@ -199,7 +205,7 @@ export class HMCPClient {
     let outcome;
     try {
       const patient = this.#options.patient;
-      outcome = await g.evaluate(stage, payload, { stage, side: "client", method, signal, ...(patient !== undefined && { patient }) });
+      outcome = await g.evaluate(stage, payload, { stage, side: "client", method, signal, sessionId: this.#guardScope, ...(patient !== undefined && { patient }) });
     } catch (cause) {
       throw new HMCPError(HMCPErrorCode.GuardrailBlocked, "Blocked by guardrail", { reason: "guardrail_error", guardrail: "pipeline" }, { cause });
     }

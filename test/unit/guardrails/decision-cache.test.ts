@@ -297,3 +297,36 @@ describe("decision cache on the server", () => {
     expect(seen).toEqual(["repeated question", "repeated question"]);
   });
 });
+
+describe("decision cache on the client", () => {
+  it("answers a server's repeated back-request from the cache, separately for each client", async () => {
+    const { guardrail, seen } = spy();
+    const connect = async () => {
+      const [a, b] = InMemoryTransport.createLinkedPair();
+      const s = new HMCPServer({ name: "asks-back", version: "1" }, { auth: false, guardrails: false });
+      s.sampling(async (_req, ctx) => {
+        // the agent asks its caller's model the same question twice
+        for (let i = 0; i < 2; i++) await ctx.sample({ messages: [{ role: "user", content: { type: "text", text: "summarise the visit" } }], maxTokens: 50 });
+        return { content: { type: "text", text: "ok" } };
+      });
+      await s.connect(b);
+      const client = new HMCPClient({ name: "c", version: "1" }, { guardrails: new GuardrailPipeline({ input: [{ guardrail }] }) });
+      client.onSampling(() => ({ role: "assistant", model: "m", content: { type: "text", text: "a summary" } }));
+      await client.connect({ type: "transport", transport: a });
+      return { client, close: async () => (await client.close(), await s.close()) };
+    };
+    const one = await connect();
+    const two = await connect();
+    try {
+      await one.client.ask("go");
+      expect(seen).toEqual(["summarise the visit"]);
+      // another client instance is another caller: checked afresh
+      await two.client.ask("go");
+      expect(seen).toEqual(["summarise the visit", "summarise the visit"]);
+    } finally {
+      await one.close();
+      await two.close();
+    }
+  });
+});
+
