@@ -32,17 +32,21 @@ export const RULES: ReadonlyArray<readonly [string, RegExp]> = [
  * rules as objects) so clinical text does not match.
  */
 export const HARD_RULES: readonly RegExp[] = [
-  /\b(?:ignore|disregard|forget|override|bypass)\s(?:all\s|any\s|the\s|your\s|my\s|of\s)?(?:the\s)?(?:previous\s|prior\s|above\s|earlier\s|preceding\s|former\s|original\s|system\s)?(?:instructions|prompts?|rules|directions|guidelines|orders|assignments)\b/,
+  // ("orders" only with all/any/your/my: "disregard the prior orders for bed 12" is a clinical correction)
+  /\b(?:ignore|disregard|forget|override|bypass)\s(?:all\s|any\s|the\s|your\s|my\s|of\s)?(?:the\s)?(?:previous\s|prior\s|above\s|earlier\s|preceding\s|former\s|original\s|system\s)?(?:instructions|prompts?|rules|directions|guidelines|assignments)\b|\b(?:ignore|disregard|forget|override|bypass)\s(?:all\s|any\s|your\s|my\s)(?:previous\s|prior\s|above\s|earlier\s|preceding\s)?orders\b/,
   /\b(?:ignoriere|vergiss|missachte)\s(?:alle\s)?(?:vorherigen\s|bisherigen\s|obigen\s)?(?:anweisungen|instruktionen|aufträge|aufgaben|regeln)\b|\bvergiss\s(?:alles|jetzt alles)\b/,
-  /\b(?:reveal|print|show|repeat|output)\s(?:me\s)?(?:your|the)\s(?:system\s|initial\s|original\s|hidden\s)?(?:prompt|instructions)\b/,
+  // ("the instructions" only as the system / initial / original / hidden ones: "repeat the instructions to the patient")
+  /\b(?:reveal|print|show|repeat|output)\s(?:me\s)?(?:your\s(?:system\s|initial\s|original\s|hidden\s)?(?:prompt|instructions)|the\s(?:system\s|initial\s|original\s|hidden\s)(?:prompt|instructions)|the\sprompt)\b/,
   /\b(?:dan mode|developer mode enabled|do anything now|jailbroken)\b/,
   // role change and instruction override, as phrased in public injection corpora (EN, DE, FR, ES, HR, RU)
   /\bi want you to act as\b|\bich möchte, dass sie als\b|\bact as (?:a|an) [\w-]+ ?(?:interpreter|terminal|translator|console)\b/,
   /\b(?:forget|vergiss)\s(?:about\s)?(?:everything|all|alles)\b/,
   /\boubliez?\s(?:toutes?\s)?(?:les\s)?instructions\b|\bolvid[ae]\s(?:todo|todas\s(?:las\s)?instrucciones)\b|\bzaboravi\ssve\b|забудьте\sвсе|\babweichend\szu\s(?:den\s)?vorherigen\b/,
   /\b(?:ignore|igmre|ignoriere)\s(?:what|everything|alles|was)\s(?:i|ich)\s/,
-  /\b(?:now you are|you are now|jetzt bist du|du bist jetzt|nun bist du)\b/,
-  /\b(?:pretend (?:you|to be)|imagine you are|stell dir vor,? du bist|tu so als)\b/,
+  // (not a duty or a state: "you are now covering bed 12", "now you are cleared to start heparin")
+  /\b(?:now you are|you are now|jetzt bist du|du bist jetzt|nun bist du)\b(?!\s(?:covering|on call|in charge|responsible|assigned|caring|cleared|scheduled|due|logged|connected|able|ready))/,
+  // (not an explanation: "pretend you are explaining this to a 10-year-old")
+  /\b(?:pretend (?:that )?you(?:'re| are) (?!\w+ing\b)|pretend (?:that )?you (?:can|could|have|were)\b|pretend to be\b|imagine you are\b|stell dir vor,? du bist\b|tu so als\b)/,
   /\b(?:new tasks?|neue aufgaben?|neue anweisungen|new instructions)\s(?:follow|folgen)\b|\bnow (?:comes?|follows?) (?:a )?new\b|\bnun folgen\b/,
   /\b(?:attention|achtung)\s?-\s?(?:stop|stopp)\b/,
   /\b(?:say|sage|sag|include)\b.{0,25}\b(?:hate|hasse)\b/,
@@ -55,7 +59,8 @@ export const HARD_RULES: readonly RegExp[] = [
   /\b(?:role-?play(?:ing)?(?: as)?|play(?:ing)? the (?:leading |main )?roles?|stay (?:fully )?in (?:their|your|his|her) roles?|(?:are|as) (?:two |excellent )?actors?\b|act in a (?:film|movie))/,
   /^(?:state|say|write|schreibe|sage|behaupte) (?:that|dass)\b/,
   // ("order:" is left out: "New order: acetaminophen 650 mg" is everyday clinical language)
-  /(?:^|\s)(?:instruction|befehl|anweisung)\s?:\s?\w/,
+  // (a label starting a sentence, not "Discharge instruction: keep the wound dry")
+  /(?:^|[.!?\n]\s{0,3})(?:instruction|befehl|anweisung)\s?:\s?\w/,
   /\b(?:untrue|unwahre|false|falsche) (?:headline|überschrift)\b/,
 ];
 
@@ -86,7 +91,7 @@ export const HARD_RULE_GATES: readonly Gate[] = [
   [[" oublie", " olvid", " zaboravi sve ", "забудьте", " abweichend zu "]],
   [[" ignore ", " igmre ", " ignoriere "], [" what ", " everything ", " alles ", " was "]],
   [[" now you are ", " you are now ", " jetzt bist du ", " du bist jetzt ", " nun bist du "]],
-  [[" pretend you ", " pretend to be ", " imagine you are ", " stell dir vor", " tu so als "]],
+  [[" pretend you ", " pretend that you ", " pretend to be ", " imagine you are ", " stell dir vor", " tu so als "]],
   [[" new task", " neue aufgabe", " neue anweisungen ", " new instructions ", " now come", " now follow", " nun folgen "]],
   [[" attention", " achtung"], [" stop ", " stopp "]],
   [[" say ", " sage ", " sag ", " include "], [" hate ", " hasse "]],

@@ -88,7 +88,12 @@ describe("optimised injection scorer = reference scorer", () => {
     // narrowed to one separator, so that more strings keep their word boundaries) and keep what the real one matches
     const patterns = [...HARD_RULES, ...RULES.map(([, re]) => re)];
     for (const [i, re] of patterns.entries()) {
-      const loose = new RegExp(re.source.replaceAll("\\b", ""), re.flags);
+      // nor look-aheads: drop negative ones (the generator then also yields strings the rule rejects; only real
+      // matches are checked) — they are flat groups of alternatives, `(?!\s(?:a|b c))` or `(?!\w+ing\b)`
+      const loose = new RegExp(
+        re.source.replaceAll("\\b", "").replace(/\(\?!(?:[^()]|\((?:[^()]|\([^()]*\))*\))*\)/g, ""),
+        re.flags,
+      );
       const tight = new RegExp(loose.source.replace(/\.\{0,\d+\}/g, "[ ,:]"), re.flags);
       const around = fc.oneof(fc.constantFrom("", " ", "x"), fc.string({ maxLength: 12 }));
       const rule = fc.oneof(fc.stringMatching(loose, { size: "small" }), fc.stringMatching(tight, { size: "small" }));
@@ -127,6 +132,6 @@ describe("the rules the shipped weights were trained with", () => {
     const digest = createHash("sha256")
       .update(JSON.stringify([HARD_RULES.map((r) => [r.source, r.flags]), RULES.map(([n, r]) => [n, r.source, r.flags])]))
       .digest("hex");
-    expect(digest).toBe("54633266d2244dc3c22dea20bd38702cbd0ace0aa57d6ebdb54267dcbd77d4ae");
+    expect(digest).toBe("54212122b58a88e5471b893af0e7f5def81873f393f5f473cc3715cbd896f8d6");
   });
 });
