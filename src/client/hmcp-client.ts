@@ -95,10 +95,10 @@ export class HMCPClient {
   readonly sdk: Client;
   readonly #options: HMCPClientOptions;
   /**
-   * The guardrail decision cache's caller scope on this side: one client talks to one server, so one random id per
-   * client instance (never shared between instances, so no instance can time another's cache).
+   * The guardrail decision cache's caller scope on this side: one random id per connection (a new one on every
+   * `connect`), so no server can time what the client received from another server or another client.
    */
-  readonly #guardScope = randomUUID();
+  #guardScope = randomUUID();
 
   constructor(clientInfo: Implementation, options: HMCPClientOptions = {}) {
     this.#options = { ...options };
@@ -140,6 +140,7 @@ export class HMCPClient {
    * - `{ type: "stdio", command, args, env }`: spawns the agent process and talks over its stdin/stdout.
    */
   async connect(target: ConnectTarget): Promise<void> {
+    this.#guardScope = randomUUID();
     let transport: Transport;
     if (target.type === "http") {
       transport = new StreamableHTTPClientTransport(new URL(target.url), {

@@ -48,9 +48,10 @@ export interface DecisionCacheOptions {
 }
 
 /**
- * Share of each limit one caller (one cache scope: session and principal) may hold, so that one caller cannot evict
- * everyone else's entries: 1/8 of `maxEntries` and of `maxBytes` (512 entries, 1 MiB by default: a 100-message
- * conversation checked by two cacheable guardrails fits).
+ * Share of each limit one caller may hold, so that one caller cannot evict everyone else's entries: 1/8 of
+ * `maxEntries` and of `maxBytes` (512 entries, 1 MiB by default: a 100-message conversation checked by two cacheable
+ * guardrails fits), but never less than 64 entries / 64 KiB (or the whole limit, if smaller). The caller here is the
+ * principal (issuer, tenant, client, subject) across all its sessions, or the session when there is no principal.
  */
 export const DECISION_CACHE_CALLER_SHARE = 1 / 8;
 
@@ -112,6 +113,7 @@ function flatCopy(s: string): string {
 interface CachedDecision {
   decision: Decision;
   bytes: number;
+  /** The caller whose share the entry counts against. */
   scope: string;
 }
 
@@ -140,8 +142,8 @@ class DecisionCache {
     for (const [k, v] of [["maxEntries", this.#maxEntries], ["maxBytes", this.#maxBytes]] as const) {
       if (!Number.isSafeInteger(v) || v <= 0) throw new Error(`decisionCache.${k} must be an integer > 0`);
     }
-    this.#scopeEntries = Math.max(1, Math.floor(this.#maxEntries * DECISION_CACHE_CALLER_SHARE));
-    this.#scopeBytes = Math.max(1, Math.floor(this.#maxBytes * DECISION_CACHE_CALLER_SHARE));
+    this.#scopeEntries = Math.max(Math.min(this.#maxEntries, 64), Math.floor(this.#maxEntries * DECISION_CACHE_CALLER_SHARE));
+    this.#scopeBytes = Math.max(Math.min(this.#maxBytes, 64 * 1024), Math.floor(this.#maxBytes * DECISION_CACHE_CALLER_SHARE));
   }
 
   get(key: string): Decision | undefined {
@@ -165,7 +167,7 @@ class DecisionCache {
     if (u.keys.size === 0) this.#scopes.delete(e.scope);
   }
 
-  /** Caches `d` under `key` for the caller `scope` (the key starts with it). */
+  /** Caches `d` under `key`, counted against the share of `scope` (the caller: see {@link shareScope}). */
   set(key: string, d: Decision, scope: string): void {
     let decision: Decision = d;
     let bytes = 128 + 2 * key.length;
@@ -216,6 +218,16 @@ function cacheScope(c: GuardrailContext): string | undefined {
   const ids = [c.sessionId, p?.issuer, p?.tenant, p?.clientId, p?.sub].map((v) => (typeof v === "string" && v !== "" ? v : null));
   if (ids[0] === null && ids[3] === null && ids[4] === null) return undefined;
   return JSON.stringify(ids);
+}
+
+/**
+ * Whose share of the cache limits an entry counts against: the principal across all its sessions (so opening more
+ * sessions does not buy a larger share), or the session when there is no principal identity.
+ */
+function shareScope(c: GuardrailContext): string {
+  const p = c.principal;
+  const ids = [p?.issuer, p?.tenant, p?.clientId, p?.sub].map((v) => (typeof v === "string" && v !== "" ? v : null));
+  return ids[2] === null && ids[3] === null ? JSON.stringify([c.sessionId ?? null]) : JSON.stringify(["p", ...ids]);
 }
 
 /**
@@ -329,6 +341,7 @@ export class GuardrailPipeline implements GuardrailRunner {
     const cache = this.#cache;
     // the key prefix of this caller and stage; undefined: nothing is cached in this call
     const scope = cache === undefined ? undefined : cacheScope(context);
+    const share = scope === undefined ? undefined : shareScope(context);
     // SHA-256 per slot, reused by every cacheable guardrail while the slot's text is unchanged
     let digests: Array<[string, string] | undefined> = [];
 
@@ -401,7 +414,7 @@ export class GuardrailPipeline implements GuardrailRunner {
               if (key !== undefined) (fresh ??= []).push([key, d]);
             }
             if (d.action === "block") {
-              if (fresh !== undefined && performance.now() - start <= entry.timeoutMs) for (const [k, v] of fresh) cache!.set(k, v, scope!);
+              if (fresh !== undefined && performance.now() - start <= entry.timeoutMs) for (const [k, v] of fresh) cache!.set(k, v, share!);
               return this.#block(root.value as T, decisions, g.name, d.reason, hits);
             }
             if (d.action === "redact" && d.content !== text) {
@@ -419,7 +432,7 @@ export class GuardrailPipeline implements GuardrailRunner {
         }
         if (performance.now() - start > entry.timeoutMs) throw new GuardrailTimeout();
         // finished without error and within its budget: its fresh decisions may be reused
-        if (fresh !== undefined) for (const [k, v] of fresh) cache!.set(k, v, scope!);
+        if (fresh !== undefined) for (const [k, v] of fresh) cache!.set(k, v, share!);
       } catch (e) {
         const reason = e instanceof GuardrailTimeout ? "guardrail_timeout" : "guardrail_error";
         ac?.abort();

@@ -162,14 +162,15 @@ describe("decision cache", () => {
 
   it("evicts a caller's least recently used decision beyond its share of maxEntries (1/8)", async () => {
     const { guardrail, seen } = spy();
-    const p = pipeline({ guardrail }, { maxEntries: 16 }); // 2 per caller
-    for (const t of ["a", "b", "a", "c"]) await p.evaluate("input", t, session("s1"));
-    // "a" was used after "b", so "b" went when "c" came
-    expect(seen).toEqual(["a", "b", "c"]);
-    await p.evaluate("input", "a", session("s1"));
-    await p.evaluate("input", "b", session("s1"));
-    expect(seen).toEqual(["a", "b", "c", "b"]);
-    expect(p.decisionCacheStats()).toMatchObject({ entries: 2, evictions: 2 });
+    const p = pipeline({ guardrail }, { maxEntries: 1024 }); // 128 per caller
+    for (let i = 0; i < 128; i++) await p.evaluate("input", `t${i}`, session("s1"));
+    await p.evaluate("input", "t0", session("s1")); // t0 is now the most recently used
+    await p.evaluate("input", "t128", session("s1")); // over the share: t1 goes
+    seen.length = 0;
+    await p.evaluate("input", "t0", session("s1"));
+    await p.evaluate("input", "t1", session("s1"));
+    expect(seen).toEqual(["t1"]);
+    expect(p.decisionCacheStats()).toMatchObject({ entries: 128, evictions: 2 });
   });
 
   it("evicts the least recently used decision of any caller beyond maxEntries", async () => {
@@ -184,33 +185,37 @@ describe("decision cache", () => {
     expect(seen).toEqual(["a", "b", "c", "a"]);
   });
 
-  it("keeps one caller from evicting another's entries", async () => {
+  it("keeps one caller from evicting another's entries, however many sessions it opens", async () => {
     const { guardrail, seen } = spy();
-    const p = pipeline({ guardrail }, { maxEntries: 80 }); // 10 per caller
-    await p.evaluate("input", "mine", session("quiet"));
-    for (let i = 0; i < 200; i++) await p.evaluate("input", `noise ${i}`, session("noisy"));
+    const p = pipeline({ guardrail }, { maxEntries: 1024 }); // 128 per caller
+    await p.evaluate("input", "mine", session("quiet", "alice"));
+    // one principal over eight sessions: 8 x 200 items would fill the whole cache if each session had its own share
+    for (let s = 0; s < 8; s++) for (let i = 0; i < 200; i++) await p.evaluate("input", `noise ${s} ${i}`, session(`noisy-${s}`, "mallory"));
     seen.length = 0;
-    await p.evaluate("input", "mine", session("quiet"));
+    await p.evaluate("input", "mine", session("quiet", "alice"));
     expect(seen).toEqual([]);
-    expect(p.decisionCacheStats()!.entries).toBe(11);
+    expect(p.decisionCacheStats()!.entries).toBe(129);
   });
 
   it("evicts by a caller's share of maxBytes, counting redacted text, and skips a decision larger than the share", async () => {
-    const { guardrail, seen } = spy((t) => (t.startsWith("big") ? { action: "redact", content: "x".repeat(5000), entities: [] } : { action: "allow" }));
-    const probe = pipeline({ guardrail });
-    await probe.evaluate("input", "t1", session("s1"));
-    const perEntry = probe.decisionCacheStats()!.bytes;
-    seen.length = 0;
-    // a caller's share (1/8) has room for two small decisions, not three
-    const p = pipeline({ guardrail }, { maxBytes: 8 * (perEntry * 2 + perEntry / 2) });
-    for (const t of ["t1", "t2", "t3", "t1"]) await p.evaluate("input", t, session("s1"));
-    expect(seen).toEqual(["t1", "t2", "t3", "t1"]);
-    expect(p.decisionCacheStats()).toMatchObject({ entries: 2, bytes: perEntry * 2 });
-    // a 5,000-character redaction (10,000 bytes) never fits
+    const { guardrail, seen } = spy((t) => ({ action: "redact", content: "x".repeat(t.startsWith("big") ? 40_000 : 10_000), entities: [] }));
+    const p = pipeline({ guardrail }, { maxBytes: 8 * 65_536 }); // 64 KiB per caller: three 20 KB redactions fit, not four
+    for (const t of ["r1", "r2", "r3", "r4", "r1"]) await p.evaluate("input", t, session("s1"));
+    expect(seen).toEqual(["r1", "r2", "r3", "r4", "r1"]);
+    expect(p.decisionCacheStats()!.entries).toBe(3);
+    expect(p.decisionCacheStats()!.bytes).toBeLessThanOrEqual(65_536);
+    // an 80 KB redaction never fits a caller's share
     await p.evaluate("input", "big1", session("s1"));
     await p.evaluate("input", "big1", session("s1"));
     expect(seen.filter((t) => t === "big1").length).toBe(2);
-    expect(p.decisionCacheStats()!.entries).toBe(2);
+    expect(p.decisionCacheStats()!.entries).toBe(3);
+  });
+
+  it("gives a small cache a usable share: 64 entries or the whole limit", async () => {
+    const { guardrail, seen } = spy();
+    const p = pipeline({ guardrail }, { maxEntries: 4 });
+    for (const t of ["a", "b", "a", "b"]) await p.evaluate("input", t, session("s1"));
+    expect(seen).toEqual(["a", "b"]);
   });
 
   it("is turned off with decisionCache: false, in code and in a policy file", async () => {
