@@ -34,6 +34,7 @@ export interface OperationalLoggerOptions {
 }
 
 const KEEP = new Set(["level", "timestamp", "service"]);
+const SESSION_ID = /^[0-9A-Fa-f]{8}(?:-?[0-9A-Fa-f]{4}){3}-?[0-9A-Fa-f]{12}$|^[0-9A-Fa-f]{16,64}$/;
 /** Metadata keys whose values are PHI or message content by nature: replaced whole, whatever they hold. */
 const SENSITIVE_KEY = /^(name|names|given|family|patientName|fullName|ssn|mrn|phone|telecom|email|address|birthDate|dob|content|contents|text|prompt|messages|body|params|result)$/i;
 
@@ -54,6 +55,9 @@ export function createOperationalLogger(opts: OperationalLoggerOptions = {}): wi
   const redactFormat = winston.format((info) => {
     for (const key of Object.keys(info)) {
       if (KEEP.has(key)) continue;
+      // a transport session id the server generated (UUID or hex) correlates log lines with the audit trail; it is
+      // not PHI, though the detector would call it an [ID]
+      if (key === "sessionId" && typeof info[key] === "string" && SESSION_ID.test(info[key])) continue;
       (info as Record<string, unknown>)[key] = key !== "message" && SENSITIVE_KEY.test(key) ? "[REDACTED]" : scrub(info[key], redact, 0);
     }
     return info;

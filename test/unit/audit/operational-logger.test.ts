@@ -36,6 +36,19 @@ describe("createOperationalLogger", () => {
     expect(e["timestamp"]).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
   });
 
+  it("keeps a server-generated session id (it correlates with the audit trail) and redacts anything else under that key", async () => {
+    const { redactPhiText } = await import("hmcp");
+    const mem = new Memory();
+    const logger = createOperationalLogger({ transports: [mem], redact: redactPhiText });
+    logger.info("request failed", { sessionId: "3f2b8c1e-9a4d-4e6b-8f0a-2c5d7e9b1a34", requestId: "3f2b8c1e-9a4d-4e6b-8f0a-2c5d7e9b1a34" });
+    logger.info("request failed", { sessionId: "Adolfo Marquardt 999-65-9492" });
+    const [kept, scrubbed] = mem.lines.map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(kept!["sessionId"]).toBe("3f2b8c1e-9a4d-4e6b-8f0a-2c5d7e9b1a34");
+    // only the session id is exempt: a client-chosen request id still goes through the redactor
+    expect(kept!["requestId"]).toBe("[ID]");
+    expect(scrubbed!["sessionId"]).not.toContain("999-65-9492");
+  });
+
   it("always runs the pattern pass before the configured redactor", () => {
     const mem = new Memory();
     createOperationalLogger({ transports: [mem], redact: (t) => t }).info("licence S99991568 passport X43747560X phone 555-826-5697 mrn=50635536-8051-4085-bfd4-511a05062ac2", {
