@@ -167,7 +167,7 @@ class DecisionCache {
     if (u.keys.size === 0) this.#scopes.delete(e.scope);
   }
 
-  /** Caches `d` under `key`, counted against the share of `scope` (the caller: see {@link shareScope}). */
+  /** Caches `d` under `key`, counted against the share of `scope` (the caller: see {@link callerScope}). */
   set(key: string, d: Decision, scope: string): void {
     let decision: Decision = d;
     let bytes = 128 + 2 * key.length;
@@ -210,24 +210,20 @@ class DecisionCache {
 const ALLOW: Decision = Object.freeze({ action: "allow" });
 
 /**
- * The caller a cache entry belongs to: the transport session and the principal (issuer, tenant, client, subject),
- * as one unambiguous string; undefined (no caching) when there is neither a session id nor a principal identity.
+ * The caller of a request, for the decision cache, both as unambiguous strings:
+ * - `key`: whose entries these are: the transport session and the principal (issuer, tenant, client, subject);
+ * - `share`: whose share of the limits they count against: the principal across all its sessions (so opening more
+ *   sessions does not buy a larger share), or the session when there is no principal identity.
+ * Undefined (no caching) when there is neither a session id nor a principal identity.
  */
-function cacheScope(c: GuardrailContext): string | undefined {
+function callerScope(c: GuardrailContext): { key: string; share: string } | undefined {
   const p = c.principal;
-  const ids = [c.sessionId, p?.issuer, p?.tenant, p?.clientId, p?.sub].map((v) => (typeof v === "string" && v !== "" ? v : null));
-  if (ids[0] === null && ids[3] === null && ids[4] === null) return undefined;
-  return JSON.stringify(ids);
-}
-
-/**
- * Whose share of the cache limits an entry counts against: the principal across all its sessions (so opening more
- * sessions does not buy a larger share), or the session when there is no principal identity.
- */
-function shareScope(c: GuardrailContext): string {
-  const p = c.principal;
-  const ids = [p?.issuer, p?.tenant, p?.clientId, p?.sub].map((v) => (typeof v === "string" && v !== "" ? v : null));
-  return ids[2] === null && ids[3] === null ? JSON.stringify([c.sessionId ?? null]) : JSON.stringify(["p", ...ids]);
+  const str = (v: unknown) => (typeof v === "string" && v !== "" ? v : null);
+  const session = str(c.sessionId);
+  const principal = [str(p?.issuer), str(p?.tenant), str(p?.clientId), str(p?.sub)];
+  const hasPrincipal = principal[2] !== null || principal[3] !== null;
+  if (session === null && !hasPrincipal) return undefined;
+  return { key: JSON.stringify([session, ...principal]), share: hasPrincipal ? JSON.stringify(["p", ...principal]) : JSON.stringify([session]) };
 }
 
 /**
@@ -340,8 +336,9 @@ export class GuardrailPipeline implements GuardrailRunner {
     const decisions: GuardrailDecisionSummary[] = [];
     const cache = this.#cache;
     // the key prefix of this caller and stage; undefined: nothing is cached in this call
-    const scope = cache === undefined ? undefined : cacheScope(context);
-    const share = scope === undefined ? undefined : shareScope(context);
+    const caller = cache === undefined ? undefined : callerScope(context);
+    const scope = caller?.key;
+    const share = caller?.share;
     // SHA-256 per slot, reused by every cacheable guardrail while the slot's text is unchanged
     let digests: Array<[string, string] | undefined> = [];
 
