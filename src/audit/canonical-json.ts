@@ -4,7 +4,7 @@
  * (RFC 8785 §3.2.2.3), strings escaped as ECMAScript `JSON.stringify` does (RFC 8785 §3.2.2.2).
  * Used for the audit chain hashes and the request/response digests.
  */
-import { createHash } from "node:crypto";
+import { hash } from "node:crypto";
 
 /**
  * Serialises `value` as RFC 8785 canonical JSON.
@@ -15,7 +15,85 @@ import { createHash } from "node:crypto";
  *   strings), cycles.
  */
 export function canonicalJson(value: unknown): string {
-  return serialise(value, []);
+  // Fast path: put every object's members in RFC 8785 order (a reordered shallow copy only where they are not), then
+  // let the native JSON.stringify write it: its number and string forms are the ones RFC 8785 prescribes
+  // (§3.2.2.2, §3.2.2.3), and it keeps members in property order. Anything it would not serialise identically
+  // (non-finite numbers, lone surrogates, toJSON, non-plain objects, array-index keys out of order, deep or cyclic
+  // structures) takes the general serialiser below, which also raises the documented errors.
+  const ordered = canonicalOrder(value, 0);
+  return ordered === GENERAL ? serialise(value, []) : JSON.stringify(ordered);
+}
+
+/** Marker: the value needs the general serialiser. */
+const GENERAL: unique symbol = Symbol("general");
+/** Nesting beyond this takes the general serialiser (which detects cycles). */
+const FAST_MAX_DEPTH = 64;
+
+/**
+ * `value` itself when its members are already in RFC 8785 order, a copy with its objects' members reordered when not,
+ * or {@link GENERAL} when JSON.stringify of the result would not be the canonical form.
+ */
+function canonicalOrder(value: unknown, depth: number): unknown {
+  switch (typeof value) {
+    case "string":
+      return wellFormed(value) ? value : GENERAL;
+    case "number":
+      return Number.isFinite(value) ? value : GENERAL;
+    case "boolean":
+      return value;
+    case "object":
+      break;
+    default:
+      // undefined, function and symbol are handled by the caller (omitted or null); bigint is an error
+      return GENERAL;
+  }
+  if (value === null) return null;
+  if (depth > FAST_MAX_DEPTH) return GENERAL;
+  if (Array.isArray(value)) {
+    let copy: unknown[] | undefined;
+    for (let i = 0; i < value.length; i++) {
+      const v: unknown = value[i];
+      if (v === undefined || typeof v === "function" || typeof v === "symbol") continue; // JSON.stringify writes null
+      const o = canonicalOrder(v, depth + 1);
+      if (o === GENERAL) return GENERAL;
+      if (o !== v) (copy ??= value.slice())[i] = o;
+    }
+    return copy ?? value;
+  }
+  const proto: unknown = Object.getPrototypeOf(value);
+  if ((proto !== Object.prototype && proto !== null) || typeof (value as { toJSON?: unknown }).toJSON === "function") return GENERAL;
+  const rec = value as Record<string, unknown>;
+  const keys = Object.keys(rec);
+  let sorted = true;
+  for (let i = 1; i < keys.length; i++) {
+    if (keys[i - 1]! > keys[i]!) {
+      sorted = false;
+      break;
+    }
+  }
+  let changed: Map<string, unknown> | undefined;
+  for (const k of keys) {
+    const v = rec[k];
+    if (v === undefined || typeof v === "function" || typeof v === "symbol") continue; // JSON.stringify omits it
+    const o = canonicalOrder(v, depth + 1);
+    if (o === GENERAL) return GENERAL;
+    if (o !== v) (changed ??= new Map()).set(k, o);
+  }
+  if (sorted && changed === undefined) return value;
+  keys.sort();
+  const out: Record<string, unknown> = {};
+  for (const k of keys) {
+    // "__proto__" would set the copy's prototype; an array-index key ("0", "12") is always enumerated first
+    if (k === "__proto__" || (!sorted && isArrayIndexLike(k))) return GENERAL;
+    out[k] = changed?.has(k) === true ? changed.get(k) : rec[k];
+  }
+  return out;
+}
+
+/** Whether a property name may be an array index (V8 enumerates those first, in numeric order). */
+function isArrayIndexLike(k: string): boolean {
+  const c = k.charCodeAt(0);
+  return c >= 48 && c <= 57;
 }
 
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
@@ -75,7 +153,7 @@ function serialise(value: unknown, ancestors: object[]): string {
 
 /** Lowercase hex SHA-256 of a string's UTF-8 bytes. */
 export function sha256Hex(text: string): string {
-  return createHash("sha256").update(text, "utf8").digest("hex");
+  return hash("sha256", text, "hex");
 }
 
 /**

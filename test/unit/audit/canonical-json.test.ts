@@ -75,3 +75,100 @@ describe("canonicalJson properties", () => {
     );
   });
 });
+
+/**
+ * RFC 8785 written the plain way (recursive, members sorted, every primitive through JSON.stringify): the reference the
+ * native fast path of canonicalJson must match byte for byte, and throw where it throws.
+ */
+function referenceJcs(value: unknown, seen: object[] = []): string {
+  if (value === null) return "null";
+  if (typeof value === "number") {
+    if (!Number.isFinite(value)) throw new TypeError("non-finite");
+    return JSON.stringify(value);
+  }
+  if (typeof value === "string") {
+    if (!(value as string & { isWellFormed(): boolean }).isWellFormed()) throw new TypeError("lone surrogate");
+    return JSON.stringify(value);
+  }
+  if (typeof value === "boolean") return String(value);
+  if (typeof value !== "object") throw new TypeError(typeof value);
+  const o = value as { toJSON?: () => unknown };
+  if (typeof o.toJSON === "function") return referenceJcs(o.toJSON(), seen);
+  if (seen.includes(o)) throw new TypeError("cycle");
+  const inner = [...seen, o];
+  const skip = (v: unknown) => v === undefined || typeof v === "function" || typeof v === "symbol";
+  if (Array.isArray(o)) return `[${o.map((v: unknown) => (skip(v) ? "null" : referenceJcs(v, inner))).join(",")}]`;
+  const rec = o as Record<string, unknown>;
+  const members = Object.keys(rec)
+    .sort()
+    .filter((k) => !skip(rec[k]))
+    .map((k) => `${JSON.stringify(k)}:${referenceJcs(rec[k], inner)}`);
+  return `{${members.join(",")}}`;
+}
+
+describe("canonicalJson fast path", () => {
+  const outcome = (f: () => string) => {
+    try {
+      return { text: f() };
+    } catch (e) {
+      return { error: (e as Error).constructor.name };
+    }
+  };
+
+  it("writes what the reference writes, and throws where it throws, on arbitrary values", async () => {
+    const fc = (await import("fast-check")).default;
+    // keys that stress the ordering: array indices (enumerated first by V8), astral vs BMP (UTF-16 order differs from
+    // code point order), "__proto__", case, prefixes
+    const key = fc.oneof(
+      fc.string({ maxLength: 4 }),
+      fc.constantFrom("0", "1", "10", "9", "01", "4294967295", "-1", "__proto__", "a", "B", "\uffff", "\ud83d\ude00", "\u20ac", "ab", "a\u0000"),
+    );
+    const leaf = fc.oneof(
+      fc.string({ unit: "grapheme" }),
+      fc.string({ unit: "binary" }), // includes lone surrogates
+      fc.double(), // includes NaN, Infinity, -0
+      fc.integer(),
+      fc.constantFrom(1e21, 1e-7, 5e-324, 2 ** 53 + 2, null, true, false, undefined),
+      fc.date({ noInvalidDate: true }),
+      fc.constant(() => 1),
+      fc.constant(Symbol("s")),
+      fc.bigInt(),
+      fc.constant(new Map([["a", 1]])),
+    );
+    const { tree } = fc.letrec<{ tree: unknown; node: unknown }>((tie) => ({
+      tree: fc.oneof({ depthSize: "small", withCrossShrink: true }, leaf, tie("node")),
+      node: fc.oneof(
+        fc.array(tie("tree"), { maxLength: 5 }),
+        // built with defineProperty semantics, so "__proto__" is an own member as JSON.parse would make it
+        fc.array(fc.tuple(key, tie("tree")), { maxLength: 6 }).map((entries) => {
+          const o: Record<string, unknown> = {};
+          for (const [k, v] of entries) Object.defineProperty(o, k, { value: v, enumerable: true, writable: true, configurable: true });
+          return o;
+        }),
+      ),
+    }));
+    fc.assert(
+      fc.property(tree, (v) => {
+        expect(outcome(() => canonicalJson(v))).toEqual(outcome(() => referenceJcs(v)));
+      }),
+      { numRuns: 3000, seed: 7 },
+    );
+  });
+
+  it("matches the reference on real MCP traffic shapes, sorted or not, and on deep and cyclic structures", () => {
+    const request = {
+      messages: [{ role: "user", content: { type: "text", text: "Patient reports chest pain \ud83d\ude00 since 2 days." } }],
+      maxTokens: 256,
+      _meta: { "hmcp/patient": "p-1", progressToken: 3 },
+      systemPrompt: "You are the EMR agent.",
+    };
+    const sortedAlready = JSON.parse(referenceJcs(request)) as unknown;
+    for (const v of [request, sortedAlready, [request, { z: request, a: [request] }]]) expect(canonicalJson(v)).toBe(referenceJcs(v));
+    let deep: unknown = { leaf: 1 };
+    for (let i = 0; i < 200; i++) deep = i % 2 ? { b: deep, a: i } : [deep];
+    expect(canonicalJson(deep)).toBe(referenceJcs(deep));
+    const cyc: Record<string, unknown> = { b: 1 };
+    cyc["a"] = [cyc];
+    expect(() => canonicalJson(cyc)).toThrow(TypeError);
+  });
+});
