@@ -263,6 +263,61 @@ function withTimeout<T>(p: Promise<T>, ms: number, ac: AbortController): Promise
   });
 }
 
+/**
+ * What one guardrail's run over one payload hands the guardrail, built on first use: its contexts and its signal (the
+ * request's signal combined with this guardrail's timeout; AbortSignal.any is costly, and most checks never read it).
+ */
+class EntryRun {
+  #ac: AbortController | undefined;
+  #signal: AbortSignal | undefined;
+  #ctx: GuardrailContext | undefined;
+
+  constructor(
+    private readonly parent: GuardrailContext,
+    private readonly stage: GuardrailStage,
+  ) {}
+
+  controller(): AbortController {
+    return (this.#ac ??= new AbortController());
+  }
+
+  signal(): AbortSignal {
+    return (this.#signal ??= this.parent.signal ? AbortSignal.any([this.parent.signal, this.controller().signal]) : this.controller().signal);
+  }
+
+  abort(): void {
+    this.#ac?.abort();
+  }
+
+  /** The context of `checkExchange`: the caller's, at this stage, with this guardrail's signal. */
+  context(): GuardrailContext {
+    if (this.#ctx === undefined) {
+      const signal = () => this.signal();
+      this.#ctx = {
+        ...this.parent,
+        stage: this.stage,
+        get signal() {
+          return signal();
+        },
+      };
+    }
+    return this.#ctx;
+  }
+
+  /** The context of `check` for one text item. */
+  textContext(location: TextCheckContext["location"]): TextCheckContext {
+    const signal = () => this.signal();
+    return {
+      ...this.parent,
+      stage: this.stage,
+      location,
+      get signal() {
+        return signal();
+      },
+    };
+  }
+}
+
 /** A replacement made in a text, in current and original coordinates (for offset mapping). */
 interface Region {
   cs: number;
@@ -324,6 +379,19 @@ export class GuardrailPipeline implements GuardrailRunner {
     return this.#cache?.stats();
   }
 
+  /** The caller scope of the last session seen per principal object (a verified principal is reused across requests). */
+  readonly #callers = new WeakMap<object, { sessionId: string | undefined; scope: ReturnType<typeof callerScope> }>();
+
+  #callerScope(context: GuardrailContext): ReturnType<typeof callerScope> {
+    const p = context.principal;
+    if (p === undefined) return callerScope(context);
+    const memo = this.#callers.get(p);
+    if (memo !== undefined && memo.sessionId === context.sessionId) return memo.scope;
+    const scope = callerScope(context);
+    this.#callers.set(p, { sessionId: context.sessionId, scope });
+    return scope;
+  }
+
   names(stage: GuardrailStage): string[] {
     return this.#stages[stage].map((e) => e.guardrail.name);
   }
@@ -336,8 +404,9 @@ export class GuardrailPipeline implements GuardrailRunner {
     const decisions: GuardrailDecisionSummary[] = [];
     const cache = this.#cache;
     // the key prefix of this caller and stage; undefined: nothing is cached in this call
-    const caller = cache === undefined ? undefined : callerScope(context);
-    const scope = caller?.key;
+    const caller = cache === undefined ? undefined : this.#callerScope(context);
+    // key prefix of every cached decision in this call: caller, side and stage
+    const scope = caller === undefined ? undefined : `${caller.key}|${context.side}|${stage}|`;
     const share = caller?.share;
     // SHA-256 per slot, reused by every cacheable guardrail while the slot's text is unchanged
     let digests: Array<[string, string] | undefined> = [];
@@ -347,28 +416,19 @@ export class GuardrailPipeline implements GuardrailRunner {
       const entry = entries[index]!;
       const g = entry.guardrail;
       const start = performance.now();
-      // The per-guardrail signal (request signal + this guardrail's timeout) is built only when a guardrail reads
-      // it: AbortSignal.any costs tens of µs and GC work per call, and the built-in checks are synchronous.
-      let ac: AbortController | undefined;
-      let signal: AbortSignal | undefined;
-      const controller = () => (ac ??= new AbortController());
-      const lazySignal = () => (signal ??= context.signal ? AbortSignal.any([context.signal, controller().signal]) : controller().signal);
-      const ctx: GuardrailContext = {
-        ...context,
-        stage,
-        get signal() {
-          return lazySignal();
-        },
-      };
-      const entityTypes = new Set<string>();
+      // The per-guardrail signal (request signal + this guardrail's timeout) and the contexts are built only when a
+      // guardrail is called and reads them: AbortSignal.any costs tens of µs and GC work per call, the built-in checks
+      // are synchronous, and an item answered from the decision cache needs neither.
+      let run: EntryRun | undefined;
+      let entityTypes: Set<string> | undefined;
       let note: string | undefined;
       // items of this guardrail answered from the cache, and fresh decisions to cache once it has finished cleanly
       let hits = 0;
       let fresh: Array<[string, Decision]> | undefined;
       try {
         if (g.checkExchange) {
-          let d = g.checkExchange(walk.view, ctx);
-          if (isPromise(d)) d = await withTimeout(d, entry.timeoutMs - (performance.now() - start), controller());
+          let d = g.checkExchange(walk.view, (run ??= new EntryRun(context, stage)).context());
+          if (isPromise(d)) d = await withTimeout(d, entry.timeoutMs - (performance.now() - start), run.controller());
           if (d.action === "block") return this.#block(root.value as T, decisions, g.name, d.reason);
           if (d.action === "modify") {
             root.value = d.payload;
@@ -376,11 +436,11 @@ export class GuardrailPipeline implements GuardrailRunner {
             digests = [];
             copied = false;
             changed = true;
-            for (const c of d.changes) entityTypes.add(c);
+            for (const c of d.changes) (entityTypes ??= new Set()).add(c);
           }
         }
         if (g.check) {
-          const keyPrefix = scope !== undefined && g.cacheable === true ? `${scope}|${context.side}|${stage}|${index}|` : undefined;
+          const keyPrefix = scope !== undefined && g.cacheable === true ? `${scope}${index}|` : undefined;
           for (let i = 0; i < walk.slots.length; i++) {
             const slot = walk.slots[i]!;
             const text = slot.holder[slot.key] as string;
@@ -389,7 +449,8 @@ export class GuardrailPipeline implements GuardrailRunner {
             if (keyPrefix !== undefined) {
               let memo = digests[i];
               if (memo === undefined || memo[0] !== text) digests[i] = memo = [text, textDigest(text)];
-              key = `${keyPrefix}${slot.location.kind}|${JSON.stringify(slot.location.role ?? null)}|${memo[1]}`;
+              const role = slot.location.role;
+              key = `${keyPrefix}${slot.location.kind}|${role === undefined ? "-" : JSON.stringify(role)}|${memo[1]}`;
               d = cache!.get(key);
               if (d === undefined) cache!.misses++;
               else {
@@ -398,16 +459,9 @@ export class GuardrailPipeline implements GuardrailRunner {
               }
             }
             if (d === undefined) {
-              const tctx: TextCheckContext = {
-                ...context,
-                stage,
-                location: slot.location,
-                get signal() {
-                  return lazySignal();
-                },
-              };
-              const r = g.check(text, tctx);
-              d = isPromise(r) ? await withTimeout(r, entry.timeoutMs - (performance.now() - start), controller()) : r;
+              run ??= new EntryRun(context, stage);
+              const r = g.check(text, run.textContext(slot.location));
+              d = isPromise(r) ? await withTimeout(r, entry.timeoutMs - (performance.now() - start), run.controller()) : r;
               if (key !== undefined) (fresh ??= []).push([key, d]);
             }
             if (d.action === "block") {
@@ -423,6 +477,7 @@ export class GuardrailPipeline implements GuardrailRunner {
               const s = walk.slots[i]!;
               s.holder[s.key] = d.content;
               changed = true;
+              entityTypes ??= new Set();
               for (const e of d.entities) entityTypes.add(e.type);
             }
           }
@@ -432,17 +487,15 @@ export class GuardrailPipeline implements GuardrailRunner {
         if (fresh !== undefined) for (const [k, v] of fresh) cache!.set(k, v, share!);
       } catch (e) {
         const reason = e instanceof GuardrailTimeout ? "guardrail_timeout" : "guardrail_error";
-        ac?.abort();
+        run?.abort();
         if (entry.failMode === "closed") return this.#block(root.value as T, decisions, g.name, reason);
         note = reason;
       }
-      decisions.push({
-        guardrail: g.name,
-        action: entityTypes.size > 0 ? "redact" : "allow",
-        ...(entityTypes.size > 0 ? { entityTypes: [...entityTypes] } : {}),
-        ...(note ? { reason: note } : {}),
-        ...(hits > 0 ? { cached: hits } : {}),
-      });
+      const summary: GuardrailDecisionSummary = { guardrail: g.name, action: entityTypes !== undefined && entityTypes.size > 0 ? "redact" : "allow" };
+      if (summary.action === "redact") summary.entityTypes = [...entityTypes!];
+      if (note !== undefined) summary.reason = note;
+      if (hits > 0) summary.cached = hits;
+      decisions.push(summary);
     }
     return { action: changed ? "redact" : "allow", payload: root.value as T, decisions };
   }
