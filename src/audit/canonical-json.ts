@@ -71,23 +71,34 @@ function canonicalOrder(value: unknown, depth: number): unknown {
       break;
     }
   }
-  let changed: Map<string, unknown> | undefined;
-  for (const k of keys) {
+  // the copy in RFC 8785 order, made once a member is out of order or a member's value had to be copied
+  let out: Record<string, unknown> | undefined;
+  if (!sorted) {
+    keys.sort();
+    out = {};
+  }
+  for (let i = 0; i < keys.length; i++) {
+    const k = keys[i]!;
     const v = rec[k];
     if (v === undefined || typeof v === "function" || typeof v === "symbol") continue; // JSON.stringify omits it
     const o = canonicalOrder(v, depth + 1);
     if (o === GENERAL) return GENERAL;
-    if (o !== v) (changed ??= new Map()).set(k, o);
-  }
-  if (sorted && changed === undefined) return value;
-  keys.sort();
-  const out: Record<string, unknown> = {};
-  for (const k of keys) {
+    if (out === undefined) {
+      if (o === v) continue;
+      // first changed member of an ordered object: copy the members before it as they are
+      out = {};
+      for (let j = 0; j < i; j++) {
+        const kj = keys[j]!;
+        if (kj === "__proto__") return GENERAL;
+        const vj = rec[kj];
+        if (!(vj === undefined || typeof vj === "function" || typeof vj === "symbol")) out[kj] = vj;
+      }
+    }
     // "__proto__" would set the copy's prototype; an array-index key ("0", "12") is always enumerated first
     if (k === "__proto__" || (!sorted && isArrayIndexLike(k))) return GENERAL;
-    out[k] = changed?.has(k) === true ? changed.get(k) : rec[k];
+    out[k] = o;
   }
-  return out;
+  return out ?? value;
 }
 
 /** Whether a property name may be an array index (V8 enumerates those first, in numeric order). */
