@@ -7,7 +7,8 @@
  * bench/guardrails.ts, the guardrail component's own benchmark, is in the tree and reports).
  */
 import path from "node:path";
-import { createJwtBearerAuthenticator, type GuardrailRunner } from "../src/index.js";
+import type { GuardrailRunner } from "../src/index.js";
+import { ensureBuilt, loadHmcp } from "./lib/hmcp.js";
 import { AUDIENCE, ISSUER, REPO_ROOT, benchKeys, clinicalText, phiText, signAccessToken } from "./lib/fixtures.js";
 import { latencySummary, round, type LatencySummary } from "./lib/stats.js";
 
@@ -34,9 +35,8 @@ export interface ComponentResults {
 }
 
 async function loadPolicy(): Promise<GuardrailRunner> {
-  const spec = "../src/guardrails/index.js";
-  const mod = (await import(spec)) as { loadGuardrailPolicy: (p: string) => GuardrailRunner };
-  return mod.loadGuardrailPolicy(path.join(REPO_ROOT, "guardrails/default.yaml"));
+  const { loadGuardrailPolicy } = await loadHmcp();
+  return loadGuardrailPolicy(path.join(REPO_ROOT, "guardrails/default.yaml"));
 }
 
 async function timeCalls(n: number, fn: () => Promise<unknown>): Promise<number[]> {
@@ -94,6 +94,7 @@ export async function benchGuardrails(n: number, chars = 4096): Promise<{ figure
 
 /** Bearer check µs: cold (cache off: ES256 signature + claims every time) and cached (same token, cache on). */
 export async function benchTokens(nCold: number, nCached: number): Promise<TokenFigure[]> {
+  const { createJwtBearerAuthenticator } = await loadHmcp();
   const { privateKey, publicJwk } = await benchKeys();
   const token = await signAccessToken(privateKey);
   const request = { authorization: [`Bearer ${token}`], url: "/mcp", contentType: "application/json" };
@@ -131,6 +132,7 @@ export async function benchComponents(quick: boolean, skipGuardrails = false): P
 
 const isMain = process.argv[1] !== undefined && path.resolve(process.argv[1]) === path.resolve(REPO_ROOT, "bench/components.ts");
 if (isMain) {
+  ensureBuilt();
   const results = await benchComponents(process.argv.includes("--quick"), process.argv.includes("--skip-guardrails"));
   if (process.send) process.send({ type: "result", results }, () => process.exit(0));
   else console.log(JSON.stringify(results, null, 2));

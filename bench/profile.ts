@@ -18,6 +18,7 @@ import { FileAuditSink, defaultGuardrails, generateAuditSigningKey, newAuditReco
 import { needsToken, requestText, type ServerConfig } from "./lib/configs.js";
 import { benchKeys, clinicalText, phiText, samplingBody, signAccessToken, toolsCallBody, PATIENT, REPO_ROOT } from "./lib/fixtures.js";
 import { mapProfileToSource } from "./lib/sourcemap.js";
+import { ensureBuilt } from "./lib/hmcp.js";
 import { openSession } from "./lib/mcp-http.js";
 import { ServerProc, runLoadProcess, stopLoadProcess } from "./lib/procs.js";
 
@@ -197,6 +198,7 @@ async function main(): Promise<void> {
     return;
   }
   const config = target as ServerConfig;
+  ensureBuilt();
   const seconds = Number(opt("seconds", "10"));
   const connections = Number(opt("connections", "10"));
   const keys = await benchKeys();

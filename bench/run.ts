@@ -18,6 +18,7 @@ import { benchKeys, clinicalText, samplingBody, signAccessToken, toolsCallBody, 
 import { openSession, post } from "./lib/mcp-http.js";
 import { BENCH_DIR, ServerProc, runLoadProcess, runScript, stopLoadProcess } from "./lib/procs.js";
 import { sequentialLatency, type LatencyFigure } from "./lib/latency.js";
+import { ensureBuilt } from "./lib/hmcp.js";
 import { memoryPerSession, type MemoryFigure } from "./lib/memory.js";
 import { round, spread, type Spread } from "./lib/stats.js";
 import { renderMarkdown, targetsOf } from "./lib/report.js";
@@ -355,6 +356,8 @@ async function demo(): Promise<DemoResult> {
 
 // ------------------------------------------------------------------------------------------------------------ main
 async function main(): Promise<void> {
+  // servers, clients and component scripts load the compiled package (bench/lib/hmcp.ts)
+  ensureBuilt();
   const started = new Date();
   const mach = machine();
   log(`${mode} run: ${rounds} rounds x ${durationSec}s, connections ${connectionsList.join("/")}, node ${mach.node}, ${mach.cpus} x ${mach.cpuModel}`);

@@ -37,17 +37,9 @@ import { createMcpExpressApp } from "@modelcontextprotocol/sdk/server/express.js
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js";
 import type { JWK } from "jose";
-import {
-  FileAuditSink,
-  HMCPServer,
-  createHttpApp,
-  createJwtBearerAuthenticator,
-  generateAuditSigningKey,
-  listen,
-  type GuardrailRunner,
-  type Listening,
-} from "../src/index.js";
+import type { FileAuditSink, GuardrailRunner, Listening } from "../src/index.js";
 import { AUDIENCE, ISSUER, REPO_ROOT } from "./lib/fixtures.js";
+import { loadHmcp } from "./lib/hmcp.js";
 import { mapProfileToSource } from "./lib/sourcemap.js";
 import type { LayerConfig, ServerConfig } from "./lib/configs.js";
 
@@ -86,16 +78,10 @@ let closers: Array<() => Promise<void>> = [];
 let auditDir: string | undefined;
 let guardrailRunner: GuardrailRunner | undefined;
 
-/**
- * Loads the guardrail policy: `loadGuardrailPolicy("guardrails/default.yaml")` from src/guardrails (imported at run
- * time, so this file type-checks whether or not that module is in the tree yet).
- */
+/** Loads the guardrail policy the issue names: `loadGuardrailPolicy("guardrails/default.yaml")`, from the build. */
 async function loadDefaultPolicy(): Promise<GuardrailRunner> {
-  const spec = "../src/guardrails/index.js";
-  const mod = (await import(spec)) as { loadGuardrailPolicy?: (p: string) => GuardrailRunner; defaultGuardrails?: () => GuardrailRunner };
-  if (mod.loadGuardrailPolicy) return mod.loadGuardrailPolicy(path.join(REPO_ROOT, "guardrails/default.yaml"));
-  if (mod.defaultGuardrails) return mod.defaultGuardrails();
-  throw new Error("src/guardrails exports neither loadGuardrailPolicy nor defaultGuardrails");
+  const { loadGuardrailPolicy } = await loadHmcp();
+  return loadGuardrailPolicy(path.join(REPO_ROOT, "guardrails/default.yaml"));
 }
 
 function echoSampling(params: { messages: Array<{ content: unknown }> }) {
@@ -179,6 +165,8 @@ async function startSdk(): Promise<string> {
 }
 
 async function startHmcp(config: "bare" | "full" | "full-distinct" | "mem-hmcp" | LayerConfig, spec: ServerSpec): Promise<string> {
+  // the built package (bench/lib/hmcp.ts says why)
+  const { FileAuditSink, HMCPServer, createHttpApp, createJwtBearerAuthenticator, generateAuditSigningKey, listen } = await loadHmcp();
   let listening: Listening;
   const full = config === "full" || config === "full-distinct";
   const withAuth = full || config === "bare+auth";

@@ -5,7 +5,7 @@
  */
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { HMCPClient } from "../../src/index.js";
+import { loadHmcp } from "./hmcp.js";
 import { PATIENT } from "./fixtures.js";
 import { latencySummary, round, type LatencySummary } from "./stats.js";
 
@@ -38,6 +38,7 @@ interface Caller {
 
 async function connect(t: LatencyTarget, text: string): Promise<Caller> {
   if (t.kind === "hmcp") {
+    const { HMCPClient } = await loadHmcp();
     const token = t.token;
     const client = new HMCPClient(
       { name: "bench-latency", version: "1.0.0" },

@@ -1,0 +1,58 @@
+/**
+ * The HMCP package as the benchmarks load it: the compiled build (`dist/`, `npm run build`), which is what an embedder
+ * deploys, not the TypeScript sources through tsx. tsx's transform (esbuild `keepNames`: a `defineProperty` call for
+ * every closure it creates) costs HMCP's own per-request code 15–25 % more CPU and the SDK nothing (it ships compiled
+ * JavaScript), so measuring the sources would charge HMCP for the benchmark's tooling.
+ *
+ * The runner and the profiler call {@link ensureBuilt} once before they start servers; the server processes and the
+ * component scripts call {@link loadHmcp}, which refuses a build older than the sources.
+ */
+import { execFileSync } from "node:child_process";
+import { readdirSync, statSync } from "node:fs";
+import path from "node:path";
+import { pathToFileURL } from "node:url";
+import type * as Hmcp from "../../src/index.js";
+import { REPO_ROOT } from "./fixtures.js";
+
+/** The built package entry point. */
+export const DIST_ENTRY = path.join(REPO_ROOT, "dist/src/index.js");
+
+/** Newest modification time (ms) of a file under `dir`. */
+function newest(dir: string): number {
+  let t = 0;
+  for (const e of readdirSync(dir, { withFileTypes: true })) {
+    const p = path.join(dir, e.name);
+    t = Math.max(t, e.isDirectory() ? newest(p) : statSync(p).mtimeMs);
+  }
+  return t;
+}
+
+/** Whether dist/ is missing or older than a file under src/. */
+export function buildIsStale(): boolean {
+  let built: number;
+  try {
+    built = statSync(DIST_ENTRY).mtimeMs;
+  } catch {
+    return true;
+  }
+  return newest(path.join(REPO_ROOT, "src")) > built;
+}
+
+/** Builds the package (`tsc -p tsconfig.build.json`, ~6 s) when dist/ is missing or stale. @throws Error when tsc fails */
+export function ensureBuilt(): void {
+  if (!buildIsStale()) return;
+  console.error("bench: building the package (dist/ is missing or older than src/) ...");
+  execFileSync(process.execPath, [path.join(REPO_ROOT, "node_modules/typescript/bin/tsc"), "-p", path.join(REPO_ROOT, "tsconfig.build.json")], {
+    cwd: REPO_ROOT,
+    stdio: "inherit",
+  });
+}
+
+/**
+ * Imports the built package. @throws Error when dist/ is missing or older than src/ (call {@link ensureBuilt} first,
+ * or run `npm run build`)
+ */
+export async function loadHmcp(): Promise<typeof Hmcp> {
+  if (buildIsStale()) throw new Error("bench: dist/ is missing or older than src/; run `npm run build` (the bench runner does it for you)");
+  return (await import(pathToFileURL(DIST_ENTRY).href)) as typeof Hmcp;
+}
