@@ -84,7 +84,8 @@ export function summarize(profile: CpuProfile, top: number): { total: number; by
     const seen = new Set<string>();
     for (let cur: number | undefined = id; cur !== undefined; cur = parent.get(cur)) {
       const cf = byId.get(cur)!.callFrame;
-      if (!cf.url.includes(`${REPO_ROOT}/src/`)) continue;
+      // the project's own code: src/ (in-process profiles under tsx) or its build dist/src/ (the benchmark servers)
+      if (!cf.url.includes(`${REPO_ROOT}/src/`) && !cf.url.includes(`${REPO_ROOT}/dist/src/`)) continue;
       const where = `${shortUrl(cf.url)}:${cf.lineNumber + 1}`;
       const key = `${cf.functionName}@${where}`;
       if (seen.has(key)) continue;
