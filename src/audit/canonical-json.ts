@@ -49,6 +49,8 @@ function canonicalOrder(value: unknown, depth: number): unknown {
   }
   if (value === null) return null;
   if (depth > FAST_MAX_DEPTH) return GENERAL;
+  // toJSON (own, inherited, or on Array.prototype) replaces the value: the general serialiser honours it
+  if (typeof (value as { toJSON?: unknown }).toJSON === "function") return GENERAL;
   if (Array.isArray(value)) {
     let copy: unknown[] | undefined;
     for (let i = 0; i < value.length; i++) {
@@ -61,7 +63,7 @@ function canonicalOrder(value: unknown, depth: number): unknown {
     return copy ?? value;
   }
   const proto: unknown = Object.getPrototypeOf(value);
-  if ((proto !== Object.prototype && proto !== null) || typeof (value as { toJSON?: unknown }).toJSON === "function") return GENERAL;
+  if (proto !== Object.prototype && proto !== null) return GENERAL;
   const rec = value as Record<string, unknown>;
   const keys = Object.keys(rec);
   let sorted = true;

@@ -379,12 +379,13 @@ export class GuardrailPipeline implements GuardrailRunner {
     return this.#cache?.stats();
   }
 
-  /** The caller scope of the last session seen per principal object (a verified principal is reused across requests). */
+  /** The caller scope of the last session seen per frozen principal object (a verified principal is reused across requests). */
   readonly #callers = new WeakMap<object, { sessionId: string | undefined; scope: ReturnType<typeof callerScope> }>();
 
   #callerScope(context: GuardrailContext): ReturnType<typeof callerScope> {
     const p = context.principal;
-    if (p === undefined) return callerScope(context);
+    // only a frozen principal (the JWT and introspection authenticators' are) can be remembered by identity
+    if (p === undefined || !Object.isFrozen(p)) return callerScope(context);
     const memo = this.#callers.get(p);
     if (memo !== undefined && memo.sessionId === context.sessionId) return memo.scope;
     const scope = callerScope(context);

@@ -229,6 +229,7 @@ export class RequestPipeline {
       g["stage"] = d.stage;
       guardrails.push(g as AuditRecordInput["guardrails"][number]);
     }
+    const latencyMs = Math.round((performance.now() - started) * 1000) / 1000;
     const digests: Record<string, string> = {};
     const requestDigest = contentDigest(request.params);
     if (requestDigest !== undefined) digests["request"] = requestDigest;
@@ -240,7 +241,7 @@ export class RequestPipeline {
       digests,
       guardrails,
       id: randomUUID(),
-      latencyMs: Math.round((performance.now() - started) * 1000) / 1000,
+      latencyMs,
       method: request.method,
       outcome,
       patients: [...ctx.patientsTouched],
@@ -450,18 +451,23 @@ function reasonOf(e: McpError): string {
   }
 }
 
-/** The audit record's `actor` of a principal (members in RFC 8785 order), built once per principal object. */
+/**
+ * The audit record's `actor` of a principal (members in RFC 8785 order); built once per frozen principal object (the
+ * JWT and introspection authenticators' principals are frozen), afresh for a principal that may change in place.
+ */
 const actors = new WeakMap<Principal, AuditRecordInput["actor"]>();
 function actorOf(p: Principal | undefined): AuditRecordInput["actor"] {
   if (p === undefined) return {};
-  let a = actors.get(p);
+  const frozen = Object.isFrozen(p);
+  let a = frozen ? actors.get(p) : undefined;
   if (a === undefined) {
     const o: Record<string, string> = {};
     if (p.clientId !== undefined) o["clientId"] = p.clientId;
     if (p.fhirUser !== undefined) o["fhirUser"] = p.fhirUser;
     if (p.sub !== undefined) o["sub"] = p.sub;
     if (p.tenant !== undefined) o["tenant"] = p.tenant;
-    actors.set(p, (a = Object.freeze(o) as AuditRecordInput["actor"]));
+    a = Object.freeze(o) as AuditRecordInput["actor"];
+    if (frozen) actors.set(p, a);
   }
   return a;
 }

@@ -164,6 +164,9 @@ describe("canonicalJson fast path", () => {
     };
     const sortedAlready = JSON.parse(referenceJcs(request)) as unknown;
     for (const v of [request, sortedAlready, [request, { z: request, a: [request] }]]) expect(canonicalJson(v)).toBe(referenceJcs(v));
+    // toJSON on an array (own or inherited) replaces it, as JSON.stringify and RFC 8785 implementations do
+    const withToJson = Object.assign([{ b: 1, a: 2 }], { toJSON: () => ({ z: 1, a: [{ d: 1, c: 2 }] }) });
+    for (const v of [withToJson, { k: withToJson }]) expect(canonicalJson(v)).toBe(referenceJcs(v));
     let deep: unknown = { leaf: 1 };
     for (let i = 0; i < 200; i++) deep = i % 2 ? { b: deep, a: i } : [deep];
     expect(canonicalJson(deep)).toBe(referenceJcs(deep));

@@ -71,6 +71,26 @@ describe("decision cache", () => {
     expect(seen.length).toBe(3);
   });
 
+  it("never reuses a decision for a principal object changed in place, frozen or reused across requests", async () => {
+    const { guardrail, seen } = spy();
+    const p = pipeline({ guardrail });
+    // a mutable principal (e.g. an embedder's local principal) that becomes someone else between requests
+    const principal = { clientId: "orchestrator", sub: "alice", scopes: [] as string[] };
+    const ctx = (): GuardrailContext => ({ stage: "input", side: "server", method: "sampling/createMessage", sessionId: "s1", principal });
+    await p.evaluate("input", "same text", ctx());
+    principal.sub = "mallory";
+    const out = await p.evaluate("input", "same text", ctx());
+    expect(seen).toEqual(["same text", "same text"]);
+    expect(out.decisions[0]).not.toHaveProperty("cached");
+    // a frozen principal (what the JWT and introspection authenticators return) is reused, per session
+    const frozen = Object.freeze({ clientId: "orchestrator", sub: "bob", scopes: Object.freeze([]) as unknown as string[] });
+    const fctx = (sessionId: string): GuardrailContext => ({ stage: "input", side: "server", method: "sampling/createMessage", sessionId, principal: frozen });
+    await p.evaluate("input", "same text", fctx("s1"));
+    await p.evaluate("input", "same text", fctx("s2"));
+    await p.evaluate("input", "same text", fctx("s1"));
+    expect(seen.length).toBe(4);
+  });
+
   it("scopes by the principal when there is no session id, and caches nothing with neither", async () => {
     const { guardrail, seen } = spy();
     const p = pipeline({ guardrail });
