@@ -20,7 +20,7 @@ import { fork } from "node:child_process";
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { REPO_ROOT } from "./lib/fixtures.js";
+import { REPO_ROOT, requestAuditDraft } from "./lib/fixtures.js";
 
 const MODES = ["none", "construct", "group", "group-100ms", "fsync-off"] as const;
 type Mode = (typeof MODES)[number];
@@ -61,30 +61,7 @@ async function child(mode: Mode, rate: number, seconds: number): Promise<ModeRes
       ? undefined
       : await FileAuditSink.open({ dir, signing: { privateKey: keys.privateJwk }, ...(mode === "group-100ms" && { durability: { mode: "group", intervalMs: 100 } }) });
   if (mode === "fsync-off" && sink) (sink as unknown as { file: { handle: { datasync: () => Promise<void> } } }).file.handle.datasync = async () => undefined;
-  const digest = "a".repeat(64);
-  const record = (i: number) =>
-    newAuditRecord({
-      type: "request",
-      agent: "emr-writeback",
-      outcome: "allowed",
-      actor: { clientId: "orchestrator", sub: "svc-orchestrator" },
-      source: { address: "127.0.0.1" },
-      transport: "http",
-      sessionId: "6c1f5a8e-0d7b-4a52-9a43-2f1b7e1c9d10",
-      method: "sampling/createMessage",
-      requestId: i,
-      patients: ["8f1c2d3e-1111-2222-3333-444455556666"],
-      scopes: ["system/Patient.rs", "system/Observation.rs"],
-      guardrails: [
-        { action: "allow", guardrail: "limits", stage: "input" },
-        { action: "allow", guardrail: "patient-context", stage: "input" },
-        { action: "allow", guardrail: "prompt-injection", stage: "input" },
-        { action: "allow", guardrail: "patient-context", stage: "output" },
-        { action: "redact", entityTypes: ["DATE"], guardrail: "phi-redaction", stage: "output" },
-      ],
-      latencyMs: 1.234,
-      digests: { request: digest, response: digest },
-    });
+  const record = (i: number) => newAuditRecord(requestAuditDraft(i));
   const t0 = performance.now();
   let i = 0;
   let start: { i: number; cpu: NodeJS.CpuUsage; threads: Map<string, number> | undefined } | undefined;

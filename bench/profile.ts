@@ -16,7 +16,7 @@ import os from "node:os";
 import path from "node:path";
 import { FileAuditSink, defaultGuardrails, generateAuditSigningKey, newAuditRecord } from "../src/index.js";
 import { needsToken, requestText, type ServerConfig } from "./lib/configs.js";
-import { benchKeys, clinicalText, phiText, samplingBody, signAccessToken, toolsCallBody, PATIENT, REPO_ROOT } from "./lib/fixtures.js";
+import { benchKeys, clinicalText, phiText, requestAuditDraft, samplingBody, signAccessToken, toolsCallBody, PATIENT, REPO_ROOT } from "./lib/fixtures.js";
 import { mapProfileToSource } from "./lib/sourcemap.js";
 import { ensureBuilt } from "./lib/hmcp.js";
 import { openSession } from "./lib/mcp-http.js";
@@ -140,22 +140,7 @@ async function guardrailWork(n: number): Promise<() => Promise<void>> {
 async function auditWork(n: number, dir: string): Promise<() => Promise<void>> {
   const keys = await generateAuditSigningKey();
   const sink = await FileAuditSink.open({ dir, signing: { privateKey: keys.privateJwk } });
-  const record = (i: number) =>
-    newAuditRecord({
-      type: "request",
-      agent: "emr-writeback",
-      outcome: "allowed",
-      actor: { sub: "svc-orchestrator", clientId: "orchestrator" },
-      source: { address: "10.0.0.7" },
-      transport: "http",
-      method: "sampling/createMessage",
-      requestId: i,
-      patients: ["8f1c2d3e-1111-2222-3333-444455556666"],
-      scopes: ["system/Patient.rs"],
-      guardrails: [{ guardrail: "prompt-injection", stage: "input", action: "allow" }],
-      latencyMs: 1.5,
-      digests: { request: "a".repeat(64), response: "b".repeat(64) },
-    });
+  const record = (i: number) => newAuditRecord(requestAuditDraft(i));
   return async () => {
     for (let i = 0; i < n; i += 100) {
       for (let k = i; k < Math.min(n, i + 100); k++) sink.append(record(k));

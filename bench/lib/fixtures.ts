@@ -6,6 +6,7 @@ import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { SignJWT, exportJWK, generateKeyPair, type CryptoKey, type JWK } from "jose";
+import type { AuditRecordDraft } from "../../src/index.js";
 
 export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 /** The shared data sets; override with HMCP_DATA_DIR. */
@@ -110,4 +111,33 @@ export async function signAccessToken(privateKey: CryptoKey, opts: { ttlSec?: nu
     .setIssuedAt()
     .setExpirationTime(`${opts.ttlSec ?? 3600}s`);
   return jwt.sign(privateKey);
+}
+
+/**
+ * The audit record the request pipeline writes for one allowed `sampling/createMessage` under guardrails/default.yaml
+ * (five guardrail summaries, both content digests), as a draft for `newAuditRecord`; `i` is the JSON-RPC id.
+ */
+export function requestAuditDraft(i: number): AuditRecordDraft {
+  return {
+    type: "request",
+    agent: "emr-writeback",
+    outcome: "allowed",
+    actor: { clientId: "orchestrator", sub: "svc-orchestrator" },
+    source: { address: "127.0.0.1" },
+    transport: "http",
+    sessionId: "6c1f5a8e-0d7b-4a52-9a43-2f1b7e1c9d10",
+    method: "sampling/createMessage",
+    requestId: i,
+    patients: ["8f1c2d3e-1111-2222-3333-444455556666"],
+    scopes: ["system/Patient.rs", "system/Observation.rs"],
+    guardrails: [
+      { action: "allow", guardrail: "limits", stage: "input" },
+      { action: "allow", guardrail: "patient-context", stage: "input" },
+      { action: "allow", guardrail: "prompt-injection", stage: "input" },
+      { action: "allow", guardrail: "patient-context", stage: "output" },
+      { action: "redact", entityTypes: ["DATE"], guardrail: "phi-redaction", stage: "output" },
+    ],
+    latencyMs: 1.234,
+    digests: { request: "a".repeat(64), response: "b".repeat(64) },
+  };
 }
