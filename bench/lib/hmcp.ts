@@ -38,14 +38,12 @@ export function buildIsStale(): boolean {
   return newest(path.join(REPO_ROOT, "src")) > built;
 }
 
-/** Builds the package (`tsc -p tsconfig.build.json`, ~6 s) when dist/ is missing or stale. @throws Error when tsc fails */
+/** Runs the package's own build (`npm run build`, ~6 s) when dist/ is missing or stale. @throws Error when it fails */
 export function ensureBuilt(): void {
   if (!buildIsStale()) return;
   console.error("bench: building the package (dist/ is missing or older than src/) ...");
-  execFileSync(process.execPath, [path.join(REPO_ROOT, "node_modules/typescript/bin/tsc"), "-p", path.join(REPO_ROOT, "tsconfig.build.json")], {
-    cwd: REPO_ROOT,
-    stdio: "inherit",
-  });
+  // stdout to stderr: the component scripts print their JSON result on stdout
+  execFileSync("npm", ["run", "--silent", "build"], { cwd: REPO_ROOT, stdio: ["ignore", process.stderr, "inherit"] });
 }
 
 /**
