@@ -55,7 +55,7 @@ function canonicalOrder(value: unknown, depth: number): unknown {
     let copy: unknown[] | undefined;
     for (let i = 0; i < value.length; i++) {
       const v: unknown = value[i];
-      if (v === undefined || typeof v === "function" || typeof v === "symbol") continue; // JSON.stringify writes null
+      if (omitted(v)) continue; // JSON.stringify writes null
       const o = canonicalOrder(v, depth + 1);
       if (o === GENERAL) return GENERAL;
       if (o !== v) (copy ??= value.slice())[i] = o;
@@ -82,7 +82,7 @@ function canonicalOrder(value: unknown, depth: number): unknown {
   for (let i = 0; i < keys.length; i++) {
     const k = keys[i]!;
     const v = rec[k];
-    if (v === undefined || typeof v === "function" || typeof v === "symbol") continue; // JSON.stringify omits it
+    if (omitted(v)) continue; // JSON.stringify omits it
     const o = canonicalOrder(v, depth + 1);
     if (o === GENERAL) return GENERAL;
     if (out === undefined) {
@@ -93,7 +93,7 @@ function canonicalOrder(value: unknown, depth: number): unknown {
         const kj = keys[j]!;
         if (kj === "__proto__") return GENERAL;
         const vj = rec[kj];
-        if (!(vj === undefined || typeof vj === "function" || typeof vj === "symbol")) out[kj] = vj;
+        if (!omitted(vj)) out[kj] = vj;
       }
     }
     // "__proto__" would set the copy's prototype; an array-index key ("0", "12") is always enumerated first
@@ -101,6 +101,11 @@ function canonicalOrder(value: unknown, depth: number): unknown {
     out[k] = o;
   }
   return out ?? value;
+}
+
+/** Values JSON has no form for: omitted as object members, `null` as array elements (as JSON.stringify does). */
+function omitted(v: unknown): boolean {
+  return v === undefined || typeof v === "function" || typeof v === "symbol";
 }
 
 /** Whether a property name may be an array index (V8 enumerates those first, in numeric order). */
@@ -143,7 +148,7 @@ function serialise(value: unknown, ancestors: object[]): string {
     for (let i = 0; i < obj.length; i++) {
       const v: unknown = obj[i];
       if (i > 0) out += ",";
-      out += v === undefined || typeof v === "function" || typeof v === "symbol" ? "null" : serialise(v, ancestors);
+      out += omitted(v) ? "null" : serialise(v, ancestors);
     }
     out += "]";
   } else {
@@ -154,7 +159,7 @@ function serialise(value: unknown, ancestors: object[]): string {
     let first = true;
     for (const k of keys) {
       const v = rec[k];
-      if (v === undefined || typeof v === "function" || typeof v === "symbol") continue;
+      if (omitted(v)) continue;
       out += (first ? "" : ",") + JSON.stringify(k) + ":" + serialise(v, ancestors);
       first = false;
     }
