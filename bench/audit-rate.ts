@@ -17,10 +17,11 @@
  * Each mode runs in its own process, in the order given. Figures print as a Markdown table; nothing is written.
  */
 import { fork } from "node:child_process";
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { REPO_ROOT, requestAuditDraft } from "./lib/fixtures.js";
+import { threadCpuMs } from "./lib/threads.js";
 
 const MODES = ["none", "construct", "group", "group-100ms", "fsync-off"] as const;
 type Mode = (typeof MODES)[number];
@@ -34,22 +35,6 @@ interface ModeResult {
   mainUs?: number;
   /** every other thread (libuv pool, V8 helpers) per record, µs */
   otherUs?: number;
-}
-
-/** CPU ms per thread from /proc/self/task (Linux), keyed by thread id; undefined elsewhere. */
-function threadCpuMs(): Map<string, number> | undefined {
-  try {
-    const out = new Map<string, number>();
-    const tick = 1000 / 100; // USER_HZ is 100 on Linux
-    for (const t of readdirSync("/proc/self/task")) {
-      const s = readFileSync(`/proc/self/task/${t}/stat`, "utf8");
-      const f = s.slice(s.lastIndexOf(")") + 2).split(" ");
-      out.set(t, (Number(f[11]) + Number(f[12])) * tick);
-    }
-    return out;
-  } catch {
-    return undefined;
-  }
 }
 
 async function child(mode: Mode, rate: number, seconds: number): Promise<ModeResult> {

@@ -37,9 +37,10 @@ import { createMcpExpressApp } from "@modelcontextprotocol/sdk/server/express.js
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js";
 import type { JWK } from "jose";
-import type { FileAuditSink, GuardrailRunner, Listening } from "../src/index.js";
+import type { AuditSink, GuardrailRunner, Listening } from "../src/index.js";
 import { AUDIENCE, ISSUER, REPO_ROOT } from "./lib/fixtures.js";
 import { loadHmcp } from "./lib/hmcp.js";
+import { mainThreadCpuMs } from "./lib/threads.js";
 import { mapProfileToSource } from "./lib/sourcemap.js";
 import type { LayerConfig, ServerConfig } from "./lib/configs.js";
 
@@ -62,8 +63,10 @@ export interface ServerStats {
   external: number;
   arrayBuffers: number;
   sessions: number;
-  /** process.cpuUsage() user + system since start, µs. */
+  /** process.cpuUsage() user + system since start, µs (every thread of the process). */
   cpuUs: number;
+  /** The main thread's (event loop's) user + system CPU since start, µs, in 10 ms steps (Linux; absent elsewhere). */
+  mainCpuUs?: number;
   /** Audit files size in bytes (`full` only). */
   auditBytes?: number;
   /** The guardrail pipeline's decision cache counters (text items answered from the cache / checked afresh). */
@@ -175,7 +178,7 @@ async function startHmcp(config: "bare" | "full" | "full-distinct" | "mem-hmcp" 
   if (withAuth || withGuardrails || withAudit) {
     const guardrails = withGuardrails ? await loadDefaultPolicy() : false;
     if (guardrails) guardrailRunner = guardrails;
-    let sink: FileAuditSink | undefined;
+    let sink: AuditSink | undefined;
     if (withAudit) {
       auditDir = await mkdtemp(path.join(os.tmpdir(), "hmcp-bench-audit-"));
       const keys = await generateAuditSigningKey();
@@ -218,9 +221,11 @@ async function dirBytes(dir: string): Promise<number> {
 async function stats(config: ServerConfig): Promise<ServerStats> {
   const m = process.memoryUsage();
   const cpu = process.cpuUsage();
+  const mainMs = mainThreadCpuMs();
   const cache = (guardrailRunner as { decisionCacheStats?: () => { hits: number; misses: number } | undefined } | undefined)?.decisionCacheStats?.();
   return {
     cpuUs: cpu.user + cpu.system,
+    ...(mainMs !== undefined && { mainCpuUs: mainMs * 1000 }),
     config,
     served,
     rss: m.rss,
