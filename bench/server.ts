@@ -169,7 +169,7 @@ async function startSdk(): Promise<string> {
 
 async function startHmcp(config: "bare" | "full" | "full-distinct" | "mem-hmcp" | LayerConfig, spec: ServerSpec): Promise<string> {
   // the built package (bench/lib/hmcp.ts says why)
-  const { FileAuditSink, WorkerFileAuditSink, HMCPServer, createHttpApp, createJwtBearerAuthenticator, generateAuditSigningKey, listen } = await loadHmcp();
+  const { FileAuditSink, HMCPServer, createHttpApp, createJwtBearerAuthenticator, generateAuditSigningKey, listen } = await loadHmcp();
   let listening: Listening;
   const full = config === "full" || config === "full-distinct";
   const withAuth = full || config === "bare+auth";
@@ -182,10 +182,7 @@ async function startHmcp(config: "bare" | "full" | "full-distinct" | "mem-hmcp" 
     if (withAudit) {
       auditDir = await mkdtemp(path.join(os.tmpdir(), "hmcp-bench-audit-"));
       const keys = await generateAuditSigningKey();
-      // WorkerFileAuditSink (the file trail with its hashing and I/O on a worker thread) unless
-      // HMCP_BENCH_AUDIT_SINK=main asks for FileAuditSink on the event loop, for comparison.
-      const options = { dir: auditDir, signing: { privateKey: keys.privateJwk } };
-      const opened = process.env["HMCP_BENCH_AUDIT_SINK"] === "main" ? await FileAuditSink.open(options) : await WorkerFileAuditSink.open(options);
+      const opened = await FileAuditSink.open({ dir: auditDir, signing: { privateKey: keys.privateJwk } });
       sink = opened;
       closers.push(() => opened.close());
     }

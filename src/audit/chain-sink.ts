@@ -60,31 +60,6 @@ export interface ChainSinkCommon {
   now?: () => number;
 }
 
-/**
- * A record already serialised as RFC 8785 canonical JSON (by {@link serialiseRecord}, on another thread: see
- * WorkerFileAuditSink), with the members the sink reads besides. @internal
- */
-export class SerialisedRecord {
-  constructor(
-    readonly canonical: string,
-    readonly type: string,
-    readonly time: unknown,
-  ) {}
-}
-
-/**
- * A record's canonical JSON, or, for a record JSON cannot carry, the canonical JSON of a placeholder that says so
- * (keeping the chain honest), reported through `onNotice`. @internal
- */
-export function serialiseRecord(record: AuditRecordInput, onNotice: ChainSinkCommon["onNotice"]): string {
-  try {
-    return canonicalJson(record);
-  } catch (e) {
-    onNotice?.("audit record not serialisable; placeholder written", { id: String(record.id) });
-    return canonicalJson({ v: 1, id: record.id, type: record.type, time: record.time, error: "unserialisable_record", detail: String((e as Error).message) });
-  }
-}
-
 /** Largest batch written with one write and one fsync in group mode (records). */
 const MAX_BATCH = 8192;
 
@@ -104,7 +79,7 @@ export function validateCommon(where: string, opts: ChainSinkCommon): void {
 
 /** @internal */
 export abstract class ChainSinkBase implements AuditSink {
-  private queue: (AuditRecordInput | SerialisedRecord)[] = [];
+  private queue: AuditRecordInput[] = [];
   private appended = 0;
   private durable = 0;
   private waiters: { target: number; resolve: () => void; reject: (e: unknown) => void }[] = [];
@@ -159,25 +134,11 @@ export abstract class ChainSinkBase implements AuditSink {
    *   `backpressure` when `maxQueued` records wait, `invalid_record` when `v`/`id`/`type` are missing.
    */
   append(record: AuditRecordInput): void {
-    if (typeof record !== "object" || record === null || record.v !== AUDIT_RECORD_VERSION || typeof record.id !== "string" || typeof record.type !== "string") {
-      this.checkAccepting();
-      throw new AuditSinkError("invalid_record", "audit record needs v, id and type (build it with newAuditRecord)");
-    }
-    this.enqueue(record);
-  }
-
-  /** Appends records another thread serialised with {@link serialiseRecord}, as `append` does. @internal */
-  appendSerialised(records: SerialisedRecord[]): void {
-    for (const r of records) this.enqueue(r);
-  }
-
-  private checkAccepting(): void {
     if (this.closed) throw new AuditSinkError("closed", "audit sink is closed");
     if (this.failure) throw this.failure;
-  }
-
-  private enqueue(record: AuditRecordInput | SerialisedRecord): void {
-    this.checkAccepting();
+    if (typeof record !== "object" || record === null || record.v !== AUDIT_RECORD_VERSION || typeof record.id !== "string" || typeof record.type !== "string") {
+      throw new AuditSinkError("invalid_record", "audit record needs v, id and type (build it with newAuditRecord)");
+    }
     if (this.queue.length >= this.maxQueued) throw new AuditSinkError("backpressure", `audit sink has ${this.queue.length} records waiting to be written`);
     this.queue.push(record);
     this.appended++;
@@ -258,11 +219,18 @@ export abstract class ChainSinkBase implements AuditSink {
     this.waiters = keep;
   }
 
-  private async writeBatch(batch: (AuditRecordInput | SerialisedRecord)[]): Promise<void> {
+  private async writeBatch(batch: AuditRecordInput[]): Promise<void> {
     let entries: SealedEntry[] = [];
     let pendingBytes = 0;
     for (const record of batch) {
-      const canonical = record instanceof SerialisedRecord ? record.canonical : serialiseRecord(record, this.common.onNotice);
+      let canonical: string;
+      try {
+        canonical = canonicalJson(record);
+      } catch (e) {
+        // A record JSON cannot carry: keep the chain honest with a placeholder that says so.
+        this.common.onNotice?.("audit record not serialisable; placeholder written", { id: String(record.id) });
+        canonical = canonicalJson({ v: 1, id: record.id, type: record.type, time: record.time, error: "unserialisable_record", detail: String((e as Error).message) });
+      }
       // 200 bytes: the seq/prev/hash envelope around the record.
       if (this.shouldRotate(pendingBytes, Buffer.byteLength(canonical) + 200)) {
         if (this.signer && this.sinceCheckpoint > 0) entries.push(await this.checkpoint("rotate"));

@@ -76,7 +76,7 @@ export class FileAuditSink extends ChainSinkBase {
    *   `unreadable_tail` when the last complete line is not a chain entry (run `hmcp audit verify`).
    */
   static async open(opts: FileAuditSinkOptions): Promise<FileAuditSink> {
-    validateFileSinkOptions(opts);
+    validateOptions(opts);
     const prefix = opts.prefix ?? "audit";
     const signer = opts.signing === false ? undefined : await createCheckpointSigner(opts.signing);
     await mkdir(opts.dir, { recursive: true, mode: 0o700 });
@@ -164,8 +164,7 @@ export class FileAuditSink extends ChainSinkBase {
   }
 }
 
-/** Checks {@link FileAuditSinkOptions}; @throws Error naming the bad option. @internal */
-export function validateFileSinkOptions(opts: FileAuditSinkOptions): void {
+function validateOptions(opts: FileAuditSinkOptions): void {
   if (typeof opts?.dir !== "string" || opts.dir === "") throw new Error("FileAuditSink: 'dir' is required");
   if (opts.signing === undefined) throw new Error("FileAuditSink: 'signing' is required (a checkpoint key, or false to opt out knowingly)");
   const known = new Set(["dir", "prefix", "rotate", "signing", "chainId", ...COMMON_OPTION_KEYS]);

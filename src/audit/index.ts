@@ -8,8 +8,6 @@ export { AuditSinkError } from "./chain-sink.js";
 export type { AuditDurability, ChainSinkCommon } from "./chain-sink.js";
 export { FileAuditSink } from "./file-sink.js";
 export type { FileAuditSinkOptions } from "./file-sink.js";
-export { WorkerFileAuditSink } from "./worker-sink.js";
-export type { WorkerFileAuditSinkOptions } from "./worker-sink.js";
 export { GENESIS_HASH, generateAuditSigningKey } from "./chain.js";
 export type { AuditSigningKey, AuditVerifyKey, CheckpointAlg, CheckpointBody, ChainEntry } from "./chain.js";
 export { verifyAuditFiles } from "./verify.js";
