@@ -58,6 +58,12 @@ export interface ThroughputRun extends LoadResult {
    * processes competing for the cores, so its ratios are the steadier estimate of the layers' cost.
    */
   cpuUsPerReq: number;
+  /**
+   * The server's main thread (its event loop) CPU per answered request, µs (Linux; 10 ms resolution over the run).
+   * HTTP, the SDK and HMCP's pipeline all run there: when it nears the run's wall time per request, the event loop
+   * is the bottleneck and work on other threads (libuv's pool: the audit fdatasync) does not limit req/s.
+   */
+  eventLoopUsPerReq?: number;
   /** Text items the server's guardrails answered from their decision cache / checked afresh during the run. */
   cacheHits?: number;
   cacheMisses?: number;
@@ -71,6 +77,8 @@ export interface ThroughputSummary {
   p50Ms: Spread;
   p99Ms: Spread;
   cpuUsPerReq: Spread;
+  /** Event loop CPU µs per request (Linux). */
+  eventLoopUsPerReq?: Spread;
   /** Decision-cache counters of the server's guardrails, summed over the measured runs (configurations with guardrails). */
   decisionCache?: { hits: number; misses: number };
 }
@@ -147,6 +155,7 @@ interface Measured {
   result: LoadResult;
   served: number;
   cpuUsPerReq: number;
+  eventLoopUsPerReq?: number;
   cacheHits?: number;
   cacheMisses?: number;
 }
@@ -166,7 +175,8 @@ async function measure(t: Target, connections: number, seconds: number): Promise
   if (served < ok || served > ok + connections * 2 || result.non2xx > 0 || result.errors > 0) {
     log(`WARNING ${t.config}@${connections}: ${ok} 2xx, handler served ${served}, non2xx ${result.non2xx}, errors ${result.errors}`);
   }
-  return { result, served, cpuUsPerReq: served > 0 ? (after.cpuUs - before.cpuUs) / served : Number.NaN, ...cache };
+  const eventLoop = after.mainCpuUs !== undefined && before.mainCpuUs !== undefined && served > 0 ? { eventLoopUsPerReq: (after.mainCpuUs - before.mainCpuUs) / served } : {};
+  return { result, served, cpuUsPerReq: served > 0 ? (after.cpuUs - before.cpuUs) / served : Number.NaN, ...eventLoop, ...cache };
 }
 
 async function throughput(targets: Target[]): Promise<{ runs: ThroughputRun[]; summary: ThroughputSummary[] }> {
@@ -181,11 +191,21 @@ async function throughput(targets: Target[]): Promise<{ runs: ThroughputRun[]; s
       // Rotate the order every round so no configuration always runs first or right after the heaviest one.
       const order = targets.map((_, i) => targets[(i + r) % targets.length]!);
       for (const t of order) {
-        const { result, served, cpuUsPerReq, cacheHits, cacheMisses } = await measure(t, connections, durationSec);
-        runs.push({ ...result, config: t.config, round: r + 1, seq: seq++, served, cpuUsPerReq, ...(cacheHits !== undefined && { cacheHits, cacheMisses }) });
+        const { result, served, cpuUsPerReq, eventLoopUsPerReq, cacheHits, cacheMisses } = await measure(t, connections, durationSec);
+        runs.push({
+          ...result,
+          config: t.config,
+          round: r + 1,
+          seq: seq++,
+          served,
+          cpuUsPerReq,
+          ...(eventLoopUsPerReq !== undefined && { eventLoopUsPerReq }),
+          ...(cacheHits !== undefined && { cacheHits, cacheMisses }),
+        });
         log(
           `round ${r + 1}/${rounds} ${t.config.padEnd(13)} c=${connections}: ${Math.round(result.rps)} rps, ` +
             `p50 ${result.p50Ms.toFixed(2)} ms, p99 ${result.p99Ms.toFixed(2)} ms, server CPU ${Math.round(cpuUsPerReq)} µs/req` +
+            (eventLoopUsPerReq !== undefined ? ` (event loop ${Math.round(eventLoopUsPerReq)})` : "") +
             (cacheHits !== undefined ? `, decision cache ${cacheHits} hits / ${cacheMisses} misses` : ""),
         );
       }
@@ -203,6 +223,7 @@ async function throughput(targets: Target[]): Promise<{ runs: ThroughputRun[]; s
         p50Ms: spread(mine.map((x) => x.p50Ms)),
         p99Ms: spread(mine.map((x) => x.p99Ms)),
         cpuUsPerReq: spread(mine.map((x) => x.cpuUsPerReq)),
+        ...(mine.every((x) => x.eventLoopUsPerReq !== undefined) && mine.length > 0 && { eventLoopUsPerReq: spread(mine.map((x) => x.eventLoopUsPerReq!)) }),
         ...(counted.length > 0 && {
           decisionCache: { hits: counted.reduce((a, x) => a + x.cacheHits!, 0), misses: counted.reduce((a, x) => a + (x.cacheMisses ?? 0), 0) },
         }),
@@ -456,6 +477,7 @@ async function main(): Promise<void> {
       p99Ms: round(s.p99Ms.median),
       rpsSpread: round(s.rps.relSpread),
       cpuUsPerReq: round(s.cpuUsPerReq.median, 1),
+      ...(s.eventLoopUsPerReq && { eventLoopUsPerReq: round(s.eventLoopUsPerReq.median, 1) }),
     })) ?? [],
     ratios: ratios10
       ? {

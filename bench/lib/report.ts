@@ -14,7 +14,16 @@ export interface ReportView {
   options: { rounds: number; durationSec: number; connections: number[]; textChars: number; latencyCalls: number; memSessions: number };
   workload: { text: { chars: number; source: string } };
   throughput?: {
-    summary: Array<{ name: string; connections: number; rps: Spread; p50Ms: Spread; p99Ms: Spread; cpuUsPerReq: Spread; decisionCache?: { hits: number; misses: number } }>;
+    summary: Array<{
+      name: string;
+      connections: number;
+      rps: Spread;
+      p50Ms: Spread;
+      p99Ms: Spread;
+      cpuUsPerReq: Spread;
+      eventLoopUsPerReq?: Spread;
+      decisionCache?: { hits: number; misses: number };
+    }>;
   };
   ratios: Array<
     | {
@@ -130,13 +139,14 @@ export function renderMarkdown(r: ReportView): string {
   if (r.throughput) {
     L.push("", "**Throughput** (autocannon in its own process; medians, min–max over the rounds)", "");
     L.push(
-      "| configuration | connections | req/s | p50 ms | p99 ms | req/s vs baseline | server CPU µs/request |",
-      "| --- | --- | --- | --- | --- | --- | --- |",
+      "| configuration | connections | req/s | p50 ms | p99 ms | req/s vs baseline | server CPU µs/request | event loop µs/request |",
+      "| --- | --- | --- | --- | --- | --- | --- | --- |",
     );
     for (const s of r.throughput.summary) {
       const base = r.throughput.summary.find((x) => x.name === "baseline" && x.connections === s.connections);
       const rel = base ? (s.rps.median / base.rps.median).toFixed(3) : "";
-      L.push(`| ${s.name} | ${s.connections} | ${spreadCell(s.rps)} | ${spreadCell(s.p50Ms, 2)} | ${spreadCell(s.p99Ms, 2)} | ${rel} | ${spreadCell(s.cpuUsPerReq)} |`);
+      const loop = s.eventLoopUsPerReq ? spreadCell(s.eventLoopUsPerReq) : "n/a";
+      L.push(`| ${s.name} | ${s.connections} | ${spreadCell(s.rps)} | ${spreadCell(s.p50Ms, 2)} | ${spreadCell(s.p99Ms, 2)} | ${rel} | ${spreadCell(s.cpuUsPerReq)} | ${loop} |`);
     }
     const cached = r.throughput.summary.filter((x) => x.decisionCache !== undefined);
     if (cached.length) {
@@ -171,13 +181,14 @@ export function renderMarkdown(r: ReportView): string {
   const layers = r.throughput?.summary.filter((x) => x.name.startsWith("bare+")) ?? [];
   if (layers.length) {
     L.push("", "**Where the cost of `full` comes from** (one layer at a time on top of `bare`; server CPU is the steadier figure)", "");
-    L.push("| layer | connections | req/s vs bare | added server CPU µs/request (vs bare) |", "| --- | --- | --- | --- |");
+    L.push("| layer | connections | req/s vs bare | added server CPU µs/request (vs bare) | added event loop µs/request |", "| --- | --- | --- | --- | --- |");
     const rows = [...layers, ...(r.throughput?.summary.filter((x) => x.name === "full" || x.name === "full-distinct") ?? [])];
     const label = (name: string) => (name === "full" ? "full (all layers)" : name === "full-distinct" ? "full-distinct (all layers, no cache hits)" : name.slice(5));
     for (const x of rows) {
       const bare = r.throughput!.summary.find((b) => b.name === "bare" && b.connections === x.connections);
       if (!bare) continue;
-      L.push(`| ${label(x.name)} | ${x.connections} | ${(x.rps.median / bare.rps.median).toFixed(3)} | ${fmt(x.cpuUsPerReq.median - bare.cpuUsPerReq.median)} |`);
+      const loop = x.eventLoopUsPerReq && bare.eventLoopUsPerReq ? fmt(x.eventLoopUsPerReq.median - bare.eventLoopUsPerReq.median) : "n/a";
+      L.push(`| ${label(x.name)} | ${x.connections} | ${(x.rps.median / bare.rps.median).toFixed(3)} | ${fmt(x.cpuUsPerReq.median - bare.cpuUsPerReq.median)} | ${loop} |`);
     }
   }
   if (r.latency) {
