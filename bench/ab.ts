@@ -4,79 +4,115 @@
  * For deciding whether a change helps when the machine's speed drifts (compare within a pair, not across runs).
  *
  * Usage: `npx tsx bench/ab.ts --config full --env NAME --a value1 --b value2 [--pairs 8] [--seconds 4] [--connections 10]`
- * where NAME is an environment variable the experiment has bench/server.ts read (e.g. to pick one of two sinks).
- * Prints, per pair and as medians: req/s, the server's CPU µs per request (all threads) and its event loop's share.
+ * where NAME is an environment variable the experiment has bench/server.ts read (e.g. to pick one of two sinks); a
+ * variant whose `--a`/`--b` is omitted runs with NAME unset. Configurations: those answering `sampling/createMessage`
+ * (bare, full, full-distinct, bare+auth, bare+guardrails, bare+audit). Each server is probed before the runs, and
+ * every run is checked as bench/run.ts checks it (the handler answered each 2xx; no errors).
+ * Prints, per pair and as medians: req/s, the server's CPU µs per request (all threads) and its event loop's share
+ * (Linux; "n/a" elsewhere).
  */
 import { parseArgs } from "node:util";
-import { needsToken, requestText, type ServerConfig } from "./lib/configs.js";
+import { COUNTER_PLACEHOLDER, needsToken, requestText, type ServerConfig } from "./lib/configs.js";
 import { benchKeys, clinicalText, samplingBody, signAccessToken, PATIENT } from "./lib/fixtures.js";
 import { ensureBuilt } from "./lib/hmcp.js";
-import { openSession } from "./lib/mcp-http.js";
+import { openSession, post } from "./lib/mcp-http.js";
 import { ServerProc, runLoadProcess, stopLoadProcess } from "./lib/procs.js";
+import { median } from "./lib/stats.js";
+
+const SAMPLING_CONFIGS = new Set(["bare", "full", "full-distinct", "bare+auth", "bare+guardrails", "bare+audit"]);
 
 const { values } = parseArgs({
   options: {
     config: { type: "string", default: "full" },
     env: { type: "string" },
-    a: { type: "string", default: "" },
-    b: { type: "string", default: "" },
+    a: { type: "string" },
+    b: { type: "string" },
     pairs: { type: "string", default: "8" },
     seconds: { type: "string", default: "4" },
     connections: { type: "string", default: "10" },
   },
 });
-if (!values.env) throw new Error("--env NAME is required (the variable that selects the variant in bench/server.ts)");
+const envName = values.env;
+if (!envName) throw new Error("--env NAME is required (the variable that selects the variant in bench/server.ts)");
+if (!SAMPLING_CONFIGS.has(values.config)) throw new Error(`--config must be one of ${[...SAMPLING_CONFIGS].join(", ")}`);
 const config = values.config as ServerConfig;
+const pairs = Number(values.pairs);
 const connections = Number(values.connections);
 const seconds = Number(values.seconds);
+for (const [k, v] of [["pairs", pairs], ["connections", connections], ["seconds", seconds]] as const) {
+  if (!Number.isInteger(v) || v < 1) throw new Error(`--${k} must be an integer >= 1`);
+}
+const label = (v: string | undefined) => (v === undefined ? "(unset)" : v);
 
 await ensureBuilt();
 const keys = await benchKeys();
 const token = await signAccessToken(keys.privateKey);
 const text = clinicalText(1024).text;
 
-async function start(value: string) {
-  const saved = process.env[values.env!];
-  process.env[values.env!] = value;
+async function start(value: string | undefined) {
+  const saved = process.env[envName!];
+  if (value === undefined) delete process.env[envName!];
+  else process.env[envName!] = value;
   try {
     const server = await ServerProc.start({ config, ...(needsToken(config) && { publicJwk: keys.publicJwk }) });
     const auth: Record<string, string> = needsToken(config) ? { authorization: `Bearer ${token}` } : {};
     const { headers } = await openSession(server.url, auth);
     const body = JSON.stringify(samplingBody(requestText(config, text), "[<id>]", needsToken(config) ? PATIENT : undefined));
+    const probe = await post(server.url, headers, body.replace("[<id>]", "probe-1").replaceAll(COUNTER_PLACEHOLDER, "0"));
+    if (probe.status !== 200 || typeof (probe.message["result"] as { content?: { text?: unknown } } | undefined)?.content?.text !== "string") {
+      throw new Error(`${config} with ${envName}=${label(value)}: probe failed: HTTP ${probe.status} ${JSON.stringify(probe.message).slice(0, 300)}`);
+    }
     return { value, server, headers, body };
   } finally {
-    if (saved === undefined) delete process.env[values.env!];
-    else process.env[values.env!] = saved;
+    if (saved === undefined) delete process.env[envName!];
+    else process.env[envName!] = saved;
   }
 }
 
 const variants = [await start(values.a), await start(values.b)];
-async function run(v: (typeof variants)[number]) {
+interface Run {
+  rps: number;
+  p50: number;
+  cpu: number;
+  /** NaN where /proc is not there. */
+  main: number;
+}
+async function run(v: (typeof variants)[number]): Promise<Run> {
   const before = await v.server.stats();
   const r = await runLoadProcess({ url: v.server.url, headers: v.headers, body: v.body, connections, durationSec: seconds });
   const after = await v.server.stats();
   const served = after.served - before.served;
-  const n = Math.max(1, served);
-  const main = after.mainCpuUs !== undefined && before.mainCpuUs !== undefined ? (after.mainCpuUs - before.mainCpuUs) / n : NaN;
-  return { rps: r.rps, p50: r.p50Ms, cpu: (after.cpuUs - before.cpuUs) / n, main };
+  const ok = Math.round(r.rps * r.durationSec);
+  if (served < ok || r.non2xx > 0 || r.errors > 0) {
+    console.warn(`WARNING ${envName}=${label(v.value)}: ${ok} 2xx, handler served ${served}, non2xx ${r.non2xx}, errors ${r.errors}`);
+  }
+  const main = after.mainCpuUs !== undefined && before.mainCpuUs !== undefined && served > 0 ? (after.mainCpuUs - before.mainCpuUs) / served : NaN;
+  return { rps: r.rps, p50: r.p50Ms, cpu: served > 0 ? (after.cpuUs - before.cpuUs) / served : NaN, main };
 }
+
+const us = (x: number) => (Number.isFinite(x) ? x.toFixed(0) : "n/a");
+const med = (xs: number[]) => (xs.every(Number.isFinite) ? median(xs) : NaN);
 
 // warm-up
 for (const v of variants) await run(v);
-const rows: { a: Awaited<ReturnType<typeof run>>; b: Awaited<ReturnType<typeof run>> }[] = [];
-for (let i = 0; i < Number(values.pairs); i++) {
+const rows: { a: Run; b: Run }[] = [];
+for (let i = 0; i < pairs; i++) {
   const order = i % 2 === 0 ? [0, 1] : [1, 0];
-  const got: Awaited<ReturnType<typeof run>>[] = [];
+  const got: Run[] = [];
   for (const k of order) got[k] = await run(variants[k]!);
-  rows.push({ a: got[0]!, b: got[1]! });
-  console.log(`pair ${i + 1}: ${values.a || "(unset)"} ${got[0]!.rps.toFixed(0)} req/s ${got[0]!.cpu.toFixed(0)} µs/req (event loop ${got[0]!.main.toFixed(0)}) | ${values.b || "(unset)"} ${got[1]!.rps.toFixed(0)} req/s ${got[1]!.cpu.toFixed(0)} µs/req (event loop ${got[1]!.main.toFixed(0)}) | b/a ${(got[1]!.rps / got[0]!.rps).toFixed(3)}`);
+  const [a, b] = [got[0]!, got[1]!];
+  rows.push({ a, b });
+  console.log(
+    `pair ${i + 1}: ${label(values.a)} ${a.rps.toFixed(0)} req/s ${us(a.cpu)} µs/req (event loop ${us(a.main)}) | ` +
+      `${label(values.b)} ${b.rps.toFixed(0)} req/s ${us(b.cpu)} µs/req (event loop ${us(b.main)}) | b/a ${(b.rps / a.rps).toFixed(3)}`,
+  );
 }
-const median = (xs: number[]) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)]!;
+const ratios = rows.map((r) => r.b.rps / r.a.rps);
 console.log(
-  `\n${config} @${connections} conns, ${values.env}: ${values.a || "(unset)"} → ${values.b || "(unset)"}: req/s ratio b/a median ${median(rows.map((r) => r.b.rps / r.a.rps)).toFixed(3)} ` +
-    `(min ${Math.min(...rows.map((r) => r.b.rps / r.a.rps)).toFixed(3)}, max ${Math.max(...rows.map((r) => r.b.rps / r.a.rps)).toFixed(3)}); ` +
-    `CPU µs/req a ${median(rows.map((r) => r.a.cpu)).toFixed(0)}, b ${median(rows.map((r) => r.b.cpu)).toFixed(0)}; ` +
-    `event loop µs/req a ${median(rows.map((r) => r.a.main)).toFixed(0)}, b ${median(rows.map((r) => r.b.main)).toFixed(0)}; ` +
+  `\n${config} @${connections} conns, ${envName}: ${label(values.a)} → ${label(values.b)}: req/s ratio b/a median ${median(ratios).toFixed(3)} ` +
+    `(min ${Math.min(...ratios).toFixed(3)}, max ${Math.max(...ratios).toFixed(3)}); ` +
+    `CPU µs/req a ${us(med(rows.map((r) => r.a.cpu)))}, b ${us(med(rows.map((r) => r.b.cpu)))}; ` +
+    `event loop µs/req a ${us(med(rows.map((r) => r.a.main)))}, b ${us(med(rows.map((r) => r.b.main)))}; ` +
     `p50 ms a ${median(rows.map((r) => r.a.p50)).toFixed(2)}, b ${median(rows.map((r) => r.b.p50)).toFixed(2)}`,
 );
 for (const v of variants) await v.server.stop();
