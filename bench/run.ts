@@ -20,8 +20,8 @@ import { BENCH_DIR, ServerProc, runLoadProcess, runScript, stopLoadProcess } fro
 import { sequentialLatency, type LatencyFigure } from "./lib/latency.js";
 import { ensureBuilt } from "./lib/hmcp.js";
 import { memoryPerSession, type MemoryFigure } from "./lib/memory.js";
-import { round, spread, type Spread } from "./lib/stats.js";
-import { renderMarkdown, targetsOf } from "./lib/report.js";
+import { round, spread } from "./lib/stats.js";
+import { renderMarkdown, targetsOf, type ThroughputSummary } from "./lib/report.js";
 import type { ComponentResults } from "./components.js";
 
 // ---------------------------------------------------------------------------------------------------------- options
@@ -67,20 +67,6 @@ export interface ThroughputRun extends LoadResult {
   /** Text items the server's guardrails answered from their decision cache / checked afresh during the run. */
   cacheHits?: number;
   cacheMisses?: number;
-}
-
-/** Medians over the rounds of one configuration at one connection count. */
-export interface ThroughputSummary {
-  name: ServerConfig;
-  connections: number;
-  rps: Spread;
-  p50Ms: Spread;
-  p99Ms: Spread;
-  cpuUsPerReq: Spread;
-  /** Event loop CPU µs per request (Linux). */
-  eventLoopUsPerReq?: Spread;
-  /** Decision-cache counters of the server's guardrails, summed over the measured runs (configurations with guardrails). */
-  decisionCache?: { hits: number; misses: number };
 }
 
 const log = (s: string) => process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${s}\n`);

@@ -5,6 +5,22 @@ import type { Spread, LatencySummary } from "./stats.js";
 import type { MemoryFigure } from "./memory.js";
 import type { LatencyFigure } from "./latency.js";
 import type { ComponentResults } from "../components.js";
+import type { ServerConfig } from "./configs.js";
+
+/** Medians over the rounds of one configuration at one connection count (bench/run.ts builds them). */
+export interface ThroughputSummary {
+  name: ServerConfig;
+  connections: number;
+  rps: Spread;
+  p50Ms: Spread;
+  p99Ms: Spread;
+  /** Server process CPU µs per request (all threads). */
+  cpuUsPerReq: Spread;
+  /** Event loop (main thread) CPU µs per request (Linux). */
+  eventLoopUsPerReq?: Spread;
+  /** Decision-cache counters of the server's guardrails, summed over the measured runs (configurations with guardrails). */
+  decisionCache?: { hits: number; misses: number };
+}
 
 /** The subset of the run report this module reads. */
 export interface ReportView {
@@ -14,16 +30,7 @@ export interface ReportView {
   options: { rounds: number; durationSec: number; connections: number[]; textChars: number; latencyCalls: number; memSessions: number };
   workload: { text: { chars: number; source: string } };
   throughput?: {
-    summary: Array<{
-      name: string;
-      connections: number;
-      rps: Spread;
-      p50Ms: Spread;
-      p99Ms: Spread;
-      cpuUsPerReq: Spread;
-      eventLoopUsPerReq?: Spread;
-      decisionCache?: { hits: number; misses: number };
-    }>;
+    summary: ThroughputSummary[];
   };
   ratios: Array<
     | {
