@@ -16,7 +16,8 @@ import { COUNTER_PLACEHOLDER, needsToken, requestText, type ServerConfig } from 
 import { benchKeys, clinicalText, samplingBody, signAccessToken, PATIENT } from "./lib/fixtures.js";
 import { ensureBuilt } from "./lib/hmcp.js";
 import { openSession, post } from "./lib/mcp-http.js";
-import { ServerProc, runLoadProcess, stopLoadProcess } from "./lib/procs.js";
+import { measure } from "./lib/measure.js";
+import { ServerProc, stopLoadProcess } from "./lib/procs.js";
 import { median } from "./lib/stats.js";
 
 const SAMPLING_CONFIGS = new Set(["bare", "full", "full-distinct", "bare+auth", "bare+guardrails", "bare+audit"]);
@@ -78,16 +79,10 @@ interface Run {
   main: number;
 }
 async function run(v: (typeof variants)[number]): Promise<Run> {
-  const before = await v.server.stats();
-  const r = await runLoadProcess({ url: v.server.url, headers: v.headers, body: v.body, connections, durationSec: seconds });
-  const after = await v.server.stats();
-  const served = after.served - before.served;
-  const ok = Math.round(r.rps * r.durationSec);
-  if (served < ok || r.non2xx > 0 || r.errors > 0) {
-    console.warn(`WARNING ${envName}=${label(v.value)}: ${ok} 2xx, handler served ${served}, non2xx ${r.non2xx}, errors ${r.errors}`);
-  }
-  const main = after.mainCpuUs !== undefined && before.mainCpuUs !== undefined && served > 0 ? (after.mainCpuUs - before.mainCpuUs) / served : NaN;
-  return { rps: r.rps, p50: r.p50Ms, cpu: served > 0 ? (after.cpuUs - before.cpuUs) / served : NaN, main };
+  const m = await measure({ config, server: v.server, url: v.server.url, headers: v.headers, body: v.body }, connections, seconds, (w) =>
+    console.warn(`${w} (${envName}=${label(v.value)})`),
+  );
+  return { rps: m.result.rps, p50: m.result.p50Ms, cpu: m.cpuUsPerReq, main: m.eventLoopUsPerReq ?? NaN };
 }
 
 const us = (x: number) => (Number.isFinite(x) ? x.toFixed(0) : "n/a");

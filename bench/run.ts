@@ -12,13 +12,13 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import type { LoadResult } from "./load.js";
-import type { ServerStats } from "./server.js";
 import { COUNTER_PLACEHOLDER, LAYER_CONFIGS, needsToken, requestText, type ServerConfig } from "./lib/configs.js";
 import { benchKeys, clinicalText, samplingBody, signAccessToken, toolsCallBody, PATIENT, REPO_ROOT } from "./lib/fixtures.js";
 import { openSession, post } from "./lib/mcp-http.js";
-import { BENCH_DIR, ServerProc, runLoadProcess, runScript, stopLoadProcess } from "./lib/procs.js";
+import { BENCH_DIR, ServerProc, runScript, stopLoadProcess } from "./lib/procs.js";
 import { sequentialLatency, type LatencyFigure } from "./lib/latency.js";
 import { ensureBuilt } from "./lib/hmcp.js";
+import { measure } from "./lib/measure.js";
 import { memoryPerSession, type MemoryFigure } from "./lib/memory.js";
 import { round, spread } from "./lib/stats.js";
 import { renderMarkdown, targetsOf, type ThroughputSummary } from "./lib/report.js";
@@ -137,38 +137,10 @@ async function prepareTargets(targets: Target[], text: string, token: string, pu
   }
 }
 
-interface Measured {
-  result: LoadResult;
-  served: number;
-  cpuUsPerReq: number;
-  eventLoopUsPerReq?: number;
-  cacheHits?: number;
-  cacheMisses?: number;
-}
-
-async function measure(t: Target, connections: number, seconds: number): Promise<Measured> {
-  const before: ServerStats = await t.server.stats();
-  const result = await runLoadProcess({ url: t.url, headers: t.headers, body: t.body, connections, durationSec: seconds });
-  const after: ServerStats = await t.server.stats();
-  const served = after.served - before.served;
-  const cache =
-    before.guardrailCache && after.guardrailCache
-      ? { cacheHits: after.guardrailCache.hits - before.guardrailCache.hits, cacheMisses: after.guardrailCache.misses - before.guardrailCache.misses }
-      : {};
-  if (t.config === "full-distinct" && (cache.cacheHits ?? 0) > 0) log(`WARNING full-distinct@${connections}: ${cache.cacheHits} decision-cache hits (the texts must all differ)`);
-  const ok = Math.round(result.rps * result.durationSec);
-  // Every 2xx must be a real answer: the handler ran once per response (in-flight requests at the end may add a few).
-  if (served < ok || served > ok + connections * 2 || result.non2xx > 0 || result.errors > 0) {
-    log(`WARNING ${t.config}@${connections}: ${ok} 2xx, handler served ${served}, non2xx ${result.non2xx}, errors ${result.errors}`);
-  }
-  const eventLoop = after.mainCpuUs !== undefined && before.mainCpuUs !== undefined && served > 0 ? { eventLoopUsPerReq: (after.mainCpuUs - before.mainCpuUs) / served } : {};
-  return { result, served, cpuUsPerReq: served > 0 ? (after.cpuUs - before.cpuUs) / served : Number.NaN, ...eventLoop, ...cache };
-}
-
 async function throughput(targets: Target[]): Promise<{ runs: ThroughputRun[]; summary: ThroughputSummary[] }> {
   for (const t of targets) {
     log(`warm-up ${t.config} ${warmupSec}s`);
-    await measure(t, connectionsList[0]!, warmupSec);
+    await measure(t, connectionsList[0]!, warmupSec, log);
   }
   const runs: ThroughputRun[] = [];
   let seq = 0;
@@ -177,7 +149,7 @@ async function throughput(targets: Target[]): Promise<{ runs: ThroughputRun[]; s
       // Rotate the order every round so no configuration always runs first or right after the heaviest one.
       const order = targets.map((_, i) => targets[(i + r) % targets.length]!);
       for (const t of order) {
-        const { result, served, cpuUsPerReq, eventLoopUsPerReq, cacheHits, cacheMisses } = await measure(t, connections, durationSec);
+        const { result, served, cpuUsPerReq, eventLoopUsPerReq, cacheHits, cacheMisses } = await measure(t, connections, durationSec, log);
         runs.push({
           ...result,
           config: t.config,
