@@ -107,6 +107,35 @@ describe("Streamable HTTP app", () => {
     expect(app.sessionCount).toBe(0);
   });
 
+  it("SSE polling (SEP-1699): a 2025-11-25 client's POST stream opens with a priming event carrying sseRetryMs; an older client's does not", async () => {
+    const { endpoint } = await start({ sseRetryMs: 250 });
+    const sid = await openSession(endpoint);
+    /** The raw text of the POST stream's first SSE event. */
+    const firstEvent = async (version: string, id: number) => {
+      const res = await fetch(endpoint, {
+        method: "POST",
+        headers: { ...sessionHeaders(sid), "mcp-protocol-version": version },
+        body: JSON.stringify({ jsonrpc: "2.0", id, method: "sampling/createMessage", params: { messages: [{ role: "user", content: { type: "text", text: "hi" } }], maxTokens: 5 } }),
+      });
+      expect(res.headers.get("content-type")).toMatch(/text\/event-stream/);
+      const reader = res.body!.getReader();
+      const decoder = new TextDecoder();
+      let text = "";
+      while (!/\r?\n\r?\n/.test(text)) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        text += decoder.decode(value, { stream: true });
+      }
+      await reader.cancel().catch(() => undefined);
+      return text.split(/\r?\n\r?\n/)[0]!;
+    };
+    expect(await firstEvent("2025-11-25", 1)).toMatch(/^id: \S+\nretry: 250\ndata: ?$/);
+    const older = await firstEvent("2025-06-18", 2);
+    // the first event already carries a message (here the echo agent's own sampling request back to the client)
+    expect(older).not.toMatch(/retry:/);
+    expect(older).toMatch(/\ndata: \{"/);
+  });
+
   it("DELETE ends a session", async () => {
     const { app, endpoint } = await start();
     const sid = await openSession(endpoint);
