@@ -23,6 +23,7 @@ import { HMCPError, HMCPErrorCode, readHMCPCapability, type HMCPCapability } fro
 import type { GuardrailRunner } from "../guardrails/types.js";
 import type { TokenProvider } from "../auth/token-provider.js";
 import { defaultGuardrails } from "../guardrails/policy.js";
+import { releasedSignalFetch, type FetchFn } from "./released-fetch.js";
 
 /** Params of `sampling/createMessage`. */
 export type CreateMessageParams = CreateMessageRequest["params"];
@@ -144,7 +145,8 @@ export class HMCPClient {
     let transport: Transport;
     if (target.type === "http") {
       transport = new StreamableHTTPClientTransport(new URL(target.url), {
-        fetch: this.#authorizedFetch(),
+        // each request's abort link to the transport's session-long signal ends with the request (released-fetch.ts)
+        fetch: releasedSignalFetch(this.#authorizedFetch()),
         ...(target.headers && { requestInit: { headers: target.headers } }),
       });
     } else if (target.type === "stdio") {
@@ -218,7 +220,7 @@ export class HMCPClient {
   }
 
   /** fetch that adds the bearer token and retries once after a 401 carrying `WWW-Authenticate` (RFC 6750 §3). */
-  #authorizedFetch(): typeof fetch | undefined {
+  #authorizedFetch(): FetchFn | undefined {
     const provider = this.#options.tokenProvider;
     if (!provider) return undefined;
     return async (input, init) => {
