@@ -134,16 +134,24 @@ export abstract class ChainSinkBase implements AuditSink {
    *   `backpressure` when `maxQueued` records wait, `invalid_record` when `v`/`id`/`type` are missing.
    */
   append(record: AuditRecordInput): void {
-    if (this.closed) throw new AuditSinkError("closed", "audit sink is closed");
-    if (this.failure) throw this.failure;
+    this.assertWritable();
     if (typeof record !== "object" || record === null || record.v !== AUDIT_RECORD_VERSION || typeof record.id !== "string" || typeof record.type !== "string") {
       throw new AuditSinkError("invalid_record", "audit record needs v, id and type (build it with newAuditRecord)");
     }
-    if (this.queue.length >= this.maxQueued) throw new AuditSinkError("backpressure", `audit sink has ${this.queue.length} records waiting to be written`);
     this.queue.push(record);
     this.appended++;
     if (this.queue.length >= this.batchMax || this.intervalMs === 0) this.kick();
     else this.timer ??= setTimeout(() => this.kick(), this.intervalMs);
+  }
+
+  /**
+   * Throws what `append` would throw for any well-formed record now (see {@link AuditSink.assertWritable}).
+   * @throws AuditSinkError `closed`, `write_failed` or `backpressure`
+   */
+  assertWritable(): void {
+    if (this.closed) throw new AuditSinkError("closed", "audit sink is closed");
+    if (this.failure) throw this.failure;
+    if (this.queue.length >= this.maxQueued) throw new AuditSinkError("backpressure", `audit sink has ${this.queue.length} records waiting to be written`);
   }
 
   /**

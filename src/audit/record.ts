@@ -77,6 +77,13 @@ export type AuditRecordInput = z.infer<typeof AuditRecordInputSchema>;
  */
 export interface AuditSink {
   append(record: AuditRecordInput): void;
+  /**
+   * Optional health check, called before a request is served: throws when `append` would refuse the next record
+   * (the sink is closed, a write failed, or its queue is full), so the request is refused (-32055 AuditUnavailable)
+   * instead of being served and then left unaudited. Must be cheap and synchronous. A sink without it is found out by
+   * its first `append` that throws; from then on every server sharing the sink refuses requests.
+   */
+  assertWritable?(): void;
   /** Resolves when every record appended so far is durable per the sink's policy. */
   flush(): Promise<void>;
   /** Flushes, writes a final checkpoint where the sink signs, and releases resources. */

@@ -10,7 +10,7 @@ import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/
 import { hostHeaderValidation } from "@modelcontextprotocol/sdk/server/middleware/hostHeaderValidation.js";
 import type { AuthInfo } from "@modelcontextprotocol/sdk/server/auth/types.js";
 import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js";
-import type { Principal } from "../protocol/index.js";
+import { HMCPErrorCode, type Principal } from "../protocol/index.js";
 import type { BearerAuthenticator } from "../auth/types.js";
 import { AUDIT_RECORD_VERSION, type AuditRecordInput, type AuditSink } from "../audit/record.js";
 import { defaultOperationalLogger, type HMCPServer, type OperationalLogger } from "../server/index.js";
@@ -223,6 +223,15 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
         refused(req, res, 400, "no_session");
         res.status(400).json(jsonRpcError(-32000, "Bad Request: no valid session id (send initialize first)"));
         return;
+      }
+      // Fail closed: no new session while the audit sink cannot take records (its own health check).
+      if (options.audit?.assertWritable !== undefined) {
+        try {
+          options.audit.assertWritable();
+        } catch {
+          res.status(503).set("retry-after", "30").json(jsonRpcError(HMCPErrorCode.AuditUnavailable, "Audit trail unavailable"));
+          return;
+        }
       }
       if (sessions.size >= maxSessions) {
         refused(req, res, 503, "too_many_sessions", "failed");

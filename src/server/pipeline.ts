@@ -37,6 +37,9 @@ const OUTPUT_CONTENT_METHODS = new Set(["sampling/createMessage", "tools/call", 
 /** Methods that run outside the pipeline: connection lifecycle only, no data. */
 const LIFECYCLE_METHODS = new Set(["initialize", "ping"]);
 
+/** Sinks that have refused a record: shared by every pipeline (session) writing to them. */
+const FAILED_SINKS = new WeakSet<AuditSink>();
+
 /** What the pipeline needs from the server it serves. */
 export interface PipelineHost {
   readonly agentName: string;
@@ -54,7 +57,6 @@ export class RequestPipeline {
   readonly #hooks: PipelineHooks;
   readonly #host: PipelineHost;
   readonly #logger: OperationalLogger;
-  #auditFailed = false;
 
   constructor(options: HMCPServerOptions, host: PipelineHost) {
     this.#auth =
@@ -119,8 +121,9 @@ export class RequestPipeline {
     let req = request;
     let result: unknown;
     try {
-      // Fail closed: once the audit sink has refused a record, no request is served unaudited.
-      if (this.#auditFailed) {
+      // Fail closed: no request is served while the audit sink cannot take its record (checked before the handler
+      // runs), nor after the sink has refused one, by any server sharing the sink (over HTTP, one per session).
+      if (this.#auditUnavailable()) {
         throw new HMCPError(HMCPErrorCode.AuditUnavailable, "Audit trail unavailable", { reason: "audit_unavailable" });
       }
       this.#authorize(ctx, request, options.unknownMethod === true);
@@ -259,14 +262,30 @@ export class RequestPipeline {
     this.#emit(record as unknown as AuditRecordInput);
   }
 
-  #emit(record: AuditRecordInput): void {
+  /** True when the audit sink cannot take a record now (its own check), or has refused one before. */
+  #auditUnavailable(): boolean {
+    const sink = this.#audit;
+    if (sink === undefined) return false;
+    if (FAILED_SINKS.has(sink)) return true;
     try {
-      this.#audit?.append(record);
+      sink.assertWritable?.();
+      return false;
+    } catch {
+      return true;
+    }
+  }
+
+  #emit(record: AuditRecordInput): void {
+    const sink = this.#audit;
+    try {
+      sink?.append(record);
     } catch (error) {
-      // The request was already answered; from now on the pipeline refuses every request (AuditUnavailable)
-      // rather than serve without an audit trail.
-      if (!this.#auditFailed) this.#logger.error("audit sink refused a record; refusing requests until restarted", { agent: this.#host.agentName, error });
-      this.#auditFailed = true;
+      // From now on every pipeline writing to this sink refuses every request (AuditUnavailable) rather than serve
+      // without an audit trail.
+      if (sink !== undefined && !FAILED_SINKS.has(sink)) {
+        FAILED_SINKS.add(sink);
+        this.#logger.error("audit sink refused a record; refusing requests until restarted", { agent: this.#host.agentName, error });
+      }
     }
     try {
       this.#hooks.audit?.(record);

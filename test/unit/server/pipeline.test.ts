@@ -212,4 +212,27 @@ describe("audit failure", () => {
     expect(e.code).toBe(HMCPErrorCode.AuditUnavailable);
     expect(ran).toEqual(["first", "second"]);
   });
+
+  it("a sink that reports itself unwritable (assertWritable) is refused before the handler runs, and recovers with it", async () => {
+    let broken = false;
+    const appended: string[] = [];
+    const sink = {
+      append: (r: AuditRecordInput) => void appended.push(r.outcome),
+      assertWritable: () => {
+        if (broken) throw new Error("queue full");
+      },
+      flush: async () => undefined,
+      close: async () => undefined,
+    };
+    const { client, ran } = await setup(ORCHESTRATOR, { audit: sink });
+    expect(textOf((await client.ask("first")).content)).toBe("handled: first");
+    broken = true;
+    const e = await errorOf(client.ask("second"));
+    expect(e.code).toBe(HMCPErrorCode.AuditUnavailable);
+    expect(ran).toEqual(["first"]);
+    // a transient condition (e.g. backpressure): served again once the sink can take records
+    broken = false;
+    expect(textOf((await client.ask("third")).content)).toBe("handled: third");
+    expect(ran).toEqual(["first", "third"]);
+  });
 });
