@@ -6,7 +6,8 @@
  */
 import { canonicalJson } from "./canonical-json.js";
 import { sealEntry, type CheckpointBody, type CheckpointSigner } from "./chain.js";
-import { AUDIT_RECORD_VERSION, type AuditRecordInput, type AuditSink } from "./record.js";
+import { randomUUID } from "node:crypto";
+import { AUDIT_RECORD_VERSION, AuditRecordInputSchema, type AuditRecordInput, type AuditSink } from "./record.js";
 
 /**
  * When appended records become durable.
@@ -235,9 +236,11 @@ export abstract class ChainSinkBase implements AuditSink {
       try {
         canonical = canonicalJson(record);
       } catch (e) {
-        // A record JSON cannot carry: keep the chain honest with a placeholder that says so.
-        this.common.onNotice?.("audit record not serialisable; placeholder written", { id: String(record.id) });
-        canonical = canonicalJson({ v: 1, id: record.id, type: record.type, time: record.time, error: "unserialisable_record", detail: String((e as Error).message) });
+        // A record JSON cannot carry: keep the chain honest with a placeholder that says so. The placeholder is itself
+        // a valid record (the verifier checks every record against the schema), built only from values known to
+        // serialise; the original's id, type and time where they are well-formed.
+        canonical = canonicalJson(placeholderRecord(record, this.now()));
+        this.common.onNotice?.("audit record not serialisable; placeholder written", { id: JSON.parse(canonical).id as string, error: (e as Error).name });
       }
       // 200 bytes: the seq/prev/hash envelope around the record.
       if (this.shouldRotate(pendingBytes, Buffer.byteLength(canonical) + 200)) {
@@ -276,4 +279,28 @@ export abstract class ChainSinkBase implements AuditSink {
     this.sinceCheckpoint = 0;
     return entry;
   }
+}
+
+const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** A valid record standing in for `record`, which canonical JSON cannot represent (outcome failed, reason unserialisable_record). */
+function placeholderRecord(record: AuditRecordInput, now: number): AuditRecordInput {
+  const parsed = AuditRecordInputSchema.shape.type.safeParse(record.type);
+  const time = typeof record.time === "string" && /^\d{4}-\d{2}-\d{2}T[\d:.]+Z$/.test(record.time) ? record.time : new Date(now).toISOString();
+  return {
+    v: AUDIT_RECORD_VERSION,
+    id: typeof record.id === "string" && UUID_RE.test(record.id) ? record.id : randomUUID(),
+    time,
+    type: parsed.success ? parsed.data : "request",
+    actor: {},
+    source: {},
+    agent: typeof record.agent === "string" && /^[\w .:/-]{1,128}$/.test(record.agent) ? record.agent : "unknown",
+    patients: [],
+    scopes: [],
+    outcome: "failed",
+    reason: "unserialisable_record",
+    guardrails: [],
+    latencyMs: 0,
+    digests: {},
+  };
 }

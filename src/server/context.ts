@@ -49,8 +49,10 @@ export interface RequestContext {
   readonly guardrailDecisions: ReadonlyArray<GuardrailDecisionSummary & { stage: GuardrailStage }>;
 
   /**
-   * Records that this request touches `patientId` and checks it against the patient launch context.
-   * @throws HMCPError `PatientContextViolation` when the caller's token is bound to another patient.
+   * Records that this request touches `patientId` (a FHIR Patient id) and checks it against the patient launch context.
+   * @throws McpError -32602 (`data.reason` "invalid_patient_id") when `patientId` is not a FHIR id
+   *   (`[A-Za-z0-9-.]{1,64}`, FHIR R4 §2.24.0.1; nothing is recorded then);
+   *   HMCPError `PatientContextViolation` when the caller's token is bound to another patient.
    */
   assertPatient(patientId: string): void;
   /**
@@ -61,7 +63,8 @@ export interface RequestContext {
   /**
    * Like {@link can}, but throws.
    * @throws HMCPError `InsufficientScope` (`data.required` names the scope that would allow it), or
-   *   `PatientContextViolation` when the act names another patient than the launch context.
+   *   `PatientContextViolation` when the act names another patient than the launch context; McpError -32602
+   *   (`invalid_patient_id`) when `request.patient` is not a FHIR Patient id.
    */
   require(request: ScopeRequest): void;
   /**

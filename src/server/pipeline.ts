@@ -6,7 +6,7 @@
  *
  * Everything here is framework-free: the pipeline sees JSON-RPC requests and the SDK's handler `extra`.
  */
-import { randomUUID } from "node:crypto";
+import { createHash, randomUUID } from "node:crypto";
 import { contentDigest } from "../audit/canonical-json.js";
 import { defaultOperationalLogger, type OperationalLogger } from "./logger.js";
 import { ErrorCode, McpError, type JSONRPCRequest } from "@modelcontextprotocol/sdk/types.js";
@@ -36,6 +36,39 @@ const INPUT_CONTENT_METHODS = new Set(["sampling/createMessage", "tools/call"]);
 const OUTPUT_CONTENT_METHODS = new Set(["sampling/createMessage", "tools/call", "resources/read", "prompts/get"]);
 /** Methods that run outside the pipeline: connection lifecycle only, no data. */
 const LIFECYCLE_METHODS = new Set(["initialize", "ping"]);
+
+/** FHIR R4 id (§2.24.0.1 "id"): the form a patient id must take to be checked and recorded. */
+const FHIR_ID = /^[A-Za-z0-9\-.]{1,64}$/;
+/** A caller-chosen identifier (JSON-RPC id, method name) kept as sent in the audit trail; anything else is digested. */
+const AUDIT_IDENTIFIER = /^[\w.:/-]{1,128}$/;
+
+/**
+ * A caller-chosen string as the audit trail keeps it: as sent when it looks like an identifier (letters, digits and
+ * `_.:/-`, at most 128), otherwise `sha256:` and the hex SHA-256 of its UTF-16 code units. Records carry identifiers,
+ * never content: a request id or method name holding free text, a megabyte or a lone surrogate stays out.
+ */
+function auditIdentifier(value: string): string {
+  return AUDIT_IDENTIFIER.test(value) ? value : `sha256:${createHash("sha256").update(value, "utf16le").digest("hex")}`;
+}
+
+/** The content digest of `value`, or a refusal when it cannot be canonicalised (lone surrogates, extreme nesting). */
+function digestOrRefuse(value: unknown, what: "params" | "result"): string | undefined {
+  try {
+    return contentDigest(value);
+  } catch {
+    throw what === "params"
+      ? new McpError(INVALID_PARAMS, "Invalid params: not representable as canonical JSON (lone surrogate or nesting too deep)", { reason: "unserialisable_params" })
+      : new McpError(INTERNAL_ERROR, "Result withheld: not representable as canonical JSON", { reason: "unserialisable_result" });
+  }
+}
+
+/** Refuses a patient id that is not a FHIR id (it would be neither checkable nor recordable). */
+function checkPatientId(id: unknown): string {
+  if (typeof id !== "string" || !FHIR_ID.test(id)) {
+    throw new McpError(INVALID_PARAMS, "Invalid params: a patient must be a FHIR Patient id ([A-Za-z0-9-.]{1,64})", { reason: "invalid_patient_id" });
+  }
+  return id;
+}
 
 /** Sinks that have refused a record: shared by every pipeline (session) writing to them. */
 const FAILED_SINKS = new WeakSet<AuditSink>();
@@ -118,6 +151,10 @@ export class RequestPipeline {
     if (LIFECYCLE_METHODS.has(request.method)) return inner(request, extra);
     const started = performance.now();
     const ctx = this.#context(request, extra);
+    const auditing = this.auditing;
+    // the record's content digests, computed where the content is final: a request or result that cannot be digested
+    // is refused or withheld, so nothing is served that the audit trail cannot describe
+    const digests: Record<string, string> = {};
     let req = request;
     let result: unknown;
     try {
@@ -125,6 +162,10 @@ export class RequestPipeline {
       // runs), nor after the sink has refused one, by any server sharing the sink (over HTTP, one per session).
       if (this.#auditUnavailable()) {
         throw new HMCPError(HMCPErrorCode.AuditUnavailable, "Audit trail unavailable", { reason: "audit_unavailable" });
+      }
+      if (auditing) {
+        const d = digestOrRefuse(request.params, "params");
+        if (d !== undefined) digests["request"] = d;
       }
       this.#authorize(ctx, request, options.unknownMethod === true);
       if (this.#hooks.authorize) await this.#hooks.authorize(ctx);
@@ -140,17 +181,30 @@ export class RequestPipeline {
       if (this.#guardrails && OUTPUT_CONTENT_METHODS.has(request.method) && result && typeof result === "object") {
         result = await this.#guard(ctx, "output", result);
       }
+      if (auditing) {
+        const d = digestOrRefuse(result, "result");
+        if (d !== undefined) digests["response"] = d;
+      }
     } catch (error) {
       const wire = mapError(error);
       if (wire.code === INTERNAL_ERROR && error !== wire) {
         // Unexpected: the operator needs to know; the entry is redacted and carries no request content.
         this.#logger.error("request failed", { agent: this.#host.agentName, method: request.method, requestId: request.id, sessionId: ctx.sessionId, error });
       }
-      this.#record(ctx, request, started, outcomeOf(wire), wire.code, reasonOf(wire), undefined, wire);
+      if (auditing) {
+        // an error reply is digested as sent; one that cannot be (a handler's own error data) is recorded without it
+        try {
+          const d = contentDigest({ code: wire.code, message: wire.message, data: wire.data });
+          if (d !== undefined) digests["response"] = d;
+        } catch {
+          delete digests["response"];
+        }
+      }
+      this.#record(ctx, request, started, outcomeOf(wire), wire.code, reasonOf(wire), digests);
       throw wire;
     }
-    if (ctx.toolError !== undefined) this.#record(ctx, request, started, "failed", undefined, "tool_error", result, undefined);
-    else this.#record(ctx, request, started, "allowed", undefined, undefined, result, undefined);
+    if (ctx.toolError !== undefined) this.#record(ctx, request, started, "failed", undefined, "tool_error", digests);
+    else this.#record(ctx, request, started, "allowed", undefined, undefined, digests);
     return result;
   }
 
@@ -175,8 +229,8 @@ export class RequestPipeline {
         required: [...required],
       });
     }
-    const declared = (request.params?._meta as Record<string, unknown> | undefined)?.[PATIENT_META_KEY];
-    if (typeof declared === "string") ctx.assertPatient(declared);
+    const meta = request.params?._meta as Record<string, unknown> | undefined;
+    if (meta !== undefined && meta !== null && typeof meta === "object" && PATIENT_META_KEY in meta) ctx.assertPatient(checkPatientId(meta[PATIENT_META_KEY]));
   }
 
   async #guard(ctx: Ctx, stage: GuardrailStage, payload: unknown): Promise<unknown> {
@@ -216,8 +270,7 @@ export class RequestPipeline {
     outcome: AuditOutcome,
     status: number | undefined,
     reason: string | undefined,
-    result: unknown,
-    error: McpError | undefined,
+    digests: Record<string, string>,
   ): void {
     if (!this.#audit && !this.#hooks.audit) return;
     const p = ctx.principal;
@@ -233,11 +286,6 @@ export class RequestPipeline {
       guardrails.push(g as AuditRecordInput["guardrails"][number]);
     }
     const latencyMs = Math.round((performance.now() - started) * 1000) / 1000;
-    const digests: Record<string, string> = {};
-    const requestDigest = contentDigest(request.params);
-    if (requestDigest !== undefined) digests["request"] = requestDigest;
-    const responseDigest = error ? contentDigest({ code: error.code, message: error.message, data: error.data }) : contentDigest(result);
-    if (responseDigest !== undefined) digests["response"] = responseDigest;
     const record: Record<string, unknown> = {
       actor: actorOf(p),
       agent: this.#host.agentName,
@@ -245,12 +293,12 @@ export class RequestPipeline {
       guardrails,
       id: randomUUID(),
       latencyMs,
-      method: request.method,
+      method: auditIdentifier(request.method),
       outcome,
       patients: [...ctx.patientsTouched],
     };
     if (reason !== undefined) record["reason"] = reason;
-    record["requestId"] = request.id;
+    record["requestId"] = typeof request.id === "string" ? auditIdentifier(request.id) : request.id;
     record["scopes"] = p?.scopes ?? [];
     if (ctx.sessionId !== undefined) record["sessionId"] = ctx.sessionId;
     record["source"] = ctx.sourceAddress !== undefined ? { address: ctx.sourceAddress } : {};
@@ -334,7 +382,7 @@ class Ctx implements RequestContext {
   }
 
   assertPatient(patientId: string): void {
-    this.patientsTouched.add(patientId);
+    this.patientsTouched.add(checkPatientId(patientId));
     if (!this.#pipeline.authEnabled) return;
     if (this.patient !== undefined && this.patient !== patientId) {
       throw new HMCPError(HMCPErrorCode.PatientContextViolation, "Request is outside the token's patient context", {
@@ -350,7 +398,7 @@ class Ctx implements RequestContext {
   }
 
   require(request: ScopeRequest): void {
-    if (request.patient !== undefined) this.patientsTouched.add(request.patient);
+    if (request.patient !== undefined) this.patientsTouched.add(checkPatientId(request.patient));
     if (!this.#pipeline.authEnabled) return;
     if (!this.principal) {
       throw new HMCPError(HMCPErrorCode.Unauthenticated, "Authentication required", { reason: "unauthenticated" });

@@ -58,6 +58,24 @@ describe("FileAuditSink + verifyAuditFiles", () => {
     expect(r).toMatchObject({ ok: true, records: 10, checkpoints: 3, signaturesChecked: true, signedThrough: 13, lastSeq: 13, closed: true, chain: "audit" });
   });
 
+  it("a record canonical JSON cannot represent becomes a valid placeholder record, and the chain still verifies", async () => {
+    const dir = await tempLogDir("audit-sink");
+    const notices: Array<Record<string, unknown>> = [];
+    const sink = await FileAuditSink.open({ dir, signing: { privateKey: keys.privateJwk }, onNotice: (_m, meta) => void notices.push(meta) });
+    sink.append(sampleRecord(0));
+    const bad = sampleRecord(1);
+    sink.append({ ...bad, agent: "agent \ud800", requestId: "id \udfff" });
+    sink.append(sampleRecord(2));
+    await sink.close();
+    const files = await listFiles(dir);
+    const r = await verifyAuditFiles(files, { publicKey: keys.publicJwk });
+    expect(r.ok).toBe(true);
+    expect(r.records).toBe(3);
+    const records = (await lines(files[0]!)).map((l) => (JSON.parse(l) as { record: Record<string, unknown> }).record).filter((x) => x["type"] !== "checkpoint");
+    expect(records[1]).toMatchObject({ id: bad.id, type: bad.type, time: bad.time, agent: "unknown", outcome: "failed", reason: "unserialisable_record" });
+    expect(notices).toEqual([{ id: bad.id, error: "TypeError" }]);
+  });
+
   it("continues the chain when reopened, and rotates by size across files", async () => {
     const dir = await tempLogDir("audit-rotate");
     let sink = await FileAuditSink.open({ dir, signing: { privateKey: keys.privateJwk }, rotate: { maxBytes: 4096 } });

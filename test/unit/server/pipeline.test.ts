@@ -139,6 +139,95 @@ describe("request pipeline", () => {
   });
 });
 
+describe("the audit record stays whole and content-free for hostile requests", () => {
+  /** A server with an auditing hook, driven over a raw in-memory transport so the test chooses JSON-RPC ids. */
+  async function rawSetup(result: (text: string) => unknown = (text) => ({ content: { type: "text", text: `handled: ${text}` } })) {
+    const records: AuditRecordInput[] = [];
+    const ran: string[] = [];
+    const server = new HMCPServer({ name: "raw-agent", version: "1" }, { auth: { localPrincipal: ORCHESTRATOR }, guardrails: false, hooks: { audit: (r) => records.push(r) } });
+    server.sampling(async (params) => {
+      const text = textOf(params.messages.at(-1)?.content);
+      ran.push(text);
+      return result(text) as never;
+    });
+    const [a, b] = InMemoryTransport.createLinkedPair();
+    const replies = new Map<unknown, { result?: unknown; error?: { code: number; message: string; data?: { reason?: string } } }>();
+    a.onmessage = (m) => {
+      const msg = m as { id?: unknown };
+      if ("id" in msg) replies.set(msg.id, m as never);
+    };
+    await server.connect(b);
+    await a.start();
+    closers.push(async () => {
+      await a.close();
+      await server.close();
+    });
+    const send = async (id: string | number, method: string, params: unknown) => {
+      await a.send({ jsonrpc: "2.0", id, method, params } as never);
+      for (let i = 0; i < 200 && !replies.has(id); i++) await new Promise((r) => setTimeout(r, 5));
+      return replies.get(id)!;
+    };
+    await send(0, "initialize", { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "raw", version: "1" } });
+    await a.send({ jsonrpc: "2.0", method: "notifications/initialized" } as never);
+    return { send, records, ran };
+  }
+  const ask = (text: string, meta?: Record<string, unknown>) => ({ messages: [{ role: "user", content: { type: "text", text } }], maxTokens: 5, ...(meta && { _meta: meta }) });
+
+  it("params that canonical JSON cannot represent (lone surrogate, 20,000-deep nesting) are refused before the handler, and recorded", async () => {
+    const { send, records, ran } = await rawSetup();
+    let deep: unknown = "x";
+    for (let i = 0; i < 20_000; i++) deep = [deep];
+    for (const [id, params] of [[1, ask("pain \ud800 score")], [2, ask("hello", { deep })]] as const) {
+      const reply = await send(id, "sampling/createMessage", params);
+      expect(reply.error?.code).toBe(-32602);
+      expect(reply.error?.data?.reason).toBe("unserialisable_params");
+      expect(reply.error?.message).not.toMatch(/surrogate in|call stack/);
+    }
+    expect(ran).toEqual([]);
+    const mine = records.filter((r) => r.type === "request" && r.method === "sampling/createMessage");
+    expect(mine.map((r) => [r.requestId, r.outcome, r.reason, r.digests.request === undefined, typeof r.digests.response])).toEqual([
+      [1, "failed", "unserialisable_params", true, "string"],
+      [2, "failed", "unserialisable_params", true, "string"],
+    ]);
+  });
+
+  it("a result canonical JSON cannot represent is withheld (-32603) and recorded as failed", async () => {
+    const { send, records, ran } = await rawSetup(() => ({ content: { type: "text", text: "broken \udc00 reply" } }));
+    const reply = await send(1, "sampling/createMessage", ask("hi"));
+    expect(reply.result).toBeUndefined();
+    expect(reply.error).toMatchObject({ code: -32603, data: { reason: "unserialisable_result" } });
+    expect(ran).toEqual(["hi"]);
+    expect(records.at(-1)).toMatchObject({ outcome: "failed", reason: "unserialisable_result" });
+  });
+
+  it("a JSON-RPC id or method name holding free text, a lone surrogate or a megabyte is recorded as its digest", async () => {
+    const { send, records } = await rawSetup();
+    const ids = ["note for John Smith DOB 1970-01-02", "bad \ud800 id", "x".repeat(1_000_000), "req-42:a/b_c.d"];
+    for (const id of ids) expect((await send(id, "sampling/createMessage", ask("hi"))).result).toBeDefined();
+    await send(9, "lookup John Smith", {});
+    const recorded = records.filter((r) => r.type === "request").map((r) => [r.requestId, r.method]);
+    expect(recorded.slice(0, 3).every(([id]) => /^sha256:[0-9a-f]{64}$/.test(String(id)))).toBe(true);
+    expect(new Set(recorded.slice(0, 3).map(([id]) => id)).size).toBe(3);
+    expect(recorded[3]).toEqual(["req-42:a/b_c.d", "sampling/createMessage"]);
+    expect(recorded[4]![1]).toMatch(/^sha256:[0-9a-f]{64}$/);
+    expect(JSON.stringify(records)).not.toMatch(/John|\\ud800|x{200}/);
+  });
+
+  it("a declared patient that is not a FHIR id (not a string, free text) is refused and not recorded", async () => {
+    const { send, records, ran } = await rawSetup();
+    for (const [id, patient] of [[1, ["pat-B"]], [2, "John Smith 1970-01-02"], [3, { id: "pat-B" }], [4, ""]] as const) {
+      const reply = await send(id, "sampling/createMessage", ask("hi", { "hmcp/patient": patient }));
+      expect(reply.error).toMatchObject({ code: -32602, data: { reason: "invalid_patient_id" } });
+    }
+    expect(ran).toEqual([]);
+    expect(records.filter((r) => r.type === "request").every((r) => r.patients.length === 0)).toBe(true);
+    expect(JSON.stringify(records)).not.toMatch(/John/);
+    // a FHIR id is checked and recorded as before
+    expect((await send(5, "sampling/createMessage", ask("hi", { "hmcp/patient": "pat-A.1" }))).result).toBeDefined();
+    expect(records.at(-1)!.patients).toEqual(["pat-A.1"]);
+  });
+});
+
 describe("guardrail stages", () => {
   /** A runner that blocks any payload containing "IGNORE", and redacts "SECRET" in outputs. */
   const runner: GuardrailRunner = {
