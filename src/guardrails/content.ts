@@ -1,7 +1,8 @@
 /**
  * Finds the text in an MCP params or result object (MCP spec 2025-06-18: "Sampling"
  * CreateMessageRequest/Result, "Elicitation" ElicitRequest/Result, "Tools" CallToolRequest/Result,
- * "Resources" ReadResourceResult) so that every message, not only the last, is checked.
+ * "Resources" ReadResourceResult, ListResourcesResult, ListResourceTemplatesResult, "Completion" CompleteResult) so
+ * that every message, not only the last, is checked.
  * Internal: the pipeline uses it; not exported from the package.
  */
 import type { ExchangeView, TextLocation } from "./guardrail.js";
@@ -17,6 +18,8 @@ export interface TextSlot {
 export interface Walk {
   slots: TextSlot[];
   view: ExchangeView;
+  /** True when free-form JSON nests deeper than {@link MAX_DEPTH}: its deeper values were not visited. */
+  tooDeep: boolean;
 }
 
 type Obj = Record<string, unknown>;
@@ -25,13 +28,17 @@ function isObj(v: unknown): v is Obj {
   return typeof v === "object" && v !== null && !Array.isArray(v);
 }
 
-/** Max depth for free-form objects (tool arguments, structured content); deeper values are not visited. */
-const MAX_DEPTH = 32;
+/**
+ * Max depth for free-form objects (tool arguments, structured content); deeper values are not visited, and the walk
+ * says so (`tooDeep`): the pipeline then blocks the payload rather than pass text no guardrail has seen.
+ */
+export const MAX_DEPTH = 32;
 
 class Walker {
   readonly slots: TextSlot[] = [];
   readonly contentTypes: string[] = [];
   totalChars = 0;
+  tooDeep = false;
 
   text(holder: Record<string | number, unknown>, key: string | number, location: TextLocation): void {
     const v = holder[key];
@@ -87,7 +94,10 @@ class Walker {
 
   /** Free-form JSON: every string value, keys included as path only. */
   free(v: unknown, path: string, kind: TextLocation["kind"], role: string | undefined, depth: number, holder?: Obj | unknown[], key?: string | number): void {
-    if (depth > MAX_DEPTH) return;
+    if (depth > MAX_DEPTH) {
+      if (typeof v === "string" || (typeof v === "object" && v !== null)) this.tooDeep = true;
+      return;
+    }
     if (typeof v === "string" && holder !== undefined && key !== undefined) {
       this.text(holder as Obj, key, { path, kind, ...(role ? { role } : {}) });
     } else if (Array.isArray(v)) {
@@ -138,6 +148,21 @@ export function walkPayload(root: { value: unknown }): Walk {
     if (p["structuredContent"] !== undefined) w.free(p["structuredContent"], "structuredContent", "result", undefined, 0, p, "structuredContent");
     // CallToolRequest params.arguments
     if (p["arguments"] !== undefined) w.free(p["arguments"], "arguments", "toolArguments", undefined, 0, p, "arguments");
+    // ListResourcesResult.resources[], ListResourceTemplatesResult.resourceTemplates[]: names and descriptions
+    for (const listKey of ["resources", "resourceTemplates"] as const) {
+      const list = p[listKey];
+      if (!Array.isArray(list)) continue;
+      for (let i = 0; i < list.length; i++) {
+        const r: unknown = list[i];
+        if (isObj(r)) for (const k of ["name", "title", "description"]) w.text(r, k, { path: `${listKey}[${i}].${k}`, kind: "result" });
+      }
+    }
+    // CompleteResult.completion.values[]
+    const completion = p["completion"];
+    if (isObj(completion) && Array.isArray(completion["values"])) {
+      const values = completion["values"] as unknown[];
+      for (let i = 0; i < values.length; i++) w.text(values as unknown as Obj, i, { path: `completion.values[${i}]`, kind: "result" });
+    }
     // ReadResourceResult.contents[]
     const contents = p["contents"];
     if (Array.isArray(contents)) {
@@ -158,5 +183,5 @@ export function walkPayload(root: { value: unknown }): Walk {
     modelHints,
     ...(maxTokens !== undefined ? { maxTokens } : {}),
   };
-  return { slots: w.slots, view };
+  return { slots: w.slots, view, tooDeep: w.tooDeep };
 }

@@ -4,7 +4,7 @@
  */
 import { createHash, hash } from "node:crypto";
 import { performance } from "node:perf_hooks";
-import type { Guardrail, TextCheckContext } from "./guardrail.js";
+import type { ExchangeDecision, Guardrail, TextCheckContext } from "./guardrail.js";
 import { walkPayload, type Walk } from "./content.js";
 import type {
   Decision,
@@ -236,6 +236,24 @@ function textDigest(text: string): string {
     : "~" + createHash("sha256").update(text, "utf16le").digest("base64");
 }
 
+/** A well-formed text decision: `allow`, `block` with a reason, or `redact` with its content and entities. */
+function isDecision(d: unknown): d is Decision {
+  if (typeof d !== "object" || d === null) return false;
+  const x = d as { action?: unknown; reason?: unknown; content?: unknown; entities?: unknown };
+  if (x.action === "allow") return true;
+  if (x.action === "block") return typeof x.reason === "string";
+  return x.action === "redact" && typeof x.content === "string" && Array.isArray(x.entities);
+}
+
+/** A well-formed structural decision: `allow`, `block` with a reason, or `modify` with a payload and changes. */
+function isExchangeDecision(d: unknown): d is ExchangeDecision {
+  if (typeof d !== "object" || d === null) return false;
+  const x = d as { action?: unknown; reason?: unknown; changes?: unknown };
+  if (x.action === "allow") return true;
+  if (x.action === "block") return typeof x.reason === "string";
+  return x.action === "modify" && "payload" in x && Array.isArray(x.changes);
+}
+
 function isPromise<T>(v: T | Promise<T>): v is Promise<T> {
   return typeof (v as { then?: unknown } | null)?.then === "function";
 }
@@ -400,6 +418,8 @@ export class GuardrailPipeline implements GuardrailRunner {
   async evaluate<T>(stage: GuardrailStage, payload: T, context: GuardrailContext): Promise<GuardrailOutcome<T>> {
     const root = { value: payload as unknown };
     let walk: Walk = walkPayload(root);
+    // Fail closed: text nested deeper than the walker visits would reach the handler (or the caller) unchecked.
+    if (walk.tooDeep && this.#stages[stage].length > 0) return this.#block(payload, [], "pipeline", "payload_too_deep");
     let copied = false;
     let changed = false;
     const decisions: GuardrailDecisionSummary[] = [];
@@ -430,6 +450,7 @@ export class GuardrailPipeline implements GuardrailRunner {
         if (g.checkExchange) {
           let d = g.checkExchange(walk.view, (run ??= new EntryRun(context, stage)).context());
           if (isPromise(d)) d = await withTimeout(d, entry.timeoutMs - (performance.now() - start), run.controller());
+          if (!isExchangeDecision(d)) throw new Error("not a decision");
           if (d.action === "block") return this.#block(root.value as T, decisions, g.name, d.reason);
           if (d.action === "modify") {
             root.value = d.payload;
@@ -463,6 +484,8 @@ export class GuardrailPipeline implements GuardrailRunner {
               run ??= new EntryRun(context, stage);
               const r = g.check(text, run.textContext(slot.location));
               d = isPromise(r) ? await withTimeout(r, entry.timeoutMs - (performance.now() - start), run.controller()) : r;
+              // anything but allow, redact (with its content) or block is an error: blocked (fail closed) or skipped
+              if (!isDecision(d)) throw new Error("not a decision");
               if (key !== undefined) (fresh ??= []).push([key, d]);
             }
             if (d.action === "block") {
@@ -524,6 +547,7 @@ export class GuardrailPipeline implements GuardrailRunner {
       try {
         let d: Decision | Promise<Decision> = g.check(current, { ...base, signal: ac.signal, location: { path: "", kind: "message", role: "user" } });
         if (isPromise(d)) d = await withTimeout(d, entry.timeoutMs - (performance.now() - start), ac);
+        if (!isDecision(d)) throw new Error("not a decision");
         if (d.action === "block") {
           decisions.push({ guardrail: g.name, action: "block", reason: d.reason });
           return { action: "block", text: current, entities: [], decisions, blocked: { guardrail: g.name, reason: d.reason } };

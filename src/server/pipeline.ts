@@ -33,7 +33,7 @@ export const PATIENT_META_KEY = "hmcp/patient";
 /** Methods whose params carry content checked by the input stage. */
 const INPUT_CONTENT_METHODS = new Set(["sampling/createMessage", "tools/call"]);
 /** Methods whose results carry content checked by the output stage. */
-const OUTPUT_CONTENT_METHODS = new Set(["sampling/createMessage", "tools/call", "resources/read", "prompts/get"]);
+const OUTPUT_CONTENT_METHODS = new Set(["sampling/createMessage", "tools/call", "resources/read", "prompts/get", "resources/list", "resources/templates/list", "completion/complete"]);
 /** Methods that run outside the pipeline: connection lifecycle only, no data. */
 const LIFECYCLE_METHODS = new Set(["initialize", "ping"]);
 

@@ -126,4 +126,24 @@ describe("guardrails through HMCPServer / HMCPClient", () => {
     expect((err as McpError).data).toMatchObject({ guardrail: "patient-context", reason: "patient_context_mismatch" });
     expect(handlerRuns).toBe(0);
   });
+
+  it("resource lists pass the output stage too (default policy): names are redacted like resource text", async () => {
+    const server = new HMCPServer({ name: "guarded-agent", version: "1.0.0" }, { auth: { localPrincipal: TEST_PRINCIPAL }, guardrails: defaultGuardrails() });
+    server.registerResource("chart", "emr://chart/1", { title: "Chart of Margaret Gaudreau", description: "DOB 03/14/1941, MRN: 00482913" }, async (uri) => ({
+      contents: [{ uri: uri.href, text: "chart" }],
+    }));
+    const client = new HMCPClient({ name: "orchestrator", version: "1.0.0" });
+    const [a, b] = InMemoryTransport.createLinkedPair();
+    await server.connect(b);
+    await client.connect({ type: "transport", transport: a });
+    close = async () => {
+      await client.close();
+      await server.close();
+    };
+    const { resources } = await client.sdk.listResources();
+    expect(resources).toHaveLength(1);
+    const listed = JSON.stringify(resources);
+    expect(listed).not.toMatch(/Gaudreau|1941|00482913/);
+    expect(resources[0]!.uri).toBe("emr://chart/1");
+  });
 });

@@ -2,11 +2,13 @@
  * `patient-context`: blocks content that refers to a patient other than the request's patient
  * context (SMART App Launch 2.x launch context `patient`). Looks for FHIR references
  * (`Patient/<id>`, JSON `"subject"`/`"patient"` references and `"patient": "<id>"`) and for labelled
- * patient ids in text (`patient id: <id>`). Block reasons: `patient_context_mismatch`, and
+ * patient ids in text (`patient id: <id>`), and in structured JSON (tool arguments, structured content) for
+ * `patient`/`patientId`/`patient_id` members and `subject` references ({@link findStructuredPatientReferences}). Block reasons: `patient_context_mismatch`, and
  * `patient_context_missing` when `requireContext` is set and the request has no patient context.
  */
 import { z } from "zod";
 import type { Guardrail, GuardrailFactory } from "../guardrail.js";
+import type { GuardrailContext } from "../types.js";
 
 const ParamsSchema = z.strictObject({
   /** Block patient references when the request has no patient context. Default false (nothing to compare). */
@@ -38,20 +40,63 @@ export function findPatientReferences(text: string): string[] {
   return ids;
 }
 
+const FHIR_ID = /^[A-Za-z0-9.-]{1,64}$/;
+/** Keys whose string value names a patient in structured JSON (tool arguments, structured content, form values). */
+const PATIENT_KEYS = new Set(["patient", "patientId", "patient_id"]);
+
+/** The FHIR id in a bare id or a `Patient/<id>` reference; undefined for anything else. */
+function patientIdOf(value: string, bareAllowed: boolean): string | undefined {
+  const id = value.startsWith("Patient/") ? value.slice(8) : bareAllowed ? value : undefined;
+  return id !== undefined && FHIR_ID.test(id) ? id : undefined;
+}
+
+/**
+ * Patient ids named by key in structured JSON, in order, deduplicated: a `"patient"`, `"patientId"` or `"patient_id"`
+ * member holding an id or `Patient/<id>`, and a `"subject"` or patient member holding `Patient/<id>` or a FHIR
+ * Reference (`{ "reference": "Patient/<id>" }`). Depth-limited like the guardrail pipeline's walker (which blocks
+ * deeper payloads).
+ */
+export function findStructuredPatientReferences(value: unknown, ids: string[] = [], depth = 0): string[] {
+  if (depth > 32 || typeof value !== "object" || value === null) return ids;
+  if (Array.isArray(value)) {
+    for (const v of value) findStructuredPatientReferences(v, ids, depth + 1);
+    return ids;
+  }
+  for (const [k, v] of Object.entries(value as Record<string, unknown>)) {
+    const named = PATIENT_KEYS.has(k);
+    if (named || k === "subject") {
+      let id: string | undefined;
+      if (typeof v === "string") id = patientIdOf(v, named);
+      else if (typeof v === "object" && v !== null && typeof (v as { reference?: unknown }).reference === "string") {
+        id = patientIdOf((v as { reference: string }).reference, false);
+      }
+      if (id !== undefined && !ids.includes(id)) ids.push(id);
+    }
+    if (typeof v === "object" && v !== null) findStructuredPatientReferences(v, ids, depth + 1);
+  }
+  return ids;
+}
+
 /** Builds the patient-context guardrail. @throws ZodError on bad options */
 export function createPatientContextGuardrail(options: PatientContextOptions = {}): Guardrail {
   const { name = "patient-context", ...params } = options;
   const p = ParamsSchema.parse(params);
+  const decide = (refs: string[], ctx: GuardrailContext): { action: "allow" } | { action: "block"; reason: string } => {
+    if (refs.length === 0) return { action: "allow" };
+    const patient = ctx.patient ?? ctx.principal?.patient;
+    if (patient === undefined) return p.requireContext ? { action: "block", reason: "patient_context_missing" } : { action: "allow" };
+    for (const id of refs) if (id !== patient) return { action: "block", reason: "patient_context_mismatch" };
+    return { action: "allow" };
+  };
   return {
     name,
     check(text, ctx) {
       if (!text.includes("atient") && !text.includes("subject") && !text.includes("ATIENT")) return { action: "allow" };
-      const refs = findPatientReferences(text);
-      if (refs.length === 0) return { action: "allow" };
-      const patient = ctx.patient ?? ctx.principal?.patient;
-      if (patient === undefined) return p.requireContext ? { action: "block", reason: "patient_context_missing" } : { action: "allow" };
-      for (const id of refs) if (id !== patient) return { action: "block", reason: "patient_context_mismatch" };
-      return { action: "allow" };
+      return decide(findPatientReferences(text), ctx);
+    },
+    // Structured JSON names patients by key ({ "patientId": "pat-B" }), which no single text item shows.
+    checkExchange(view, ctx) {
+      return decide(findStructuredPatientReferences(view.payload), ctx);
     },
   };
 }

@@ -67,6 +67,18 @@ describe("patient-context guardrail", () => {
       reason: "patient_context_mismatch",
     });
   });
+  it("blocks another patient named by key in structured tool arguments and results", async () => {
+    const call = (args: unknown) => ({ name: "lookup", arguments: args });
+    const blocked = { guardrail: "patient-context", reason: "patient_context_mismatch" };
+    for (const args of [{ patient: "pat-999" }, { patientId: "pat-9997" }, { q: [{ patient_id: "Patient/pat-1" }] }, { subject: { reference: "Patient/pat-2" } }, { patient: { reference: "Patient/x" } }]) {
+      expect((await p.evaluate("input", call(args), ctx)).blocked).toEqual(blocked);
+    }
+    for (const args of [{ patient: "pat-123" }, { subject: "pat-999" }, { subject: "lab results" }, { patient: "John Smith" }, { note: "pat-999" }]) {
+      expect((await p.evaluate("input", call(args), ctx)).action).toBe("allow");
+    }
+    const out = new GuardrailPipeline({ output: [{ guardrail: createPatientContextGuardrail() }] });
+    expect((await out.evaluate("output", { content: [], structuredContent: { rows: [{ patientId: "pat-5" }] } }, { ...ctx, stage: "output" })).blocked).toEqual(blocked);
+  });
   it("without a context allows, unless requireContext", async () => {
     const noCtx = { ...ctx, patient: undefined };
     expect((await p.evaluate("input", msg("Patient/pat-1"), noCtx)).action).toBe("allow");

@@ -91,6 +91,40 @@ describe("GuardrailPipeline", () => {
     });
   });
 
+  it("walks resource lists, resource template lists and completion values", async () => {
+    const p = new GuardrailPipeline({ output: [{ guardrail: upper }] });
+    const o = (x: unknown) => p.evaluate("output", x, { ...ctx, stage: "output" });
+    expect((await o({ resources: [{ uri: "x://1", name: "secret note", description: "the secret", mimeType: "text/plain" }] })).payload).toEqual({
+      resources: [{ uri: "x://1", name: "[X] note", description: "the [X]", mimeType: "text/plain" }],
+    });
+    expect((await o({ resourceTemplates: [{ uriTemplate: "x://{id}", name: "n", title: "secret" }] })).payload).toEqual({ resourceTemplates: [{ uriTemplate: "x://{id}", name: "n", title: "[X]" }] });
+    expect((await o({ completion: { values: ["secret a", "b"], hasMore: false } })).payload).toEqual({ completion: { values: ["[X] a", "b"], hasMore: false } });
+  });
+
+  it("blocks a payload nested deeper than the walker visits, instead of passing its text unchecked", async () => {
+    const nest = (depth: number) => {
+      let v: unknown = "a secret";
+      for (let i = 0; i < depth; i++) v = { v };
+      return { name: "t", arguments: v };
+    };
+    const p = new GuardrailPipeline({ input: [{ guardrail: upper }] });
+    const shallow = await p.evaluate("input", nest(20), ctx);
+    expect(JSON.stringify(shallow.payload)).toContain("a [X]");
+    const deep = await p.evaluate("input", nest(40), ctx);
+    expect(deep.action).toBe("block");
+    expect(deep.blocked).toEqual({ guardrail: "pipeline", reason: "payload_too_deep" });
+  });
+
+  it("a decision that is not allow, block (with a reason) or redact (with content) fails closed", async () => {
+    for (const bad of [{ action: "deny" }, { action: "BLOCK", reason: "x" }, { action: "block" }, { action: "redact", content: "x" }, "allow", null] as const) {
+      const g: Guardrail = { name: "custom", check: () => bad as never };
+      const out = await new GuardrailPipeline({ input: [{ guardrail: g }] }).evaluate("input", "x", ctx);
+      expect(out.blocked).toEqual({ guardrail: "custom", reason: "guardrail_error" });
+      const ex: Guardrail = { name: "custom-x", checkExchange: () => bad as never };
+      expect((await new GuardrailPipeline({ input: [{ guardrail: ex }] }).evaluate("input", "x", ctx)).blocked).toEqual({ guardrail: "custom-x", reason: "guardrail_error" });
+    }
+  });
+
   it("names the guardrails per stage and rejects a guardrail placed at a stage it does not support", () => {
     const p = new GuardrailPipeline({ input: [{ guardrail: upper }], output: [{ guardrail: blocker("x") }] });
     expect(p.names("input")).toEqual(["upper"]);

@@ -113,7 +113,8 @@ describe("request pipeline", () => {
   });
 
   it("tool handlers see the context: assertPatient refuses another patient for a patient-bound token", async () => {
-    const { client, records } = await setup({ clientId: "app", scopes: ["hmcp:access"], patient: "p-1" });
+    // guardrails off: the default policy's patient-context guardrail would block { patient: "p-2" } before the tool runs
+    const { client, records } = await setup({ clientId: "app", scopes: ["hmcp:access"], patient: "p-1" }, { guardrails: false });
     const ok = await client.sdk.callTool({ name: "lookup", arguments: { patient: "p-1" } });
     expect(textOf((ok.content as unknown[])[0])).toBe("patient p-1");
     const e = await errorOf(client.sdk.callTool({ name: "lookup", arguments: { patient: "p-2" } }));
