@@ -249,7 +249,10 @@ export function createJwtBearerAuthenticator(options: JwtBearerOptions): JwtBear
     // Cached results are shared by every request carrying the token: freeze them so no consumer can alter another's.
     Object.freeze(principal.scopes);
     const verified = Object.freeze({ token, principal: Object.freeze(principal), claims: Object.freeze(claims) });
-    const exp = claims["exp"] as number;
+    // the cached verification holds while the token would still verify: until `exp`, or until it is maxTokenAgeSec old
+    // (jose required `iat` then) when that comes first
+    let exp = claims["exp"] as number;
+    if (options.maxTokenAgeSec !== undefined) exp = Math.min(exp, (claims["iat"] as number) + options.maxTokenAgeSec);
     if (cache) {
       const kid = result.protectedHeader.kid;
       cache.set(token, { verified, exp, kid, keyTag: view.tag(kid) });

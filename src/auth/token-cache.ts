@@ -6,7 +6,7 @@ import type { VerifiedToken } from "./types.js";
 /** One cached verification. */
 export interface CachedToken {
   verified: VerifiedToken;
-  /** Token `exp`, seconds since the epoch. */
+  /** Until when the verification holds, seconds since the epoch: the token's `exp`, or `iat + maxTokenAgeSec` if sooner. */
   exp: number;
   kid: string | undefined;
   /** Identifies the key that verified the token; the entry is stale when the key set no longer yields this tag. */

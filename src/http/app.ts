@@ -107,7 +107,8 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
   const actorOf = (p: Principal | undefined) =>
     p ? Object.fromEntries(Object.entries({ sub: p.sub, clientId: p.clientId, fhirUser: p.fhirUser, tenant: p.tenant }).filter(([, v]) => v !== undefined)) : {};
 
-  const ownerOf = (p: Principal | undefined) => (p ? `${p.issuer ?? ""}|${p.clientId}|${p.sub ?? ""}` : "anonymous");
+  // The principal as SECURITY.md defines it (issuer, tenant, client, subject); JSON so no value can forge a separator.
+  const ownerOf = (p: Principal | undefined) => (p ? JSON.stringify([p.issuer ?? null, p.tenant ?? null, p.clientId, p.sub ?? null]) : "anonymous");
   const principalOf = (req: Request) => ((req as Request & { auth?: AuthInfo }).auth?.extra?.["principal"] as Principal | undefined);
   const logger = options.logger ?? defaultOperationalLogger();
 

@@ -404,6 +404,16 @@ describe("token attack suite (createHttpApp + JWT bearer authenticator)", () => 
     await expectRefused({ authorization: `Bearer ${await mint()}" , error="none` }, 400, "invalid_request", { reason: "malformed_authorization" });
   });
 
+  it("33 a session belongs to the principal that opened it: another tenant, client or subject gets 404", async () => {
+    const sid = await session(await mint({ tenant: "hospital-1" }));
+    const send = async (claims: JWTPayload) => (await post(fx.endpoint, { authorization: `Bearer ${await mint(claims)}`, "mcp-session-id": sid }, samplingBody())).status;
+    expect(await send({ tenant: "hospital-1" })).toBe(200);
+    expect(await send({ tenant: "hospital-2" })).toBe(404);
+    expect(await send({})).toBe(404);
+    expect(await send({ tenant: "hospital-1", sub: "someone-else" })).toBe(404);
+    expect(await send({ tenant: "hospital-1", client_id: "other-client" })).toBe(404);
+  });
+
   it("29 a cached valid token is refused once it expires (the cache honours exp)", async () => {
     const token = await mint({ exp: Math.floor(Date.now() / 1000) + 60 });
     const first = await post(fx.endpoint, { authorization: `Bearer ${token}`, "mcp-session-id": sessionId }, samplingBody());

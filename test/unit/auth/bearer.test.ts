@@ -3,7 +3,7 @@
  * RFC 9728 §5.1), metadata paths (RFC 9728 §3.1), construction-time option checks, and the authenticator on a local
  * key set.
  */
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { validateHeaderValue } from "node:http";
 import fc from "fast-check";
 import { SignJWT, exportJWK, generateKeyPair } from "jose";
@@ -161,6 +161,32 @@ describe("JWT authenticator on a local key set", () => {
     const ok = async (a: typeof strict, typ?: string) => (await a.check({ authorization: [`Bearer ${await mint(typ)}`], url: "/mcp" })).ok;
     expect([await ok(strict, "at+jwt"), await ok(strict, "application/at+jwt"), await ok(strict, "JWT"), await ok(strict)]).toEqual([true, true, false, false]);
     expect([await ok(lax, "JWT"), await ok(lax), await ok(lax, "logout+jwt")]).toEqual([true, true, false]);
+  });
+
+  it("maxTokenAgeSec holds for cached tokens too: a token verified once is refused once it is too old", async () => {
+    const { privateKey, publicKey } = await generateKeyPair("ES256");
+    const auth = createJwtBearerAuthenticator({
+      issuer: "https://as",
+      audience: "https://rs/mcp",
+      jwks: { keys: { keys: [{ ...(await exportJWK(publicKey)), kid: "k" }] } },
+      maxTokenAgeSec: 60,
+      clockToleranceSec: 0,
+    });
+    const now = Math.floor(Date.now() / 1000);
+    const token = await new SignJWT({ client_id: "c" }).setProtectedHeader({ alg: "ES256", kid: "k" }).setIssuer("https://as").setAudience("https://rs/mcp").setIssuedAt(now - 50).setExpirationTime(now + 3600).sign(privateKey);
+    const check = () => auth.check({ authorization: [`Bearer ${token}`], url: "/mcp" });
+    expect((await check()).ok).toBe(true);
+    expect((await check()).ok).toBe(true);
+    expect(auth.cacheStats()).toMatchObject({ hits: 1, misses: 1 });
+    vi.useFakeTimers({ toFake: ["Date"] });
+    try {
+      vi.setSystemTime(Date.now() + 20_000); // the token is now 70 s old; exp is an hour away
+      const late = await check();
+      expect(late.ok).toBe(false);
+      if (!late.ok) expect(late.status).toBe(401);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it("verifies a token once when many requests present it at the same time", async () => {
