@@ -2,7 +2,9 @@
  * The two SQL back ends of the demo EMR store, behind one small interface so the store runs the same SQL on both:
  * embedded Postgres (@electric-sql/pglite, a data directory, no set-up) and PostgreSQL (`pg`, via DATABASE_URL).
  */
-import { mkdir } from "node:fs/promises";
+import { chmod, mkdir } from "node:fs/promises";
+import path from "node:path";
+import { lockDataDir } from "./lock.js";
 
 /** Runs one parameterised statement ($1, $2 … placeholders) and returns its rows. */
 export type Query = <T = Record<string, unknown>>(sql: string, params?: unknown[]) => Promise<T[]>;
@@ -23,17 +25,33 @@ export type StoreLocation = { dataDir: string } | { databaseUrl: string };
  * Opens embedded Postgres in `dataDir` (created if missing). PGlite keeps its default strict durability
  * (`relaxedDurability: false`): a statement's promise resolves after its changes are written to the data
  * directory, so an acknowledged write survives a crash of this process.
- * Only one process may have a data directory open at a time.
+ * Only one process may have a data directory open at a time: `<dataDir>.lock` holds its pid (a second opener gets an
+ * error naming that process). The directory is made private (0700).
  */
 async function openPglite(dataDir: string): Promise<SqlClient> {
   const { PGlite } = await import("@electric-sql/pglite");
-  await mkdir(dataDir, { recursive: true });
-  const db = await PGlite.create({ dataDir, relaxedDurability: false });
+  // readable by its owner only: the store holds patients' records (PGlite writes its files 0666 less the umask)
+  await mkdir(dataDir, { recursive: true, mode: 0o700 });
+  await chmod(dataDir, 0o700);
+  const unlock = await lockDataDir(`${path.resolve(dataDir)}.lock`, `the EMR store ${dataDir}`);
+  let db;
+  try {
+    db = await PGlite.create({ dataDir, relaxedDurability: false });
+  } catch (e) {
+    await unlock();
+    throw e;
+  }
   const query: Query = async <T>(sql: string, params: unknown[] = []) => (await db.query<T>(sql, params)).rows;
   return {
     query,
     transaction: (fn) => db.transaction((tx) => fn(async <T>(sql: string, params: unknown[] = []) => (await tx.query<T>(sql, params)).rows)),
-    close: () => db.close(),
+    close: async () => {
+      try {
+        await db.close();
+      } finally {
+        await unlock();
+      }
+    },
     location: { dataDir },
   };
 }

@@ -83,16 +83,17 @@ function encounterOf(r: FhirResource): string | undefined {
 
 /**
  * Parses one Synthea bundle.
- * @throws Error naming the file when it is not a Bundle with exactly one Patient.
+ * @param label - how errors name the bundle: never the file name, which in Synthea output is the patient's name
+ * @throws Error naming `label` when it is not a Bundle with exactly one Patient.
  */
-export function parsePatientBundle(file: string, bundle: unknown): PatientInput {
+export function parsePatientBundle(file: string, bundle: unknown, label = "the bundle"): PatientInput {
   const b = bundle as { resourceType?: unknown; entry?: unknown };
-  if (b?.resourceType !== "Bundle" || !Array.isArray(b.entry)) throw new Error(`${file}: not a FHIR Bundle with entries`);
+  if (b?.resourceType !== "Bundle" || !Array.isArray(b.entry)) throw new Error(`${label} is not a FHIR Bundle with entries`);
   const entries = (b.entry as Array<{ fullUrl?: unknown; resource?: FhirResource }>).filter(
     (e): e is { fullUrl: string; resource: FhirResource } => typeof e.fullUrl === "string" && typeof e.resource?.resourceType === "string",
   );
   const patients = entries.filter((e) => e.resource.resourceType === "Patient");
-  if (patients.length !== 1) throw new Error(`${file}: expected exactly one Patient entry, found ${patients.length}`);
+  if (patients.length !== 1) throw new Error(`${label}: expected exactly one Patient entry, found ${patients.length}`);
   const pe = patients[0]!;
   const patientRefs = new Set([pe.fullUrl, `Patient/${pe.resource.id ?? ""}`]);
 
@@ -131,22 +132,34 @@ export function parsePatientBundle(file: string, bundle: unknown): PatientInput 
 }
 
 /**
- * Reads every `*.json` bundle in `dir` (sorted by file name, so runs are deterministic).
- * @throws Error when the folder holds no bundles, naming the folder.
+ * Reads every `*.json` bundle in `dir` (sorted by file name, so runs are deterministic). Given a data set's root that
+ * keeps its bundles in a `bundles/` folder (as `../shared/data/synthea` does), reads that folder.
+ * @throws Error when the folder is missing or holds no bundles (naming the folder), or when a bundle is not valid
+ *   JSON or not a patient Bundle (naming its position, not its file name: Synthea file names are patient names).
  */
 export async function loadPatientBundles(dir: string): Promise<PatientInput[]> {
-  const files = (await readdir(dir)).filter((f) => f.endsWith(".json")).sort();
-  if (files.length === 0) throw new Error(`no FHIR bundles (*.json) in ${dir}`);
+  const help = "--data expects a folder of Synthea FHIR bundles (*.json), e.g. ../shared/data/synthea/bundles";
+  let names: string[];
+  try {
+    names = await readdir(dir);
+  } catch {
+    throw new Error(`cannot read the folder ${dir} (${help})`);
+  }
+  if (names.includes("bundles") && !names.some((f) => f.endsWith(".json") && f !== "manifest.json")) return loadPatientBundles(path.join(dir, "bundles"));
+  const files = names.filter((f) => f.endsWith(".json")).sort();
+  if (files.length === 0) throw new Error(`no FHIR bundles (*.json) in ${dir} (${help})`);
   const out: PatientInput[] = [];
-  for (const f of files) {
+  for (let i = 0; i < files.length; i++) {
+    const f = files[i]!;
+    const label = `bundle ${i + 1} of ${files.length} in ${dir} (sorted by file name)`;
     const text = await readFile(path.join(dir, f), "utf8");
     let json: unknown;
     try {
       json = JSON.parse(text);
     } catch {
-      throw new Error(`${f}: not valid JSON`);
+      throw new Error(`${label} is not valid JSON`);
     }
-    out.push(parsePatientBundle(f, json));
+    out.push(parsePatientBundle(f, json, label));
   }
   return out;
 }

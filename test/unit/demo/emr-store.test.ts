@@ -1,4 +1,4 @@
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdtemp, rm, stat, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
@@ -8,7 +8,10 @@ import { shippedPatients } from "./fixtures.js";
 
 const dirs: string[] = [];
 afterAll(async () => {
-  for (const d of dirs) await rm(d, { recursive: true, force: true });
+  for (const d of dirs) {
+    await rm(d, { recursive: true, force: true });
+    await rm(`${d}.lock`, { force: true });
+  }
 });
 
 async function tempStore(): Promise<{ dir: string; store: EmrStore }> {
@@ -54,6 +57,20 @@ describe("EmrStore (PGlite)", () => {
       expect(r.display).toBe(sentResults[i]!.display);
     }
     await again.close();
+  });
+
+  it("one process per store: a second opener is refused (naming the holder) until the first closes; the folder is private", async () => {
+    const { dir, store } = await tempStore();
+    await expect(EmrStore.open({ dataDir: dir })).rejects.toThrow(new RegExp(`in use by process ${process.pid}`));
+    expect((await stat(dir)).mode & 0o777).toBe(0o700);
+    await store.close();
+    const again = await EmrStore.open({ dataDir: dir });
+    expect(await again.count()).toBe(0);
+    await again.close();
+    // a lock left by a process that is gone is taken over
+    await writeFile(`${dir}.lock`, "999999999");
+    const third = await EmrStore.open({ dataDir: dir });
+    await third.close();
   });
 
   it("refuses the same source resource for another patient or with other content", async () => {
