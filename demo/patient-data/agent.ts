@@ -37,9 +37,12 @@ export function createPatientDataServer(options: PatientDataAgentOptions): HMCPS
       ...options.server,
     },
   );
-  server.sampling((params): SamplingHandlerResult => {
+  server.sampling((params, ctx): SamplingHandlerResult => {
     const r = options.index.lookup(parsePatientQuery(lastUserText(params)));
     if (r.kind === "found") {
+      // the disclosure of a patient's id is about that patient: recorded in the audit record's `patients`, and refused
+      // to a caller whose token is bound to another patient
+      ctx.assertPatient(r.patientId);
       const answer: LookupAnswer = { status: "found", patientId: r.patientId };
       return { content: { type: "text", text: JSON.stringify({ patient_id: r.patientId }) }, stopReason: "endTurn", _meta: { [LOOKUP_META_KEY]: answer } };
     }

@@ -1,5 +1,8 @@
 import { describe, expect, it } from "vitest";
+import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
+import { HMCPClient, HMCPErrorCode, type AuditRecordInput, type Principal } from "hmcp";
 import { PatientIndex, parsePatientQuery } from "../../../demo/patient-data/patient-index.js";
+import { createPatientDataServer } from "../../../demo/patient-data/agent.js";
 import { shippedPatients } from "./fixtures.js";
 
 describe("PatientIndex on the shipped Synthea patients", () => {
@@ -42,5 +45,41 @@ describe("parsePatientQuery", () => {
     expect(parsePatientQuery("patient identifier for Adan Portillo")).toEqual({ name: "Adan Portillo" });
     expect(parsePatientQuery('{"given":"Adan","family":"Portillo","dob":"1961-04-12"}')).toEqual({ name: "Adan Portillo", birthDate: "1961-04-12" });
     expect(parsePatientQuery("identifier of Portillo, Adan dob 1961-04-12 male")).toEqual({ name: "Portillo, Adan", birthDate: "1961-04-12", gender: "male" });
+  });
+});
+
+describe("the patient-data agent", () => {
+  async function ask(principal: Principal, text: string) {
+    const patients = await shippedPatients();
+    const records: AuditRecordInput[] = [];
+    const server = createPatientDataServer({
+      index: new PatientIndex(patients.map((p) => p.patient)),
+      server: { auth: { localPrincipal: principal }, guardrails: false, hooks: { audit: (r) => records.push(r) } },
+    });
+    const client = new HMCPClient({ name: "orchestrator", version: "1" }, { guardrails: false });
+    const [a, b] = InMemoryTransport.createLinkedPair();
+    await server.connect(b);
+    await client.connect({ type: "transport", transport: a });
+    try {
+      const outcome = await client.ask(text).then(
+        (r) => ({ ok: true as const, r }),
+        (e: { code?: number }) => ({ ok: false as const, code: e.code }),
+      );
+      return { outcome, records: records.filter((r) => r.type === "request") };
+    } finally {
+      await client.close();
+      await server.close();
+    }
+  }
+
+  it("records the patient whose id it disclosed, and refuses a caller bound to another patient", async () => {
+    const [p, other] = await shippedPatients();
+    const query = JSON.stringify({ name: p!.name, birthDate: p!.birthDate });
+    const system = await ask({ clientId: "orchestrator", scopes: ["hmcp:sample"] }, query);
+    expect(system.outcome.ok).toBe(true);
+    expect(system.records.map((r) => r.patients)).toEqual([[p!.patient.id]]);
+    const bound = await ask({ clientId: "patient-app", scopes: ["hmcp:sample"], patient: other!.patient.id! }, query);
+    expect(bound.outcome).toEqual({ ok: false, code: HMCPErrorCode.PatientContextViolation });
+    expect(bound.records.map((r) => [r.outcome, r.patients])).toEqual([["denied", [p!.patient.id]]]);
   });
 });
