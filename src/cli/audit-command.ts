@@ -12,8 +12,10 @@
  * `VerifyResult` of `verifyAuditFiles` (`records` and `checkpoints` counted separately).
  * `query --format table` (the default) cuts cells longer than their column with '…' and says so on stderr;
  * `--format json` prints each matching record whole, one JSON object per line.
+ * `export` exits 1 (after printing what it could read) when a line was not a readable record.
  */
-import { readFile } from "node:fs/promises";
+import { readFile, readdir } from "node:fs/promises";
+import path from "node:path";
 import { parseArgs } from "node:util";
 import {
   AuditEventTypeSchema,
@@ -84,7 +86,20 @@ export async function runAuditCommand(argv: string[], io: IO): Promise<number> {
 async function files(positionals: string[]): Promise<string[]> {
   if (positionals.length === 0) throw new UsageError("no audit files given");
   const out = await expandAuditPaths(positionals);
-  if (out.length === 0) throw new UsageError("no *.jsonl audit files found in the given directories");
+  if (out.length === 0) {
+    // a parent of run folders (e.g. the demo's .hmcp/audit): name the folders that do hold audit files
+    const holders: string[] = [];
+    for (const dir of positionals) {
+      const subs = await readdir(dir, { withFileTypes: true }).catch(() => []);
+      for (const d of subs) {
+        if (!d.isDirectory()) continue;
+        const inner = await readdir(path.join(dir, d.name)).catch(() => [] as string[]);
+        if (inner.some((f) => f.endsWith(".jsonl"))) holders.push(path.join(dir, d.name));
+      }
+    }
+    const hint = holders.length > 0 ? `; these folders hold some (give one chain's folder): ${holders.slice(-5).join(", ")}${holders.length > 5 ? ", …" : ""}` : "";
+    throw new UsageError(`no *.jsonl audit files found in the given directories${hint}`);
+  }
   return out;
 }
 
@@ -235,7 +250,14 @@ async function exportCmd(argv: string[], io: IO): Promise<number> {
   const q = parseQuery(filters);
   const list = await files(positionals);
   const records: AuditRecordInput[] = [];
-  for await (const r of iterateAudit(list, q)) records.push(r);
+  const stats: ScanStats = { scanned: 0, skipped: 0 };
+  for await (const r of iterateAudit(list, q, stats)) records.push(r);
   io.out(JSON.stringify(exportFhirAuditEvents(records, site !== undefined ? { site } : {}), null, 2));
+  // An export that silently missed records would misinform whoever receives it: say so, and exit 1.
+  if (stats.skipped > 0) {
+    io.err(`${records.length} AuditEvent(s) exported; INCOMPLETE: ${stats.skipped} unreadable line(s) skipped (run 'hmcp audit verify')`);
+    return 1;
+  }
+  io.err(`${records.length} AuditEvent(s) exported (the chain is not verified by export: run 'hmcp audit verify')`);
   return 0;
 }

@@ -1,4 +1,4 @@
-import { readFile, writeFile, readdir } from "node:fs/promises";
+import { mkdir, readFile, writeFile, readdir } from "node:fs/promises";
 import path from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { FileAuditSink, generateAuditSigningKey } from "hmcp";
@@ -178,5 +178,29 @@ describe("hmcp audit export --format fhir", () => {
       expect(e.resource.entity[0]!.what.reference).toBe("Patient/pat-2");
     }
     expect((await run("audit", "export", file)).code).toBe(2);
+    expect(r.err).toMatch(/^2 AuditEvent\(s\) exported \(the chain is not verified by export/);
+  });
+
+  it("exports what it can read of a damaged file, says how many lines it skipped, and exits 1", async () => {
+    const copyDir = await tempLogDir("audit-cli-torn");
+    const lines = (await readFile(file, "utf8")).split("\n");
+    lines[2] = lines[2]!.slice(0, 40); // a torn line
+    await writeFile(path.join(copyDir, path.basename(file)), lines.join("\n"));
+    const r = await run("audit", "export", "--format", "fhir", copyDir);
+    expect(r.code).toBe(1);
+    expect((JSON.parse(r.out) as { entry: unknown[] }).entry).toHaveLength(12);
+    expect(r.err).toMatch(/^12 AuditEvent\(s\) exported; INCOMPLETE: 1 unreadable line\(s\) skipped/);
+  });
+});
+
+describe("hmcp audit: a folder of run folders", () => {
+  it("names the sub-folders that hold audit files when the given folder holds none", async () => {
+    const parent = await tempLogDir("audit-cli-parent");
+    await mkdir(path.join(parent, "run-1"));
+    await writeFile(path.join(parent, "run-1", path.basename(file)), await readFile(file));
+    await mkdir(path.join(parent, "empty"));
+    const r = await run("audit", "verify", parent);
+    expect(r.code).toBe(2);
+    expect(r.err).toContain(`no *.jsonl audit files found in the given directories; these folders hold some (give one chain's folder): ${path.join(parent, "run-1")}\n`);
   });
 });
