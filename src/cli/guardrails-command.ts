@@ -65,7 +65,15 @@ function parseArgs(argv: string[]): Record<string, string> | string {
 
 function readRows(file: string, textField: string | undefined): Row[] {
   const rows: Row[] = [];
-  const lines = readFileSync(file, "utf8").split("\n");
+  let content: string;
+  try {
+    content = readFileSync(file, "utf8");
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    const why = code === "EISDIR" ? "is a folder" : code === "ENOENT" ? "does not exist" : "cannot be read";
+    throw new Error(`--data ${file} ${why}: give one JSON Lines file (one {"text", "spans"|"label"} object per line)`);
+  }
+  const lines = content.split("\n");
   for (let i = 0; i < lines.length; i++) {
     const line = lines[i]!.trim();
     if (!line) continue;

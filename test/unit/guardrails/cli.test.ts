@@ -45,5 +45,8 @@ describe("hmcp guardrails eval", () => {
     expect(missing.code).toBe(2);
     expect(missing.err).toMatch(/nope\.yaml: cannot read policy file/);
     expect((await run("guardrails", "frobnicate")).code).toBe(2);
+    const folder = await run("guardrails", "eval", "--policy", policy, "--data", path.join(here, "fixtures"));
+    expect([folder.code, folder.err]).toEqual([2, `hmcp guardrails eval: --data ${path.join(here, "fixtures")} is a folder: give one JSON Lines file (one {"text", "spans"|"label"} object per line)`]);
+    expect((await run("guardrails", "eval", "--policy", policy, "--data", path.join(here, "none.jsonl"))).err).toMatch(/none\.jsonl does not exist: give one JSON Lines file/);
   });
 });
