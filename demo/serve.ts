@@ -2,11 +2,13 @@
  * `npm run demo -- --serve`: the authorization server and both agents, kept running until SIGINT / SIGTERM, with one
  * JSON line on stdout naming their URLs, so other MCP clients (MCP Inspector, your own) can connect.
  */
+import { writeFile } from "node:fs/promises";
 import path from "node:path";
 import { FileAuditSink, generateAuditSigningKey, resourceMetadataUrlFor } from "hmcp";
 import type { StoreLocation } from "./emr-store/sql.js";
 import { loadPatientBundles } from "./fhir/synthea.js";
 import { startDemoAuth } from "./runtime/auth.js";
+import { demoClients } from "./runtime/clients.js";
 import { demoGuardrails } from "./runtime/guardrails.js";
 import { startHttpAgents } from "./runtime/http-agents.js";
 
@@ -17,8 +19,21 @@ export async function serveDemo(options: { dataDir: string; store: StoreLocation
   const audit = await FileAuditSink.open({ dir: auditDir, prefix: "demo", signing: { privateKey: key.privateJwk } });
   const guardrails = demoGuardrails();
   const agents = await startHttpAgents({ store: options.store, patients: patients.map((p) => p.patient), auth: true, audit, guardrails });
-  const auth = await startDemoAuth({ resources: [agents.emrUrl, agents.patientDataUrl], boundPatient: patients[0]?.patient.id ?? "none" });
+  const boundPatient = patients[0]?.patient.id ?? "none";
+  const auth = await startDemoAuth({ resources: [agents.emrUrl, agents.patientDataUrl], boundPatient });
   agents.setBearers(auth.bearerFor(agents.emrUrl), auth.bearerFor(agents.patientDataUrl));
+  // What an outside client needs, next to the trail: the checkpoint public key (to verify it) and the demo clients'
+  // private keys for private_key_jwt (readable by the owner only; they exist for this run only).
+  const publicKeyFile = path.join(auditDir, "checkpoint-keys.jwks.json");
+  await writeFile(publicKeyFile, `${JSON.stringify({ keys: [key.publicJwk] }, null, 2)}\n`, { mode: 0o600 });
+  const clientsFile = path.join(auditDir, "demo-clients.json");
+  const clients = demoClients(boundPatient).map((c) => ({
+    clientId: c.clientId,
+    scopes: c.scopes,
+    tokenEndpointAuthMethod: "private_key_jwt",
+    privateJwk: auth.server.clients[c.clientId]?.privateJwk,
+  }));
+  await writeFile(clientsFile, `${JSON.stringify({ tokenEndpoint: auth.server.tokenEndpoint, clients }, null, 2)}\n`, { mode: 0o600 });
   process.stdout.write(
     `${JSON.stringify({
       issuer: auth.issuer,
@@ -29,6 +44,8 @@ export async function serveDemo(options: { dataDir: string; store: StoreLocation
         patientData: { mcp: agents.patientDataUrl, protectedResourceMetadata: resourceMetadataUrlFor(agents.patientDataUrl) },
       },
       audit: auditDir,
+      checkpointKeys: publicKeyFile,
+      clients: clientsFile,
     })}\n`,
   );
   await new Promise<void>((resolve) => {

@@ -3,7 +3,10 @@
  * token); SIGTERM stops everything and the process exits 0.
  */
 import { spawn } from "node:child_process";
+import { readFile, stat } from "node:fs/promises";
 import path from "node:path";
+import type { JWK } from "jose";
+import { HMCPClient, createClientCredentialsTokenProvider } from "hmcp";
 import { afterAll, describe, expect, it } from "vitest";
 import { repoRoot, tempDir } from "./demo-helpers.js";
 
@@ -35,6 +38,8 @@ describe("demo --serve", () => {
     const info = JSON.parse(line) as {
       issuer: string;
       agents: { emrWriteback: { mcp: string; protectedResourceMetadata: string }; patientData: { mcp: string; protectedResourceMetadata: string } };
+      clients: string;
+      checkpointKeys: string;
     };
     const meta = (await (await fetch(info.agents.emrWriteback.protectedResourceMetadata)).json()) as { resource: string; authorization_servers: string[] };
     expect(meta.resource).toBe(info.agents.emrWriteback.mcp);
@@ -44,7 +49,27 @@ describe("demo --serve", () => {
     const noToken = await fetch(info.agents.patientData.mcp, { method: "POST", headers: { "content-type": "application/json", accept: "application/json, text/event-stream" }, body: "{}" });
     expect(noToken.status).toBe(401);
     expect(noToken.headers.get("www-authenticate")).toMatch(/^Bearer /);
+    // an outside client: the demo clients' keys (owner-only file) get a token, and the token opens a session
+    expect((await stat(info.clients)).mode & 0o777).toBe(0o600);
+    const registry = JSON.parse(await readFile(info.clients, "utf8")) as { clients: Array<{ clientId: string; scopes: string[]; privateJwk: JWK }> };
+    const orchestrator = registry.clients.find((c) => c.clientId === "orchestrator")!;
+    const tokens = createClientCredentialsTokenProvider({
+      issuer: info.issuer,
+      clientId: "orchestrator",
+      auth: { type: "private_key_jwt", privateKey: orchestrator.privateJwk },
+      scope: orchestrator.scopes,
+      resource: info.agents.patientData.mcp,
+      allowInsecureRequests: true,
+    });
+    const client = new HMCPClient({ name: "outside", version: "1" }, { tokenProvider: tokens });
+    await client.connect({ type: "http", url: info.agents.patientData.mcp });
+    expect(client.serverCapability?.sampling).toBe(true);
+    await client.close();
     child.kill("SIGTERM");
     expect(await exited).toBe(0);
+    // the trail verifies with the checkpoint key the line names
+    const { verifyAuditFiles, expandAuditPaths } = await import("hmcp");
+    const verified = await verifyAuditFiles(await expandAuditPaths([path.dirname(info.clients)]), { publicKey: JSON.parse(await readFile(info.checkpointKeys, "utf8")) });
+    expect(verified.ok).toBe(true);
   });
 });
