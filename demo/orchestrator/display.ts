@@ -103,7 +103,8 @@ export function createDisplay(options: { totalResources: number; verbose: boolea
           const ack = sum(e.report.acknowledged);
           const created = sum(e.report.created);
           const ref = e.report.refused.reduce((a, b) => a + b.count, 0);
-          print(`✔ ${e.patient.name}: ${created} newly written, ${ack - created} already in the EMR, ${ref} refused${e.report.problem ? ` (${e.report.problem})` : ""}`);
+          // ✔ when the EMR holds something of this patient's input after the run, ✖ when nothing was written or held
+          print(`${ack > 0 ? "✔" : "✖"} ${e.patient.name}: ${created} newly written, ${ack - created} already in the EMR, ${ref} refused${e.report.problem ? ` (${e.report.problem})` : ""}`);
           break;
         }
       }

@@ -89,7 +89,7 @@ describe("demo crash safety and clean restart", () => {
     let killed = 0;
     let patientsDone = 0;
     const first = await demo([...common, "--transport", "stdio"], (line, pid) => {
-      if (line.startsWith("✔ ")) patientsDone++;
+      if (line.startsWith("✔ ") || line.startsWith("✖ ")) patientsDone++;
       // After the first patient is fully written, kill the EMR agent while the second patient's encounters go in.
       if (patientsDone === 1 && line.startsWith("▶ ") && killed === 0) {
         killed = -1;

@@ -29,11 +29,11 @@ async function demoOutput(options: DemoOptions): Promise<{ text: string; ok: boo
   return { text, ok, report };
 }
 
-/** The printed lines of one patient's section (from its ▶ line to its ✔ line). */
+/** The printed lines of one patient's section (from its ▶ line to its ✔ or ✖ line). */
 function section(text: string, name: string): string[] {
   const lines = text.split("\n");
   const start = lines.findIndex((l) => l.startsWith(`▶ ${name} `));
-  const end = lines.findIndex((l, i) => i > start && l.startsWith(`✔ ${name}:`));
+  const end = lines.findIndex((l, i) => i > start && (l.startsWith(`✔ ${name}:`) || l.startsWith(`✖ ${name}:`)));
   expect(start).toBeGreaterThanOrEqual(0);
   expect(end).toBeGreaterThan(start);
   return lines.slice(start, end + 1);
