@@ -3,6 +3,7 @@
  * plain lines otherwise, and the final summary table. Output goes to the given stream (stdout by default), never
  * to a log file: it may show synthetic patients' names, which log and audit files never contain.
  */
+import path from "node:path";
 import cliProgress from "cli-progress";
 import Table from "cli-table3";
 import type { OrchestratorEvent } from "./orchestrator.js";
@@ -143,8 +144,15 @@ export function renderSummary(report: DemoReport): string {
     `Written: ${created} new this run, ${held - created} already in the EMR (writes are idempotent; the table counts what the EMR holds from this input)`,
     reasons.size ? `Refusals: ${[...reasons].map(([k, n]) => `${k} ×${n}`).join("; ")}` : "Refusals: none",
     `Defences: prompt injection blocked: ${mark(d.injectionBlocked)} · read-only client refused (insufficient_scope): ${mark(d.insufficientScopeRefused)} · patient-bound client refused another patient: ${mark(d.crossPatientRefused)}`,
-    `Audit: ${report.audit.records} records in ${report.audit.file}, chain verified: ${mark(report.audit.verified)}`,
+    report.audit.files.length > 1
+      ? `Audit: ${report.audit.records} records in ${report.audit.files.length} files (${chainCount(report.audit.files)} chains: one per agent process) in ${report.audit.dir}, every chain verified: ${mark(report.audit.verified)}`
+      : `Audit: ${report.audit.records} records in ${report.audit.file}, chain verified: ${mark(report.audit.verified)}`,
     `       re-verify: npm run hmcp -- audit verify ${report.audit.dir} --key ${report.audit.publicKey}`,
     `EMR: ${"dataDir" in report.emr ? report.emr.dataDir : report.emr.databaseUrl} · time ${(report.durationMs / 1000).toFixed(1)} s`,
   ].join("\n");
+}
+
+/** Chains among audit files: files are `<chain prefix>-<YYYYMMDD>-<NNNNNN>.jsonl`. */
+function chainCount(files: string[]): number {
+  return new Set(files.map((f) => path.basename(f).replace(/-\d{8}-\d+\.jsonl$/, ""))).size;
 }

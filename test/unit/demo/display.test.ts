@@ -1,6 +1,7 @@
 import { PassThrough } from "node:stream";
 import { describe, expect, it } from "vitest";
-import { createDisplay } from "../../../demo/orchestrator/display.js";
+import { createDisplay, renderSummary } from "../../../demo/orchestrator/display.js";
+import type { DemoReport } from "../../../demo/orchestrator/report.js";
 import type { PatientRun } from "../../../demo/orchestrator/orchestrator.js";
 import { shippedPatients } from "./fixtures.js";
 
@@ -28,5 +29,22 @@ describe("the demo's per-patient line", () => {
       `✔ ${patient.name}: 1 newly written, 2 already in the EMR, 2 refused`,
       `✖ ${patient.name}: 0 newly written, 0 already in the EMR, 5 refused (approval declined for some encounters)`,
     ]);
+  });
+});
+
+describe("the demo's audit summary line", () => {
+  const report = (files: string[]): DemoReport => ({
+    patients: [],
+    defences: { injectionBlocked: true, insufficientScopeRefused: true, crossPatientRefused: true },
+    audit: { file: files[0]!, files, records: 29, verified: true, dir: "/a/run-1", publicKey: "/a/run-1/checkpoint-keys.jwks.json" },
+    emr: { dataDir: "/e" },
+    durationMs: 1000,
+  });
+  const auditLine = (r: DemoReport) => renderSummary(r).split("\n").find((l) => l.startsWith("Audit:"));
+
+  it("names the file of a single chain, and counts files and chains over stdio (one chain per agent process)", () => {
+    expect(auditLine(report(["/a/run-1/demo-20261122-000001.jsonl"]))).toBe("Audit: 29 records in /a/run-1/demo-20261122-000001.jsonl, chain verified: yes");
+    const stdio = ["emr_writeback-20261122-000001.jsonl", "emr_writeback-20261122-000002.jsonl", "patient_data-20261122-000001.jsonl"].map((f) => `/a/run-1/${f}`);
+    expect(auditLine(report(stdio))).toBe("Audit: 29 records in 3 files (2 chains: one per agent process) in /a/run-1, every chain verified: yes");
   });
 });
