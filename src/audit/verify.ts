@@ -110,7 +110,8 @@ export class ChainVerifier {
       }
       entry = parsed as ChainEntry;
     } catch {
-      return fail("malformed_line", "line is not valid JSON");
+      // an empty line is no entry either (the sink never writes one), but say plainly what it is
+      return fail("malformed_line", text.trim() === "" ? "line is empty (the sink never writes empty lines: the file was edited)" : "line is not valid JSON");
     }
     if (!this.started) {
       this.started = true;

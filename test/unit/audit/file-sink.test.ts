@@ -203,6 +203,14 @@ describe("tampering is detected by verify", () => {
     expectFailure(await verifyAuditFiles(files), 7, "seq_gap");
   });
 
+  it("an empty line (e.g. added by an editor) is named as such", async () => {
+    const { files } = await writeChain(3);
+    await writeFile(files[0]!, (await readFile(files[0]!, "utf8")) + "\n");
+    const r = await verifyAuditFiles(files);
+    expectFailure(r, 5, "malformed_line");
+    expect(r.firstError?.message).toMatch(/^line is empty/);
+  });
+
   it("a truncated file: cut mid-line, and cut at a line boundary", async () => {
     const { files } = await writeChain(10);
     const text = await readFile(files[0]!, "utf8");
