@@ -146,13 +146,14 @@ export abstract class ChainSinkBase implements AuditSink {
   }
 
   /**
-   * Throws what `append` would throw for any well-formed record now (see {@link AuditSink.assertWritable}).
-   * @throws AuditSinkError `closed`, `write_failed` or `backpressure`
+   * Throws what `append` would throw for the next `reserve` well-formed records (see {@link AuditSink.assertWritable}).
+   * @param reserve - records that must fit, default 1
+   * @throws AuditSinkError `closed`, `write_failed`, or `backpressure` when fewer than `reserve` more fit under `maxQueued`
    */
-  assertWritable(): void {
+  assertWritable(reserve = 1): void {
     if (this.closed) throw new AuditSinkError("closed", "audit sink is closed");
     if (this.failure) throw this.failure;
-    if (this.queue.length >= this.maxQueued) throw new AuditSinkError("backpressure", `audit sink has ${this.queue.length} records waiting to be written`);
+    if (this.queue.length + reserve > this.maxQueued) throw new AuditSinkError("backpressure", `audit sink has ${this.queue.length} records waiting to be written`);
   }
 
   /**
@@ -291,7 +292,8 @@ function placeholderRecord(record: AuditRecordInput, now: number): AuditRecordIn
     v: AUDIT_RECORD_VERSION,
     id: typeof record.id === "string" && UUID_RE.test(record.id) ? record.id : randomUUID(),
     time,
-    type: parsed.success ? parsed.data : "request",
+    // a record is never a checkpoint (the verifier checks those as signed chain entries)
+    type: parsed.success && parsed.data !== "checkpoint" ? parsed.data : "request",
     actor: {},
     source: {},
     agent: typeof record.agent === "string" && /^[\w .:/-]{1,128}$/.test(record.agent) ? record.agent : "unknown",

@@ -78,12 +78,15 @@ export type AuditRecordInput = z.infer<typeof AuditRecordInputSchema>;
 export interface AuditSink {
   append(record: AuditRecordInput): void;
   /**
-   * Optional health check, called before a request is served: throws when `append` would refuse the next record
-   * (the sink is closed, a write failed, or its queue is full), so the request is refused (-32055 AuditUnavailable)
-   * instead of being served and then left unaudited. Must be cheap and synchronous. A sink without it is found out by
-   * its first `append` that throws; from then on every server sharing the sink refuses requests.
+   * Optional health check, called before a request is served: throws when `append` would refuse the next `reserve`
+   * records (default 1): the sink is closed, a write failed, or its queue has no room for them. The server passes the
+   * number of requests it has admitted and not yet recorded, plus one, so an admitted request's record is never
+   * refused for lack of room; a refused request gets -32055 AuditUnavailable instead of being served unaudited.
+   * Must be cheap and synchronous. Throw `AuditSinkError` with code `backpressure` for a transient lack of room
+   * (requests are served again once it passes); any other error counts as a lasting failure, as does any error from
+   * `append` except `backpressure`: from then on every server sharing the sink refuses requests until restarted.
    */
-  assertWritable?(): void;
+  assertWritable?(reserve?: number): void;
   /** Resolves when every record appended so far is durable per the sink's policy. */
   flush(): Promise<void>;
   /** Flushes, writes a final checkpoint where the sink signs, and releases resources. */

@@ -14,6 +14,7 @@ import { HMCPErrorCode, type Principal } from "../protocol/index.js";
 import type { BearerAuthenticator } from "../auth/types.js";
 import { AUDIT_RECORD_VERSION, type AuditRecordInput, type AuditSink } from "../audit/record.js";
 import { defaultOperationalLogger, type HMCPServer, type OperationalLogger } from "../server/index.js";
+import { appendUnreserved, auditSinkUnavailable } from "../server/pipeline.js";
 import { BoundedEventStore, type EventStoreLimits } from "./event-store.js";
 
 /** Options of {@link createHttpApp}. */
@@ -89,7 +90,7 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
   const audit = (r: Omit<AuditRecordInput, "v" | "id" | "time" | "agent" | "patients" | "scopes" | "guardrails" | "digests"> & Partial<AuditRecordInput>) => {
     if (!options.audit) return;
     try {
-      options.audit.append({
+      appendUnreserved(options.audit, {
         v: AUDIT_RECORD_VERSION,
         id: randomUUID(),
         time: new Date().toISOString(),
@@ -225,14 +226,10 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
         res.status(400).json(jsonRpcError(-32000, "Bad Request: no valid session id (send initialize first)"));
         return;
       }
-      // Fail closed: no new session while the audit sink cannot take records (its own health check).
-      if (options.audit?.assertWritable !== undefined) {
-        try {
-          options.audit.assertWritable();
-        } catch {
-          res.status(503).set("retry-after", "30").json(jsonRpcError(HMCPErrorCode.AuditUnavailable, "Audit trail unavailable"));
-          return;
-        }
+      // Fail closed: no new session while the audit sink cannot take records (failed before, or its own health check).
+      if (options.audit !== undefined && auditSinkUnavailable(options.audit)) {
+        res.status(503).set("retry-after", "30").json(jsonRpcError(HMCPErrorCode.AuditUnavailable, "Audit trail unavailable"));
+        return;
       }
       if (sessions.size >= maxSessions) {
         refused(req, res, 503, "too_many_sessions", "failed");

@@ -18,6 +18,7 @@ import { requiredScopesForMethod } from "../auth/method-scopes.js";
 import type { GuardrailDecisionSummary, GuardrailRunner, GuardrailStage } from "../guardrails/types.js";
 import { defaultGuardrails } from "../guardrails/policy.js";
 import { AUDIT_RECORD_VERSION, type AuditOutcome, type AuditRecordInput, type AuditSink } from "../audit/record.js";
+import { AuditSinkError } from "../audit/chain-sink.js";
 import type { HMCPServerOptions, PipelineHooks } from "./options.js";
 import { attachContext, type BackRequestOptions, type RequestContext } from "./context.js";
 import { CreateMessageResultSchema, ElicitResultSchema } from "@modelcontextprotocol/sdk/types.js";
@@ -70,8 +71,42 @@ function checkPatientId(id: unknown): string {
   return id;
 }
 
-/** Sinks that have refused a record: shared by every pipeline (session) writing to them. */
+/** Sinks that have refused a record for good (not for backpressure): shared by every pipeline (session) writing to them. */
 const FAILED_SINKS = new WeakSet<AuditSink>();
+/** Per sink, requests admitted (room checked) whose record is not appended yet: room reserved in the sink's queue. */
+const ADMITTED = new WeakMap<AuditSink, number>();
+
+/**
+ * Appends a record that had no room reserved (a refusal, a session event): only if it fits beside the records of
+ * requests already admitted, which it must not crowd out; otherwise it is dropped (returns false). @internal
+ * @throws what `sink.append` throws
+ */
+export function appendUnreserved(sink: AuditSink, record: AuditRecordInput): boolean {
+  if (sink.assertWritable !== undefined) {
+    try {
+      sink.assertWritable((ADMITTED.get(sink) ?? 0) + 1);
+    } catch (error) {
+      if (error instanceof AuditSinkError && error.code === "backpressure") return false;
+      throw error;
+    }
+  }
+  sink.append(record);
+  return true;
+}
+
+/**
+ * True when `sink` cannot take records now: it refused one for good before, or its own health check
+ * ({@link AuditSink.assertWritable}) says no. Used by the HTTP app before it opens a session. @internal
+ */
+export function auditSinkUnavailable(sink: AuditSink): boolean {
+  if (FAILED_SINKS.has(sink)) return true;
+  try {
+    sink.assertWritable?.();
+    return false;
+  } catch {
+    return true;
+  }
+}
 
 /** What the pipeline needs from the server it serves. */
 export interface PipelineHost {
@@ -160,9 +195,10 @@ export class RequestPipeline {
     try {
       // Fail closed: no request is served while the audit sink cannot take its record (checked before the handler
       // runs), nor after the sink has refused one, by any server sharing the sink (over HTTP, one per session).
-      if (this.#auditUnavailable()) {
+      if (!this.#admit()) {
         throw new HMCPError(HMCPErrorCode.AuditUnavailable, "Audit trail unavailable", { reason: "audit_unavailable" });
       }
+      ctx.admitted = true;
       if (auditing) {
         const d = digestOrRefuse(request.params, "params");
         if (d !== undefined) digests["request"] = d;
@@ -189,7 +225,13 @@ export class RequestPipeline {
       const wire = mapError(error);
       if (wire.code === INTERNAL_ERROR && error !== wire) {
         // Unexpected: the operator needs to know; the entry is redacted and carries no request content.
-        this.#logger.error("request failed", { agent: this.#host.agentName, method: request.method, requestId: request.id, sessionId: ctx.sessionId, error });
+        this.#logger.error("request failed", {
+          agent: this.#host.agentName,
+          method: auditIdentifier(request.method),
+          requestId: typeof request.id === "string" ? auditIdentifier(request.id) : request.id,
+          sessionId: ctx.sessionId,
+          error,
+        });
       }
       if (auditing) {
         // an error reply is digested as sent; one that cannot be (a handler's own error data) is recorded without it
@@ -307,30 +349,45 @@ export class RequestPipeline {
     record["transport"] = ctx.transport;
     record["type"] = "request";
     record["v"] = AUDIT_RECORD_VERSION;
-    this.#emit(record as unknown as AuditRecordInput);
+    this.#emit(record as unknown as AuditRecordInput, ctx.admitted);
   }
 
-  /** True when the audit sink cannot take a record now (its own check), or has refused one before. */
-  #auditUnavailable(): boolean {
+  /**
+   * Admits a request when the audit sink can take its record: not failed for good, and room in its queue for this
+   * record on top of those of every request already admitted and not yet recorded (over all sessions sharing the sink),
+   * so an admitted request's record is not refused for backpressure. Reserves that room (released by {@link #emit}).
+   */
+  #admit(): boolean {
     const sink = this.#audit;
-    if (sink === undefined) return false;
-    if (FAILED_SINKS.has(sink)) return true;
+    if (sink === undefined) return true;
+    if (FAILED_SINKS.has(sink)) return false;
+    const pending = ADMITTED.get(sink) ?? 0;
     try {
-      sink.assertWritable?.();
-      return false;
+      sink.assertWritable?.(pending + 1);
     } catch {
-      return true;
+      return false;
     }
+    ADMITTED.set(sink, pending + 1);
+    return true;
   }
 
-  #emit(record: AuditRecordInput): void {
+  #emit(record: AuditRecordInput, admitted = false): void {
     const sink = this.#audit;
+    if (admitted && sink !== undefined) ADMITTED.set(sink, Math.max(0, (ADMITTED.get(sink) ?? 1) - 1));
     try {
-      sink?.append(record);
+      if (sink !== undefined) {
+        if (admitted) sink.append(record);
+        else appendUnreserved(sink, record);
+      }
     } catch (error) {
-      // From now on every pipeline writing to this sink refuses every request (AuditUnavailable) rather than serve
-      // without an audit trail.
-      if (sink !== undefined && !FAILED_SINKS.has(sink)) {
+      if (error instanceof AuditSinkError && error.code === "backpressure") {
+        // Transient (the queue drains): later requests are refused by #admit while it is full. The record of an
+        // admitted request had room reserved, so losing one means a writer outside the pipeline filled the queue
+        // (e.g. the HTTP app's session records): the operator must know. Refusals' records are not reserved.
+        if (admitted) this.#logger.error("audit record of an answered request refused: the sink's queue is full", { agent: this.#host.agentName, recordType: record.type, outcome: record.outcome });
+      } else if (sink !== undefined && !FAILED_SINKS.has(sink)) {
+        // From now on every pipeline writing to this sink refuses every request (AuditUnavailable) rather than serve
+        // without an audit trail.
         FAILED_SINKS.add(sink);
         this.#logger.error("audit sink refused a record; refusing requests until restarted", { agent: this.#host.agentName, error });
       }
@@ -354,6 +411,8 @@ class Ctx implements RequestContext {
   readonly decisions: Array<GuardrailDecisionSummary & { stage: GuardrailStage }> = [];
   /** The exception a tool callback threw (the SDK reports it to the client as an `isError` result). */
   toolError: unknown = undefined;
+  /** Room for this request's record was reserved in the audit sink (released when the record is appended). */
+  admitted = false;
   readonly #extra: HandlerExtra;
   readonly #pipeline: RequestPipeline;
   readonly #host: PipelineHost;

@@ -1,8 +1,10 @@
 import { mkdtempSync, rmSync } from "node:fs";
+import { readFile, readdir } from "node:fs/promises";
+import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { AuditSinkError, FileAuditSink, HMCPErrorCode, HMCPServer, createHttpApp, listen, type AuditRecordInput, type AuditSink, type Listening } from "hmcp";
+import { AuditSinkError, FileAuditSink, HMCPClient, HMCPErrorCode, HMCPServer, createHttpApp, listen, type AuditRecordInput, type AuditSink, type Listening } from "hmcp";
 import { MCP_HEADERS, openSession } from "../fixtures/raw-http.js";
 
 let http: Listening | undefined;
@@ -38,7 +40,7 @@ async function ask(endpoint: URL, sid: string, id: number): Promise<{ result?: u
 }
 
 describe("audit failure over HTTP: fail closed across sessions", () => {
-  it("once the shared sink has refused a record, every session refuses requests (handler not run)", async () => {
+  it("once the shared sink has refused a record, every session refuses requests (handler not run) and no session opens", async () => {
     let broken = false;
     const sink: AuditSink = {
       append: () => {
@@ -55,10 +57,9 @@ describe("audit failure over HTTP: fail closed across sessions", () => {
     broken = true;
     // the request whose record fails is answered (its record is what failed) ...
     expect((await ask(endpoint, a, 2)).result).toBeDefined();
-    // ... and from then on no session is served, including one opened afterwards (its own server and pipeline)
-    const b = await openSession(endpoint);
-    expect((await ask(endpoint, b, 3)).error?.code).toBe(HMCPErrorCode.AuditUnavailable);
-    expect((await ask(endpoint, a, 4)).error?.code).toBe(HMCPErrorCode.AuditUnavailable);
+    // ... and from then on no session is served: the open one refuses requests, a new one is not opened (503)
+    expect((await ask(endpoint, a, 3)).error?.code).toBe(HMCPErrorCode.AuditUnavailable);
+    await expect(openSession(endpoint)).rejects.toThrow(/initialize failed: 503 .*-32055/);
     expect(handled).toBe(2);
   });
 
@@ -91,6 +92,42 @@ describe("audit failure over HTTP: fail closed across sessions", () => {
   });
 });
 
+describe("audit backpressure (FileAuditSink, maxQueued)", () => {
+  it("every answered request has its record; requests beyond the queue's room are refused, and served again once it drains", async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), "hmcp-audit-backpressure-"));
+    dirs.push(dir);
+    const sink = await FileAuditSink.open({ dir, signing: false, durability: { mode: "group", intervalMs: 60_000, maxRecords: 1000 }, maxQueued: 3 });
+    const server = new HMCPServer({ name: "audited", version: "1" }, { auth: false, audit: sink, guardrails: false });
+    server.sampling(async () => {
+      await new Promise((r) => setTimeout(r, 30));
+      return { content: { type: "text", text: "ok" } };
+    });
+    const client = new HMCPClient({ name: "c", version: "1" }, { guardrails: false });
+    const [a, b] = InMemoryTransport.createLinkedPair();
+    await server.connect(b);
+    await client.connect({ type: "transport", transport: a });
+    const ask = (i: number) =>
+      client.createMessage({ messages: [{ role: "user", content: { type: "text", text: `n${i}` } }], maxTokens: 5 }).then(
+        () => "served",
+        (e: { code?: number }) => String(e.code),
+      );
+    const first = await Promise.all([0, 1, 2, 3, 4, 5].map(ask));
+    expect(first.filter((x) => x === "served")).toHaveLength(3);
+    expect(first.filter((x) => x === String(HMCPErrorCode.AuditUnavailable))).toHaveLength(3);
+    await sink.flush();
+    expect(await ask(6)).toBe("served");
+    await client.close();
+    await server.close();
+    await sink.close();
+    const records = (await readFile(path.join(dir, (await readdir(dir)).find((f) => f.endsWith(".jsonl"))!), "utf8"))
+      .trim()
+      .split("\n")
+      .map((l) => (JSON.parse(l) as { record: AuditRecordInput }).record);
+    // the four answered requests are all in the trail
+    expect(records.filter((r) => r.type === "request" && r.outcome === "allowed")).toHaveLength(4);
+  });
+});
+
 describe("FileAuditSink.assertWritable", () => {
   it("throws what append would: backpressure while maxQueued records wait, closed after close", async () => {
     const dir = mkdtempSync(path.join(tmpdir(), "hmcp-audit-writable-"));
@@ -101,7 +138,9 @@ describe("FileAuditSink.assertWritable", () => {
       patients: [], scopes: [], outcome: "allowed", guardrails: [], latencyMs: 0, digests: {},
     });
     expect(() => sink.assertWritable()).not.toThrow();
+    expect(() => sink.assertWritable(3)).toThrow(expect.objectContaining({ code: "backpressure" }));
     sink.append(record());
+    expect(() => sink.assertWritable(1)).not.toThrow();
     sink.append(record());
     expect(() => sink.assertWritable()).toThrow(expect.objectContaining({ code: "backpressure" }));
     await sink.flush();

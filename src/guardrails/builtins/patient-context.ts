@@ -50,17 +50,26 @@ function patientIdOf(value: string, bareAllowed: boolean): string | undefined {
   return id !== undefined && FHIR_ID.test(id) ? id : undefined;
 }
 
+/** Deepest nesting the structural check reads (from the payload root); a deeper payload is blocked, not skipped. */
+const MAX_STRUCTURE_DEPTH = 64;
+
 /**
  * Patient ids named by key in structured JSON, in order, deduplicated: a `"patient"`, `"patientId"` or `"patient_id"`
  * member holding an id or `Patient/<id>`, and a `"subject"` or patient member holding `Patient/<id>` or a FHIR
- * Reference (`{ "reference": "Patient/<id>" }`). Depth-limited like the guardrail pipeline's walker (which blocks
- * deeper payloads).
+ * Reference (`{ "reference": "Patient/<id>" }`), anywhere in the payload (`_meta` included).
+ * @returns the ids, or `undefined` when the payload nests deeper than 64 levels (not fully read: the caller blocks)
  */
-export function findStructuredPatientReferences(value: unknown, ids: string[] = [], depth = 0): string[] {
-  if (depth > 32 || typeof value !== "object" || value === null) return ids;
+export function findStructuredPatientReferences(value: unknown): string[] | undefined {
+  const ids: string[] = [];
+  return scanStructure(value, ids, 0) ? ids : undefined;
+}
+
+function scanStructure(value: unknown, ids: string[], depth: number): boolean {
+  if (typeof value !== "object" || value === null) return true;
+  if (depth > MAX_STRUCTURE_DEPTH) return false;
   if (Array.isArray(value)) {
-    for (const v of value) findStructuredPatientReferences(v, ids, depth + 1);
-    return ids;
+    for (const v of value) if (!scanStructure(v, ids, depth + 1)) return false;
+    return true;
   }
   for (const [k, v] of Object.entries(value as Record<string, unknown>)) {
     const named = PATIENT_KEYS.has(k);
@@ -72,9 +81,9 @@ export function findStructuredPatientReferences(value: unknown, ids: string[] = 
       }
       if (id !== undefined && !ids.includes(id)) ids.push(id);
     }
-    if (typeof v === "object" && v !== null) findStructuredPatientReferences(v, ids, depth + 1);
+    if (!scanStructure(v, ids, depth + 1)) return false;
   }
-  return ids;
+  return true;
 }
 
 /** Builds the patient-context guardrail. @throws ZodError on bad options */
@@ -96,7 +105,8 @@ export function createPatientContextGuardrail(options: PatientContextOptions = {
     },
     // Structured JSON names patients by key ({ "patientId": "pat-B" }), which no single text item shows.
     checkExchange(view, ctx) {
-      return decide(findStructuredPatientReferences(view.payload), ctx);
+      const refs = findStructuredPatientReferences(view.payload);
+      return refs === undefined ? { action: "block", reason: "payload_too_deep" } : decide(refs, ctx);
     },
   };
 }

@@ -59,18 +59,24 @@ describe("EmrStore (PGlite)", () => {
     await again.close();
   });
 
-  it("one process per store: a second opener is refused (naming the holder) until the first closes; the folder is private", async () => {
+  it("one process per store: a second opener is refused until the first closes; stale locks are taken over; the folder is private", async () => {
     const { dir, store } = await tempStore();
-    await expect(EmrStore.open({ dataDir: dir })).rejects.toThrow(new RegExp(`in use by process ${process.pid}`));
+    await expect(EmrStore.open({ dataDir: dir })).rejects.toThrow(/is already open in this process/);
     expect((await stat(dir)).mode & 0o777).toBe(0o700);
     await store.close();
     const again = await EmrStore.open({ dataDir: dir });
     expect(await again.count()).toBe(0);
     await again.close();
-    // a lock left by a process that is gone is taken over
-    await writeFile(`${dir}.lock`, "999999999");
-    const third = await EmrStore.open({ dataDir: dir });
-    await third.close();
+    // a lock left by a process that is gone is taken over, also one that had our pid (a killed earlier process)
+    for (const stale of ["999999999", String(process.pid)]) {
+      await writeFile(`${dir}.lock`, stale);
+      const third = await EmrStore.open({ dataDir: dir });
+      await third.close();
+    }
+    // a live process's lock is respected
+    await writeFile(`${dir}.lock`, String(process.ppid));
+    await expect(EmrStore.open({ dataDir: dir })).rejects.toThrow(new RegExp(`in use by process ${process.ppid}`));
+    await rm(`${dir}.lock`);
   });
 
   it("refuses the same source resource for another patient or with other content", async () => {

@@ -76,6 +76,17 @@ describe("patient-context guardrail", () => {
     for (const args of [{ patient: "pat-123" }, { subject: "pat-999" }, { subject: "lab results" }, { patient: "John Smith" }, { note: "pat-999" }]) {
       expect((await p.evaluate("input", call(args), ctx)).action).toBe("allow");
     }
+    // at every depth the walker reads (tool_use input nested 28-31 levels sits 33-36 levels below the payload root)
+    for (const n of [28, 31]) {
+      let input: unknown = { patientId: "pat-B" };
+      for (let i = 0; i < n; i++) input = { x: input };
+      const params = { messages: [{ role: "assistant", content: [{ type: "tool_use", id: "t", name: "lookup", input }] }], maxTokens: 5 };
+      expect((await p.evaluate("input", params, ctx)).blocked).toEqual(blocked);
+    }
+    // deeper than the structural check reads, anywhere (here _meta, which the text walker does not visit): blocked
+    let meta: unknown = { patient: "pat-123" };
+    for (let i = 0; i < 70; i++) meta = { x: meta };
+    expect((await p.evaluate("input", { ...call({ note: "ok" }), _meta: meta }, ctx)).blocked).toEqual({ guardrail: "patient-context", reason: "payload_too_deep" });
     const out = new GuardrailPipeline({ output: [{ guardrail: createPatientContextGuardrail() }] });
     expect((await out.evaluate("output", { content: [], structuredContent: { rows: [{ patientId: "pat-5" }] } }, { ...ctx, stage: "output" })).blocked).toEqual(blocked);
   });

@@ -2,6 +2,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
 import { McpError } from "@modelcontextprotocol/sdk/types.js";
 import {
+  AuditSinkError,
   HMCPClient,
   HMCPErrorCode,
   HMCPServer,
@@ -309,7 +310,7 @@ describe("audit failure", () => {
     const sink = {
       append: (r: AuditRecordInput) => void appended.push(r.outcome),
       assertWritable: () => {
-        if (broken) throw new Error("queue full");
+        if (broken) throw new AuditSinkError("backpressure", "queue full");
       },
       flush: async () => undefined,
       close: async () => undefined,
