@@ -27,6 +27,23 @@ const agentWith = (sink: AuditSink) => () => {
   return server;
 };
 
+/** A sink that records nothing: `append` throws once `broken()`, or (`viaCheck`) `assertWritable` reports write_failed. */
+function switchableSink(broken: () => boolean, viaCheck: boolean, outcomes: string[] = []): AuditSink {
+  return {
+    append: (r: AuditRecordInput) => {
+      if (!viaCheck && broken()) throw new Error("disk full");
+      outcomes.push(`${r.type}:${r.outcome}`);
+    },
+    ...(viaCheck && {
+      assertWritable: () => {
+        if (broken()) throw new AuditSinkError("write_failed", "audit write failed");
+      },
+    }),
+    flush: async () => undefined,
+    close: async () => undefined,
+  };
+}
+
 /** One sampling request on a session; the JSON-RPC reply. */
 async function ask(endpoint: URL, sid: string, id: number): Promise<{ result?: unknown; error?: { code: number } }> {
   const res = await fetch(endpoint, {
@@ -42,13 +59,7 @@ async function ask(endpoint: URL, sid: string, id: number): Promise<{ result?: u
 describe("audit failure over HTTP: fail closed across sessions", () => {
   it("once the shared sink has refused a record, every session refuses requests (handler not run) and no session opens", async () => {
     let broken = false;
-    const sink: AuditSink = {
-      append: () => {
-        if (broken) throw new Error("disk full");
-      },
-      flush: async () => undefined,
-      close: async () => undefined,
-    };
+    const sink = switchableSink(() => broken, false);
     handled = 0;
     http = await listen(createHttpApp({ createServer: agentWith(sink), bearer: false, audit: sink }));
     const endpoint = new URL("/mcp", http.url);
@@ -66,14 +77,7 @@ describe("audit failure over HTTP: fail closed across sessions", () => {
   it("a sink that reports itself unwritable: new sessions get 503 and open ones -32055 before any handler runs", async () => {
     let broken = false;
     const outcomes: string[] = [];
-    const sink: AuditSink = {
-      append: (r: AuditRecordInput) => void outcomes.push(`${r.type}:${r.outcome}`),
-      assertWritable: () => {
-        if (broken) throw new AuditSinkError("write_failed", "audit write failed");
-      },
-      flush: async () => undefined,
-      close: async () => undefined,
-    };
+    const sink = switchableSink(() => broken, true, outcomes);
     handled = 0;
     http = await listen(createHttpApp({ createServer: agentWith(sink), bearer: false, audit: sink }));
     const endpoint = new URL("/mcp", http.url);

@@ -27,9 +27,11 @@ afterEach(async () => {
   close = undefined;
 });
 
-async function connect(serverOptions: HMCPServerOptions, clientOptions: HMCPClientOptions, handler: Parameters<HMCPServer["sampling"]>[0]) {
+/** Connects an HMCPClient to a server whose sampling handler is `handler`; `register` adds anything else it serves. */
+async function connect(serverOptions: HMCPServerOptions, clientOptions: HMCPClientOptions, handler: Parameters<HMCPServer["sampling"]>[0], register?: (server: HMCPServer) => void) {
   const server = new HMCPServer({ name: "guarded-agent", version: "1.0.0" }, serverOptions);
   server.sampling(handler);
+  register?.(server);
   const client = new HMCPClient({ name: "orchestrator", version: "1.0.0" }, clientOptions);
   const [a, b] = InMemoryTransport.createLinkedPair();
   await server.connect(b);
@@ -128,18 +130,11 @@ describe("guardrails through HMCPServer / HMCPClient", () => {
   });
 
   it("resource lists pass the output stage too (default policy): names are redacted like resource text", async () => {
-    const server = new HMCPServer({ name: "guarded-agent", version: "1.0.0" }, { auth: { localPrincipal: TEST_PRINCIPAL }, guardrails: defaultGuardrails() });
-    server.registerResource("chart", "emr://chart/1", { title: "Chart of Margaret Gaudreau", description: "DOB 03/14/1941, MRN: 00482913" }, async (uri) => ({
-      contents: [{ uri: uri.href, text: "chart" }],
-    }));
-    const client = new HMCPClient({ name: "orchestrator", version: "1.0.0" });
-    const [a, b] = InMemoryTransport.createLinkedPair();
-    await server.connect(b);
-    await client.connect({ type: "transport", transport: a });
-    close = async () => {
-      await client.close();
-      await server.close();
-    };
+    const withChart = (server: HMCPServer) =>
+      server.registerResource("chart", "emr://chart/1", { title: "Chart of Margaret Gaudreau", description: "DOB 03/14/1941, MRN: 00482913" }, async (uri) => ({
+        contents: [{ uri: uri.href, text: "chart" }],
+      }));
+    const { client } = await connect({ auth: { localPrincipal: TEST_PRINCIPAL }, guardrails: defaultGuardrails() }, {}, () => ({ content: { type: "text", text: "-" } }), withChart);
     const { resources } = await client.sdk.listResources();
     expect(resources).toHaveLength(1);
     const listed = JSON.stringify(resources);
