@@ -52,6 +52,11 @@ function auditIdentifier(value: string): string {
   return AUDIT_IDENTIFIER.test(value) ? value : `sha256:${createHash("sha256").update(value, "utf16le").digest("hex")}`;
 }
 
+/** A JSON-RPC id as the audit trail and the operational log keep it: numbers as sent, strings by {@link auditIdentifier}. */
+function auditRequestId(id: string | number): string | number {
+  return typeof id === "string" ? auditIdentifier(id) : id;
+}
+
 /** The content digest of `value`, or a refusal when it cannot be canonicalised (lone surrogates, extreme nesting). */
 function digestOrRefuse(value: unknown, what: "params" | "result"): string | undefined {
   try {
@@ -96,12 +101,12 @@ export function appendUnreserved(sink: AuditSink, record: AuditRecordInput): boo
 
 /**
  * True when `sink` cannot take records now: it refused one for good before, or its own health check
- * ({@link AuditSink.assertWritable}) says no. Used by the HTTP app before it opens a session. @internal
+ * ({@link AuditSink.assertWritable}) says no to `reserve` more records (default 1). Used by the HTTP app before it opens a session. @internal
  */
-export function auditSinkUnavailable(sink: AuditSink): boolean {
+export function auditSinkUnavailable(sink: AuditSink, reserve = 1): boolean {
   if (FAILED_SINKS.has(sink)) return true;
   try {
-    sink.assertWritable?.();
+    sink.assertWritable?.(reserve);
     return false;
   } catch {
     return true;
@@ -228,7 +233,7 @@ export class RequestPipeline {
         this.#logger.error("request failed", {
           agent: this.#host.agentName,
           method: auditIdentifier(request.method),
-          requestId: typeof request.id === "string" ? auditIdentifier(request.id) : request.id,
+          requestId: auditRequestId(request.id),
           sessionId: ctx.sessionId,
           error,
         });
@@ -340,7 +345,7 @@ export class RequestPipeline {
       patients: [...ctx.patientsTouched],
     };
     if (reason !== undefined) record["reason"] = reason;
-    record["requestId"] = typeof request.id === "string" ? auditIdentifier(request.id) : request.id;
+    record["requestId"] = auditRequestId(request.id);
     record["scopes"] = p?.scopes ?? [];
     if (ctx.sessionId !== undefined) record["sessionId"] = ctx.sessionId;
     record["source"] = ctx.sourceAddress !== undefined ? { address: ctx.sourceAddress } : {};
@@ -360,13 +365,8 @@ export class RequestPipeline {
   #admit(): boolean {
     const sink = this.#audit;
     if (sink === undefined) return true;
-    if (FAILED_SINKS.has(sink)) return false;
     const pending = ADMITTED.get(sink) ?? 0;
-    try {
-      sink.assertWritable?.(pending + 1);
-    } catch {
-      return false;
-    }
+    if (auditSinkUnavailable(sink, pending + 1)) return false;
     ADMITTED.set(sink, pending + 1);
     return true;
   }
