@@ -10,6 +10,7 @@ import {
   createInjectionGuardrail,
   createLimitsGuardrail,
   createPatientContextGuardrail,
+  createPhiDetector,
   createPhiGuardrail,
   defaultGuardrails,
   GuardrailPipeline,
@@ -70,4 +71,27 @@ for (const [name, stage, runner] of cases) {
     console.log(`${name.padEnd(22)}${kind.padEnd(7)}${String(r.p50).padStart(7)}  ${String(r.p99).padStart(7)}  ${String(r.cpuMean).padStart(7)}   ${r.action}`);
   }
 }
-console.log(JSON.stringify({ guardrails: results }));
+
+// Worst cases of the PHI detector: its scans are synchronous (a guardrail timeout cannot interrupt them), so the cost per
+// KB of text made only of what its scanners try hardest on is the bound on how long one message holds the event loop.
+// The patterns are the slowest of a random search over short repeated fragments (house numbers, street and unit words,
+// month names, "yo", "MRN"); the detector is called directly (no decision cache).
+const detector = createPhiDetector();
+const WORST_CHARS = 100_000;
+const worst: Array<{ pattern: string; chars: number; msPerKB: number }> = [];
+console.log(`\nPHI detector worst cases, ms per KB (${WORST_CHARS / 1000} K chars of one repeated fragment, median of 3)`);
+for (const p of ["1 via ", "12 Main ", "Apt 1 ", "yo ", "MRN ", "Jan ", "a "]) {
+  const text = p.repeat(Math.ceil(WORST_CHARS / p.length)).slice(0, WORST_CHARS);
+  detector.detect(text.slice(0, 4096));
+  const ms: number[] = [];
+  for (let i = 0; i < 3; i++) {
+    const t = performance.now();
+    detector.detect(text);
+    ms.push(performance.now() - t);
+  }
+  ms.sort((a, b) => a - b);
+  const msPerKB = Math.round((ms[1]! / (WORST_CHARS / 1024)) * 1000) / 1000;
+  worst.push({ pattern: p, chars: WORST_CHARS, msPerKB });
+  console.log(`${JSON.stringify(p).padEnd(14)}${String(msPerKB).padStart(8)}`);
+}
+console.log(JSON.stringify({ guardrails: results, phiWorstCase: worst }));

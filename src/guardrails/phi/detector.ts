@@ -944,12 +944,87 @@ function upperShare(text: string): number {
   return letters === 0 ? 0 : up / letters;
 }
 
+/** What {@link scanAddresses} needs to know of one address token; depends only on the text and the position. */
+interface AddrToken {
+  /** Index just past the token (the sticky regex's lastIndex). */
+  next: number;
+  /** Begins with a separator (space, comma or line break). */
+  sep: boolean;
+  /** Contains a line break. */
+  nl: boolean;
+  /** A number ... */
+  num: boolean;
+  /** ... followed by a unit or dose word ("5 mg", "3 days"): not an address. */
+  numStop: boolean;
+  /** A capitalised common word in all-capital text: ends the run. */
+  upperCommonStop: boolean;
+  /** Counts as a street word. */
+  cap: boolean;
+  suffix: boolean;
+  unit: boolean;
+  /** A lower-case word that is not a connector, unit or suffix. */
+  lowerWord: boolean;
+  /** ... and a common word. */
+  lowerCommon: boolean;
+  /** Ends a sentence (a word with a full stop, not an abbreviation of the address, before white space). */
+  sentenceEnd: boolean;
+  /** Starts with a capital, digit or parenthesis. */
+  strong: boolean;
+  /** A lower-case word a run may end on once it has lower-case words. */
+  lowerEndable: boolean;
+}
+
 function scanAddresses(text: string, found: Array<{ s: number; e: number; type: PhiEntityType }>, common: WordSet): void {
   const upperText = upperShare(text) > 0.5;
   // Estonian "tee" (road) only in lower case: upper-case "TEE" is a transesophageal echo
   const isSuffix = (tok: string) => ADDR_SUFFIX.test(tok) || tok === "tee";
+  // Candidate runs overlap (every house number starts one and each reads up to 24 tokens), so each position's token is
+  // read and classified once per text: text made of candidates ("1 via 1 via ...") costs no more than 24 map lookups each.
+  // at[pos]: 0 not read yet, -1 no token there, k the token tokens[k - 1]; allocated on the first read
+  let at: Int32Array | undefined;
+  const tokens: AddrToken[] = [];
+  const tokenAt = (pos: number): AddrToken | null => {
+    at ??= new Int32Array(text.length + 1);
+    const k = at[pos]!;
+    if (k !== 0) return k < 0 ? null : tokens[k - 1]!;
+    ADDR_TOKEN.lastIndex = pos;
+    const m = ADDR_TOKEN.exec(text);
+    if (m === null || m[0].length === 0) {
+      at[pos] = -1;
+      return null;
+    }
+    const raw = m[0];
+    const next = ADDR_TOKEN.lastIndex;
+    const tok = raw.replace(/^[\s,>?]+/, "");
+    const suffix = isSuffix(tok);
+    const unit = UNIT_WORD.test(tok);
+    const num = /^\d/.test(tok);
+    const upper = !num && /^[\p{Lu}]/u.test(tok);
+    const lowerStart = /^[\p{Ll}]/u.test(tok);
+    const core = tok.replace(/[.'’-]+$/, "");
+    const lowerWord = lowerStart && !unit && !suffix && !/^(?:and|de|du|del|dei|der|van|von|u|ul|str|st|la|le|do|da|di|dos|das|y|of|the|corner|na)\.?$/.test(tok);
+    const t: AddrToken = {
+      next,
+      sep: /^[\s,]/.test(raw),
+      nl: raw.includes("\n"),
+      num,
+      numStop: num && NOT_ADDR_AFTER_NUM.test(text.slice(next).trimStart()),
+      upperCommonStop: upper && upperText && !suffix && !unit && common.has(tok.toLowerCase().replace(/[.'’]+$/, "")),
+      // street words are capitalised words; an all-capital acronym (PEEP, PSV) counts only in all-capital text
+      cap: upper && ((core.length >= 3 && !common.has(core.toLowerCase()) && (upperText || !isUpper(core))) || suffix),
+      suffix,
+      unit,
+      lowerWord,
+      lowerCommon: lowerWord && common.has(tok.toLowerCase().replace(/[.'’]+$/, "")),
+      sentenceEnd: tok.endsWith(".") && tok.length > 3 && !unit && !suffix && /^\s/.test(text.slice(next, next + 1)),
+      strong: /^[\p{Lu}\d(]/u.test(tok),
+      lowerEndable: lowerStart && !/^(?:and|de|of|the|na|y)$/.test(tok),
+    };
+    at[pos] = tokens.push(t);
+    return t;
+  };
   const tryRun = (start: number, triggered: boolean): number => {
-    ADDR_TOKEN.lastIndex = start;
+    let pos = start;
     let end = start;
     let caps = 0;
     let nums = 0;
@@ -960,46 +1035,36 @@ function scanAddresses(text: string, found: Array<{ s: number; e: number; type: 
     let lower = 0;
     let endBeforeLower = -1;
     let statsBeforeLower = { caps: 0, nums: 0, suffix: false, unit: false };
-    let m: RegExpExecArray | null;
-    while (count < 24 && (m = ADDR_TOKEN.exec(text)) !== null) {
-      if (m[0].length === 0) break;
-      if (m.index !== start && !/^[\s,]/.test(m[0])) break; // tokens are separated
-      const tok = m[0].replace(/^[\s,>?]+/, "");
-      if (m[0].includes("\n") && ++lines > 4) break;
-      if (/^\d/.test(tok)) {
+    let t: AddrToken | null;
+    while (count < 24 && (t = tokenAt(pos)) !== null) {
+      if (pos !== start && !t.sep) break; // tokens are separated
+      pos = t.next;
+      if (t.nl && ++lines > 4) break;
+      if (t.num) {
         nums++;
-        if (NOT_ADDR_AFTER_NUM.test(text.slice(ADDR_TOKEN.lastIndex).trimStart())) break;
-      } else if (/^[\p{Lu}]/u.test(tok)) {
-        if (upperText && !isSuffix(tok) && !UNIT_WORD.test(tok)) {
-          if (common.has(tok.toLowerCase().replace(/[.'’]+$/, ""))) break;
-        }
-        const core = tok.replace(/[.'’-]+$/, "");
-        // street words are capitalised words; an all-capital acronym (PEEP, PSV) counts only in all-capital text
-        if ((core.length >= 3 && !common.has(core.toLowerCase()) && (upperText || !isUpper(core))) || isSuffix(tok)) caps++;
-        if (isSuffix(tok)) suffix = true;
-      }
-      if (UNIT_WORD.test(tok)) unit = true;
-      if (isSuffix(tok)) suffix = true;
-      if (/^[\p{Ll}]/u.test(tok) && !UNIT_WORD.test(tok) && !isSuffix(tok) && !/^(?:and|de|du|del|dei|der|van|von|u|ul|str|st|la|le|do|da|di|dos|das|y|of|the|corner|na)\.?$/.test(tok)) {
+        if (t.numStop) break;
+      } else if (t.upperCommonStop) break;
+      if (t.cap) caps++;
+      if (t.unit) unit = true;
+      if (t.suffix) suffix = true;
+      if (t.lowerWord) {
         // a lower-case word: part of an address only in lower-case addresses ("3911 fourth avenue suite 112 calgary")
         if (lower === 0) {
           endBeforeLower = end;
           statsBeforeLower = { caps, nums, suffix, unit };
         }
-        if (common.has(tok.toLowerCase().replace(/[.'’]+$/, "")) && !isSuffix(tok)) {
-          if (lower > 0 || !suffix) break;
-        }
+        if (t.lowerCommon && (lower > 0 || !suffix)) break;
         lower++;
         if (lower > 6) break;
       }
       count++;
       // a sentence ends at a word with a full stop that is not an abbreviation of the address
-      if (tok.endsWith(".") && tok.length > 3 && !UNIT_WORD.test(tok) && !isSuffix(tok) && /^\s/.test(text.slice(ADDR_TOKEN.lastIndex, ADDR_TOKEN.lastIndex + 1))) {
-        if (/^[\p{Lu}\d(]/u.test(tok)) end = ADDR_TOKEN.lastIndex - 1;
+      if (t.sentenceEnd) {
+        if (t.strong) end = pos - 1;
         break;
       }
       // do not end on a connector word
-      if (/^[\p{Lu}\d(]/u.test(tok) || UNIT_WORD.test(tok) || isSuffix(tok) || (lower > 0 && /^[\p{Ll}]/u.test(tok) && !/^(?:and|de|of|the|na|y)$/.test(tok))) end = ADDR_TOKEN.lastIndex;
+      if (t.strong || t.unit || t.suffix || (lower > 0 && t.lowerEndable)) end = pos;
     }
     if (end <= start) return start;
     if (lower > 0 && !(suffix && nums >= 1 && (nums >= 2 || unit || triggered))) {
