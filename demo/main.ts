@@ -22,7 +22,19 @@ Usage: npm run demo -- [options]
   --help                this text
 `;
 
+/** Demo options npm took as its own config (`npm run demo --all` without `--`): npm exports them as npm_config_<name>=true. */
+function optionsTakenByNpm(names: string[]): string[] {
+  if (process.env["npm_lifecycle_event"] !== "demo") return [];
+  return names.filter((n) => process.env[`npm_config_${n.replace(/-/g, "_")}`] === "true");
+}
+
 async function main(): Promise<number> {
+  const swallowed = optionsTakenByNpm(["all", "data", "store", "report", "audit-dir", "transport", "interactive", "serve", "help"]);
+  if (swallowed.length > 0) {
+    const flags = swallowed.map((n) => `--${n}`).join(" ");
+    process.stderr.write(`npm took ${flags} as its own option, so the demo never saw it. Put the demo's options after "--":\n  npm run demo -- ${flags} ...\n`);
+    return 2;
+  }
   const { values } = parseArgs({
     options: {
       all: { type: "boolean", default: false },

@@ -73,3 +73,20 @@ describe("demo --serve", () => {
     expect(verified.ok).toBe(true);
   });
 });
+
+describe("demo options given to npm instead of the demo", () => {
+  it("`npm run demo --all` (no `--`): exits 2 and says where the option must go, instead of running without it", { timeout: 60_000 }, async () => {
+    // npm keeps an option given before "--" for itself and exports it as npm_config_<name>=true
+    const child = spawn(process.execPath, ["--import", "tsx", path.join(repoRoot, "demo/main.ts")], {
+      cwd: repoRoot,
+      env: { ...process.env, NODE_OPTIONS: "", npm_lifecycle_event: "demo", npm_config_all: "true", npm_config_audit_dir: "true" },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let stderr = "";
+    child.stderr.setEncoding("utf8").on("data", (d: string) => (stderr += d));
+    child.stdout.resume();
+    const code = await new Promise<number | null>((resolve) => child.on("exit", (c) => resolve(c)));
+    expect(code).toBe(2);
+    expect(stderr).toContain("npm run demo -- --all --audit-dir");
+  });
+});
