@@ -103,7 +103,7 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
   const approve = options.approve === undefined || options.approve === "auto" ? autoApprove : options.approve;
   const runId = new Date(started).toISOString().replace(/[:.]/g, "-");
   const auditDir = path.resolve(options.auditRoot ?? ".hmcp/audit", `run-${runId}`);
-  await mkdir(auditDir, { recursive: true });
+  await mkdir(auditDir, { recursive: true, mode: 0o700 });
   // One chain per process: over HTTP this process's (key generated here); over stdio each agent process's (key
   // generated there, public half written as <prefix>.pub.jwk). All public keys end up in one JWK Set next to the
   // trail, so anyone can re-verify it: hmcp audit verify <dir> --key <dir>/checkpoint-keys.jwks.json.

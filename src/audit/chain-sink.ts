@@ -8,6 +8,7 @@ import { canonicalJson } from "./canonical-json.js";
 import { sealEntry, type CheckpointBody, type CheckpointSigner } from "./chain.js";
 import { randomUUID } from "node:crypto";
 import { AUDIT_RECORD_VERSION, AuditRecordInputSchema, type AuditRecordInput, type AuditSink } from "./record.js";
+import { defaultOperationalLogger } from "../server/logger.js";
 
 /**
  * When appended records become durable.
@@ -53,7 +54,10 @@ export interface ChainSinkCommon {
   checkpointEvery?: number;
   /** Called after each persisted batch with the highest durable `seq`. */
   onDurable?: (seq: number) => void;
-  /** Operational notices without PHI (recovery, write failure). */
+  /**
+   * Operational notices without PHI (recovery of a torn line, write failure, an audit folder or file other users can
+   * read). Default: a warning on the default operational logger (stderr; see `defaultOperationalLogger`).
+   */
   onNotice?: (message: string, meta: Record<string, unknown>) => void;
   /** Maximum records waiting to be persisted before `append` throws (default 100,000). */
   maxQueued?: number;
@@ -65,6 +69,11 @@ export interface ChainSinkCommon {
 const MAX_BATCH = 8192;
 
 export const COMMON_OPTION_KEYS = ["durability", "checkpointEvery", "onDurable", "onNotice", "maxQueued", "now"];
+
+/** Where a sink's notices go: `onNotice`, or a warning on the default operational logger. */
+export function noticeTo(common: ChainSinkCommon): (message: string, meta: Record<string, unknown>) => void {
+  return common.onNotice ?? ((message, meta) => defaultOperationalLogger().warn(message, { component: "audit", ...meta }));
+}
 
 /** Checks the common options; @throws Error naming the bad option. */
 export function validateCommon(where: string, opts: ChainSinkCommon): void {
@@ -108,7 +117,11 @@ export abstract class ChainSinkBase implements AuditSink {
     this.checkpointEvery = common.checkpointEvery ?? 1000;
     this.maxQueued = common.maxQueued ?? 100_000;
     this.now = common.now ?? Date.now;
+    this.notice = noticeTo(common);
   }
+
+  /** Reports an operational notice (no PHI in `meta`). */
+  protected readonly notice: (message: string, meta: Record<string, unknown>) => void;
 
   /** Persists entries durably (write + fsync, or a committed INSERT) before resolving. */
   protected abstract persist(entries: SealedEntry[]): Promise<void>;
@@ -214,7 +227,7 @@ export abstract class ChainSinkBase implements AuditSink {
       }
     } catch (e) {
       this.failure = new AuditSinkError("write_failed", "audit write failed; the sink refuses further records", { cause: e });
-      this.common.onNotice?.("audit write failed", { where: this.where(), code: (e as NodeJS.ErrnoException).code });
+      this.notice("audit write failed", { where: this.where(), code: (e as NodeJS.ErrnoException).code });
       for (const w of this.waiters.splice(0)) w.reject(this.failure);
     }
   }
@@ -241,7 +254,7 @@ export abstract class ChainSinkBase implements AuditSink {
         // a valid record (the verifier checks every record against the schema), built only from values known to
         // serialise; the original's id, type and time where they are well-formed.
         canonical = canonicalJson(placeholderRecord(record, this.now()));
-        this.common.onNotice?.("audit record not serialisable; placeholder written", { id: JSON.parse(canonical).id as string, error: (e as Error).name });
+        this.notice("audit record not serialisable; placeholder written", { id: JSON.parse(canonical).id as string, error: (e as Error).name });
       }
       // 200 bytes: the seq/prev/hash envelope around the record.
       if (this.shouldRotate(pendingBytes, Buffer.byteLength(canonical) + 200)) {

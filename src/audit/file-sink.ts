@@ -10,7 +10,7 @@
 import { mkdir, open, readFile, readdir, stat, unlink, writeFile, type FileHandle } from "node:fs/promises";
 import path from "node:path";
 import { GENESIS_HASH, createCheckpointSigner, type AuditSigningKey, type CheckpointSigner } from "./chain.js";
-import { AuditSinkError, ChainSinkBase, COMMON_OPTION_KEYS, validateCommon, type ChainSinkCommon, type SealedEntry } from "./chain-sink.js";
+import { AuditSinkError, ChainSinkBase, COMMON_OPTION_KEYS, noticeTo, validateCommon, type ChainSinkCommon, type SealedEntry } from "./chain-sink.js";
 
 /** Options of {@link FileAuditSink.open}. */
 export interface FileAuditSinkOptions extends ChainSinkCommon {
@@ -102,7 +102,7 @@ export class FileAuditSink extends ChainSinkBase {
     let counter = 1;
     let size = 0;
     if (last !== undefined) {
-      const tail = await readTail(path.join(opts.dir, last.name), opts.onNotice);
+      const tail = await readTail(path.join(opts.dir, last.name), noticeTo(opts));
       counter = Number(last.m[3]);
       if (tail !== undefined) {
         seq = tail.seq;
@@ -114,6 +114,7 @@ export class FileAuditSink extends ChainSinkBase {
     const p = path.join(opts.dir, last?.name ?? fileName(prefix, today, counter));
     const handle = await open(p, "a", 0o600);
     if (last === undefined) await syncDir(opts.dir);
+    await noticeOpenModes(opts.dir, handle, noticeTo(opts)).catch(() => undefined);
     const sink = new FileAuditSink(opts, prefix, opts.chainId ?? prefix, signer, { handle, path: p, bytes: size, day: fileDay, counter }, seq, head);
     sink.lockPath = lock;
     return sink;
@@ -224,12 +225,29 @@ function dayEnd(day: string): number {
   return Date.UTC(Number(day.slice(0, 4)), Number(day.slice(4, 6)) - 1, Number(day.slice(6, 8)) + 1);
 }
 
+/**
+ * Audit records name patients and clients, so the sink creates its folder 0700 and its files 0600. A folder or file
+ * that existed before with group or other access keeps its mode (an operator may have granted a log shipper's group
+ * read access on purpose), and is reported once at open. POSIX modes only; not checked on Windows.
+ */
+async function noticeOpenModes(dir: string, handle: FileHandle, notice: (message: string, meta: Record<string, unknown>) => void): Promise<void> {
+  if (process.platform === "win32") return;
+  const dirMode = (await stat(dir)).mode & 0o777;
+  if ((dirMode & 0o077) !== 0) {
+    notice("audit folder is open to other users (audit records name patients and clients); restrict it, e.g. chmod 700", { mode: dirMode.toString(8).padStart(4, "0") });
+  }
+  const fileMode = (await handle.stat()).mode & 0o777;
+  if ((fileMode & 0o077) !== 0) {
+    notice("audit file is open to other users (audit records name patients and clients); restrict it, e.g. chmod 600", { mode: fileMode.toString(8).padStart(4, "0") });
+  }
+}
+
 function utcDay(ms: number): string {
   return new Date(ms).toISOString().slice(0, 10).replaceAll("-", "");
 }
 
 /** Reads the last complete entry of a file, truncating a torn (unterminated) last line. */
-async function readTail(file: string, onNotice: FileAuditSinkOptions["onNotice"]): Promise<{ seq: number; hash: string } | undefined> {
+async function readTail(file: string, onNotice: (message: string, meta: Record<string, unknown>) => void): Promise<{ seq: number; hash: string } | undefined> {
   const fh = await open(file, "r+");
   try {
     const { size } = await fh.stat();
@@ -248,7 +266,7 @@ async function readTail(file: string, onNotice: FileAuditSinkOptions["onNotice"]
         }
         await fh.truncate(cut);
         await fh.datasync();
-        onNotice?.("audit file had a torn last line (incomplete write); cut it off", { file: path.basename(file), bytes: size - cut });
+        onNotice("audit file had a torn last line (incomplete write); cut it off", { file: path.basename(file), bytes: size - cut });
         if (cut === 0) return undefined;
         return readTail(file, onNotice);
       }

@@ -1,7 +1,7 @@
-import { readFile, readdir, writeFile } from "node:fs/promises";
+import { chmod, readFile, readdir, stat, writeFile } from "node:fs/promises";
 import path from "node:path";
-import { beforeAll, describe, expect, it } from "vitest";
-import { FileAuditSink, AuditSinkError, generateAuditSigningKey, verifyAuditFiles, canonicalJson, sha256Hex, type VerifyResult } from "hmcp";
+import { beforeAll, describe, expect, it, vi } from "vitest";
+import { FileAuditSink, AuditSinkError, defaultOperationalLogger, generateAuditSigningKey, verifyAuditFiles, canonicalJson, sha256Hex, type VerifyResult } from "hmcp";
 import type { JWK } from "jose";
 import { sampleRecord, tempLogDir } from "./helpers.js";
 
@@ -74,6 +74,41 @@ describe("FileAuditSink + verifyAuditFiles", () => {
     const records = (await lines(files[0]!)).map((l) => (JSON.parse(l) as { record: Record<string, unknown> }).record).filter((x) => x["type"] !== "checkpoint");
     expect(records[1]).toMatchObject({ id: bad.id, type: bad.type, time: bad.time, agent: "unknown", outcome: "failed", reason: "unserialisable_record" });
     expect(notices).toEqual([{ id: bad.id, error: "TypeError" }]);
+  });
+
+  it("reports an audit folder or file other users can read when it opens them, keeps their modes, and says nothing of private ones", async () => {
+    const dir = await tempLogDir("audit-modes");
+    const notices: Array<[string, Record<string, unknown>]> = [];
+    const onNotice = (m: string, meta: Record<string, unknown>) => void notices.push([m, meta]);
+    let sink = await FileAuditSink.open({ dir, signing: { privateKey: keys.privateJwk }, onNotice });
+    sink.append(sampleRecord(0));
+    await sink.close();
+    expect(notices).toEqual([]);
+    const [file] = await listFiles(dir);
+    expect((await stat(dir)).mode & 0o777).toBe(0o700);
+    expect((await stat(file!)).mode & 0o777).toBe(0o600);
+    await chmod(dir, 0o755);
+    await chmod(file!, 0o644);
+    sink = await FileAuditSink.open({ dir, signing: { privateKey: keys.privateJwk }, onNotice });
+    await sink.close();
+    expect(notices.map(([m, meta]) => [m.split(" (")[0], meta])).toEqual([
+      ["audit folder is open to other users", { mode: "0755" }],
+      ["audit file is open to other users", { mode: "0644" }],
+    ]);
+    expect((await stat(dir)).mode & 0o777).toBe(0o755);
+  });
+
+  it("without onNotice, notices are warnings on the default operational logger", async () => {
+    const dir = await tempLogDir("audit-modes");
+    await chmod(dir, 0o750);
+    const warn = vi.spyOn(defaultOperationalLogger(), "warn").mockImplementation(() => undefined);
+    try {
+      const sink = await FileAuditSink.open({ dir, signing: { privateKey: keys.privateJwk } });
+      await sink.close();
+      expect(warn).toHaveBeenCalledWith(expect.stringMatching(/^audit folder is open to other users/), { component: "audit", mode: "0750" });
+    } finally {
+      warn.mockRestore();
+    }
   });
 
   it("continues the chain when reopened, and rotates by size across files", async () => {
