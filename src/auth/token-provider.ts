@@ -1,7 +1,8 @@
 /**
  * Client side: OAuth 2.0 `client_credentials` access tokens for HMCPClient, built on oauth4webapi.
  *
- * - Without an `issuer`, the authorization server is found from the resource's RFC 9728 metadata first.
+ * - Without an `issuer`, the authorization server is found from the resource's RFC 9728 metadata first (only one of
+ *   `trustedIssuers`, or any with `private_key_jwt`; a client secret is never sent to an untrusted discovered server).
  * - Authorization server discovery: RFC 8414 (`/.well-known/oauth-authorization-server`), then OpenID Connect
  *   Discovery 1.0 (`/.well-known/openid-configuration`), unless `discovery` pins one; or pass `authorizationServer`.
  * - Client authentication: `private_key_jwt` (RFC 7523 §2.2) as profiled by SMART Backend Services
@@ -48,6 +49,14 @@ export interface ClientCredentialsOptions {
    * as MCP clients do; `resource` is then required.
    */
   issuer?: string;
+  /**
+   * Issuers a discovered authorization server (no `issuer` given) may be. The resource names its authorization server,
+   * so without this list a hostile or compromised resource could name its own and receive the client's credentials.
+   * Default: none, which allows discovery only with `private_key_jwt` (its assertion names the server it was sent
+   * to as `aud`, expires within 5 minutes and cannot be replayed elsewhere); a client secret is then never sent to a
+   * discovered server.
+   */
+  trustedIssuers?: readonly string[];
   /** Authorization server metadata; skips discovery when given. */
   authorizationServer?: oauth.AuthorizationServer;
   /** Discovery document to use. Default "auto": RFC 8414 first, then OpenID Connect Discovery. */
@@ -67,7 +76,7 @@ export interface ClientCredentialsOptions {
 }
 
 const PROVIDER_OPTIONS = new Set([
-  "issuer", "authorizationServer", "discovery", "clientId", "auth", "scope", "resource", "refreshSkewSec",
+  "issuer", "trustedIssuers", "authorizationServer", "discovery", "clientId", "auth", "scope", "resource", "refreshSkewSec",
   "allowInsecureRequests", "timeoutMs",
 ]);
 
@@ -184,7 +193,9 @@ export async function discoverIssuerFromResource(
  * @throws TokenRequestError from `getToken()`: `discovery_failed` (metadata unreachable or issuer mismatch),
  *   `token_request_failed` (with `oauthError`, e.g. `invalid_client`, `invalid_scope`, `invalid_target`),
  *   `invalid_configuration` (bad key or options). Messages never contain secrets or tokens.
- * @throws TokenRequestError `invalid_configuration` at construction on an unknown option or no issuer/resource
+ * @throws TokenRequestError `invalid_configuration` at construction on an unknown option, no issuer/resource, or
+ *   `client_secret_basic` with a discovered authorization server and no `trustedIssuers`; `discovery_failed` from
+ *   `getToken()` when the discovered server is not in `trustedIssuers`
  */
 export function createClientCredentialsTokenProvider(options: ClientCredentialsOptions): TokenProvider {
   for (const k of Object.keys(options)) {
@@ -194,6 +205,13 @@ export function createClientCredentialsTokenProvider(options: ClientCredentialsO
     throw new TokenRequestError("invalid_configuration", "issuer (or resource, for RFC 9728 discovery) is required");
   }
   if (!options.clientId) throw new TokenRequestError("invalid_configuration", "clientId is required");
+  const discovered = !options.issuer && !options.authorizationServer;
+  if (discovered && options.auth?.type === "client_secret_basic" && !options.trustedIssuers?.length) {
+    throw new TokenRequestError(
+      "invalid_configuration",
+      "client_secret_basic with an authorization server discovered from the resource: set issuer or trustedIssuers, or the secret goes to whichever server the resource names",
+    );
+  }
   const skew = options.refreshSkewSec ?? 60;
   const timeoutMs = options.timeoutMs ?? 10_000;
   const client: oauth.Client = { client_id: options.clientId };
@@ -212,6 +230,9 @@ export function createClientCredentialsTokenProvider(options: ClientCredentialsO
   async function discover(): Promise<oauth.AuthorizationServer> {
     if (as) return as;
     const issuer = options.issuer ?? (await discoverIssuerFromResource(options.resource!, http));
+    if (!options.issuer && options.trustedIssuers && !options.trustedIssuers.includes(issuer)) {
+      throw new TokenRequestError("discovery_failed", "The resource names an authorization server that is not in trustedIssuers");
+    }
     as = await discoverAuthorizationServer(issuer, options.discovery ?? "auto", http);
     return as;
   }

@@ -142,6 +142,36 @@ describe("createClientCredentialsTokenProvider", () => {
     expect(() => provider({ scopes: "x" } as never)).toThrow(/unknown option "scopes"/);
   });
 
+  it("never sends a client secret to an authorization server the resource names, unless it is in trustedIssuers", async () => {
+    // a hostile resource whose RFC 9728 metadata names a hostile authorization server (this file's token endpoint)
+    const hostile = createServer((req, res) => {
+      const me = `http://127.0.0.1:${(hostile.address() as AddressInfo).port}`;
+      res.setHeader("content-type", "application/json");
+      if (req.url === "/.well-known/oauth-protected-resource/mcp") res.end(JSON.stringify({ resource: `${me}/mcp`, authorization_servers: [base] }));
+      else res.writeHead(404).end("{}");
+    });
+    await new Promise<void>((r) => hostile.listen(0, "127.0.0.1", () => r()));
+    const resource = `http://127.0.0.1:${(hostile.address() as AddressInfo).port}/mcp`;
+    try {
+      const secret = { type: "client_secret_basic" as const, clientSecret: "hospital-secret" };
+      const discovered = (extra: object) =>
+        createClientCredentialsTokenProvider({ clientId: "orchestrator", auth: secret, resource, allowInsecureRequests: true, ...extra });
+      expect(() => discovered({})).toThrow(TokenRequestError);
+      expect(() => discovered({})).toThrow(/set issuer or trustedIssuers/);
+      seenAuth.length = 0;
+      // a trusted list without the named server: refused before any request reaches that server
+      await expect(discovered({ trustedIssuers: ["https://as.hospital.example"] }).getToken()).rejects.toThrow(/not in trustedIssuers/);
+      expect(seenAuth).toEqual([]);
+      // with the named server trusted, discovery goes on to its metadata (which this test server does not serve)
+      await expect(discovered({ trustedIssuers: [base] }).getToken()).rejects.toThrow(/Authorization server metadata discovery failed/);
+      // private_key_jwt may follow discovery: its assertion is bound to the server it goes to (aud) and short-lived
+      const viaKey = createClientCredentialsTokenProvider({ clientId: "orchestrator", auth: { type: "private_key_jwt", privateKey: privateJwk }, resource, allowInsecureRequests: true });
+      await expect(viaKey.getToken()).rejects.toThrow(/Authorization server metadata discovery failed/);
+    } finally {
+      await new Promise<void>((r) => hostile.close(() => r()));
+    }
+  });
+
   it("fails discovery cleanly when the issuer serves no metadata", async () => {
     const p = createClientCredentialsTokenProvider({
       issuer: base,
