@@ -244,6 +244,11 @@ export function createJwtBearerAuthenticator(options: JwtBearerOptions): JwtBear
       return fail("The token is not an access token (typ)", "wrong_token_type");
     }
     const claims = result.payload as Record<string, unknown>;
+    // jose checks `iat` only against maxTokenAge; a token issued in the future (beyond the tolerance) is refused always,
+    // as `nbf` would be (RFC 7519 §4.1.6: the time at which the token was issued)
+    if (typeof claims["iat"] === "number" && claims["iat"] > nowSec + clockTolerance) {
+      return fail("The access token has an invalid issued-at time", "not_yet_valid");
+    }
     const principal = principalFromClaims(claims);
     if (!principal) return fail("The access token names no client", "no_client");
     // Cached results are shared by every request carrying the token: freeze them so no consumer can alter another's.

@@ -265,6 +265,13 @@ describe("token attack suite (createHttpApp + JWT bearer authenticator)", () => 
     await expectRefused({ authorization: `Bearer ${await mint({ nbf: now + 600 })}` }, 401, "invalid_token", { reason: "not_yet_valid" });
   });
 
+  it("5b iat in the future (beyond the clock tolerance, no maxTokenAgeSec) → 401 invalid_token; within it → accepted", async () => {
+    const now = Math.floor(Date.now() / 1000);
+    await expectRefused({ authorization: `Bearer ${await mint({ iat: now + 365 * 86_400, exp: now + 366 * 86_400 })}` }, 401, "invalid_token", { reason: "not_yet_valid" });
+    const res = await post(fx.endpoint, { authorization: `Bearer ${await mint({ iat: now + 10 })}`, "mcp-session-id": sessionId }, samplingBody());
+    expect(res.status).toBe(200);
+  });
+
   it("6 wrong iss → 401 invalid_token", async () => {
     await expectRefused({ authorization: `Bearer ${await mint({ iss: "https://evil.example.test" })}` }, 401, "invalid_token", { reason: "wrong_issuer" });
   });
