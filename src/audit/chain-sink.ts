@@ -280,12 +280,21 @@ export abstract class ChainSinkBase implements AuditSink {
     if (entries.length > 0) await this.persist(entries);
   }
 
+  /**
+   * Called by `open` before the sink is handed out, when the chain it continues did not end with a close checkpoint:
+   * persists a signed `recover` checkpoint, so the unclean end stays visible in the trail (see VerifyResult.recoveries).
+   */
+  protected async markRecovered(): Promise<void> {
+    if (this.signer === undefined || this.seq === 0) return;
+    await this.persist([await this.checkpoint("recover")]);
+  }
+
   /** Seals a checkpoint entry over the current head. */
   private async checkpoint(why: CheckpointBody["why"]): Promise<SealedEntry> {
     const signer = this.signer!;
     const seq = ++this.seq;
     const time = new Date(this.now()).toISOString();
-    const jws = await signer.sign(this.chainId, seq, this.head, time);
+    const jws = await signer.sign(this.chainId, seq, this.head, time, why);
     const body: CheckpointBody = { type: "checkpoint", time, chain: this.chainId, kid: signer.kid, why, jws };
     const { line, hash } = sealEntry(seq, this.head, canonicalJson(body));
     const entry = { seq, prev: this.head, hash, line, time, type: "checkpoint" };

@@ -32,9 +32,15 @@ export interface CheckpointBody {
   chain: string;
   /** Key id (RFC 7638 JWK thumbprint of the public key unless configured). */
   kid: string;
-  /** Why the checkpoint was written: every N records, at rotation, or at close. */
-  why: "interval" | "rotate" | "close";
-  /** JWS compact serialisation over the JCS JSON of `{ chain, seq, head, time }`. */
+  /**
+   * Why the checkpoint was written: every N records, at rotation, at close, or when a sink reopened a chain whose last
+   * entry was not a close checkpoint (`recover`: the writer crashed or was killed, or the trail was cut back).
+   */
+  why: "interval" | "rotate" | "close" | "recover";
+  /**
+   * JWS compact serialisation over the JCS JSON of `{ chain, seq, head, time, why }`. `why` is signed so that a trail
+   * cut back to an interval checkpoint cannot be relabelled as closed.
+   */
   jws: string;
 }
 
@@ -75,7 +81,7 @@ export interface CheckpointSigner {
   kid: string;
   alg: CheckpointAlg;
   publicJwk: JWK;
-  sign(chain: string, seq: number, head: string, time: string): Promise<string>;
+  sign(chain: string, seq: number, head: string, time: string, why: CheckpointBody["why"]): Promise<string>;
 }
 
 /**
@@ -102,8 +108,8 @@ export async function createCheckpointSigner(key: AuditSigningKey): Promise<Chec
     kid,
     alg,
     publicJwk: { ...publicJwk, kid, alg },
-    async sign(chain, seq, head, time) {
-      const payload = new TextEncoder().encode(canonicalJson({ chain, seq, head, time }));
+    async sign(chain, seq, head, time, why) {
+      const payload = new TextEncoder().encode(canonicalJson({ chain, seq, head, time, why }));
       return new CompactSign(payload).setProtectedHeader({ alg, kid, typ: "hmcp-audit-checkpoint" }).sign(signingKey);
     },
   };
@@ -152,7 +158,7 @@ export type CheckpointCheck = { ok: true } | { ok: false; reason: "bad_signature
 
 /**
  * Verifies a checkpoint entry's JWS with the public key and that its signed payload names this
- * entry: same chain, same seq, and `head` equal to the entry's `prev`.
+ * entry: same chain, seq, time and reason (`why`), and `head` equal to the entry's `prev`.
  */
 export async function verifyCheckpoint(entry: ChainEntry, body: CheckpointBody, ring: VerifyKeyring): Promise<CheckpointCheck> {
   let payload: unknown;
@@ -168,8 +174,8 @@ export async function verifyCheckpoint(entry: ChainEntry, body: CheckpointBody, 
   if (payload === undefined) {
     return { ok: false, reason: "bad_signature", message: `checkpoint signature (kid ${String(body.kid)}) does not verify with the given public key(s)` };
   }
-  const p = payload as { chain?: unknown; seq?: unknown; head?: unknown; time?: unknown };
-  if (p.head !== entry.prev || p.seq !== entry.seq || p.chain !== body.chain || p.time !== body.time) {
+  const p = payload as { chain?: unknown; seq?: unknown; head?: unknown; time?: unknown; why?: unknown };
+  if (p.head !== entry.prev || p.seq !== entry.seq || p.chain !== body.chain || p.time !== body.time || p.why !== body.why) {
     return { ok: false, reason: "checkpoint_mismatch", message: "signed checkpoint does not match the chain (records before it were rewritten)" };
   }
   return { ok: true };

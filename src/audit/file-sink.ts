@@ -101,12 +101,14 @@ export class FileAuditSink extends ChainSinkBase {
     let head = GENESIS_HASH;
     let counter = 1;
     let size = 0;
+    let cleanEnd = true;
     if (last !== undefined) {
       const tail = await readTail(path.join(opts.dir, last.name), noticeTo(opts));
       counter = Number(last.m[3]);
       if (tail !== undefined) {
         seq = tail.seq;
         head = tail.hash;
+        cleanEnd = tail.closed;
       }
       size = (await stat(path.join(opts.dir, last.name))).size;
     }
@@ -117,6 +119,7 @@ export class FileAuditSink extends ChainSinkBase {
     await noticeOpenModes(opts.dir, handle, noticeTo(opts)).catch(() => undefined);
     const sink = new FileAuditSink(opts, prefix, opts.chainId ?? prefix, signer, { handle, path: p, bytes: size, day: fileDay, counter }, seq, head);
     sink.lockPath = lock;
+    if (!cleanEnd) await sink.markRecovered();
     return sink;
   }
 
@@ -247,7 +250,7 @@ function utcDay(ms: number): string {
 }
 
 /** Reads the last complete entry of a file, truncating a torn (unterminated) last line. */
-async function readTail(file: string, onNotice: (message: string, meta: Record<string, unknown>) => void): Promise<{ seq: number; hash: string } | undefined> {
+async function readTail(file: string, onNotice: (message: string, meta: Record<string, unknown>) => void): Promise<{ seq: number; hash: string; closed: boolean } | undefined> {
   const fh = await open(file, "r+");
   try {
     const { size } = await fh.stat();
@@ -277,8 +280,10 @@ async function readTail(file: string, onNotice: (message: string, meta: Record<s
       }
       const line = buf.subarray(start + 1, end).toString("utf8");
       try {
-        const e = JSON.parse(line) as { seq?: unknown; hash?: unknown };
-        if (typeof e.seq === "number" && typeof e.hash === "string") return { seq: e.seq, hash: e.hash };
+        const e = JSON.parse(line) as { seq?: unknown; hash?: unknown; record?: { type?: unknown; why?: unknown } };
+        if (typeof e.seq === "number" && typeof e.hash === "string") {
+          return { seq: e.seq, hash: e.hash, closed: e.record?.type === "checkpoint" && e.record.why === "close" };
+        }
       } catch {
         // fall through
       }

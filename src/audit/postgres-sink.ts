@@ -65,9 +65,11 @@ export class PostgresAuditSink extends ChainSinkBase {
     validateCommon("PostgresAuditSink", opts);
     const signer = opts.signing === false ? undefined : await createCheckpointSigner(opts.signing);
     if (opts.createTable ?? true) await ensureTable(opts.db, table);
-    const { rows } = await opts.db.query(`SELECT seq, hash FROM ${table} WHERE instance_id = $1 ORDER BY seq DESC LIMIT 1`, [opts.instanceId]);
-    const last = rows[0] as { seq: string | number; hash: string } | undefined;
-    return new PostgresAuditSink(opts.db, table, opts, signer, last ? Number(last.seq) : 0, last?.hash ?? GENESIS_HASH);
+    const { rows } = await opts.db.query(`SELECT seq, hash, line FROM ${table} WHERE instance_id = $1 ORDER BY seq DESC LIMIT 1`, [opts.instanceId]);
+    const last = rows[0] as { seq: string | number; hash: string; line: string } | undefined;
+    const sink = new PostgresAuditSink(opts.db, table, opts, signer, last ? Number(last.seq) : 0, last?.hash ?? GENESIS_HASH);
+    if (last !== undefined && !endsClosed(last.line)) await sink.markRecovered();
+    return sink;
   }
 
   protected override async persist(entries: SealedEntry[]): Promise<void> {
@@ -114,7 +116,8 @@ async function ensureTable(db: AuditQueryable, table: string): Promise<void> {
 export async function verifyAuditTable(db: AuditQueryable, opts: VerifyOptions & { instanceId: string; table?: string }): Promise<VerifyResult> {
   const table = opts.table ?? "hmcp_audit";
   if (!TABLE_RE.test(table)) throw new Error("verifyAuditTable: invalid table name");
-  const v = await ChainVerifier.create(opts);
+  // the checkpoints must name this instance: rows of another chain copied under its id are refused
+  const v = await ChainVerifier.create({ ...opts, chain: opts.instanceId });
   const where = `${table}:${opts.instanceId}`;
   let after = -1;
   outer: for (;;) {
@@ -134,4 +137,14 @@ export async function listAuditChains(db: AuditQueryable, table = "hmcp_audit"):
   if (!TABLE_RE.test(table)) throw new Error("listAuditChains: invalid table name");
   const { rows } = await db.query(`SELECT DISTINCT instance_id FROM ${table} ORDER BY instance_id`);
   return (rows as { instance_id: string }[]).map((r) => r.instance_id);
+}
+
+/** Whether a stored chain line is the checkpoint a sink writes at close. */
+function endsClosed(line: string): boolean {
+  try {
+    const record = (JSON.parse(line) as { record?: { type?: unknown; why?: unknown } }).record;
+    return record?.type === "checkpoint" && record.why === "close";
+  } catch {
+    return false;
+  }
 }

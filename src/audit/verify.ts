@@ -44,6 +44,8 @@ export interface VerifyOptions {
   allowUnsignedTail?: boolean;
   /** Accept a chain that starts after seq 1 (older files archived elsewhere). Default false. */
   partial?: boolean;
+  /** The chain id every checkpoint must name. Default: any, but one per chain. `verifyAuditTable` sets the instance id. */
+  chain?: string;
 }
 
 /** Result of {@link verifyAuditFiles}. */
@@ -64,6 +66,12 @@ export interface VerifyResult {
   chain?: string;
   /** True when the last entry is a checkpoint written at close (a clean shutdown). */
   closed: boolean;
+  /**
+   * `recover` checkpoints seen: each marks a reopen of the chain after it had ended without a close checkpoint (the
+   * writer crashed or was killed, or the trail was cut back to a checkpoint). The seq and time of each, and with
+   * several chains the chain's name.
+   */
+  recoveries: Array<{ seq: number; time: string; chain?: string }>;
   firstError?: VerifyFailure;
   /**
    * Set when the files hold several chains (file name prefixes, e.g. one per agent): each chain's own
@@ -83,6 +91,7 @@ export class ChainVerifier {
   signedThrough = 0;
   chain: string | undefined;
   closed = false;
+  readonly recoveries: Array<{ seq: number; time: string }> = [];
   firstUnsigned: { file: string; line: number; seq: number } | undefined;
   error: VerifyFailure | undefined;
 
@@ -131,6 +140,7 @@ export class ChainVerifier {
     if (entry.record["type"] === "checkpoint") {
       const body = entry.record as unknown as CheckpointBody;
       if (typeof body.jws !== "string" || typeof body.chain !== "string" || typeof body.time !== "string") return fail("malformed_line", "checkpoint without jws/chain/time", entry.seq);
+      if (this.opts.chain !== undefined && body.chain !== this.opts.chain) return fail("chain_mismatch", `checkpoint of chain "${body.chain}", not "${this.opts.chain}": entries of another chain`, entry.seq);
       if (this.chain !== undefined && body.chain !== this.chain) return fail("chain_mismatch", "checkpoint of another chain: files of different chains mixed", entry.seq);
       this.chain = body.chain;
       if (this.key !== undefined) {
@@ -141,6 +151,7 @@ export class ChainVerifier {
       this.signedThrough = entry.seq;
       this.firstUnsigned = undefined;
       this.closed = body.why === "close";
+      if (body.why === "recover") this.recoveries.push({ seq: entry.seq, time: body.time });
     } else {
       if (!AuditRecordInputSchema.safeParse(entry.record).success) return fail("invalid_record", "record does not fit the audit record schema", entry.seq);
       this.records++;
@@ -170,6 +181,7 @@ export class ChainVerifier {
       head: this.prev,
       ...(this.chain === undefined ? {} : { chain: this.chain }),
       closed: this.closed,
+      recoveries: [...this.recoveries],
       ...(this.error === undefined ? {} : { firstError: this.error }),
     };
   }
@@ -207,6 +219,7 @@ export async function verifyAuditFiles(files: string[], opts: VerifyOptions = {}
     head: pick.head,
     ...(pick.chain !== undefined && { chain: pick.chain }),
     closed: chains.every((c) => c.closed),
+    recoveries: chains.flatMap((c) => c.recoveries.map((r) => ({ ...r, chain: c.name }))),
     ...(pick.firstError !== undefined && { firstError: pick.firstError }),
     chains,
   };

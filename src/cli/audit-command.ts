@@ -140,14 +140,22 @@ async function verify(argv: string[], io: IO): Promise<number> {
   if (result.ok) {
     // Records and checkpoints are both chain entries (each takes a seq), so the head seq counts both.
     const sig = result.signaturesChecked ? "checkpoint signatures verified" : "checkpoint signatures NOT checked (no --key)";
+    // each recover checkpoint marks a reopen after an unclean end: a crash or kill, or a trail cut back to a checkpoint
+    const unclean =
+      result.recoveries.length === 0
+        ? ""
+        : `; ${plural(result.recoveries.length, "unclean end")} before a restart (recover checkpoint at ${result.recoveries
+            .slice(0, 5)
+            .map((r) => `${r.chain !== undefined ? `${r.chain} ` : ""}seq ${r.seq} ${r.time}`)
+            .join(", ")}${result.recoveries.length > 5 ? ", …" : ""}: a crash, a kill, or entries after a checkpoint removed)`;
     if (result.chains) {
       io.out(
-        `OK: ${entries(result, result.signaturesChecked)} in ${list.length} file(s), ${result.chains.length} chains (${result.chains.map((c) => `${c.name}: ${entries(c, false)}`).join(", ")}); ${sig}; ${result.closed ? "all closed cleanly" : "not all closed (writer still running or crashed)"}`,
+        `OK: ${entries(result, result.signaturesChecked)} in ${list.length} file(s), ${result.chains.length} chains (${result.chains.map((c) => `${c.name}: ${entries(c, false)}`).join(", ")}); ${sig}; ${result.closed ? "all closed cleanly" : "not all closed (writer still running or crashed)"}${unclean}`,
       );
       return 0;
     }
     io.out(
-      `OK: ${entries(result, result.signaturesChecked)} in ${list.length} file(s); ${sig}; chain ${result.chain ?? "(unnamed)"} head seq ${result.lastSeq} ${result.head.slice(0, 16)}…; ${result.closed ? "closed cleanly" : "not closed (writer still running or crashed)"}`,
+      `OK: ${entries(result, result.signaturesChecked)} in ${list.length} file(s); ${sig}; chain ${result.chain ?? "(unnamed)"} head seq ${result.lastSeq} ${result.head.slice(0, 16)}…; ${result.closed ? "closed cleanly" : "not closed (writer still running or crashed)"}${unclean}`,
     );
     return 0;
   }

@@ -32,6 +32,26 @@ beforeAll(async () => {
 });
 
 describe("hmcp audit verify", () => {
+  it("names each unclean end a later writer marked (crash, kill, or entries cut off), and the chain still verifies", async () => {
+    const keys = await generateAuditSigningKey();
+    const crashDir = await tempLogDir("audit-crash");
+    const first = await FileAuditSink.open({ dir: crashDir, signing: { privateKey: keys.privateJwk } });
+    for (let i = 0; i < 3; i++) first.append(sampleRecord(i));
+    await first.flush();
+    // the writer dies without closing (no close checkpoint; its lock stays): a new process takes over the chain
+    await writeFile(path.join(crashDir, "audit.lock"), "999999999");
+    const second = await FileAuditSink.open({ dir: crashDir, signing: { privateKey: keys.privateJwk } });
+    second.append(sampleRecord(3));
+    await second.close();
+    const key = path.join(crashDir, "..", `${path.basename(crashDir)}.pub.jwk`);
+    await writeFile(key, JSON.stringify(keys.publicJwk));
+    const r = await run("audit", "verify", crashDir, "--key", key);
+    expect(r.code).toBe(0);
+    expect(r.out).toMatch(/closed cleanly; 1 unclean end before a restart \(recover checkpoint at seq 4 \d{4}-\d{2}-\d{2}T[\d:.]+Z: /);
+    const json = JSON.parse((await run("audit", "verify", crashDir, "--key", key, "--format", "json")).out) as { ok: boolean; records: number; recoveries: unknown[] };
+    expect(json).toMatchObject({ ok: true, records: 4, recoveries: [{ seq: 4 }] });
+  });
+
   it("exits 0 with a one-line summary when the chain and signatures are intact", async () => {
     const r = await run("audit", "verify", file, "--key", keyFile);
     expect(r.code).toBe(0);

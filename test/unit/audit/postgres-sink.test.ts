@@ -65,6 +65,40 @@ describe("PostgresAuditSink (on PGlite)", () => {
     expect((await verifyAuditTable(db, { instanceId: "dba", table: "audit_t", publicKey: keys.publicJwk })).firstError).toMatchObject({ line: 5, reason: "checkpoint_mismatch" });
   });
 
+  it("a trail cut back to an interval checkpoint cannot pass as closed, a reopen after it is marked, and another chain's rows are refused", async () => {
+    await writeChain("cut", 10, "audit_c"); // checkpoints after records 4 and 8 (seq 5, 10) and at close (seq 13)
+    const rows = async (id: string) => (await db.query<{ seq: number; line: string }>("SELECT seq, line FROM audit_c WHERE instance_id = $1 ORDER BY seq", [id])).rows;
+    // the forger deletes everything after the second interval checkpoint and relabels it "close", recomputing its hash
+    await db.query("DELETE FROM audit_c WHERE instance_id = 'cut' AND seq > 10");
+    const cp = (await rows("cut")).at(-1)!;
+    const e = JSON.parse(cp.line) as { seq: number; prev: string; record: Record<string, unknown> };
+    expect(e.record["why"]).toBe("interval");
+    const relabelled = { ...e.record, why: "close" };
+    const line = JSON.stringify({ seq: e.seq, prev: e.prev, hash: sha256Hex(canonicalJson({ prev: e.prev, record: relabelled, seq: e.seq })), record: relabelled });
+    await db.query("UPDATE audit_c SET line = $1 WHERE instance_id = 'cut' AND seq = 10", [line]);
+    expect(await verifyAuditTable(db, { instanceId: "cut", table: "audit_c", publicKey: keys.publicJwk })).toMatchObject({
+      ok: false,
+      firstError: { line: 10, reason: "checkpoint_mismatch" },
+    });
+    // put the label back: the cut trail verifies but does not claim a clean close; a writer reopening it marks the gap
+    await db.query("UPDATE audit_c SET line = $1 WHERE instance_id = 'cut' AND seq = 10", [cp.line]);
+    expect(await verifyAuditTable(db, { instanceId: "cut", table: "audit_c", publicKey: keys.publicJwk })).toMatchObject({ ok: true, closed: false, recoveries: [] });
+    await writeChain("cut", 2, "audit_c");
+    const resumed = await verifyAuditTable(db, { instanceId: "cut", table: "audit_c", publicKey: keys.publicJwk });
+    expect(resumed).toMatchObject({ ok: true, closed: true, records: 10 });
+    expect(resumed.recoveries).toEqual([{ seq: 11, time: expect.stringMatching(/^\d{4}-/) as unknown }]);
+    // a chain that ended with its close checkpoint reopens without a recover checkpoint
+    await writeChain("cut", 1, "audit_c");
+    expect((await verifyAuditTable(db, { instanceId: "cut", table: "audit_c", publicKey: keys.publicJwk })).recoveries).toHaveLength(1);
+    // node-b's rows copied in as node-a's: every hash holds, but the signed checkpoints name node-b
+    await writeChain("node-b2", 3, "audit_c");
+    for (const r of await rows("node-b2")) await db.query("INSERT INTO audit_c (instance_id, seq, prev, hash, time, type, line) SELECT 'node-a2', seq, prev, hash, time, type, line FROM audit_c WHERE instance_id = 'node-b2' AND seq = $1", [r.seq]);
+    expect(await verifyAuditTable(db, { instanceId: "node-a2", table: "audit_c", publicKey: keys.publicJwk })).toMatchObject({
+      ok: false,
+      firstError: { reason: "chain_mismatch" },
+    });
+  });
+
   it("a second writer with the same instance id fails closed instead of forking the chain", async () => {
     const s1 = await PostgresAuditSink.open({ db, instanceId: "dup", signing: false });
     const s2 = await PostgresAuditSink.open({ db, instanceId: "dup", signing: false });
