@@ -57,14 +57,15 @@ describe.each(["fsync", "group"] as const)("crash durability (%s)", (mode) => {
     // without allowUnsignedTail the records after the last checkpoint are flagged, as a truncation would be
     if (r.signedThrough < r.lastSeq) expect((await verifyAuditFiles(await files(dir), { publicKey: keys.publicJwk })).ok).toBe(false);
 
-    // A restarted writer cuts off a torn tail, continues the chain and closes it with a checkpoint.
+    // A restarted writer cuts off a torn tail, marks the unclean end with a signed recover checkpoint, continues the
+    // chain and closes it with a checkpoint.
     const notices: string[] = [];
     const sink = await FileAuditSink.open({ dir, signing: { privateKey: keys.privateJwk }, onNotice: (m) => notices.push(m) });
-    expect(sink.position.seq).toBe(r.lastSeq);
+    expect(sink.position.seq).toBe(r.lastSeq + 1);
     sink.append(sampleRecord(1));
     await sink.close();
     if (!r.ok) expect(notices.join("\n")).toMatch(/torn last line/);
     const after = await verifyAuditFiles(await files(dir), { publicKey: keys.publicJwk });
-    expect(after).toMatchObject({ ok: true, closed: true, lastSeq: r.lastSeq + 2 });
+    expect(after).toMatchObject({ ok: true, closed: true, lastSeq: r.lastSeq + 3, recoveries: [{ seq: r.lastSeq + 1 }] });
   });
 });
