@@ -59,8 +59,18 @@ export interface HttpApp {
   readonly app: Express;
   /** Open MCP sessions. */
   readonly sessionCount: number;
-  /** Closes every session (their transports and servers). The HTTP listener is the caller's (see {@link listen}). */
-  close(): Promise<void>;
+  /**
+   * Graceful shutdown of the MCP endpoint; the HTTP listener is the caller's (see {@link listen}).
+   * 1. From the call on, new sessions and new JSON-RPC requests get HTTP 503 (`Retry-After`); what open sessions send
+   *    for requests already running (responses to the server's own requests, notifications, their SSE streams) is
+   *    still served.
+   * 2. Waits for the running requests to finish, at most `drainTimeoutMs` (default 10,000 ms): they are answered and
+   *    their audit records appended, so closing the audit sink after this resolves loses none.
+   * 3. Closes every session (transport and server; a request still running then sees its signal aborted) and waits up
+   *    to 1,000 ms more for such requests to return; any still running after that are logged (count only).
+   * Never rejects.
+   */
+  close(options?: { drainTimeoutMs?: number }): Promise<void>;
 }
 
 interface Session {
@@ -208,6 +218,12 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
     try {
       if (!bearer) (req as Request & { auth?: AuthInfo }).auth = { token: "", clientId: "", scopes: [], extra: { sourceAddress: req.socket.remoteAddress } };
       const sid = req.headers["mcp-session-id"];
+      // Shutting down: no new session and no new request; what serves requests already running still passes.
+      if (closing && (typeof sid !== "string" || (req.method === "POST" && carriesRequest(req.body)))) {
+        refused(req, res, 503, "shutting_down", "failed");
+        res.status(503).set("retry-after", "5").json(jsonRpcError(-32000, "Server shutting down"));
+        return;
+      }
       const principal = principalOf(req);
       if (typeof sid === "string") {
         const s = sessions.get(sid);
@@ -301,13 +317,19 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
   }, Math.max(1000, Math.min(60_000, idleMs / 2)));
   sweeper.unref();
 
+  let closing = false;
+  const idle = (list: Session[], ms: number) => settleWithin(Promise.all(list.map((s) => s.server.pipeline.whenIdle())), ms);
+
   return {
     app,
     get sessionCount() {
       return sessions.size;
     },
-    async close() {
+    async close(closeOptions = {}) {
+      closing = true;
       clearInterval(sweeper);
+      const drainMs = closeOptions.drainTimeoutMs ?? 10_000;
+      await idle([...sessions.values()], drainMs);
       const all = [...sessions.entries()];
       await Promise.allSettled(
         all.map(async ([id, s]) => {
@@ -315,8 +337,28 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
           await s.transport.close();
         }),
       );
+      // requests that outlived the drain saw their signal aborted: give them a moment to return and leave their records
+      const servers = all.map(([, s]) => s);
+      await idle(servers, 1000);
+      const running = servers.reduce((n, s) => n + s.server.pipeline.inFlight, 0);
+      if (running > 0) {
+        logger.warn("shutdown: requests still running after their sessions closed; each is recorded when it returns, if the audit sink is still open", { agent, requests: running });
+      }
     },
   };
+}
+
+/** Whether a JSON-RPC body holds a request (a message with a method and an id), alone or in a batch. */
+function carriesRequest(body: unknown): boolean {
+  const isRequest = (m: unknown) => typeof m === "object" && m !== null && typeof (m as { method?: unknown }).method === "string" && "id" in m;
+  return Array.isArray(body) ? body.some(isRequest) : isRequest(body);
+}
+
+/** Resolves when `p` settles or after `ms`, whichever comes first. */
+async function settleWithin(p: Promise<unknown>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([p.catch(() => undefined), new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)))]);
+  clearTimeout(timer);
 }
 
 /** A running HTTP listener. */
@@ -324,8 +366,8 @@ export interface Listening {
   /** Base URL, e.g. `http://127.0.0.1:43121`. */
   url: URL;
   server: NodeHttpServer;
-  /** Graceful shutdown: closes sessions, stops accepting, then ends open connections. */
-  close(): Promise<void>;
+  /** Graceful shutdown: {@link HttpApp.close} (drains running requests, then closes sessions), then stops accepting and ends open connections. */
+  close(options?: { drainTimeoutMs?: number }): Promise<void>;
 }
 
 /**
@@ -341,8 +383,8 @@ export async function listen(httpApp: HttpApp, options: { port?: number; host?: 
   return {
     url,
     server,
-    async close() {
-      await httpApp.close();
+    async close(closeOptions) {
+      await httpApp.close(closeOptions);
       await new Promise<void>((resolve) => {
         server.close(() => resolve());
         server.closeAllConnections();

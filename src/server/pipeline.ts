@@ -130,6 +130,9 @@ export class RequestPipeline {
   readonly #hooks: PipelineHooks;
   readonly #host: PipelineHost;
   readonly #logger: OperationalLogger;
+  /** Requests inside {@link handle} (lifecycle methods excepted), and who waits for none to be. */
+  #inFlight = 0;
+  #idleWaiters: Array<() => void> = [];
 
   constructor(options: HMCPServerOptions, host: PipelineHost) {
     this.#auth =
@@ -186,9 +189,29 @@ export class RequestPipeline {
     this.#emit(record);
   }
 
+  /** Requests being handled now (their audit records not yet written). */
+  get inFlight(): number {
+    return this.#inFlight;
+  }
+
+  /** Resolves when no request is being handled (at once if none is): every record of a finished request is appended. */
+  whenIdle(): Promise<void> {
+    if (this.#inFlight === 0) return Promise.resolve();
+    return new Promise((resolve) => this.#idleWaiters.push(resolve));
+  }
+
   /** Runs one request through the pipeline around `inner`. */
   async handle(request: JSONRPCRequest, extra: HandlerExtra, inner: InnerHandler, options: { unknownMethod?: boolean } = {}): Promise<unknown> {
     if (LIFECYCLE_METHODS.has(request.method)) return inner(request, extra);
+    this.#inFlight++;
+    try {
+      return await this.#handle(request, extra, inner, options);
+    } finally {
+      if (--this.#inFlight === 0) for (const w of this.#idleWaiters.splice(0)) w();
+    }
+  }
+
+  async #handle(request: JSONRPCRequest, extra: HandlerExtra, inner: InnerHandler, options: { unknownMethod?: boolean }): Promise<unknown> {
     const started = performance.now();
     const ctx = this.#context(request, extra);
     const auditing = this.auditing;

@@ -1,0 +1,76 @@
+/**
+ * Graceful shutdown of the HTTP app: a request running when `close()` is called is finished and answered (its handler's
+ * own requests back to the client still get through), its audit record is appended before `close()` resolves, and new
+ * sessions and requests are refused with 503 meanwhile.
+ */
+import { afterEach, describe, expect, it } from "vitest";
+import { FileAuditSink, HMCPClient, createHttpApp, generateAuditSigningKey, listen, queryAudit, type Listening } from "hmcp";
+import { TEST_PRINCIPAL, createEchoAgent, textOf } from "../fixtures/echo-agent.js";
+import { MCP_HEADERS, openSession } from "../fixtures/raw-http.js";
+import { tempLogDir } from "../unit/audit/helpers.js";
+
+let http: Listening | undefined;
+afterEach(async () => {
+  await http?.close({ drainTimeoutMs: 0 });
+  http = undefined;
+});
+
+const initialize = { jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "late", version: "1" } } };
+
+describe("HttpApp.close: graceful shutdown", () => {
+  it("finishes the running request (with its round trips to the client), records it, and refuses new work with 503", async () => {
+    const dir = await tempLogDir("http-shutdown");
+    const audit = await FileAuditSink.open({ dir, signing: { privateKey: (await generateAuditSigningKey()).privateJwk } });
+    let releaseModel!: () => void;
+    const modelAsked = new Promise<void>((resolve) => (releaseModel = resolve));
+    let modelCalled!: () => void;
+    const modelReached = new Promise<void>((resolve) => (modelCalled = resolve));
+    const client = new HMCPClient(
+      { name: "orchestrator", version: "1.0.0" },
+      {
+        onSampling: async () => {
+          modelCalled();
+          await modelAsked; // the server's request back to this client is still open when shutdown begins
+          return { role: "assistant", model: "m", content: { type: "text", text: "summary" }, stopReason: "endTurn" };
+        },
+        onElicitation: async () => ({ action: "accept", content: { approved: true } }),
+      },
+    );
+    http = await listen(createHttpApp({ createServer: () => createEchoAgent({ auth: { localPrincipal: TEST_PRINCIPAL }, audit }), bearer: false, audit }));
+    const endpoint = new URL("/mcp", http.url);
+    const otherSession = await openSession(endpoint);
+    await client.connect({ type: "http", url: endpoint });
+    const answer = client.ask("potassium 4.1");
+    await modelReached;
+
+    const closed = http.close({ drainTimeoutMs: 10_000 });
+    let closeDone = false;
+    void closed.then(() => (closeDone = true));
+    // while draining: no new session, no new request on an open session
+    const late = await fetch(endpoint, { method: "POST", headers: MCP_HEADERS, body: JSON.stringify(initialize) });
+    expect(late.status).toBe(503);
+    expect(late.headers.get("retry-after")).toBe("5");
+    const newRequest = await fetch(endpoint, {
+      method: "POST",
+      headers: { ...MCP_HEADERS, "mcp-session-id": otherSession, "mcp-protocol-version": "2025-06-18" },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 9, method: "ping" }),
+    });
+    expect(newRequest.status).toBe(503);
+    expect(closeDone).toBe(false);
+
+    releaseModel(); // the client's answer (a POST carrying a JSON-RPC response) and the elicitation round trip get through
+    const result = await answer;
+    expect(textOf(result.content)).toBe("echo=potassium 4.1; model=summary; approval=accept:true");
+    await closed;
+    await client.close().catch(() => undefined);
+    http = undefined;
+    await audit.close();
+
+    const records = await queryAudit([dir]);
+    const sampling = records.filter((r) => r.type === "request" && r.method === "sampling/createMessage");
+    expect(sampling).toHaveLength(1);
+    expect(sampling[0]).toMatchObject({ outcome: "allowed" });
+    expect(records.filter((r) => r.type === "http" && r.reason === "shutting_down").map((r) => r.status)).toEqual([503, 503]);
+    expect(records.filter((r) => r.type === "session.end").map((r) => r.reason).sort()).toEqual(["shutdown", "shutdown"]);
+  });
+});
