@@ -38,6 +38,11 @@ export interface DemoAuthorizationServerOptions {
   clients?: DemoClientConfig[];
   /** Resources tokens may be issued for (identifiers or configs). At least one. */
   resources: Array<string | DemoResourceConfig>;
+  /**
+   * Most entries (stored tokens, client assertion `jti`s, ...) the in-memory store holds at once. Default 10,000.
+   * When it is full of unexpired entries, requests that must store something fail (500 server_error).
+   */
+  maxStoredEntries?: number;
 }
 
 /** A registered client with the keys it authenticates with. */
@@ -82,6 +87,11 @@ async function clientKeys(alg: "ES384" | "RS384", kid: string): Promise<{ privat
   const publicJwk = { ...(await exportJWK(publicKey)), kid, alg, use: "sig" };
   return { privateJwk, publicJwk };
 }
+
+/** Longest client assertion lifetime accepted (SMART Backend Services), seconds. */
+const MAX_ASSERTION_LIFETIME_SEC = 300;
+/** oidc-provider's default clock tolerance, seconds; also allowed for the assertion's exp. */
+const CLOCK_TOLERANCE_SEC = 15;
 
 function listen(server: Server, port: number): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -156,7 +166,7 @@ export async function startDemoAuthorizationServer(options: DemoAuthorizationSer
   };
   // Published signing keys, newest first; the newest signs. Rotation rebuilds the provider on the same listener.
   let signingKeys: JWK[] = [await newSigningKey()];
-  const adapter = createMemoryAdapter();
+  const adapter = createMemoryAdapter(options.maxStoredEntries !== undefined ? { maxEntries: options.maxStoredEntries } : {});
   const cookieKeys = [randomBytes(32).toString("base64url")];
 
   let issued = 0;
@@ -169,6 +179,14 @@ export async function startDemoAuthorizationServer(options: DemoAuthorizationSer
       jwks: { keys: signingKeys },
       cookies: { keys: cookieKeys },
       clientAuthMethods: ["private_key_jwt", "client_secret_basic"],
+      // SMART Backend Services: a client assertion's exp is at most five minutes ahead. This also bounds how long its
+      // jti stays in the replay store, so a full store (see memory-adapter.ts) frees itself within minutes.
+      assertJwtClientAuthClaimsAndHeader: (_ctx: unknown, claims: { exp?: unknown }) => {
+        const now = Math.floor(Date.now() / 1000);
+        if (typeof claims.exp === "number" && claims.exp > now + MAX_ASSERTION_LIFETIME_SEC + CLOCK_TOLERANCE_SEC) {
+          throw new errors.InvalidClientAuth(`client assertion exp must be at most ${MAX_ASSERTION_LIFETIME_SEC} s ahead`);
+        }
+      },
       enabledJWA: { clientAuthSigningAlgValues: ["ES384", "RS384", "ES256", "RS256", "PS256", "EdDSA"] },
       scopes: ["openid"],
       ttl: {

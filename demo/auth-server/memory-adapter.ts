@@ -7,36 +7,79 @@ type Payload = Record<string, unknown>;
 interface Entry {
   payload: Payload;
   expiresAt: number;
+  grantId?: string;
 }
 
-const MAX_ENTRIES = 10_000;
+/** Default bound on stored entries (all models together). */
+export const DEFAULT_MAX_ENTRIES = 10_000;
 
-/** Returns an adapter factory (a class) bound to a fresh store. */
-export function createMemoryAdapter(): new (model: string) => unknown {
+/** Options of {@link createMemoryAdapter}. */
+export interface MemoryAdapterOptions {
+  /** Most entries the store holds at once, all models together. Default {@link DEFAULT_MAX_ENTRIES}. */
+  maxEntries?: number;
+}
+
+/** Thrown by `upsert` when the store is full of unexpired entries; oidc-provider answers 500 server_error. */
+export class MemoryStoreFullError extends Error {
+  constructor(model: string, maxEntries: number) {
+    super(`demo authorization server store is full (${maxEntries} unexpired entries); refusing to store ${model}`);
+    this.name = "MemoryStoreFullError";
+  }
+}
+
+/**
+ * Returns an adapter factory (a class) bound to a fresh store.
+ * @throws RangeError when `maxEntries` is not a positive integer
+ */
+export function createMemoryAdapter(options: MemoryAdapterOptions = {}): new (model: string) => unknown {
+  const maxEntries = options.maxEntries ?? DEFAULT_MAX_ENTRIES;
+  if (!Number.isInteger(maxEntries) || maxEntries < 1) throw new RangeError("createMemoryAdapter: maxEntries must be a positive integer");
   const store = new Map<string, Entry>();
   const grants = new Map<string, Set<string>>();
+  const drop = (key: string): void => {
+    const e = store.get(key);
+    if (!e) return;
+    store.delete(key);
+    if (e.grantId === undefined) return;
+    const set = grants.get(e.grantId);
+    set?.delete(key);
+    if (set?.size === 0) grants.delete(e.grantId);
+  };
   const live = (key: string): Entry | undefined => {
     const e = store.get(key);
     if (e && e.expiresAt <= Date.now()) {
-      store.delete(key);
+      drop(key);
       return undefined;
     }
     return e;
+  };
+  const sweepExpired = (): void => {
+    const now = Date.now();
+    for (const [k, e] of store) if (e.expiresAt <= now) drop(k);
   };
   return class MemoryAdapter {
     constructor(private readonly model: string) {}
     private key(id: string): string {
       return `${this.model}:${id}`;
     }
+    /** @throws MemoryStoreFullError when a new entry would exceed the bound and no stored entry has expired */
     async upsert(id: string, payload: Payload, expiresIn?: number): Promise<void> {
-      if (store.size >= MAX_ENTRIES) {
-        const oldest = store.keys().next();
-        if (!oldest.done) store.delete(oldest.value);
-      }
       const key = this.key(id);
-      store.set(key, { payload, expiresAt: typeof expiresIn === "number" ? Date.now() + expiresIn * 1000 : Infinity });
-      const grantId = payload["grantId"];
-      if (typeof grantId === "string") {
+      if (!store.has(key) && store.size >= maxEntries) {
+        // Only expired entries are ever evicted. An unexpired entry is still in force: dropping a ReplayDetection
+        // entry (a client assertion's jti) would let that assertion be replayed, so a flood of fresh requests from
+        // any client could re-open every captured assertion. When the store is full of live entries the write is
+        // refused instead (the adapter contract lets upsert reject); oidc-provider then answers with an error and
+        // issues no token. Fail closed, memory stays bounded, and the refusal lasts at most as long as the live
+        // entries (client assertions may live at most 5 minutes, see index.ts).
+        sweepExpired();
+        if (store.size >= maxEntries) throw new MemoryStoreFullError(this.model, maxEntries);
+      }
+      drop(key);
+      const grantId = typeof payload["grantId"] === "string" ? payload["grantId"] : undefined;
+      const expiresAt = typeof expiresIn === "number" ? Date.now() + expiresIn * 1000 : Infinity;
+      store.set(key, { payload, expiresAt, ...(grantId !== undefined && { grantId }) });
+      if (grantId !== undefined) {
         const set = grants.get(grantId) ?? new Set<string>();
         set.add(key);
         grants.set(grantId, set);
@@ -58,10 +101,10 @@ export function createMemoryAdapter(): new (model: string) => unknown {
       if (e) e.payload["consumed"] = Math.floor(Date.now() / 1000);
     }
     async destroy(id: string): Promise<void> {
-      store.delete(this.key(id));
+      drop(this.key(id));
     }
     async revokeByGrantId(grantId: string): Promise<void> {
-      for (const k of grants.get(grantId) ?? []) store.delete(k);
+      for (const k of [...(grants.get(grantId) ?? [])]) drop(k);
       grants.delete(grantId);
     }
   };

@@ -11,5 +11,6 @@ declare module "oidc-provider" {
   export const errors: {
     InvalidTarget: new (description?: string) => Error;
     InvalidScope: new (description: string, scope?: string) => Error;
+    InvalidClientAuth: new (description?: string) => Error;
   };
 }
