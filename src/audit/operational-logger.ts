@@ -1,8 +1,8 @@
 /**
  * The project's operational logger (winston): what a service operator reads, as opposed to the audit
- * trail a compliance officer reads. Every string in every log entry (message and metadata, nested)
- * passes through a `redact(text) => string` function before any transport sees it (issue 4: no PHI in
- * any log line).
+ * trail a compliance officer reads. Every string in every log entry (message and metadata, keys and
+ * values, nested) passes through a `redact(text) => string` function before any transport sees it
+ * (issue 4: no PHI in any log line).
  */
 import winston from "winston";
 
@@ -34,13 +34,17 @@ export interface OperationalLoggerOptions {
 }
 
 const KEEP = new Set(["level", "timestamp", "service"]);
+const SPLAT = Symbol.for("splat");
 const SESSION_ID = /^[0-9A-Fa-f]{8}(?:-?[0-9A-Fa-f]{4}){3}-?[0-9A-Fa-f]{12}$|^[0-9A-Fa-f]{16,64}$/;
 /** Metadata keys whose values are PHI or message content by nature: replaced whole, whatever they hold. */
 const SENSITIVE_KEY = /^(name|names|given|family|patientName|fullName|ssn|mrn|phone|telecom|email|address|birthDate|dob|content|contents|text|prompt|messages|body|params|result)$/i;
 
 /**
  * Creates a winston logger whose entries are redacted, timestamped (RFC 3339 ms) JSON.
- * Error objects in metadata are reduced to `{ name, code, message: redact(message) }` (no stacks).
+ * Metadata keys go through the redactor like values, at every depth.
+ * Error objects in metadata are reduced to `{ name, code, message: redact(message) }` (no stacks);
+ * a Date becomes its redacted ISO string; a Buffer, ArrayBuffer, typed array or DataView becomes
+ * "[binary]" and any other object that is not a plain object or an array becomes "[object]".
  * Metadata under keys that hold PHI or content by nature (`name`, `ssn`, `mrn`, `phone`, `email`,
  * `address`, `birthDate`, `content`, `text`, `prompt`, `messages`, `body`, `params`, `result` …) is
  * replaced by "[REDACTED]" whatever it holds.
@@ -53,13 +57,23 @@ export function createOperationalLogger(opts: OperationalLoggerOptions = {}): wi
   if (given !== undefined && typeof given !== "function") throw new Error("createOperationalLogger: 'redact' must be a function (text) => string");
   const redact: Redactor = given === undefined || given === basicRedactPhi ? basicRedactPhi : (t) => given(basicRedactPhi(t));
   const redactFormat = winston.format((info) => {
-    for (const key of Object.keys(info)) {
+    const entry = info as Record<string, unknown>;
+    // winston copies the indices of a Buffer or typed array given as the metadata argument into the entry
+    const meta = (info as { [SPLAT]?: unknown })[SPLAT];
+    if (Array.isArray(meta) && ArrayBuffer.isView(meta[0])) {
+      for (const k of Object.keys(meta[0])) if (!KEEP.has(k) && k !== "message") delete entry[k];
+    }
+    const scrubbed: Array<[string, unknown]> = [];
+    for (const key of Object.keys(entry)) {
       if (KEEP.has(key)) continue;
       // a transport session id the server generated (UUID or hex) correlates log lines with the audit trail; it is
       // not PHI, though the detector would call it an [ID]
-      if (key === "sessionId" && typeof info[key] === "string" && SESSION_ID.test(info[key])) continue;
-      (info as Record<string, unknown>)[key] = key !== "message" && SENSITIVE_KEY.test(key) ? "[REDACTED]" : scrub(info[key], redact, 0);
+      if (key === "sessionId" && typeof entry[key] === "string" && SESSION_ID.test(entry[key])) continue;
+      const value = key !== "message" && SENSITIVE_KEY.test(key) ? "[REDACTED]" : scrub(entry[key], redact, 0);
+      scrubbed.push([key === "message" ? key : safe(redact, key), value]);
+      delete entry[key];
     }
+    for (const [key, value] of scrubbed) entry[key] = value;
     return info;
   });
   const transports: LogTransport[] = [...(opts.transports ?? [])];
@@ -84,7 +98,13 @@ function scrub(v: unknown, redact: Redactor, depth: number): unknown {
     const code = (v as NodeJS.ErrnoException).code;
     return { name: v.name, ...(code !== undefined && { code }), message: safe(redact, v.message) };
   }
+  if (v instanceof Date) return safe(redact, Number.isNaN(v.getTime()) ? "Invalid Date" : v.toISOString());
   if (Array.isArray(v)) return v.map((x) => scrub(x, redact, depth + 1));
+  // bytes can hold any text (Buffer, ArrayBuffer, typed arrays, DataView); other objects (Map, URL, class
+  // instances …) are not walked either
+  if (ArrayBuffer.isView(v) || v instanceof ArrayBuffer || (typeof SharedArrayBuffer === "function" && v instanceof SharedArrayBuffer)) return "[binary]";
+  const proto: unknown = Object.getPrototypeOf(v);
+  if (proto !== Object.prototype && proto !== null) return "[object]";
   const out: Record<string, unknown> = {};
   for (const [k, x] of Object.entries(v)) out[safe(redact, k)] = SENSITIVE_KEY.test(k) ? "[REDACTED]" : scrub(x, redact, depth + 1);
   return out;

@@ -49,6 +49,62 @@ describe("createOperationalLogger", () => {
     expect(scrubbed!["sessionId"]).not.toContain("999-65-9492");
   });
 
+  it("redacts top-level metadata keys as it redacts nested ones", async () => {
+    const { redactPhiText } = await import("hmcp");
+    const mem = new Memory();
+    const logger = createOperationalLogger({ transports: [mem], redact: redactPhiText });
+    logger.warn("x", { "Marcos Delagarza 123-45-6789": 2, ssn: "123-45-6789", nested: { "Marcos Delagarza 123-45-6789": 3 } });
+    const line = mem.lines[0]!;
+    for (const phi of ["Marcos", "Delagarza", "123-45-6789"]) expect(line).not.toContain(phi);
+    const e = JSON.parse(line) as Record<string, unknown>;
+    expect(e).toMatchObject({ "[NAME] [SSN]": 2, ssn: "[REDACTED]", nested: { "[NAME] [SSN]": 3 }, message: "x", level: "warn", service: "hmcp" });
+  });
+
+  it("writes bytes and other non-plain objects as placeholders, never byte by byte", () => {
+    const mem = new Memory();
+    const logger = createOperationalLogger({ transports: [mem] });
+    const bytes = Buffer.from("Patient Marcos Delagarza SSN 123-45-6789");
+    class Visit {
+      patient = "Marcos Delagarza";
+    }
+    logger.warn("nested", {
+      buffer: bytes,
+      u8: new Uint8Array(bytes),
+      u16: new Uint16Array(bytes.buffer, bytes.byteOffset, 4),
+      arrayBuffer: bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.length),
+      view: new DataView(new Uint8Array(bytes).buffer),
+      list: [bytes, { inner: new Uint8Array(bytes) }],
+      map: new Map([["patient", "Marcos Delagarza"]]),
+      visit: new Visit(),
+      when: new Date(Date.UTC(1949, 7, 2)),
+      bare: Object.assign(Object.create(null) as object, { note: "ok" }),
+    });
+    logger.warn("metadata argument is a buffer", bytes);
+    logger.warn("metadata argument is a typed array", new Uint8Array(bytes));
+    logger.warn(bytes as never);
+    expect(mem.lines).toHaveLength(4);
+    for (const line of mem.lines) {
+      for (const phi of ["Marcos", "Delagarza", "123-45-6789"]) expect(line).not.toContain(phi);
+      // "Patient" is 80,97,116,105 in bytes
+      expect(line).not.toMatch(/80,97,116|"0":80/);
+    }
+    const [nested, metaBuffer, metaTyped, message] = mem.lines.map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(nested).toMatchObject({
+      buffer: "[binary]",
+      u8: "[binary]",
+      u16: "[binary]",
+      arrayBuffer: "[binary]",
+      view: "[binary]",
+      list: ["[binary]", { inner: "[binary]" }],
+      map: "[object]",
+      visit: "[object]",
+      when: "[DATE]",
+      bare: { note: "ok" },
+    });
+    for (const e of [metaBuffer!, metaTyped!]) expect(Object.keys(e).sort()).toEqual(["level", "message", "service", "timestamp"]);
+    expect(message!["message"]).toBe("[binary]");
+  });
+
   it("always runs the pattern pass before the configured redactor", () => {
     const mem = new Memory();
     createOperationalLogger({ transports: [mem], redact: (t) => t }).info("licence S99991568 passport X43747560X phone 555-826-5697 mrn=50635536-8051-4085-bfd4-511a05062ac2", {
