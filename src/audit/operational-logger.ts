@@ -5,6 +5,7 @@
  * (issue 4: no PHI in any log line).
  */
 import winston from "winston";
+import { isAuditTransport } from "./winston-transport.js";
 
 /** A winston transport instance. */
 export type LogTransport = winston.transport;
@@ -29,7 +30,10 @@ export interface OperationalLoggerOptions {
   file?: string;
   /** Write to stderr (all levels, JSON Lines). Default true unless `file` or `transports` are given. */
   console?: boolean;
-  /** Extra winston transports (they receive entries already redacted). */
+  /**
+   * Extra winston transports (they receive entries already redacted). Not the audit transport
+   * (`createAuditTransport`): it needs records unredacted and belongs on a logger of its own.
+   */
   transports?: LogTransport[];
 }
 
@@ -49,6 +53,7 @@ const SENSITIVE_KEY = /^(name|names|given|family|patientName|fullName|ssn|mrn|ph
  * `address`, `birthDate`, `content`, `text`, `prompt`, `messages`, `body`, `params`, `result` …) is
  * replaced by "[REDACTED]" whatever it holds.
  * @throws Error when `level` is not an npm level or `redact` is not a function.
+ * @throws TypeError when `transports` holds the audit transport (also from the logger's `add` and `configure`).
  */
 export function createOperationalLogger(opts: OperationalLoggerOptions = {}): winston.Logger {
   const level = opts.level ?? "info";
@@ -77,17 +82,40 @@ export function createOperationalLogger(opts: OperationalLoggerOptions = {}): wi
     return info;
   });
   const transports: LogTransport[] = [...(opts.transports ?? [])];
+  transports.forEach(refuseAuditTransport);
   if (opts.file) transports.push(new winston.transports.File({ filename: opts.file }));
   if (opts.console ?? (opts.file === undefined && opts.transports === undefined)) {
     transports.push(new winston.transports.Console({ stderrLevels: Object.keys(winston.config.npm.levels) }));
   }
-  return winston.createLogger({
+  const logger = winston.createLogger({
     level,
     levels: winston.config.npm.levels,
     defaultMeta: { service: opts.service ?? "hmcp" },
     format: winston.format.combine(redactFormat(), winston.format.timestamp(), winston.format.json()),
     transports,
   });
+  const add = logger.add.bind(logger);
+  logger.add = (transport) => add(refuseAuditTransport(transport));
+  const configure = logger.configure.bind(logger);
+  logger.configure = (options) => {
+    [options?.transports ?? []].flat().forEach(refuseAuditTransport);
+    configure(options);
+  };
+  return logger;
+}
+
+/**
+ * The audit transport must not sit behind the redaction: every record would reach the sink rewritten
+ * ("[DATE]", "[ID]") and the chain would hold records that are not what happened.
+ */
+function refuseAuditTransport(transport: LogTransport): LogTransport {
+  if (isAuditTransport(transport)) {
+    throw new TypeError(
+      "createOperationalLogger: the audit transport (createAuditTransport) cannot be a transport of the operational logger, whose redaction rewrites the audit records; " +
+        "give it a winston logger of its own: winston.createLogger({ transports: [createAuditTransport({ sink })] })",
+    );
+  }
+  return transport;
 }
 
 function scrub(v: unknown, redact: Redactor, depth: number): unknown {

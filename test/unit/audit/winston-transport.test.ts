@@ -2,7 +2,7 @@ import { readdir } from "node:fs/promises";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import winston from "winston";
-import { FileAuditSink, createAuditTransport, queryAudit, verifyAuditFiles } from "hmcp";
+import { FileAuditSink, createAuditTransport, createOperationalLogger, queryAudit, verifyAuditFiles } from "hmcp";
 import { sampleRecord, tempLogDir } from "./helpers.js";
 
 describe("createAuditTransport", () => {
@@ -25,5 +25,19 @@ describe("createAuditTransport", () => {
     expect((await queryAudit(files)).map((r) => r.requestId)).toEqual([1, 2]);
     expect((await verifyAuditFiles(files)).ok).toBe(true);
     expect(errors.map((e) => e.name)).toEqual(["AuditSinkError"]);
+  });
+
+  it("is refused by the operational logger, whose redaction would rewrite the records", async () => {
+    const sink = await FileAuditSink.open({ dir: await tempLogDir("audit-winston-refused"), signing: false });
+    const transport = createAuditTransport({ sink });
+    const refused = /audit transport.*cannot be a transport of the operational logger/;
+    expect(() => createOperationalLogger({ transports: [transport] })).toThrow(TypeError);
+    expect(() => createOperationalLogger({ transports: [transport], console: false })).toThrow(refused);
+    const logger = createOperationalLogger({ transports: [], console: false });
+    expect(() => logger.add(transport)).toThrow(refused);
+    expect(() => logger.configure({ transports: [transport] })).toThrow(refused);
+    expect(() => logger.configure({ transports: transport })).toThrow(refused);
+    expect(logger.transports).toEqual([]);
+    await sink.close();
   });
 });
