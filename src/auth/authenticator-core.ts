@@ -108,16 +108,17 @@ export function buildBearerAuthenticator(cfg: CoreConfig): BearerAuthenticator {
       }
       const v = await verifyShared(extracted.token);
       if (!v.ok) return bearerFailure(ctx401, 401, "invalid_token", v.description, undefined, v.reason);
-      const scopes = v.verified.principal.scopes;
+      const principal = v.verified.principal;
+      const scopes = principal.scopes;
       if (!satisfiesAny(scopes, required)) {
-        return bearerFailure(ctx, 403, "insufficient_scope", "The access token lacks a scope this resource requires", required.join(" "), "insufficient_scope");
+        return { ...bearerFailure(ctx, 403, "insufficient_scope", "The access token lacks a scope this resource requires", required.join(" "), "insufficient_scope"), principal };
       }
       if (checkMethods) {
         for (const method of methodsOf(request.body)) {
           if (method.startsWith("notifications/")) continue;
           const need = request.methodScopes?.(method) ?? requiredScopesForMethod(method, methodTable);
           if (!satisfiesAny(scopes, need)) {
-            return bearerFailure(ctx, 403, "insufficient_scope", "The access token lacks a scope this method requires", need.join(" "), "insufficient_scope");
+            return { ...bearerFailure(ctx, 403, "insufficient_scope", "The access token lacks a scope this method requires", need.join(" "), "insufficient_scope"), principal };
           }
         }
       }

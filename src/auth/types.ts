@@ -28,6 +28,8 @@ export type BearerCheck =
       wwwAuthenticate: string;
       /** Machine-readable cause for the audit record (never sent to the client, never PHI). */
       reason?: BearerFailureReason;
+      /** The token's principal when the token verified but lacks a scope (403): who was refused, for the audit record. */
+      principal?: Principal;
     };
 
 /** Why a bearer check failed: a stable code for audit records and metrics. */

@@ -123,11 +123,15 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
   const principalOf = (req: Request) => ((req as Request & { auth?: AuthInfo }).auth?.extra?.["principal"] as Principal | undefined);
   const logger = options.logger ?? defaultOperationalLogger();
 
-  /** One audit record for a request refused before it reached a server (bearer, host, limits, sessions). */
-  const refused = (req: Request, res: Response, status: number, reason: string, outcome: "denied" | "failed" = "denied") =>
+  /**
+   * One audit record for a request refused before it reached a server (bearer, host, limits, sessions). `principal`:
+   * who was refused when the request's own auth is not set (a verified token refused for a missing scope).
+   */
+  const refused = (req: Request, res: Response, status: number, reason: string, outcome: "denied" | "failed" = "denied", principal = principalOf(req)) =>
     audit({
       type: "http",
-      actor: actorOf(principalOf(req)),
+      actor: actorOf(principal),
+      scopes: principal?.scopes ? [...principal.scopes] : [],
       source: compact({ address: req.socket.remoteAddress }),
       transport: "http",
       method: `${req.method} ${path}`,
@@ -194,7 +198,7 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
       return;
     }
     if (!check.ok) {
-      refused(req, res, check.status, check.reason ?? check.error ?? "no_token");
+      refused(req, res, check.status, check.reason ?? check.error ?? "no_token", "denied", check.principal);
       res
         .status(check.status)
         .set("www-authenticate", check.wwwAuthenticate)

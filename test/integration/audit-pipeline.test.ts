@@ -209,7 +209,13 @@ describe("one audit record per pipeline outcome, over HTTP with real tokens", ()
       ["denied", 401, "bad_signature"],
       ["denied", 403, "insufficient_scope"],
     ]);
-    for (const r of http) expect(r).toMatchObject({ agent: "emr-writeback", transport: "http", method: "POST /mcp", actor: {} });
+    for (const r of http) expect(r).toMatchObject({ agent: "emr-writeback", transport: "http", method: "POST /mcp" });
+    // no verified token: no actor; a verified token refused for a missing scope: who it was and what it held
+    expect(http.slice(0, 2).map((r) => [r.actor, r.scopes])).toEqual([
+      [{}, []],
+      [{}, []],
+    ]);
+    expect(http[2]).toMatchObject({ actor: { sub: "orchestrator", clientId: "orchestrator" }, scopes: ["system/Patient.rs"] });
   });
 
   it("denied by the method's scope", async () => {
