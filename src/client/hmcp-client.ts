@@ -6,7 +6,7 @@
 import { randomUUID } from "node:crypto";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport, type StdioServerParameters } from "@modelcontextprotocol/sdk/client/stdio.js";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { StreamableHTTPClientTransport, StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import {
   CreateMessageRequestSchema,
@@ -52,8 +52,10 @@ export interface HMCPClientOptions {
    */
   tokenProvider?: TokenProvider;
   /**
-   * Guardrails for the client side: the `input` stage checks the requests a server sends back (sampling,
-   * elicitation) before the application's handler sees them; the `output` stage checks what the client answers.
+   * Guardrails for the client side: the `input` stage checks what servers send this client (the sampling and
+   * elicitation requests they send back, before the application's handler sees them, and the results of this
+   * client's own `createMessage` calls, before they are returned); the `output` stage checks what the client answers
+   * to those requests. The client's own requests are not checked here (the server's input stage checks them).
    * Default: `defaultGuardrails()` (guardrails/default.yaml); `false` turns them off.
    */
   guardrails?: GuardrailRunner | false;
@@ -100,6 +102,12 @@ export class HMCPClient {
    * `connect`), so no server can time what the client received from another server or another client.
    */
   #guardScope = randomUUID();
+  /** The last `connect` target and transport, to start a new session when the server no longer knows ours. */
+  #target: ConnectTarget | undefined;
+  #transport: Transport | undefined;
+  /** Bumped on every (re)connect; a reconnect in progress, shared by the requests that hit the lost session. */
+  #generation = 0;
+  #reconnecting: Promise<void> | undefined;
 
   constructor(clientInfo: Implementation, options: HMCPClientOptions = {}) {
     this.#options = { ...options };
@@ -138,9 +146,14 @@ export class HMCPClient {
    * Connects and runs the MCP initialize handshake.
    * - `{ type: "http", url }`: Streamable HTTP; the token provider's token goes on every request, and a 401 with
    *   `WWW-Authenticate` makes the client drop the token and retry once with a fresh one.
+   *   When the server answers 404 to the session (it restarted, or ended the session), `createMessage` starts a new
+   *   session and sends the request once more (MCP 2025-06-18, Transports, "Session Management": the client MUST
+   *   start a new session); a 404 means the server did not run the request.
    * - `{ type: "stdio", command, args, env }`: spawns the agent process and talks over its stdin/stdout.
    */
   async connect(target: ConnectTarget): Promise<void> {
+    this.#target = target;
+    this.#generation++;
     this.#guardScope = randomUUID();
     let transport: Transport;
     if (target.type === "http") {
@@ -155,7 +168,22 @@ export class HMCPClient {
     } else {
       transport = target.transport;
     }
+    this.#transport = transport;
     await this.sdk.connect(transport);
+  }
+
+  /** A new HTTP session after the server answered 404 to ours; concurrent callers share one reconnect. */
+  async #renewSession(seen: number): Promise<void> {
+    if (this.#generation !== seen) return; // another request renewed it already
+    this.#reconnecting ??= (async () => {
+      try {
+        await this.sdk.close().catch(() => undefined);
+        await this.connect(this.#target!);
+      } finally {
+        this.#reconnecting = undefined;
+      }
+    })();
+    await this.#reconnecting;
   }
 
   /** The server's HMCP capability, or `undefined` for a plain MCP server. Available after `connect`. */
@@ -167,7 +195,10 @@ export class HMCPClient {
    * Sends `sampling/createMessage` to the server (HMCP client → server sampling).
    * @throws HMCPError `SamplingNotSupported` (locally, nothing sent) when the server did not advertise
    *   `experimental.hmcp.sampling`; McpError with the server's code (e.g. GuardrailBlocked, InsufficientScope) when
-   *   the server refuses; McpError `RequestTimeout` (-32001) after `timeoutMs` without progress.
+   *   the server refuses; HMCPError `GuardrailBlocked` (`data.stage` "input") when this client's guardrails block the
+   *   result (e.g. it names another patient than the client's); McpError `RequestTimeout` (-32001) after `timeoutMs`
+   *   without progress; over HTTP, the SDK's `StreamableHTTPError` (`code` = the HTTP status: 401, 403 with
+   *   `insufficient_scope`, 413, 503) when the HTTP layer refuses the request before any server sees it.
    */
   async createMessage(params: CreateMessageParams, options: CreateMessageOptions = {}): Promise<CreateMessageResult> {
     if (!this.serverCapability?.sampling) {
@@ -177,12 +208,25 @@ export class HMCPClient {
     }
     const patient = options.patient ?? this.#options.patient;
     const p = patient === undefined ? params : { ...params, _meta: { ...(params._meta ?? {}), "hmcp/patient": patient } };
-    return this.sdk.request({ method: "sampling/createMessage", params: p }, CreateMessageResultSchema, {
-      ...(options.timeoutMs !== undefined && { timeout: options.timeoutMs }),
-      ...(options.maxTotalTimeoutMs !== undefined && { maxTotalTimeout: options.maxTotalTimeoutMs }),
-      ...(options.signal && { signal: options.signal }),
-      ...(options.onProgress && { onprogress: options.onProgress, resetTimeoutOnProgress: true }),
-    });
+    const send = () =>
+      this.sdk.request({ method: "sampling/createMessage", params: p }, CreateMessageResultSchema, {
+        ...(options.timeoutMs !== undefined && { timeout: options.timeoutMs }),
+        ...(options.maxTotalTimeoutMs !== undefined && { maxTotalTimeout: options.maxTotalTimeoutMs }),
+        ...(options.signal && { signal: options.signal }),
+        ...(options.onProgress && { onprogress: options.onProgress, resetTimeoutOnProgress: true }),
+      });
+    const generation = this.#generation;
+    let result: CreateMessageResult;
+    try {
+      result = await send();
+    } catch (error) {
+      // 404 to a session id: the server does not know the session (restart, ended) and ran nothing; start a new one
+      if (!(error instanceof StreamableHTTPError && error.code === 404 && this.#target?.type === "http")) throw error;
+      await this.#renewSession(generation);
+      result = await send();
+    }
+    // what the server sent back passes this side's input stage, as the requests servers send do
+    return this.#guard("input", result, "sampling/createMessage", options.signal ?? new AbortController().signal);
   }
 
   /**
@@ -197,8 +241,18 @@ export class HMCPClient {
     );
   }
 
-  /** Closes the connection (and the agent process, over stdio). */
+  /**
+   * Closes the connection (and the agent process, over stdio). Over HTTP it first ends the session on the server
+   * (HTTP DELETE, MCP "Session Management"; at most 2,000 ms, errors ignored), so the server frees it at once instead
+   * of at its idle timeout.
+   */
   async close(): Promise<void> {
+    const t = this.#transport;
+    if (t instanceof StreamableHTTPClientTransport && t.sessionId !== undefined) {
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([t.terminateSession().catch(() => undefined), new Promise<void>((resolve) => (timer = setTimeout(resolve, 2000)))]);
+      clearTimeout(timer);
+    }
     await this.sdk.close();
   }
 

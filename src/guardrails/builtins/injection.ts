@@ -19,9 +19,11 @@ const ParamsSchema = z.strictObject({
   /** Weights file, relative to the policy's directory; default guardrails/data/injection-model.json. */
   model: z.string().min(1).optional(),
   /**
-   * Text kinds to score. Default all but `systemPrompt` (the caller's own instructions to the agent) and
-   * `elicitation` (text shown to the caller's human, not to a model; short approval prompts such as "OK to write?"
-   * look like the task-redirect commands the model was trained to flag).
+   * Text kinds to score. Default all but `systemPrompt` (the caller's own instructions to the agent), `elicitation`
+   * (text shown to the caller's human, not to a model; short approval prompts such as "OK to write?" look like the
+   * task-redirect commands the model was trained to flag) and `result` (an agent's answer as a client's input stage
+   * sees it: answers such as "approval=accept" or "writing declined" are flagged as often as such prompts; add
+   * "result" to scan them).
    */
   kinds: z.array(z.enum(KINDS)).min(1).optional(),
   /** Message roles to score. Default all (an injection may sit in an earlier assistant turn). */
@@ -38,7 +40,7 @@ export function createInjectionGuardrail(options: InjectionGuardrailOptions = {}
   const file = p.model ? path.resolve(baseDir ?? guardrailsDir(), p.model) : path.join(guardrailsDir(), "data", "injection-model.json");
   const model = loadInjectionModel(file);
   const threshold = p.threshold ?? model.threshold;
-  const kinds = new Set<TextLocation["kind"]>(p.kinds ?? KINDS.filter((k) => k !== "systemPrompt" && k !== "elicitation"));
+  const kinds = new Set<TextLocation["kind"]>(p.kinds ?? KINDS.filter((k) => k !== "systemPrompt" && k !== "elicitation" && k !== "result"));
   const roles = p.roles ? new Set(p.roles) : undefined;
   return {
     name,

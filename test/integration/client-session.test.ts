@@ -1,0 +1,82 @@
+/**
+ * HMCPClient and the server's session over Streamable HTTP: a server that restarted (404 to the session id) gets a new
+ * session and the request once more; close() ends the session on the server at once (HTTP DELETE); and the client's
+ * guardrails check what its own createMessage gets back.
+ */
+import type { AddressInfo } from "node:net";
+import { afterEach, describe, expect, it } from "vitest";
+import { HMCPClient, HMCPErrorCode, HMCPServer, createHttpApp, listen, type HttpApp, type Listening } from "hmcp";
+import { TEST_PRINCIPAL, createEchoAgent, textOf } from "../fixtures/echo-agent.js";
+
+const running: Listening[] = [];
+afterEach(async () => {
+  for (const l of running.splice(0)) await l.close({ drainTimeoutMs: 0 });
+});
+
+const answers = {
+  onSampling: async () => ({ role: "assistant" as const, model: "m", content: { type: "text" as const, text: "ok" }, stopReason: "endTurn" }),
+  onElicitation: async () => ({ action: "accept" as const, content: { approved: true } }),
+};
+
+async function serve(app: HttpApp, port = 0): Promise<Listening> {
+  const l = await listen(app, { port });
+  running.push(l);
+  return l;
+}
+
+describe("HMCPClient sessions over HTTP", () => {
+  it("after the server restarts, the next createMessage starts a new session and succeeds (MCP: a 404 to the session means start anew)", async () => {
+    let served = 0;
+    const first = await serve(createHttpApp({ createServer: () => createEchoAgent(), bearer: false }));
+    const port = Number((first.server.address() as AddressInfo).port);
+    const client = new HMCPClient({ name: "orchestrator", version: "1.0.0" }, answers);
+    await client.connect({ type: "http", url: new URL("/mcp", first.url) });
+    expect(textOf((await client.ask("potassium 4.1")).content)).toBe("echo=potassium 4.1; model=ok; approval=accept:true");
+
+    // the agent restarts on the same port: it knows no session
+    await first.close();
+    running.splice(running.indexOf(first), 1);
+    await new Promise((r) => setTimeout(r, 50)); // the client's pooled connection sees the old server's close
+    const restarted = createHttpApp({
+      createServer: () => {
+        served++;
+        return createEchoAgent();
+      },
+      bearer: false,
+    });
+    await serve(restarted, port);
+    expect(textOf((await client.ask("sodium 139")).content)).toBe("echo=sodium 139; model=ok; approval=accept:true");
+    expect(served).toBe(1);
+    expect(restarted.sessionCount).toBe(1);
+    await client.close();
+  });
+
+  it("close() ends the session on the server at once instead of at its idle timeout", async () => {
+    const app = createHttpApp({ createServer: () => createEchoAgent(), bearer: false });
+    const l = await serve(app);
+    const client = new HMCPClient({ name: "orchestrator", version: "1.0.0" }, answers);
+    await client.connect({ type: "http", url: new URL("/mcp", l.url) });
+    expect(app.sessionCount).toBe(1);
+    await client.close();
+    expect(app.sessionCount).toBe(0);
+  });
+
+  it("a patient-bound client blocks a result that names another patient (its input stage), though the server allowed it", async () => {
+    const leaky = () => {
+      const s = new HMCPServer({ name: "leaky", version: "1.0.0" }, { auth: { localPrincipal: TEST_PRINCIPAL }, guardrails: false });
+      s.sampling(async () => ({ content: { type: "text", text: "Results for Patient/p-2 attached." }, stopReason: "endTurn", _meta: { subject: { reference: "Patient/p-2" } } }));
+      return s;
+    };
+    const l = await serve(createHttpApp({ createServer: leaky, bearer: false }));
+    const client = new HMCPClient({ name: "patient-app", version: "1.0.0" }, { patient: "p-1" });
+    await client.connect({ type: "http", url: new URL("/mcp", l.url) });
+    const err = await client.ask("my results").catch((e: unknown) => e);
+    expect(err).toMatchObject({ code: HMCPErrorCode.GuardrailBlocked, data: { guardrail: "patient-context", stage: "input" } });
+    // the same server's answer about the client's own patient passes
+    const own = new HMCPClient({ name: "patient-app", version: "1.0.0" }, { patient: "p-2" });
+    await own.connect({ type: "http", url: new URL("/mcp", l.url) });
+    expect(textOf((await own.ask("my results")).content)).toBe("Results for Patient/p-2 attached.");
+    await client.close();
+    await own.close();
+  });
+});
