@@ -41,9 +41,11 @@ function parseResource(resource: string): URL {
   try {
     url = new URL(resource);
   } catch {
-    throw new TypeError(`resource must be an absolute URL (RFC 8707 §2), got ${JSON.stringify(resource)}`);
+    throw new TypeError(`the resource identifier (the authenticator's audience) must be an absolute http(s) URL of the MCP endpoint (RFC 8707 §2, RFC 9728), got ${JSON.stringify(resource)}`);
   }
-  if (url.protocol !== "https:" && url.protocol !== "http:") throw new TypeError("resource must be an http(s) URL");
+  if (url.protocol !== "https:" && url.protocol !== "http:") {
+    throw new TypeError(`the resource identifier (the authenticator's audience) must be an http(s) URL of the MCP endpoint (RFC 9728), got ${JSON.stringify(resource)}`);
+  }
   if (url.hash) throw new TypeError("resource must not contain a fragment (RFC 8707 §2)");
   return url;
 }

@@ -165,7 +165,15 @@ export async function discoverAuthorizationServer(
       last = e;
     }
   }
-  throw new TokenRequestError("discovery_failed", "Authorization server metadata discovery failed", { cause: last });
+  // oauth4webapi refuses http: before sending anything; say how to allow it (loopback tests and the demo only)
+  const insecure = issuerUrl.protocol === "http:" && !http()[oauth.allowInsecureRequests];
+  throw new TokenRequestError(
+    "discovery_failed",
+    insecure
+      ? "Authorization server metadata discovery failed: the issuer is an http: URL (set allowInsecureRequests for loopback tests only)"
+      : "Authorization server metadata discovery failed",
+    { cause: last },
+  );
 }
 
 /**

@@ -82,11 +82,36 @@ interface Session {
   sourceAddress: string | undefined;
 }
 
+const HTTP_APP_OPTIONS = new Set([
+  "createServer", "bearer", "path", "allowedHosts", "bodyLimitBytes", "eventStore", "maxSessions", "sessionIdleTimeoutMs",
+  "audit", "logger", "agentName", "sseRetryMs", "enableJsonResponse",
+]);
+
+/** @throws TypeError naming the first unknown option or bad value. */
+function validateHttpAppOptions(options: HttpAppOptions): void {
+  for (const k of Object.keys(options)) if (!HTTP_APP_OPTIONS.has(k)) throw new TypeError(`createHttpApp: unknown option "${k}"`);
+  if (typeof options.createServer !== "function") throw new TypeError("createHttpApp: 'createServer' must be a function returning an HMCPServer");
+  const positive = (name: "bodyLimitBytes" | "maxSessions" | "sessionIdleTimeoutMs" | "sseRetryMs") => {
+    const v = options[name];
+    if (v !== undefined && !(Number.isSafeInteger(v) && v > 0)) throw new TypeError(`createHttpApp: '${name}' must be a positive integer`);
+  };
+  positive("bodyLimitBytes");
+  positive("maxSessions");
+  positive("sessionIdleTimeoutMs");
+  positive("sseRetryMs");
+  if (options.path !== undefined && !(typeof options.path === "string" && options.path.startsWith("/"))) throw new TypeError("createHttpApp: 'path' must start with '/'");
+  if (options.allowedHosts !== undefined && !(Array.isArray(options.allowedHosts) && options.allowedHosts.length > 0)) {
+    throw new TypeError("createHttpApp: 'allowedHosts' must be a non-empty list of host names");
+  }
+}
+
 /**
  * Creates the express app serving MCP over Streamable HTTP (MCP spec 2025-06-18, "Transports"), with RFC 9728
  * protected resource metadata, `GET /healthz`, bounded resumable sessions and graceful shutdown.
+ * @throws TypeError on an unknown option, a missing `bearer` or `createServer`, or a limit that is not a positive integer
  */
 export function createHttpApp(options: HttpAppOptions): HttpApp {
+  validateHttpAppOptions(options);
   if (options.bearer === undefined) {
     throw new TypeError("createHttpApp: 'bearer' is required (a BearerAuthenticator, or false to serve without authentication)");
   }
@@ -203,7 +228,8 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
         .status(check.status)
         .set("www-authenticate", check.wwwAuthenticate)
         .set("cache-control", "no-store")
-        .json({ error: check.error ?? "invalid_token", error_description: check.description });
+        // RFC 6750 §3.1: a request without credentials gets no error code, in the body as in the challenge
+        .json(check.error === undefined ? { error_description: check.description } : { error: check.error, error_description: check.description });
       return;
     }
     const p = check.verified.principal;

@@ -171,7 +171,12 @@ describe("Streamable HTTP app", () => {
     for (const r of records) expect(r.latencyMs).toBeGreaterThanOrEqual(0);
   });
 
-  it("requires an explicit bearer choice", () => {
+  it("requires an explicit bearer choice, and names an unknown option or a bad limit", () => {
     expect(() => createHttpApp({ createServer: () => createEchoAgent() } as never)).toThrow(/'bearer' is required/);
+    const base = { createServer: () => createEchoAgent(), bearer: false as const };
+    expect(() => createHttpApp({ ...base, bodyLimit: 10 } as never)).toThrow(/unknown option "bodyLimit"/);
+    expect(() => createHttpApp({ ...base, bodyLimitBytes: -1 })).toThrow(/'bodyLimitBytes' must be a positive integer/);
+    expect(() => createHttpApp({ ...base, maxSessions: 1.5 })).toThrow(/'maxSessions' must be a positive integer/);
+    expect(() => createHttpApp({ ...base, path: "mcp" })).toThrow(/'path' must start with '\/'/);
   });
 });

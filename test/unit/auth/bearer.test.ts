@@ -101,6 +101,9 @@ describe("createJwtBearerAuthenticator options", () => {
   it.each([["none"], ["HS256"], ["hs512"]])("refuses algorithm %s", (alg) => {
     expect(() => createJwtBearerAuthenticator({ ...base, algorithms: [alg] })).toThrow(/not allowed/);
   });
+  it("says the audience is the resource identifier when it is not an http(s) URL", () => {
+    expect(() => createJwtBearerAuthenticator({ ...base, audience: "urn:labs" })).toThrow(/resource identifier \(the authenticator's audience\) must be an http\(s\) URL/);
+  });
   it("names a mistyped required scope instead of refusing every request", () => {
     expect(() => createJwtBearerAuthenticator({ ...base, requiredScopes: ["hmcp:acess"] })).toThrow(/requiredScopes: invalid scope "hmcp:acess"/);
     expect(() => createJwtBearerAuthenticator({ ...base, methodScopes: { "tools/call": ["system/Observation.write?x=1"] } })).toThrow(/tools\/call/);

@@ -172,6 +172,11 @@ describe("createClientCredentialsTokenProvider", () => {
     }
   });
 
+  it("says how to allow an http: issuer when discovery refuses it", async () => {
+    const p = createClientCredentialsTokenProvider({ issuer: base, clientId: "x", auth: { type: "private_key_jwt", privateKey: privateJwk } });
+    await expect(p.getToken()).rejects.toThrow(/http: URL \(set allowInsecureRequests for loopback tests only\)/);
+  });
+
   it("fails discovery cleanly when the issuer serves no metadata", async () => {
     const p = createClientCredentialsTokenProvider({
       issuer: base,
