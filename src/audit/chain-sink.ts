@@ -7,7 +7,7 @@
 import { canonicalJson } from "./canonical-json.js";
 import { sealEntry, type CheckpointBody, type CheckpointSigner } from "./chain.js";
 import { randomUUID } from "node:crypto";
-import { AUDIT_RECORD_VERSION, AuditRecordInputSchema, type AuditRecordInput, type AuditSink } from "./record.js";
+import { AUDIT_RECORD_VERSION, AuditRecordInputSchema, isInternalRecord, type AuditRecordInput, type AuditSink } from "./record.js";
 import { defaultOperationalLogger } from "../server/logger.js";
 
 /**
@@ -144,13 +144,24 @@ export abstract class ChainSinkBase implements AuditSink {
   /**
    * Enqueues a record. Synchronous and cheap (a few checks and a push); the record is durable when
    * `flush()` resolves. The sink takes ownership: do not mutate the record afterwards.
+   * Records HMCP's server and HTTP app build are taken as they are; any other record must fit
+   * `AuditRecordInputSchema` (strict: no other members, so nothing else, e.g. message text, reaches the trail).
    * @throws AuditSinkError `closed` after close, `write_failed` after a persist error (fail closed),
-   *   `backpressure` when `maxQueued` records wait, `invalid_record` when `v`/`id`/`type` are missing.
+   *   `backpressure` when `maxQueued` records wait, `invalid_record` when the record does not fit the schema (the
+   *   message names the first offending member, never its value).
    */
   append(record: AuditRecordInput): void {
     this.assertWritable();
     if (typeof record !== "object" || record === null || record.v !== AUDIT_RECORD_VERSION || typeof record.id !== "string" || typeof record.type !== "string") {
       throw new AuditSinkError("invalid_record", "audit record needs v, id and type (build it with newAuditRecord)");
+    }
+    if (!isInternalRecord(record)) {
+      const parsed = AuditRecordInputSchema.safeParse(record);
+      if (!parsed.success) {
+        const issue = parsed.error.issues[0];
+        const where = issue ? [...issue.path, ...(issue.code === "unrecognized_keys" ? issue.keys : [])].map(String).join(".") || "(record)" : "(record)";
+        throw new AuditSinkError("invalid_record", `audit record does not fit the schema at ${where} (${issue?.code ?? "invalid"}); build it with newAuditRecord`);
+      }
     }
     this.queue.push(record);
     this.appended++;

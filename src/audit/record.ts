@@ -71,6 +71,20 @@ export const AuditRecordInputSchema = z
   .strict();
 export type AuditRecordInput = z.infer<typeof AuditRecordInputSchema>;
 
+/** Records HMCP built itself (server pipeline, HTTP app), which sinks take without the schema check. */
+const INTERNAL_RECORDS = new WeakSet<object>();
+
+/** Marks a record HMCP built itself, whose shape is known good. @internal */
+export function markInternalRecord<T extends object>(record: T): T {
+  INTERNAL_RECORDS.add(record);
+  return record;
+}
+
+/** Whether `record` was built by HMCP itself ({@link markInternalRecord}). @internal */
+export function isInternalRecord(record: object): boolean {
+  return INTERNAL_RECORDS.has(record);
+}
+
 /**
  * Where audit records go. `append` must not block the request: it validates and enqueues
  * synchronously; durability (fsync policy) is the sink's job and is honoured by `flush`/`close`.

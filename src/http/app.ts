@@ -12,7 +12,7 @@ import type { AuthInfo } from "@modelcontextprotocol/sdk/server/auth/types.js";
 import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js";
 import { HMCPErrorCode, type Principal } from "../protocol/index.js";
 import type { BearerAuthenticator } from "../auth/types.js";
-import { AUDIT_RECORD_VERSION, type AuditRecordInput, type AuditSink } from "../audit/record.js";
+import { AUDIT_RECORD_VERSION, markInternalRecord, type AuditRecordInput, type AuditSink } from "../audit/record.js";
 import { defaultOperationalLogger, type HMCPServer, type OperationalLogger } from "../server/index.js";
 import { appendUnreserved, auditSinkUnavailable } from "../server/pipeline.js";
 import { BoundedEventStore, type EventStoreLimits } from "./event-store.js";
@@ -125,7 +125,7 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
   const audit = (r: Omit<AuditRecordInput, "v" | "id" | "time" | "agent" | "patients" | "scopes" | "guardrails" | "digests"> & Partial<AuditRecordInput>) => {
     if (!options.audit) return;
     try {
-      appendUnreserved(options.audit, {
+      appendUnreserved(options.audit, markInternalRecord({
         v: AUDIT_RECORD_VERSION,
         id: randomUUID(),
         time: new Date().toISOString(),
@@ -135,7 +135,7 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
         guardrails: [],
         digests: {},
         ...r,
-      } as AuditRecordInput);
+      } as AuditRecordInput));
     } catch {
       // the sink reports its own failures
     }

@@ -17,7 +17,7 @@ import { checkAccess, satisfiesAny, type ScopeRequest } from "../auth/scopes.js"
 import { requiredScopesForMethod } from "../auth/method-scopes.js";
 import type { GuardrailDecisionSummary, GuardrailRunner, GuardrailStage } from "../guardrails/types.js";
 import { defaultGuardrails } from "../guardrails/policy.js";
-import { AUDIT_RECORD_VERSION, type AuditOutcome, type AuditRecordInput, type AuditSink } from "../audit/record.js";
+import { AUDIT_RECORD_VERSION, markInternalRecord, type AuditOutcome, type AuditRecordInput, type AuditSink } from "../audit/record.js";
 import { AuditSinkError } from "../audit/chain-sink.js";
 import type { HMCPServerOptions, PipelineHooks } from "./options.js";
 import { attachContext, type BackRequestOptions, type RequestContext } from "./context.js";
@@ -396,6 +396,7 @@ export class RequestPipeline {
 
   #emit(record: AuditRecordInput, admitted = false): void {
     const sink = this.#audit;
+    markInternalRecord(record);
     if (admitted && sink !== undefined) ADMITTED.set(sink, Math.max(0, (ADMITTED.get(sink) ?? 1) - 1));
     try {
       if (sink !== undefined) {

@@ -76,6 +76,31 @@ describe("FileAuditSink + verifyAuditFiles", () => {
     expect(notices).toEqual([{ id: bad.id, error: "TypeError" }]);
   });
 
+  it("refuses a record that does not fit the schema (an extra member, a wrong type), naming the member, never its value", async () => {
+    const dir = await tempLogDir("audit-schema");
+    const sink = await FileAuditSink.open({ dir, signing: { privateKey: keys.privateJwk } });
+    try {
+      const extra = { ...sampleRecord(0), note: "Marcos Delagarza SSN 123-45-6789" };
+      const e1 = (() => {
+        try {
+          sink.append(extra);
+        } catch (e) {
+          return e;
+        }
+      })();
+      expect(e1).toBeInstanceOf(AuditSinkError);
+      expect(e1).toMatchObject({ code: "invalid_record" });
+      expect((e1 as Error).message).toMatch(/at note \(unrecognized_keys\)/);
+      expect((e1 as Error).message).not.toMatch(/Delagarza|123-45/);
+      expect(() => sink.append({ ...sampleRecord(1), patients: [42 as unknown as string] })).toThrow(/at patients\.0/);
+      sink.append(sampleRecord(2));
+    } finally {
+      await sink.close();
+    }
+    const r = await verifyAuditFiles(await listFiles(dir), { publicKey: keys.publicJwk });
+    expect(r).toMatchObject({ ok: true, records: 1 });
+  });
+
   it("reports an audit folder or file other users can read when it opens them, keeps their modes, and says nothing of private ones", async () => {
     const dir = await tempLogDir("audit-modes");
     const notices: Array<[string, Record<string, unknown>]> = [];
