@@ -219,5 +219,5 @@ export type {
 } from "./client/index.js";
 
 // --- http ---
-export { createHttpApp, listen, BoundedEventStore, EventNotFoundError } from "./http/index.js";
+export { createHttpApp, listen, BoundedEventStore, EventNotFoundError, EventStoreBudget } from "./http/index.js";
 export type { HttpAppOptions, HttpApp, Listening, EventStoreLimits } from "./http/index.js";

@@ -15,7 +15,7 @@ import type { BearerAuthenticator } from "../auth/types.js";
 import { AUDIT_RECORD_VERSION, markInternalRecord, type AuditRecordInput, type AuditSink } from "../audit/record.js";
 import { defaultOperationalLogger, type HMCPServer, type OperationalLogger } from "../server/index.js";
 import { appendUnreserved, auditSinkUnavailable } from "../server/pipeline.js";
-import { BoundedEventStore, type EventStoreLimits } from "./event-store.js";
+import { BoundedEventStore, EventStoreBudget, type EventStoreLimits } from "./event-store.js";
 
 /** Options of {@link createHttpApp}. */
 export interface HttpAppOptions {
@@ -33,7 +33,10 @@ export interface HttpAppOptions {
   allowedHosts?: string[];
   /** Largest JSON body accepted, bytes. Default 1,048,576 (1 MiB); larger bodies get HTTP 413. */
   bodyLimitBytes?: number;
-  /** Limits of each session's event store (resumability); `false` disables resumability. Default: see {@link BoundedEventStore}. */
+  /**
+   * Limits of each session's event store (resumability), and `totalBytes` for all sessions together (default 64 MiB);
+   * `false` disables resumability. Default: see {@link EventStoreLimits}.
+   */
   eventStore?: EventStoreLimits | false;
   /** Most concurrent sessions; further initialize requests get HTTP 503. Default 10,000. */
   maxSessions?: number;
@@ -75,6 +78,7 @@ export interface HttpApp {
 
 interface Session {
   transport: StreamableHTTPServerTransport;
+  eventStore: BoundedEventStore | undefined;
   server: HMCPServer;
   owner: string;
   principal: Principal | undefined;
@@ -121,6 +125,8 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
   const maxSessions = options.maxSessions ?? 10_000;
   const idleMs = options.sessionIdleTimeoutMs ?? 1_800_000;
   const sessions = new Map<string, Session>();
+  // one byte budget for the event stores of all sessions (EventStoreLimits.totalBytes)
+  const eventBudget = new EventStoreBudget(options.eventStore === false ? 0 : (options.eventStore?.totalBytes ?? 64 * 1024 * 1024));
 
   const audit = (r: Omit<AuditRecordInput, "v" | "id" | "time" | "agent" | "patients" | "scopes" | "guardrails" | "digests"> & Partial<AuditRecordInput>) => {
     if (!options.audit) return;
@@ -283,13 +289,14 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
         return;
       }
       const server = options.createServer();
+      const eventStore = options.eventStore === false ? undefined : new BoundedEventStore(options.eventStore ?? {}, Date.now, eventBudget);
       const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
         sessionIdGenerator: () => randomUUID(),
-        ...(options.eventStore !== false && { eventStore: new BoundedEventStore(options.eventStore ?? {}) }),
+        ...(eventStore && { eventStore }),
         ...(options.enableJsonResponse && { enableJsonResponse: true }),
         retryInterval: options.sseRetryMs ?? 1000,
         onsessioninitialized: (sessionId) => {
-          sessions.set(sessionId, { transport, server, owner: ownerOf(principal), principal, lastSeen: Date.now(), sourceAddress: req.socket.remoteAddress });
+          sessions.set(sessionId, { transport, eventStore, server, owner: ownerOf(principal), principal, lastSeen: Date.now(), sourceAddress: req.socket.remoteAddress });
           audit({ type: "session.start", actor: actorOf(principal), source: compact({ address: req.socket.remoteAddress }), transport: "http", sessionId, outcome: "allowed", latencyMs: 0, scopes: principal?.scopes ?? [] });
         },
         onsessionclosed: (sessionId) => endSession(sessionId, "client_closed"),
@@ -308,6 +315,7 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
     const s = sessions.get(sessionId);
     if (!s) return;
     sessions.delete(sessionId);
+    s.eventStore?.clear();
     audit({ type: "session.end", actor: actorOf(s.principal), source: compact({ address: s.sourceAddress }), transport: "http", sessionId, outcome: "allowed", reason, latencyMs: 0 });
     void s.server.close().catch(() => undefined);
   };
@@ -339,6 +347,7 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
   const sweeper = setInterval(() => {
     const cutoff = Date.now() - idleMs;
     for (const [id, s] of sessions) {
+      s.eventStore?.evictExpired(); // an idle session's expired events return their bytes to the shared budget
       if (s.lastSeen < cutoff) {
         endSession(id, "idle_timeout");
         void s.transport.close().catch(() => undefined);

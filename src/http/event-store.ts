@@ -14,6 +14,18 @@ export interface EventStoreLimits {
   maxBytes?: number;
   /** Age after which an event is dropped, ms. Default 300,000 (5 minutes). */
   ttlMs?: number;
+  /**
+   * Most bytes kept by the stores of all sessions of one HTTP app together (`createHttpApp` shares one budget among
+   * them). Default 67,108,864 (64 MiB). A store over it drops its own oldest events first; an event that still does
+   * not fit is sent but not kept (resuming past it fails, and the client starts over).
+   */
+  totalBytes?: number;
+}
+
+/** Bytes held by several stores together, and their ceiling. */
+export class EventStoreBudget {
+  used = 0;
+  constructor(readonly maxBytes: number) {}
 }
 
 interface Entry {
@@ -45,12 +57,30 @@ export class BoundedEventStore implements EventStore {
   readonly #streams = new Map<string, number[]>();
   #seq = 0;
   #bytes = 0;
+  readonly #budget: EventStoreBudget | undefined;
+  #cleared = false;
 
-  constructor(limits: EventStoreLimits = {}, now: () => number = Date.now) {
+  /** `budget`: bytes shared with other stores (see {@link EventStoreLimits.totalBytes}); none by default. */
+  constructor(limits: EventStoreLimits = {}, now: () => number = Date.now, budget?: EventStoreBudget) {
     this.#maxEvents = limits.maxEvents ?? 1000;
     this.#maxBytes = limits.maxBytes ?? 1024 * 1024;
     this.#ttlMs = limits.ttlMs ?? 300_000;
     this.#now = now;
+    this.#budget = budget;
+  }
+
+  /** Drops every event and returns its bytes to the shared budget (the session ended); later events are not kept. */
+  clear(): void {
+    this.#cleared = true;
+    if (this.#budget) this.#budget.used -= this.#bytes;
+    this.#events.clear();
+    this.#streams.clear();
+    this.#bytes = 0;
+  }
+
+  /** Drops events past their age (also done on every store and replay). */
+  evictExpired(): void {
+    this.#evict();
   }
 
   /** Number of events held. */
@@ -65,12 +95,23 @@ export class BoundedEventStore implements EventStore {
   async storeEvent(streamId: string, message: JSONRPCMessage): Promise<string> {
     const seq = ++this.#seq;
     const bytes = Buffer.byteLength(JSON.stringify(message));
+    if (this.#cleared) return String(seq);
+    const budget = this.#budget;
+    if (budget) {
+      // over the shared budget: this store gives up its own oldest events first
+      for (const [old, e] of this.#events) {
+        if (budget.used + bytes <= budget.maxBytes) break;
+        this.#drop(old, e);
+      }
+      if (budget.used + bytes > budget.maxBytes) return String(seq); // sent, not kept: resuming past it fails
+    }
     const entry: Entry = { seq, streamId, message, bytes, at: this.#now() };
     this.#events.set(seq, entry);
     let list = this.#streams.get(streamId);
     if (!list) this.#streams.set(streamId, (list = []));
     list.push(seq);
     this.#bytes += bytes;
+    if (budget) budget.used += bytes;
     this.#evict();
     return String(seq);
   }
@@ -99,14 +140,19 @@ export class BoundedEventStore implements EventStore {
     const cutoff = this.#now() - this.#ttlMs;
     for (const [seq, e] of this.#events) {
       if (this.#events.size <= this.#maxEvents && this.#bytes <= this.#maxBytes && e.at >= cutoff) break;
-      this.#events.delete(seq);
-      this.#bytes -= e.bytes;
-      const list = this.#streams.get(e.streamId);
-      if (list) {
-        if (list[0] === seq) list.shift();
-        else list.splice(list.indexOf(seq), 1);
-        if (list.length === 0) this.#streams.delete(e.streamId);
-      }
+      this.#drop(seq, e);
+    }
+  }
+
+  #drop(seq: number, e: Entry): void {
+    this.#events.delete(seq);
+    this.#bytes -= e.bytes;
+    if (this.#budget) this.#budget.used -= e.bytes;
+    const list = this.#streams.get(e.streamId);
+    if (list) {
+      if (list[0] === seq) list.shift();
+      else list.splice(list.indexOf(seq), 1);
+      if (list.length === 0) this.#streams.delete(e.streamId);
     }
   }
 }

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
-import { BoundedEventStore, EventNotFoundError } from "hmcp";
+import { BoundedEventStore, EventNotFoundError, EventStoreBudget } from "hmcp";
 
 const note = (n: number): JSONRPCMessage => ({ jsonrpc: "2.0", method: "notifications/progress", params: { progressToken: "t", progress: n } });
 
@@ -49,5 +49,35 @@ describe("BoundedEventStore", () => {
     now = 5000;
     await s.storeEvent("B", note(1));
     expect(s.size).toBe(1);
+  });
+});
+
+describe("EventStoreBudget: one byte ceiling for the stores of all sessions", () => {
+  it("a store over the shared budget drops its own oldest events; an event that still does not fit is not kept; a cleared store returns its bytes", async () => {
+    const size = Buffer.byteLength(JSON.stringify(note(1)));
+    const budget = new EventStoreBudget(size * 3);
+    const a = new BoundedEventStore({}, Date.now, budget);
+    const b = new BoundedEventStore({}, Date.now, budget);
+    const a1 = await a.storeEvent("A", note(1));
+    await a.storeEvent("A", note(2));
+    await b.storeEvent("B", note(3));
+    expect(budget.used).toBe(size * 3);
+    // b is at the ceiling: it evicts its own oldest event (3), never a's
+    const b4 = await b.storeEvent("B", note(4));
+    expect([a.size, b.size, budget.used]).toEqual([2, 1, size * 3]);
+    expect((await replay(a, a1)).got.map(([, p]) => p)).toEqual([2]);
+    // a new store with nothing of its own to give up: the event is sent, not kept
+    const c = new BoundedEventStore({}, Date.now, budget);
+    const c1 = await c.storeEvent("C", note(5));
+    expect(c.size).toBe(0);
+    await expect(replay(c, c1)).rejects.toBeInstanceOf(EventNotFoundError);
+    // a session ends: its bytes go back to the budget, and it keeps nothing more
+    a.clear();
+    expect(budget.used).toBe(size);
+    await a.storeEvent("A", note(6));
+    expect(a.size).toBe(0);
+    await c.storeEvent("C", note(7));
+    expect(c.size).toBe(1);
+    expect((await replay(b, b4)).got).toEqual([]);
   });
 });
