@@ -13,6 +13,11 @@ export interface InjectionModelFile {
   bias: number;
   /** Default decision threshold on the probability (chosen by cross-validation at training time). */
   threshold: number;
+  /**
+   * A window with fewer features than this is scored as if it had this many (its evidence is not amplified): a one- or
+   * two-word text ("yes", "stop", "write it") otherwise reaches the threshold on a single weight. Default 0 (off).
+   */
+  minFeatures?: number;
   /** Parallel arrays: bucket index and weight, for non-zero weights only. */
   index: number[];
   weight: number[];
@@ -25,6 +30,7 @@ export class InjectionModel {
   readonly buckets: number;
   readonly bias: number;
   readonly threshold: number;
+  readonly minFeatures: number;
   readonly #w: Float32Array;
   readonly #n = new Float64Array(1);
 
@@ -35,6 +41,7 @@ export class InjectionModel {
     this.buckets = file.buckets;
     this.bias = file.bias;
     this.threshold = file.threshold;
+    this.minFeatures = file.minFeatures ?? 0;
     this.#w = new Float32Array(file.buckets);
     for (let i = 0; i < file.index.length; i++) this.#w[file.index[i]!] = file.weight[i]!;
   }
@@ -50,7 +57,8 @@ export class InjectionModel {
       const sum = sumFeatures(t, a, b, rulesIn(hits, a, b), this.#w, this.#n);
       const n = this.#n[0]!;
       if (n === 0) continue;
-      const z = this.bias + sum / Math.sqrt(n);
+      // features are weighted 1/sqrt(n) in training; a short window keeps that weighting but no more than 1/sqrt(minFeatures)
+      const z = this.bias + sum / Math.sqrt(n < this.minFeatures ? this.minFeatures : n);
       const p = 1 / (1 + Math.exp(-z));
       if (p > best) best = p;
     }
