@@ -101,6 +101,7 @@ export function createIntrospectionAuthenticator(options: IntrospectionOptions):
     const principal = principalFromClaims(claims);
     if (!principal) return { ok: false, description: "The access token names no client", reason: "no_client" };
     Object.freeze(principal.scopes);
+    if (principal.ignoredScopes) Object.freeze(principal.ignoredScopes);
     const verified = Object.freeze({ token, principal: Object.freeze(principal), claims: Object.freeze(claims) });
     if (cache) {
       const until = Math.min(nowSec + ttl, typeof answer.exp === "number" ? answer.exp : Infinity);

@@ -253,6 +253,7 @@ export function createJwtBearerAuthenticator(options: JwtBearerOptions): JwtBear
     if (!principal) return fail("The access token names no client", "no_client");
     // Cached results are shared by every request carrying the token: freeze them so no consumer can alter another's.
     Object.freeze(principal.scopes);
+    if (principal.ignoredScopes) Object.freeze(principal.ignoredScopes);
     const verified = Object.freeze({ token, principal: Object.freeze(principal), claims: Object.freeze(claims) });
     // the cached verification holds while the token would still verify: until `exp`, or until it is maxTokenAgeSec old
     // (jose required `iat` then) when that comes first

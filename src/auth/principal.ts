@@ -23,13 +23,17 @@ export function principalFromClaims(claims: Record<string, unknown>): Principal 
   const scp = claims["scp"];
   if (scopes.length === 0 && Array.isArray(scp)) scopes = scp.filter((s): s is string => typeof s === "string" && s.length > 0);
   const patient = str(claims["patient"]);
+  const ignored: string[] = [];
   if (patient === undefined) {
     scopes = scopes.filter((s) => {
       const parsed = parseScope(s);
-      return !(parsed.kind === "resource" && parsed.level === "patient");
+      const patientLevel = parsed.kind === "resource" && parsed.level === "patient";
+      if (patientLevel) ignored.push(s);
+      return !patientLevel;
     });
   }
   const p: Principal = { clientId, scopes };
+  if (ignored.length > 0) p.ignoredScopes = ignored;
   const sub = str(claims["sub"]);
   if (sub !== undefined) p.sub = sub;
   if (patient !== undefined) p.patient = patient;

@@ -11,6 +11,11 @@ export interface Principal {
   sub?: string;
   /** Granted scopes, as the raw space-separated strings split into a list. */
   scopes: string[];
+  /**
+   * `patient/` scopes the token carries that grant nothing because it has no `patient` claim (SMART App Launch 2.x:
+   * patient-level scopes need the patient launch context). Named in InsufficientScope errors, so the caller sees why.
+   */
+  ignoredScopes?: string[];
   /** SMART launch context `patient` (a FHIR Patient id), when the token is patient-bound. */
   patient?: string;
   /** SMART `fhirUser` (e.g. "Practitioner/123"). */

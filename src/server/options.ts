@@ -58,6 +58,7 @@ const PrincipalSchema = z
     clientId: z.string().min(1),
     sub: z.string().optional(),
     scopes: z.array(z.string()),
+    ignoredScopes: z.array(z.string()).optional(),
     patient: z.string().optional(),
     fhirUser: z.string().optional(),
     tenant: z.string().optional(),

@@ -68,6 +68,11 @@ function digestOrRefuse(value: unknown, what: "params" | "result"): string | und
   }
 }
 
+/** The InsufficientScope message's note when the token's patient/ scopes were set aside for want of a patient claim. */
+function ignoredNote(p: Principal): string {
+  return p.ignoredScopes ? " (the token's patient/ scopes grant nothing without a patient claim: SMART patient launch context)" : "";
+}
+
 /** Refuses a patient id that is not a FHIR id (it would be neither checkable nor recordable). */
 function checkPatientId(id: unknown): string {
   if (typeof id !== "string" || !FHIR_ID.test(id)) {
@@ -294,9 +299,10 @@ export class RequestPipeline {
     // An unknown method needs only an authenticated caller: it is refused as "Method not found" next.
     const required = unknownMethod ? [] : this.requiredScopes(request.method);
     if (!satisfiesAny(principal.scopes, required)) {
-      throw new HMCPError(HMCPErrorCode.InsufficientScope, `Insufficient scope for ${request.method}`, {
+      throw new HMCPError(HMCPErrorCode.InsufficientScope, `Insufficient scope for ${request.method}${ignoredNote(principal)}`, {
         reason: "insufficient_scope",
         required: [...required],
+        ...(principal.ignoredScopes && { ignoredScopes: [...principal.ignoredScopes] }),
       });
     }
     const meta = request.params?._meta as Record<string, unknown> | undefined;
@@ -489,9 +495,10 @@ class Ctx implements RequestContext {
     const decision = checkAccess(this.principal.scopes, request, this.patient);
     if (decision.allowed) return;
     if (decision.reason === "insufficient_scope") {
-      throw new HMCPError(HMCPErrorCode.InsufficientScope, `Insufficient scope for ${request.resourceType}.${request.action}`, {
+      throw new HMCPError(HMCPErrorCode.InsufficientScope, `Insufficient scope for ${request.resourceType}.${request.action}${ignoredNote(this.principal)}`, {
         reason: "insufficient_scope",
         required: decision.required,
+        ...(this.principal.ignoredScopes && { ignoredScopes: [...this.principal.ignoredScopes] }),
       });
     }
     throw new HMCPError(HMCPErrorCode.PatientContextViolation, "Request is outside the token's patient context", {

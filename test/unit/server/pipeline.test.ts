@@ -7,6 +7,7 @@ import {
   HMCPErrorCode,
   HMCPServer,
   hmcpContext,
+  principalFromClaims,
   type AuditRecordInput,
   type GuardrailRunner,
   type HMCPServerOptions,
@@ -73,6 +74,21 @@ describe("request pipeline", () => {
     expect(req[0]!.digests.request).toMatch(/^[0-9a-f]{64}$/);
     expect(req[0]!.digests.response).toMatch(/^[0-9a-f]{64}$/);
     expect(JSON.stringify(req[0])).not.toContain("hello");
+  });
+
+  it("an InsufficientScope for a token whose patient/ scopes were set aside (no patient claim) says so and names them", async () => {
+    const principal = principalFromClaims({ client_id: "app", sub: "app", scope: "hmcp:sample patient/Observation.cs" })!;
+    expect(principal.scopes).toEqual(["hmcp:sample"]);
+    const { client } = await setup(principal);
+    const e = await errorOf(client.ask("write Observation for p-1"));
+    expect(e.code).toBe(HMCPErrorCode.InsufficientScope);
+    expect(e.message).toMatch(/patient\/ scopes grant nothing without a patient claim/);
+    expect(e.data).toMatchObject({ reason: "insufficient_scope", ignoredScopes: ["patient/Observation.cs"] });
+    // a token without such scopes gets the plain refusal
+    const plain = await setup(ORCHESTRATOR);
+    const e2 = await errorOf(plain.client.ask("write Patient for p-1"));
+    expect(e2.message).not.toMatch(/patient claim/);
+    expect(e2.data).not.toHaveProperty("ignoredScopes");
   });
 
   it("refuses a caller without the method's scope: InsufficientScope naming the scopes, handler never runs, one 'denied' record", async () => {
