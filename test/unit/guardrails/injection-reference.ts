@@ -137,12 +137,15 @@ export function refSumFeatures(t: string, from: number, to: number, rules: numbe
 /** The reference `InjectionModel.score`. */
 export class RefModel {
   readonly bias: number;
+  readonly minFeatures: number;
   readonly weights: Float32Array;
   readonly #n = new Float64Array(1);
 
   constructor(file: string) {
     const m = JSON.parse(readFileSync(file, "utf8")) as InjectionModelFile;
     this.bias = m.bias;
+    // the model's floor on a window's feature count (a model parameter added after the optimisation)
+    this.minFeatures = m.minFeatures ?? 0;
     this.weights = new Float32Array(m.buckets);
     for (let i = 0; i < m.index.length; i++) this.weights[m.index[i]!] = m.weight[i]!;
   }
@@ -156,7 +159,7 @@ export class RefModel {
       const sum = refSumFeatures(t, a, b, refRulesIn(hits, a, b), this.weights, this.#n);
       const n = this.#n[0]!;
       if (n === 0) continue;
-      const z = this.bias + sum / Math.sqrt(n);
+      const z = this.bias + sum / Math.sqrt(Math.max(n, this.minFeatures));
       const p = 1 / (1 + Math.exp(-z));
       if (p > best) best = p;
     }
