@@ -98,6 +98,12 @@ export abstract class ChainSinkBase implements AuditSink {
   private failure: AuditSinkError | undefined;
   private closed = false;
   protected sinceCheckpoint = 0;
+  /**
+   * Why the last entry of the chain was written, when it is a checkpoint (`undefined` after a record). A sink that
+   * continues a chain sets it from the chain's last entry; `close` writes its checkpoint unless the chain already
+   * ends with one written at close.
+   */
+  protected tailWhy: CheckpointBody["why"] | undefined;
   private readonly intervalMs: number;
   private readonly batchMax: number;
   private readonly checkpointEvery: number;
@@ -204,7 +210,8 @@ export abstract class ChainSinkBase implements AuditSink {
     try {
       await this.flush();
       while (this.loop) await this.loop;
-      if (this.signer && this.sinceCheckpoint > 0) await this.persist([await this.checkpoint("close")]);
+      // after records, and after an interval, rotate or recover checkpoint too: a chain ends closed only on "close"
+      if (this.signer && this.seq > 0 && this.tailWhy !== "close") await this.persist([await this.checkpoint("close")]);
     } finally {
       this.closed = true;
       if (this.timer) clearTimeout(this.timer);
@@ -282,6 +289,7 @@ export abstract class ChainSinkBase implements AuditSink {
       this.head = hash;
       pendingBytes += Buffer.byteLength(line) + 1;
       this.sinceCheckpoint++;
+      this.tailWhy = undefined;
       if (this.signer && this.sinceCheckpoint >= this.checkpointEvery) {
         const cp = await this.checkpoint("interval");
         entries.push(cp);
@@ -311,6 +319,7 @@ export abstract class ChainSinkBase implements AuditSink {
     const entry = { seq, prev: this.head, hash, line, time, type: "checkpoint" };
     this.head = hash;
     this.sinceCheckpoint = 0;
+    this.tailWhy = why;
     return entry;
   }
 }

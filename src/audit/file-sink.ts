@@ -119,7 +119,15 @@ export class FileAuditSink extends ChainSinkBase {
     await noticeOpenModes(opts.dir, handle, noticeTo(opts)).catch(() => undefined);
     const sink = new FileAuditSink(opts, prefix, opts.chainId ?? prefix, signer, { handle, path: p, bytes: size, day: fileDay, counter }, seq, head);
     sink.lockPath = lock;
-    if (!cleanEnd) await sink.markRecovered();
+    if (cleanEnd && seq > 0) sink.tailWhy = "close";
+    if (!cleanEnd) {
+      try {
+        await sink.markRecovered();
+      } catch (e) {
+        await handle.close().catch(() => undefined);
+        throw e;
+      }
+    }
     return sink;
   }
 

@@ -68,7 +68,8 @@ export class PostgresAuditSink extends ChainSinkBase {
     const { rows } = await opts.db.query(`SELECT seq, hash, line FROM ${table} WHERE instance_id = $1 ORDER BY seq DESC LIMIT 1`, [opts.instanceId]);
     const last = rows[0] as { seq: string | number; hash: string; line: string } | undefined;
     const sink = new PostgresAuditSink(opts.db, table, opts, signer, last ? Number(last.seq) : 0, last?.hash ?? GENESIS_HASH);
-    if (last !== undefined && !endsClosed(last.line)) await sink.markRecovered();
+    if (last !== undefined && endsClosed(last.line)) sink.tailWhy = "close";
+    else if (last !== undefined) await sink.markRecovered();
     return sink;
   }
 

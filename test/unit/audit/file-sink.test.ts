@@ -101,6 +101,29 @@ describe("FileAuditSink + verifyAuditFiles", () => {
     expect(r).toMatchObject({ ok: true, records: 1 });
   });
 
+  it("a clean close always ends the chain with a close checkpoint, so reopening it marks no unclean end; one crash is marked once", async () => {
+    const dir = await tempLogDir("audit-close");
+    const open = () => FileAuditSink.open({ dir, signing: { privateKey: keys.privateJwk }, checkpointEvery: 2 });
+    const verify = async () => verifyAuditFiles(await listFiles(dir), { publicKey: keys.publicJwk });
+    let sink = await open();
+    sink.append(sampleRecord(0));
+    sink.append(sampleRecord(1)); // an interval checkpoint follows: the chain's last entry before close
+    await sink.close();
+    expect(await verify()).toMatchObject({ ok: true, closed: true, recoveries: [] });
+    sink = await open(); // reopened and closed with no records: nothing to mark, nothing added
+    await sink.close();
+    expect(await verify()).toMatchObject({ ok: true, closed: true, recoveries: [], lastSeq: 4 });
+    // a writer dies (no close); the next one marks it once, and restarts after that are clean
+    sink = await open();
+    sink.append(sampleRecord(2));
+    await sink.flush();
+    await writeFile(path.join(dir, "audit.lock"), "999999999");
+    for (let i = 0; i < 3; i++) await (await open()).close();
+    const r = await verify();
+    expect(r).toMatchObject({ ok: true, closed: true });
+    expect(r.recoveries.map((x) => x.seq)).toEqual([6]);
+  });
+
   it("reports an audit folder or file other users can read when it opens them, keeps their modes, and says nothing of private ones", async () => {
     const dir = await tempLogDir("audit-modes");
     const notices: Array<[string, Record<string, unknown>]> = [];
