@@ -98,12 +98,13 @@ export class BoundedEventStore implements EventStore {
     if (this.#cleared) return String(seq);
     const budget = this.#budget;
     if (budget) {
+      // sent, not kept (resuming past it fails) when even giving up all of this store's events would not make room
+      if (budget.used - this.#bytes + bytes > budget.maxBytes) return String(seq);
       // over the shared budget: this store gives up its own oldest events first
       for (const [old, e] of this.#events) {
         if (budget.used + bytes <= budget.maxBytes) break;
         this.#drop(old, e);
       }
-      if (budget.used + bytes > budget.maxBytes) return String(seq); // sent, not kept: resuming past it fails
     }
     const entry: Entry = { seq, streamId, message, bytes, at: this.#now() };
     this.#events.set(seq, entry);

@@ -79,5 +79,10 @@ describe("EventStoreBudget: one byte ceiling for the stores of all sessions", ()
     await c.storeEvent("C", note(7));
     expect(c.size).toBe(1);
     expect((await replay(b, b4)).got).toEqual([]);
+    // an event that would not fit even if b gave up everything is not kept, and b keeps what it has
+    const big = { jsonrpc: "2.0" as const, method: "notifications/message", params: { data: "x".repeat(size * 4) } };
+    await b.storeEvent("B", big);
+    expect(b.size).toBe(1);
+    expect((await replay(b, b4)).got).toEqual([]);
   });
 });
