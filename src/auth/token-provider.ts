@@ -178,22 +178,27 @@ export async function discoverAuthorizationServer(
 
 /**
  * Reads a resource's RFC 9728 protected resource metadata (`/.well-known/oauth-protected-resource{path}`) and returns
- * its first authorization server. The document's `resource` must equal the identifier (RFC 9728 §3.3).
- * @throws TokenRequestError `discovery_failed`
+ * the first of its authorization servers that `accept` allows (default: the first listed). The document's `resource`
+ * must equal the identifier (RFC 9728 §3.3).
+ * @throws TokenRequestError `discovery_failed`, also when no listed server is accepted
  */
 export async function discoverIssuerFromResource(
   resource: string,
   http: () => { signal: () => AbortSignal; [oauth.allowInsecureRequests]?: boolean },
+  accept: (issuer: string) => boolean = () => true,
 ): Promise<string> {
+  let listed: unknown[];
   try {
     const url = new URL(resource);
     const rs = await oauth.processResourceDiscoveryResponse(url, await oauth.resourceDiscoveryRequest(url, http()));
-    const first = rs.authorization_servers?.[0];
-    if (typeof first !== "string") throw new Error("no authorization_servers");
-    return first;
+    listed = rs.authorization_servers ?? [];
+    if (!listed.some((s) => typeof s === "string")) throw new Error("no authorization_servers");
   } catch (e) {
     throw new TokenRequestError("discovery_failed", "Protected resource metadata discovery (RFC 9728) failed", { cause: e });
   }
+  const chosen = listed.find((s): s is string => typeof s === "string" && accept(s));
+  if (chosen === undefined) throw new TokenRequestError("discovery_failed", "The resource names no authorization server that is in trustedIssuers");
+  return chosen;
 }
 
 /**
@@ -237,10 +242,8 @@ export function createClientCredentialsTokenProvider(options: ClientCredentialsO
 
   async function discover(): Promise<oauth.AuthorizationServer> {
     if (as) return as;
-    const issuer = options.issuer ?? (await discoverIssuerFromResource(options.resource!, http));
-    if (!options.issuer && options.trustedIssuers && !options.trustedIssuers.includes(issuer)) {
-      throw new TokenRequestError("discovery_failed", "The resource names an authorization server that is not in trustedIssuers");
-    }
+    const trusted = options.trustedIssuers;
+    const issuer = options.issuer ?? (await discoverIssuerFromResource(options.resource!, http, trusted ? (i) => trusted.includes(i) : undefined));
     as = await discoverAuthorizationServer(issuer, options.discovery ?? "auto", http);
     return as;
   }

@@ -147,7 +147,8 @@ describe("createClientCredentialsTokenProvider", () => {
     const hostile = createServer((req, res) => {
       const me = `http://127.0.0.1:${(hostile.address() as AddressInfo).port}`;
       res.setHeader("content-type", "application/json");
-      if (req.url === "/.well-known/oauth-protected-resource/mcp") res.end(JSON.stringify({ resource: `${me}/mcp`, authorization_servers: [base] }));
+      // it names an unknown server first (nothing listens on port 1) and this file's token endpoint second
+      if (req.url === "/.well-known/oauth-protected-resource/mcp") res.end(JSON.stringify({ resource: `${me}/mcp`, authorization_servers: ["http://127.0.0.1:1", base] }));
       else res.writeHead(404).end("{}");
     });
     await new Promise<void>((r) => hostile.listen(0, "127.0.0.1", () => r()));
@@ -160,9 +161,9 @@ describe("createClientCredentialsTokenProvider", () => {
       expect(() => discovered({})).toThrow(/set issuer or trustedIssuers/);
       seenAuth.length = 0;
       // a trusted list without the named server: refused before any request reaches that server
-      await expect(discovered({ trustedIssuers: ["https://as.hospital.example"] }).getToken()).rejects.toThrow(/not in trustedIssuers/);
+      await expect(discovered({ trustedIssuers: ["https://as.hospital.example"] }).getToken()).rejects.toThrow(/no authorization server that is in trustedIssuers/);
       expect(seenAuth).toEqual([]);
-      // with the named server trusted, discovery goes on to its metadata (which this test server does not serve)
+      // with the second named server trusted, discovery picks it and goes on to its metadata (which this server lacks)
       await expect(discovered({ trustedIssuers: [base] }).getToken()).rejects.toThrow(/Authorization server metadata discovery failed/);
       // private_key_jwt may follow discovery: its assertion is bound to the server it goes to (aud) and short-lived
       const viaKey = createClientCredentialsTokenProvider({ clientId: "orchestrator", auth: { type: "private_key_jwt", privateKey: privateJwk }, resource, allowInsecureRequests: true });
