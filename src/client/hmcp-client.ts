@@ -12,6 +12,8 @@ import {
   CreateMessageRequestSchema,
   CreateMessageResultSchema,
   ElicitRequestSchema,
+  ErrorCode,
+  McpError,
   type CreateMessageRequest,
   type CreateMessageResult,
   type ElicitRequest,
@@ -108,6 +110,8 @@ export class HMCPClient {
   /** Bumped on every (re)connect; a reconnect in progress, shared by the requests that hit the lost session. */
   #generation = 0;
   #reconnecting: Promise<void> | undefined;
+  /** Set by `close()`: no automatic reconnect after the application closed the client. */
+  #closed = false;
 
   constructor(clientInfo: Implementation, options: HMCPClientOptions = {}) {
     this.#options = { ...options };
@@ -152,6 +156,7 @@ export class HMCPClient {
    * - `{ type: "stdio", command, args, env }`: spawns the agent process and talks over its stdin/stdout.
    */
   async connect(target: ConnectTarget): Promise<void> {
+    this.#closed = false;
     this.#target = target;
     this.#generation++;
     this.#guardScope = randomUUID();
@@ -172,9 +177,14 @@ export class HMCPClient {
     await this.sdk.connect(transport);
   }
 
-  /** A new HTTP session after the server answered 404 to ours; concurrent callers share one reconnect. */
+  /**
+   * A new HTTP session after the server answered 404 to ours, or after a reconnect that failed. Concurrent callers
+   * share one reconnect; requests pending on the old session are rejected by its close (ConnectionClosed) and sent
+   * again by their callers once it is done. A reconnect that fails leaves the client disconnected, and the next call
+   * tries again.
+   */
   async #renewSession(seen: number): Promise<void> {
-    if (this.#generation !== seen) return; // another request renewed it already
+    if (this.#reconnecting === undefined && this.#generation !== seen) return; // another request renewed it already
     this.#reconnecting ??= (async () => {
       try {
         await this.sdk.close().catch(() => undefined);
@@ -184,6 +194,13 @@ export class HMCPClient {
       }
     })();
     await this.#reconnecting;
+  }
+
+  /** Before a request over HTTP: wait for a reconnect in progress, and reconnect if a previous one failed. */
+  async #ready(): Promise<void> {
+    if (this.#target?.type !== "http") return;
+    if (this.#reconnecting) await this.#reconnecting.catch(() => undefined);
+    if (!this.#closed && this.sdk.transport === undefined) await this.#renewSession(this.#generation);
   }
 
   /** The server's HMCP capability, or `undefined` for a plain MCP server. Available after `connect`. */
@@ -201,6 +218,7 @@ export class HMCPClient {
    *   `insufficient_scope`, 413, 503) when the HTTP layer refuses the request before any server sees it.
    */
   async createMessage(params: CreateMessageParams, options: CreateMessageOptions = {}): Promise<CreateMessageResult> {
+    await this.#ready();
     if (!this.serverCapability?.sampling) {
       throw new HMCPError(HMCPErrorCode.SamplingNotSupported, "The server does not advertise HMCP sampling", {
         reason: "sampling_not_supported",
@@ -220,9 +238,17 @@ export class HMCPClient {
     try {
       result = await send();
     } catch (error) {
-      // 404 to a session id: the server does not know the session (restart, ended) and ran nothing; start a new one
-      if (!(error instanceof StreamableHTTPError && error.code === 404 && this.#target?.type === "http")) throw error;
-      await this.#renewSession(generation);
+      if (this.#target?.type !== "http" || this.#closed) throw error;
+      if (error instanceof StreamableHTTPError && error.code === 404) {
+        // 404 to a session id: the server does not know the session (restart, ended) and ran nothing; start a new one
+        await this.#renewSession(generation);
+      } else if (error instanceof McpError && error.code === ErrorCode.ConnectionClosed && (this.#reconnecting !== undefined || this.#generation !== generation)) {
+        // pending on a session another request found gone (404): closed by the renewal, never run by the server
+        await this.#reconnecting?.catch(() => undefined);
+        await this.#ready();
+      } else {
+        throw error;
+      }
       result = await send();
     }
     // what the server sent back passes this side's input stage, as the requests servers send do
@@ -247,6 +273,7 @@ export class HMCPClient {
    * of at its idle timeout.
    */
   async close(): Promise<void> {
+    this.#closed = true;
     const t = this.#transport;
     if (t instanceof StreamableHTTPClientTransport && t.sessionId !== undefined) {
       let timer: NodeJS.Timeout | undefined;

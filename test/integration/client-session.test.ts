@@ -4,6 +4,7 @@
  * guardrails check what its own createMessage gets back.
  */
 import type { AddressInfo } from "node:net";
+import express from "express";
 import { afterEach, describe, expect, it } from "vitest";
 import { HMCPClient, HMCPErrorCode, HMCPServer, createHttpApp, listen, type HttpApp, type Listening } from "hmcp";
 import { TEST_PRINCIPAL, createEchoAgent, textOf } from "../fixtures/echo-agent.js";
@@ -49,6 +50,56 @@ describe("HMCPClient sessions over HTTP", () => {
     expect(served).toBe(1);
     expect(restarted.sessionCount).toBe(1);
     await client.close();
+  });
+
+  it("after a restart, concurrent calls all succeed on one new session, and a call made during the reconnect waits for it", async () => {
+    const first = await serve(createHttpApp({ createServer: () => createEchoAgent(), bearer: false }));
+    const port = Number((first.server.address() as AddressInfo).port);
+    const client = new HMCPClient({ name: "orchestrator", version: "1.0.0" }, answers);
+    await client.connect({ type: "http", url: new URL("/mcp", first.url) });
+    await client.ask("potassium 4.1");
+    await first.close();
+    running.splice(running.indexOf(first), 1);
+    await new Promise((r) => setTimeout(r, 50));
+    const restarted = createHttpApp({ createServer: () => createEchoAgent(), bearer: false });
+    // the restarted agent answers initialize after 150 ms, so later calls arrive while the reconnect is under way
+    const slow = express();
+    slow.use((req, _res, next) => (req.method === "POST" && !req.headers["mcp-session-id"] ? setTimeout(next, 150) : next()));
+    slow.use(restarted.app);
+    await serve({ app: slow, get sessionCount() { return restarted.sessionCount; }, close: (o) => restarted.close(o) }, port);
+    const early = [1, 2, 3].map((i) => client.ask(`sodium 13${i}`));
+    await new Promise((r) => setTimeout(r, 60));
+    const late = client.ask("sodium 139");
+    const texts = (await Promise.all([...early, late])).map((r) => textOf(r.content));
+    expect(texts).toEqual([1, 2, 3, 9].map((i) => `echo=sodium 13${i}; model=ok; approval=accept:true`));
+    expect(restarted.sessionCount).toBe(1);
+    await client.close();
+  });
+
+  it("a reconnect that fails (the agent refuses new sessions) is tried again by the next call once the agent is back", async () => {
+    const first = await serve(createHttpApp({ createServer: () => createEchoAgent(), bearer: false }));
+    const port = Number((first.server.address() as AddressInfo).port);
+    const client = new HMCPClient({ name: "orchestrator", version: "1.0.0" }, answers);
+    await client.connect({ type: "http", url: new URL("/mcp", first.url) });
+    await first.close();
+    running.splice(running.indexOf(first), 1);
+    await new Promise((r) => setTimeout(r, 50));
+    // starting up: every session is unknown (404) and initialize is refused (503)
+    const starting = express();
+    starting.use((req, res) => (req.headers["mcp-session-id"] ? res.status(404).json({ jsonrpc: "2.0", id: null, error: { code: -32001, message: "Session not found" } }) : res.status(503).end()));
+    const tmp = starting.listen(port, "127.0.0.1");
+    await new Promise((r) => tmp.once("listening", r));
+    await expect(client.ask("potassium 4.1")).rejects.toMatchObject({ code: 503 });
+    await new Promise<void>((r) => {
+      tmp.close(() => r());
+      tmp.closeAllConnections();
+    });
+    await new Promise((r) => setTimeout(r, 50));
+    await serve(createHttpApp({ createServer: () => createEchoAgent(), bearer: false }), port);
+    expect(textOf((await client.ask("potassium 4.2")).content)).toBe("echo=potassium 4.2; model=ok; approval=accept:true");
+    await client.close();
+    // after close() the client does not reconnect by itself
+    await expect(client.ask("potassium 4.3")).rejects.toThrow();
   });
 
   it("close() ends the session on the server at once instead of at its idle timeout", async () => {
