@@ -25,19 +25,31 @@ async function serve(app: HttpApp, port = 0): Promise<Listening> {
   return l;
 }
 
+/**
+ * An echo agent on a free port with a connected client; `stop()` takes the agent down (the client's pooled connection
+ * has seen it close when it resolves) and leaves the port free for its restart.
+ */
+async function agentAndClient(): Promise<{ client: HMCPClient; port: number; stop: () => Promise<void> }> {
+  const first = await serve(createHttpApp({ createServer: () => createEchoAgent(), bearer: false }));
+  const port = Number((first.server.address() as AddressInfo).port);
+  const client = new HMCPClient({ name: "orchestrator", version: "1.0.0" }, answers);
+  await client.connect({ type: "http", url: new URL("/mcp", first.url) });
+  const stop = async () => {
+    await first.close();
+    running.splice(running.indexOf(first), 1);
+    await new Promise((r) => setTimeout(r, 50));
+  };
+  return { client, port, stop };
+}
+
 describe("HMCPClient sessions over HTTP", () => {
   it("after the server restarts, the next createMessage starts a new session and succeeds (MCP: a 404 to the session means start anew)", async () => {
     let served = 0;
-    const first = await serve(createHttpApp({ createServer: () => createEchoAgent(), bearer: false }));
-    const port = Number((first.server.address() as AddressInfo).port);
-    const client = new HMCPClient({ name: "orchestrator", version: "1.0.0" }, answers);
-    await client.connect({ type: "http", url: new URL("/mcp", first.url) });
+    const { client, port, stop } = await agentAndClient();
     expect(textOf((await client.ask("potassium 4.1")).content)).toBe("echo=potassium 4.1; model=ok; approval=accept:true");
 
     // the agent restarts on the same port: it knows no session
-    await first.close();
-    running.splice(running.indexOf(first), 1);
-    await new Promise((r) => setTimeout(r, 50)); // the client's pooled connection sees the old server's close
+    await stop();
     const restarted = createHttpApp({
       createServer: () => {
         served++;
@@ -53,14 +65,9 @@ describe("HMCPClient sessions over HTTP", () => {
   });
 
   it("after a restart, concurrent calls all succeed on one new session, and a call made during the reconnect waits for it", async () => {
-    const first = await serve(createHttpApp({ createServer: () => createEchoAgent(), bearer: false }));
-    const port = Number((first.server.address() as AddressInfo).port);
-    const client = new HMCPClient({ name: "orchestrator", version: "1.0.0" }, answers);
-    await client.connect({ type: "http", url: new URL("/mcp", first.url) });
+    const { client, port, stop } = await agentAndClient();
     await client.ask("potassium 4.1");
-    await first.close();
-    running.splice(running.indexOf(first), 1);
-    await new Promise((r) => setTimeout(r, 50));
+    await stop();
     const restarted = createHttpApp({ createServer: () => createEchoAgent(), bearer: false });
     // the restarted agent answers initialize after 150 ms, so later calls arrive while the reconnect is under way
     const slow = express();
@@ -77,13 +84,8 @@ describe("HMCPClient sessions over HTTP", () => {
   });
 
   it("a reconnect that fails (the agent refuses new sessions) is tried again by the next call once the agent is back", async () => {
-    const first = await serve(createHttpApp({ createServer: () => createEchoAgent(), bearer: false }));
-    const port = Number((first.server.address() as AddressInfo).port);
-    const client = new HMCPClient({ name: "orchestrator", version: "1.0.0" }, answers);
-    await client.connect({ type: "http", url: new URL("/mcp", first.url) });
-    await first.close();
-    running.splice(running.indexOf(first), 1);
-    await new Promise((r) => setTimeout(r, 50));
+    const { client, port, stop } = await agentAndClient();
+    await stop();
     // starting up: every session is unknown (404) and initialize is refused (503)
     const starting = express();
     starting.use((req, res) => (req.headers["mcp-session-id"] ? res.status(404).json({ jsonrpc: "2.0", id: null, error: { code: -32001, message: "Session not found" } }) : res.status(503).end()));
