@@ -99,11 +99,11 @@ export abstract class ChainSinkBase implements AuditSink {
   private closed = false;
   protected sinceCheckpoint = 0;
   /**
-   * Why the last entry of the chain was written, when it is a checkpoint (`undefined` after a record). A sink that
-   * continues a chain sets it from the chain's last entry; `close` writes its checkpoint unless the chain already
-   * ends with one written at close.
+   * Why the last entry of the chain was written, when it is a checkpoint (`undefined` after a record); set from the
+   * chain's last entry by {@link continueAfter}. `close` writes its checkpoint unless the chain already ends with one
+   * written at close.
    */
-  protected tailWhy: CheckpointBody["why"] | undefined;
+  private tailWhy: CheckpointBody["why"] | undefined;
   private readonly intervalMs: number;
   private readonly batchMax: number;
   private readonly checkpointEvery: number;
@@ -300,12 +300,14 @@ export abstract class ChainSinkBase implements AuditSink {
   }
 
   /**
-   * Called by `open` before the sink is handed out, when the chain it continues did not end with a close checkpoint:
-   * persists a signed `recover` checkpoint, so the unclean end stays visible in the trail (see VerifyResult.recoveries).
+   * Called by `open` before the sink is handed out, with the record of the chain's last entry when it continues one.
+   * A chain that ended with its close checkpoint goes on as it is; any other end (a crash, a kill, a cut) gets a signed
+   * `recover` checkpoint first, so the unclean end stays visible in the trail (see VerifyResult.recoveries).
    */
-  protected async markRecovered(): Promise<void> {
-    if (this.signer === undefined || this.seq === 0) return;
-    await this.persist([await this.checkpoint("recover")]);
+  protected async continueAfter(lastRecord: unknown): Promise<void> {
+    const r = lastRecord as { type?: unknown; why?: unknown } | null | undefined;
+    if (r?.type === "checkpoint" && r.why === "close") this.tailWhy = "close";
+    else if (this.signer !== undefined && this.seq > 0) await this.persist([await this.checkpoint("recover")]);
   }
 
   /** Seals a checkpoint entry over the current head. */

@@ -101,14 +101,13 @@ export class FileAuditSink extends ChainSinkBase {
     let head = GENESIS_HASH;
     let counter = 1;
     let size = 0;
-    let cleanEnd = true;
+    let tail: Awaited<ReturnType<typeof readTail>>;
     if (last !== undefined) {
-      const tail = await readTail(path.join(opts.dir, last.name), noticeTo(opts));
+      tail = await readTail(path.join(opts.dir, last.name), noticeTo(opts));
       counter = Number(last.m[3]);
       if (tail !== undefined) {
         seq = tail.seq;
         head = tail.hash;
-        cleanEnd = tail.closed;
       }
       size = (await stat(path.join(opts.dir, last.name))).size;
     }
@@ -119,10 +118,9 @@ export class FileAuditSink extends ChainSinkBase {
     await noticeOpenModes(opts.dir, handle, noticeTo(opts)).catch(() => undefined);
     const sink = new FileAuditSink(opts, prefix, opts.chainId ?? prefix, signer, { handle, path: p, bytes: size, day: fileDay, counter }, seq, head);
     sink.lockPath = lock;
-    if (cleanEnd && seq > 0) sink.tailWhy = "close";
-    if (!cleanEnd) {
+    if (tail !== undefined) {
       try {
-        await sink.markRecovered();
+        await sink.continueAfter(tail.record);
       } catch (e) {
         await handle.close().catch(() => undefined);
         throw e;
@@ -258,7 +256,7 @@ function utcDay(ms: number): string {
 }
 
 /** Reads the last complete entry of a file, truncating a torn (unterminated) last line. */
-async function readTail(file: string, onNotice: (message: string, meta: Record<string, unknown>) => void): Promise<{ seq: number; hash: string; closed: boolean } | undefined> {
+async function readTail(file: string, onNotice: (message: string, meta: Record<string, unknown>) => void): Promise<{ seq: number; hash: string; record: unknown } | undefined> {
   const fh = await open(file, "r+");
   try {
     const { size } = await fh.stat();
@@ -288,10 +286,8 @@ async function readTail(file: string, onNotice: (message: string, meta: Record<s
       }
       const line = buf.subarray(start + 1, end).toString("utf8");
       try {
-        const e = JSON.parse(line) as { seq?: unknown; hash?: unknown; record?: { type?: unknown; why?: unknown } };
-        if (typeof e.seq === "number" && typeof e.hash === "string") {
-          return { seq: e.seq, hash: e.hash, closed: e.record?.type === "checkpoint" && e.record.why === "close" };
-        }
+        const e = JSON.parse(line) as { seq?: unknown; hash?: unknown; record?: unknown };
+        if (typeof e.seq === "number" && typeof e.hash === "string") return { seq: e.seq, hash: e.hash, record: e.record };
       } catch {
         // fall through
       }

@@ -68,8 +68,7 @@ export class PostgresAuditSink extends ChainSinkBase {
     const { rows } = await opts.db.query(`SELECT seq, hash, line FROM ${table} WHERE instance_id = $1 ORDER BY seq DESC LIMIT 1`, [opts.instanceId]);
     const last = rows[0] as { seq: string | number; hash: string; line: string } | undefined;
     const sink = new PostgresAuditSink(opts.db, table, opts, signer, last ? Number(last.seq) : 0, last?.hash ?? GENESIS_HASH);
-    if (last !== undefined && endsClosed(last.line)) sink.tailWhy = "close";
-    else if (last !== undefined) await sink.markRecovered();
+    if (last !== undefined) await sink.continueAfter(recordOf(last.line));
     return sink;
   }
 
@@ -140,12 +139,11 @@ export async function listAuditChains(db: AuditQueryable, table = "hmcp_audit"):
   return (rows as { instance_id: string }[]).map((r) => r.instance_id);
 }
 
-/** Whether a stored chain line is the checkpoint a sink writes at close. */
-function endsClosed(line: string): boolean {
+/** The record of a stored chain line, or `undefined` when the line does not parse. */
+function recordOf(line: string): unknown {
   try {
-    const record = (JSON.parse(line) as { record?: { type?: unknown; why?: unknown } }).record;
-    return record?.type === "checkpoint" && record.why === "close";
+    return (JSON.parse(line) as { record?: unknown }).record;
   } catch {
-    return false;
+    return undefined;
   }
 }
