@@ -39,6 +39,7 @@ export interface OperationalLoggerOptions {
 
 const KEEP = new Set(["level", "timestamp", "service"]);
 const SPLAT = Symbol.for("splat");
+const LEVEL = Symbol.for("level");
 const SESSION_ID = /^[0-9A-Fa-f]{8}(?:-?[0-9A-Fa-f]{4}){3}-?[0-9A-Fa-f]{12}$|^[0-9A-Fa-f]{16,64}$/;
 /** Metadata keys whose values are PHI or message content by nature: replaced whole, whatever they hold. */
 const SENSITIVE_KEY = /^(name|names|given|family|patientName|fullName|ssn|mrn|phone|telecom|email|address|birthDate|dob|content|contents|text|prompt|messages|body|params|result)$/i;
@@ -46,14 +47,18 @@ const SENSITIVE_KEY = /^(name|names|given|family|patientName|fullName|ssn|mrn|ph
 /**
  * Creates a winston logger whose entries are redacted, timestamped (RFC 3339 ms) JSON.
  * Metadata keys go through the redactor like values, at every depth.
- * Error objects in metadata are reduced to `{ name, code, message: redact(message) }` (no stacks);
+ * Error objects in metadata are reduced to `{ name, code, message: redact(message) }` (no stacks; an Error logged
+ * as the entry itself, `logger.error(err)`, is written as its redacted message and `error: { name, code, message }`);
  * a Date becomes its redacted ISO string; a Buffer, ArrayBuffer, typed array or DataView becomes
  * "[binary]" and any other object that is not a plain object or an array becomes "[object]".
  * Metadata under keys that hold PHI or content by nature (`name`, `ssn`, `mrn`, `phone`, `email`,
  * `address`, `birthDate`, `content`, `text`, `prompt`, `messages`, `body`, `params`, `result` …) is
  * replaced by "[REDACTED]" whatever it holds.
  * @throws Error when `level` is not an npm level or `redact` is not a function.
- * @throws TypeError when `transports` holds the audit transport (also from the logger's `add` and `configure`).
+ * Redaction happens where entries enter the logger (every level method, `log`, `write` and child loggers), on a copy:
+ * the caller's objects are not modified, and no format, transport or winston warning sees the unredacted entry
+ * (winston's raw metadata, `info[Symbol.for("splat")]`, is not passed on).
+ * @throws TypeError when `transports` holds the audit transport (also from the logger's `add`, `configure` and `pipe`).
  */
 export function createOperationalLogger(opts: OperationalLoggerOptions = {}): winston.Logger {
   const level = opts.level ?? "info";
@@ -61,26 +66,6 @@ export function createOperationalLogger(opts: OperationalLoggerOptions = {}): wi
   const given = opts.redact;
   if (given !== undefined && typeof given !== "function") throw new Error("createOperationalLogger: 'redact' must be a function (text) => string");
   const redact: Redactor = given === undefined || given === basicRedactPhi ? basicRedactPhi : (t) => given(basicRedactPhi(t));
-  const redactFormat = winston.format((info) => {
-    const entry = info as Record<string, unknown>;
-    // winston copies the indices of a Buffer or typed array given as the metadata argument into the entry
-    const meta = (info as { [SPLAT]?: unknown })[SPLAT];
-    if (Array.isArray(meta) && ArrayBuffer.isView(meta[0])) {
-      for (const k of Object.keys(meta[0])) if (!KEEP.has(k) && k !== "message") delete entry[k];
-    }
-    const scrubbed: Array<[string, unknown]> = [];
-    for (const key of Object.keys(entry)) {
-      if (KEEP.has(key)) continue;
-      // a transport session id the server generated (UUID or hex) correlates log lines with the audit trail; it is
-      // not PHI, though the detector would call it an [ID]
-      if (key === "sessionId" && typeof entry[key] === "string" && SESSION_ID.test(entry[key])) continue;
-      const value = key !== "message" && SENSITIVE_KEY.test(key) ? "[REDACTED]" : scrub(entry[key], redact, 0);
-      scrubbed.push([key === "message" ? key : safe(redact, key), value]);
-      delete entry[key];
-    }
-    for (const [key, value] of scrubbed) entry[key] = value;
-    return info;
-  });
   const transports: LogTransport[] = [...(opts.transports ?? [])];
   transports.forEach(refuseAuditTransport);
   if (opts.file) transports.push(new winston.transports.File({ filename: opts.file }));
@@ -91,11 +76,19 @@ export function createOperationalLogger(opts: OperationalLoggerOptions = {}): wi
     level,
     levels: winston.config.npm.levels,
     defaultMeta: { service: opts.service ?? "hmcp" },
-    format: winston.format.combine(redactFormat(), winston.format.timestamp(), winston.format.json()),
+    format: winston.format.combine(winston.format.timestamp(), winston.format.json()),
     transports,
   });
-  const add = logger.add.bind(logger);
-  logger.add = (transport) => add(refuseAuditTransport(transport));
+  // Redaction sits at the logger's entrance, not in its format chain: every entry (from the level methods, log(),
+  // write(), child loggers) is rebuilt redacted before winston sees it, so neither a format replaced later
+  // (logger.format, configure) nor winston's own "no transports" warning, which prints the entry as given, nor a
+  // transport reading the raw metadata (info[Symbol.for("splat")]) can reach unredacted text.
+  const write = logger.write.bind(logger) as (chunk: unknown, ...rest: unknown[]) => boolean;
+  (logger as { write: (chunk: unknown, ...rest: unknown[]) => boolean }).write = (chunk, ...rest) => write(redactEntry(chunk, redact), ...rest);
+  // add() and configure() attach transports through pipe()
+  const pipe = logger.pipe.bind(logger);
+  logger.pipe = (<T extends NodeJS.WritableStream>(destination: T, options?: { end?: boolean }) =>
+    pipe(refuseAuditTransport(destination as unknown as LogTransport) as unknown as T, options)) as typeof logger.pipe;
   const configure = logger.configure.bind(logger);
   logger.configure = (options) => {
     [options?.transports ?? []].flat().forEach(refuseAuditTransport);
@@ -116,6 +109,41 @@ function refuseAuditTransport(transport: LogTransport): LogTransport {
     );
   }
   return transport;
+}
+
+/**
+ * A redacted copy of a log entry: its level (`Symbol.for("level")`) and every string key, scrubbed; winston's raw
+ * metadata (`Symbol.for("splat")`) is dropped. An Error given as the entry itself (`logger.error(err)`) becomes its
+ * redacted message plus `error: { name, code, message }`; a top-level `stack` (winston copies an Error's stack there
+ * when it is the metadata) is left out.
+ */
+function redactEntry(chunk: unknown, redact: Redactor): unknown {
+  if (chunk === null || typeof chunk !== "object") return chunk;
+  const info = chunk as Record<string | symbol, unknown>;
+  const out: Record<string | symbol, unknown> = { [LEVEL]: info[LEVEL] };
+  // winston copies the indices of a Buffer or typed array given as the metadata argument into the entry
+  const meta = info[SPLAT];
+  const binaryMeta = Array.isArray(meta) && ArrayBuffer.isView(meta[0]) ? new Set(Object.keys(meta[0])) : undefined;
+  if (chunk instanceof Error) {
+    out["message"] = safe(redact, chunk.message);
+    out["error"] = scrub(chunk, redact, 0);
+  }
+  for (const key of Object.keys(info)) {
+    const v = info[key];
+    if (KEEP.has(key)) {
+      out[key] = v;
+      continue;
+    }
+    if (key === "stack" || (binaryMeta?.has(key) && key !== "message")) continue;
+    // a transport session id the server generated (UUID or hex) correlates log lines with the audit trail; it is
+    // not PHI, though the detector would call it an [ID]
+    if (key === "sessionId" && typeof v === "string" && SESSION_ID.test(v)) {
+      out[key] = v;
+      continue;
+    }
+    out[key === "message" ? key : safe(redact, key)] = key !== "message" && SENSITIVE_KEY.test(key) ? "[REDACTED]" : scrub(v, redact, 0);
+  }
+  return out;
 }
 
 function scrub(v: unknown, redact: Redactor, depth: number): unknown {

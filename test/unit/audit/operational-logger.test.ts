@@ -1,6 +1,6 @@
 import { readFile } from "node:fs/promises";
 import path from "node:path";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import winston from "winston";
 import { basicRedactPhi, createOperationalLogger, type LogTransport } from "hmcp";
 import { tempLogDir } from "./helpers.js";
@@ -103,6 +103,71 @@ describe("createOperationalLogger", () => {
     });
     for (const e of [metaBuffer!, metaTyped!]) expect(Object.keys(e).sort()).toEqual(["level", "message", "service", "timestamp"]);
     expect(message!["message"]).toBe("[binary]");
+  });
+
+  it("writes an Error as its redacted message, name and code, never its stack, however it is logged", () => {
+    const mem = new Memory();
+    const logger = createOperationalLogger({ transports: [mem] });
+    const err = Object.assign(new Error("no record for SSN 999-65-9492"), { code: "E_LOOKUP" });
+    err.stack = "Error: no record for SSN 999-65-9492\n    at lookup (/srv/patient-999-65-9492.js:1:1)";
+    logger.error("lookup failed", err); // the Error as the metadata: winston copies its message and stack into the entry
+    logger.error(err); // the Error as the entry itself
+    logger.child({ requestId: "r-1" }).error(err); // a child logger clones the Error's message and stack
+    logger.error("lookup failed", { cause: err });
+    expect(mem.lines).toHaveLength(4);
+    for (const line of mem.lines) {
+      expect(line).not.toContain("999-65-9492");
+      expect(line).not.toContain("/srv/");
+      expect(line).not.toMatch(/"stack"/);
+    }
+    const [asMeta, asEntry, fromChild, asCause] = mem.lines.map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(asMeta).toMatchObject({ level: "error", message: "lookup failed no record for SSN [SSN]", code: "E_LOOKUP" });
+    expect(asEntry).toMatchObject({ level: "error", message: "no record for SSN [SSN]", error: { name: "Error", code: "E_LOOKUP", message: "no record for SSN [SSN]" } });
+    expect(fromChild).toMatchObject({ level: "error", message: "no record for SSN [SSN]", requestId: "r-1" });
+    expect(asCause!["cause"]).toEqual({ name: "Error", code: "E_LOOKUP", message: "no record for SSN [SSN]" });
+  });
+
+  it("redacts on a copy at the logger's entrance: the caller's objects stay as they were, and write(), a replaced format and the raw metadata see no PHI", () => {
+    const mem = new Memory();
+    const seen: unknown[] = [];
+    class Raw extends Transport {
+      override log(info: any, next: () => void): void {
+        seen.push(info[Symbol.for("splat")], JSON.stringify(info));
+        next();
+      }
+    }
+    const logger = createOperationalLogger({ transports: [mem, new Raw()] });
+    const meta = { patient: { ssn: "999-65-9492", note: "called 555-826-5697" } };
+    logger.info("x", meta);
+    expect(meta).toEqual({ patient: { ssn: "999-65-9492", note: "called 555-826-5697" } });
+    const entry = { level: "info", message: "SSN 999-65-9492" };
+    logger.info(entry);
+    // winston itself adds the level and default metadata to an entry object; the redaction leaves it as it was
+    expect(entry.message).toBe("SSN 999-65-9492");
+    logger.write({ level: "warn", [Symbol.for("level")]: "warn", message: "written directly, SSN 999-65-9492" });
+    // a format set later has no redaction step of its own; the entries reaching it are already redacted
+    logger.format = winston.format.json();
+    logger.warn("after the format changed, SSN 999-65-9492");
+    expect(mem.lines).toHaveLength(4);
+    expect(seen.filter((x) => x !== undefined && typeof x !== "string")).toEqual([]);
+    const raw = seen.filter((x): x is string => typeof x === "string");
+    expect(raw).toHaveLength(4);
+    for (const line of [...mem.lines, ...raw]) expect(line).not.toMatch(/999-65-9492|555-826-5697/);
+    expect(JSON.parse(mem.lines[2]!)).toMatchObject({ level: "warn", message: "written directly, SSN [SSN]" });
+  });
+
+  it("with no transport at all, winston's warning prints the entry redacted", () => {
+    const printed: string[] = [];
+    const spy = vi.spyOn(console, "error").mockImplementation((...args: unknown[]) => {
+      printed.push(args.map((a) => (typeof a === "string" ? a : JSON.stringify(a))).join(" "));
+    });
+    try {
+      createOperationalLogger({ transports: [], console: false }).warn("SSN 999-65-9492", { phone: "555-826-5697", note: "born 1949-08-02" });
+    } finally {
+      spy.mockRestore();
+    }
+    expect(printed.join("\n")).toContain("no transports");
+    expect(printed.join("\n")).not.toMatch(/999-65-9492|555-826-5697|1949-08-02/);
   });
 
   it("always runs the pattern pass before the configured redactor", () => {

@@ -37,6 +37,8 @@ describe("createAuditTransport", () => {
     expect(() => logger.add(transport)).toThrow(refused);
     expect(() => logger.configure({ transports: [transport] })).toThrow(refused);
     expect(() => logger.configure({ transports: transport })).toThrow(refused);
+    // pipe() is how add() attaches a transport; called directly it is refused as well
+    expect(() => logger.pipe(transport)).toThrow(refused);
     expect(logger.transports).toEqual([]);
     await sink.close();
   });
