@@ -40,6 +40,13 @@ export interface HttpAppOptions {
   eventStore?: EventStoreLimits | false;
   /** Most concurrent sessions; further initialize requests get HTTP 503. Default 10,000. */
   maxSessions?: number;
+  /**
+   * Most concurrent sessions one authenticated principal (issuer, tenant, client, subject) may hold, counting sessions
+   * being opened; its further initialize requests get HTTP 429 with `Retry-After` until it closes one (DELETE) or one
+   * times out. Keeps one client from taking every session of {@link maxSessions}. Not applied without a principal
+   * (`bearer: false`). Default 1,000 (or `maxSessions`, if smaller).
+   */
+  maxSessionsPerPrincipal?: number;
   /** A session with no request for this long is closed, ms. Default 1,800,000 (30 minutes). */
   sessionIdleTimeoutMs?: number;
   /** Receives records for requests refused at the HTTP layer and for session start/end. */
@@ -87,7 +94,7 @@ interface Session {
 }
 
 const HTTP_APP_OPTIONS = new Set([
-  "createServer", "bearer", "path", "allowedHosts", "bodyLimitBytes", "eventStore", "maxSessions", "sessionIdleTimeoutMs",
+  "createServer", "bearer", "path", "allowedHosts", "bodyLimitBytes", "eventStore", "maxSessions", "maxSessionsPerPrincipal", "sessionIdleTimeoutMs",
   "audit", "logger", "agentName", "sseRetryMs", "enableJsonResponse",
 ]);
 
@@ -95,12 +102,13 @@ const HTTP_APP_OPTIONS = new Set([
 function validateHttpAppOptions(options: HttpAppOptions): void {
   for (const k of Object.keys(options)) if (!HTTP_APP_OPTIONS.has(k)) throw new TypeError(`createHttpApp: unknown option "${k}"`);
   if (typeof options.createServer !== "function") throw new TypeError("createHttpApp: 'createServer' must be a function returning an HMCPServer");
-  const positive = (name: "bodyLimitBytes" | "maxSessions" | "sessionIdleTimeoutMs" | "sseRetryMs") => {
+  const positive = (name: "bodyLimitBytes" | "maxSessions" | "maxSessionsPerPrincipal" | "sessionIdleTimeoutMs" | "sseRetryMs") => {
     const v = options[name];
     if (v !== undefined && !(Number.isSafeInteger(v) && v > 0)) throw new TypeError(`createHttpApp: '${name}' must be a positive integer`);
   };
   positive("bodyLimitBytes");
   positive("maxSessions");
+  positive("maxSessionsPerPrincipal");
   positive("sessionIdleTimeoutMs");
   positive("sseRetryMs");
   if (options.path !== undefined && !(typeof options.path === "string" && options.path.startsWith("/"))) throw new TypeError("createHttpApp: 'path' must start with '/'");
@@ -123,8 +131,18 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
   const bearer = options.bearer;
   const agent = options.agentName ?? "hmcp";
   const maxSessions = options.maxSessions ?? 10_000;
+  const maxPerPrincipal = options.maxSessionsPerPrincipal ?? Math.min(1_000, maxSessions);
   const idleMs = options.sessionIdleTimeoutMs ?? 1_800_000;
   const sessions = new Map<string, Session>();
+  // Sessions per owner, open or being opened (an initialize request between its checks and onsessioninitialized), and
+  // initialize requests in progress: concurrent initialize requests cannot overrun either cap.
+  const held = new Map<string, number>();
+  let opening = 0;
+  const hold = (owner: string, delta: 1 | -1) => {
+    const n = (held.get(owner) ?? 0) + delta;
+    if (n > 0) held.set(owner, n);
+    else held.delete(owner);
+  };
   // one byte budget for the event stores of all sessions (EventStoreLimits.totalBytes)
   const eventBudget = new EventStoreBudget(options.eventStore === false ? 0 : (options.eventStore?.totalBytes ?? 64 * 1024 * 1024));
 
@@ -283,38 +301,62 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
         res.status(503).set("retry-after", "30").json(jsonRpcError(HMCPErrorCode.AuditUnavailable, "Audit trail unavailable"));
         return;
       }
-      if (sessions.size >= maxSessions) {
+      if (sessions.size + opening >= maxSessions) {
         refused(req, res, 503, "too_many_sessions", "failed");
         res.status(503).set("retry-after", "5").json(jsonRpcError(-32000, "Too many sessions"));
         return;
       }
-      const server = options.createServer();
-      const eventStore = options.eventStore === false ? undefined : new BoundedEventStore(options.eventStore ?? {}, Date.now, eventBudget);
-      const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
-        sessionIdGenerator: () => randomUUID(),
-        ...(eventStore && { eventStore }),
-        ...(options.enableJsonResponse && { enableJsonResponse: true }),
-        retryInterval: options.sseRetryMs ?? 1000,
-        onsessioninitialized: (sessionId) => {
-          sessions.set(sessionId, { transport, eventStore, server, owner: ownerOf(principal), principal, lastSeen: Date.now(), sourceAddress: req.socket.remoteAddress });
-          audit({ type: "session.start", actor: actorOf(principal), source: compact({ address: req.socket.remoteAddress }), transport: "http", sessionId, outcome: "allowed", latencyMs: 0, scopes: principal?.scopes ?? [] });
-        },
-        onsessionclosed: (sessionId) => endSession(sessionId, "client_closed"),
-      });
-      transport.onclose = () => {
-        if (transport.sessionId) endSession(transport.sessionId, "closed");
-      };
-      await server.connect(transport);
-      await transport.handleRequest(req, res, req.body);
+      const owner = ownerOf(principal);
+      if (principal !== undefined && (held.get(owner) ?? 0) >= maxPerPrincipal) {
+        refused(req, res, 429, "too_many_sessions_for_principal");
+        res
+          .status(429)
+          .set("retry-after", "5")
+          .json(jsonRpcError(-32000, `Too many sessions for this client (${maxPerPrincipal}): close one (DELETE) before opening another`));
+        return;
+      }
+      hold(owner, 1);
+      opening++;
+      let initialized = false;
+      try {
+        await openSession(req, res, principal, owner, () => (initialized = true));
+      } finally {
+        opening--;
+        if (!initialized) hold(owner, -1);
+      }
     } catch (error) {
       next(error);
     }
   });
 
+  /** Creates the session's server and transport and answers its initialize request. */
+  const openSession = async (req: Request, res: Response, principal: Principal | undefined, owner: string, onInitialized: () => void) => {
+    const server = options.createServer();
+    const eventStore = options.eventStore === false ? undefined : new BoundedEventStore(options.eventStore ?? {}, Date.now, eventBudget);
+    const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
+      sessionIdGenerator: () => randomUUID(),
+      ...(eventStore && { eventStore }),
+      ...(options.enableJsonResponse && { enableJsonResponse: true }),
+      retryInterval: options.sseRetryMs ?? 1000,
+      onsessioninitialized: (sessionId) => {
+        onInitialized();
+        sessions.set(sessionId, { transport, eventStore, server, owner, principal, lastSeen: Date.now(), sourceAddress: req.socket.remoteAddress });
+        audit({ type: "session.start", actor: actorOf(principal), source: compact({ address: req.socket.remoteAddress }), transport: "http", sessionId, outcome: "allowed", latencyMs: 0, scopes: principal?.scopes ?? [] });
+      },
+      onsessionclosed: (sessionId) => endSession(sessionId, "client_closed"),
+    });
+    transport.onclose = () => {
+      if (transport.sessionId) endSession(transport.sessionId, "closed");
+    };
+    await server.connect(transport);
+    await transport.handleRequest(req, res, req.body);
+  };
+
   const endSession = (sessionId: string, reason: string) => {
     const s = sessions.get(sessionId);
     if (!s) return;
     sessions.delete(sessionId);
+    hold(s.owner, -1);
     s.eventStore?.clear();
     audit({ type: "session.end", actor: actorOf(s.principal), source: compact({ address: s.sourceAddress }), transport: "http", sessionId, outcome: "allowed", reason, latencyMs: 0 });
     void s.server.close().catch(() => undefined);

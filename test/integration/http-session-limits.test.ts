@@ -1,0 +1,118 @@
+/**
+ * Session limits per principal (createHttpApp `maxSessionsPerPrincipal`): one authenticated client cannot take every
+ * session of the server. Real ES256 tokens verified by the JWT bearer authenticator against a local key set.
+ */
+import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import { SignJWT, exportJWK, generateKeyPair, type CryptoKey, type JWK } from "jose";
+import { createHttpApp, createJwtBearerAuthenticator, listen, type AuditRecordInput, type AuditSink, type Listening } from "hmcp";
+import { createEchoAgent } from "../fixtures/echo-agent.js";
+import { MCP_HEADERS } from "../fixtures/raw-http.js";
+
+const ISSUER = "https://as.example.test";
+const RESOURCE = "https://agents.example.test/mcp";
+
+let signingKey: CryptoKey;
+let publicJwk: JWK;
+let http: Listening | undefined;
+
+beforeAll(async () => {
+  const kp = await generateKeyPair("ES256");
+  signingKey = kp.privateKey;
+  publicJwk = { ...(await exportJWK(kp.publicKey)), kid: "k1", alg: "ES256", use: "sig" };
+});
+
+afterEach(async () => {
+  await http?.close();
+  http = undefined;
+});
+
+async function token(sub: string): Promise<string> {
+  const now = Math.floor(Date.now() / 1000);
+  return new SignJWT({ iss: ISSUER, aud: RESOURCE, sub, client_id: sub, scope: "hmcp:sample hmcp:read", iat: now, exp: now + 300 })
+    .setProtectedHeader({ alg: "ES256", kid: "k1", typ: "at+jwt" })
+    .sign(signingKey);
+}
+
+async function start(options: Partial<Parameters<typeof createHttpApp>[0]>) {
+  const bearer = createJwtBearerAuthenticator({ issuer: ISSUER, audience: RESOURCE, jwks: { keys: { keys: [publicJwk] } }, requiredScopes: ["hmcp:sample"] });
+  const app = createHttpApp({ createServer: () => createEchoAgent({}), bearer, enableJsonResponse: true, ...options });
+  http = await listen(app);
+  return { app, endpoint: new URL("/mcp", http.url) };
+}
+
+interface Opened {
+  status: number;
+  sessionId: string | null;
+  retryAfter: string | null;
+  body: { error?: { code: number; message: string } };
+}
+
+async function initialize(endpoint: URL, bearerToken: string): Promise<Opened> {
+  const res = await fetch(endpoint, {
+    method: "POST",
+    headers: { ...MCP_HEADERS, authorization: `Bearer ${bearerToken}` },
+    body: JSON.stringify({ jsonrpc: "2.0", id: 0, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "1" } } }),
+  });
+  return { status: res.status, sessionId: res.headers.get("mcp-session-id"), retryAfter: res.headers.get("retry-after"), body: (await res.json()) as Opened["body"] };
+}
+
+describe("sessions per principal", () => {
+  it("a principal at its cap gets 429 with Retry-After and an audit record; other principals are unaffected; closing a session frees its place", async () => {
+    const records: AuditRecordInput[] = [];
+    const sink: AuditSink = { append: (r) => void records.push(r), flush: async () => undefined, close: async () => undefined };
+    const { app, endpoint } = await start({ maxSessionsPerPrincipal: 2, audit: sink });
+    const alice = await token("alice");
+    const first = await initialize(endpoint, alice);
+    const second = await initialize(endpoint, alice);
+    expect([first.status, second.status]).toEqual([200, 200]);
+
+    const third = await initialize(endpoint, alice);
+    expect(third.status).toBe(429);
+    expect(third.retryAfter).toBe("5");
+    expect(third.sessionId).toBeNull();
+    expect(third.body.error?.message).toMatch(/Too many sessions for this client \(2\)/);
+    const refusal = records.filter((r) => r.reason === "too_many_sessions_for_principal");
+    expect(refusal).toHaveLength(1);
+    expect(refusal[0]).toMatchObject({ type: "http", outcome: "denied", status: 429, actor: { sub: "alice", clientId: "alice" } });
+
+    // another principal still gets sessions
+    expect((await initialize(endpoint, await token("bob"))).status).toBe(200);
+    expect(app.sessionCount).toBe(3);
+
+    // a new token of the same principal does not reset its count; DELETE of one of its sessions does
+    expect((await initialize(endpoint, await token("alice"))).status).toBe(429);
+    const del = await fetch(endpoint, { method: "DELETE", headers: { ...MCP_HEADERS, authorization: `Bearer ${alice}`, "mcp-session-id": first.sessionId!, "mcp-protocol-version": "2025-06-18" } });
+    expect(del.status).toBe(200);
+    expect((await initialize(endpoint, alice)).status).toBe(200);
+  });
+
+  it("concurrent initialize requests cannot overrun the cap", async () => {
+    const { app, endpoint } = await start({ maxSessionsPerPrincipal: 3 });
+    const alice = await token("alice");
+    const replies = await Promise.all(Array.from({ length: 12 }, () => initialize(endpoint, alice)));
+    expect(replies.filter((r) => r.status === 200)).toHaveLength(3);
+    expect(replies.filter((r) => r.status === 429)).toHaveLength(9);
+    expect(app.sessionCount).toBe(3);
+  });
+
+  it("a refused initialize (bad request) does not use up a place", async () => {
+    const { endpoint } = await start({ maxSessionsPerPrincipal: 1 });
+    const alice = await token("alice");
+    for (let i = 0; i < 3; i++) {
+      // an initialize request the SDK transport refuses (406: the client must accept both JSON and SSE)
+      const bad = await fetch(endpoint, {
+        method: "POST",
+        headers: { ...MCP_HEADERS, accept: "application/json", authorization: `Bearer ${alice}` },
+        body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "1" } } }),
+      });
+      expect(bad.status).toBe(406);
+      await bad.body?.cancel();
+    }
+    expect((await initialize(endpoint, alice)).status).toBe(200);
+  });
+
+  it("refuses a limit that is not a positive integer", () => {
+    const base = { createServer: () => createEchoAgent(), bearer: false as const };
+    expect(() => createHttpApp({ ...base, maxSessionsPerPrincipal: 0 })).toThrow(/'maxSessionsPerPrincipal' must be a positive integer/);
+  });
+});
