@@ -117,6 +117,7 @@ export type {
   AuditSigningKey,
   AuditVerifyKey,
   CheckpointAlg,
+  CheckpointAnchor,
   CheckpointBody,
   ChainEntry,
   VerifyOptions,

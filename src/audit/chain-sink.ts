@@ -5,7 +5,7 @@
  * @internal
  */
 import { canonicalJson } from "./canonical-json.js";
-import { sealEntry, type CheckpointBody, type CheckpointSigner } from "./chain.js";
+import { sealEntry, type CheckpointAnchor, type CheckpointBody, type CheckpointSigner } from "./chain.js";
 import { randomUUID } from "node:crypto";
 import { AUDIT_RECORD_VERSION, AuditRecordInputSchema, isInternalRecord, type AuditRecordInput, type AuditSink } from "./record.js";
 import { defaultOperationalLogger } from "../server/logger.js";
@@ -45,6 +45,8 @@ export interface SealedEntry {
   /** The record's (or checkpoint's) time, RFC 3339. */
   time: string;
   type: string;
+  /** Why a checkpoint entry was written; undefined for records. */
+  why?: CheckpointBody["why"];
 }
 
 /** Options every chained sink takes. */
@@ -54,6 +56,15 @@ export interface ChainSinkCommon {
   checkpointEvery?: number;
   /** Called after each persisted batch with the highest durable `seq`. */
   onDurable?: (seq: number) => void;
+  /**
+   * Called after each checkpoint (signed sinks: every `checkpointEvery` records, at rotation, at close and on recovery)
+   * is persisted durably, with its {@link CheckpointAnchor} (no PHI). Ship anchors off the machine (a write-once
+   * bucket, a SIEM, another database) and verify with `anchors`: a trail cut back past an anchored checkpoint, or
+   * rewritten by someone holding the signing key, then fails verification. The latest anchor covers everything before
+   * it, so a lost one weakens only the stretch since the one before. Not awaited; a throw or rejection becomes a notice
+   * and never fails the sink.
+   */
+  onCheckpoint?: (anchor: CheckpointAnchor) => void | Promise<void>;
   /**
    * Operational notices without PHI (recovery of a torn line, write failure, an audit folder or file other users can
    * read). Default: a warning on the default operational logger (stderr; see `defaultOperationalLogger`).
@@ -68,7 +79,7 @@ export interface ChainSinkCommon {
 /** Largest batch written with one write and one fsync in group mode (records). */
 const MAX_BATCH = 8192;
 
-export const COMMON_OPTION_KEYS = ["durability", "checkpointEvery", "onDurable", "onNotice", "maxQueued", "now"];
+export const COMMON_OPTION_KEYS = ["durability", "checkpointEvery", "onDurable", "onCheckpoint", "onNotice", "maxQueued", "now"];
 
 /** Where a sink's notices go: `onNotice`, or a warning on the default operational logger. */
 export function noticeTo(common: ChainSinkCommon): (message: string, meta: Record<string, unknown>) => void {
@@ -85,6 +96,7 @@ export function validateCommon(where: string, opts: ChainSinkCommon): void {
   }
   if (opts.checkpointEvery !== undefined && !(Number.isInteger(opts.checkpointEvery) && opts.checkpointEvery >= 1)) throw new Error(`${where}: checkpointEvery must be an integer >= 1`);
   if (opts.maxQueued !== undefined && !(Number.isInteger(opts.maxQueued) && opts.maxQueued >= 1)) throw new Error(`${where}: maxQueued must be an integer >= 1`);
+  if (opts.onCheckpoint !== undefined && typeof opts.onCheckpoint !== "function") throw new Error(`${where}: onCheckpoint must be a function`);
 }
 
 /** @internal */
@@ -211,7 +223,7 @@ export abstract class ChainSinkBase implements AuditSink {
       await this.flush();
       while (this.loop) await this.loop;
       // after records, and after an interval, rotate or recover checkpoint too: a chain ends closed only on "close"
-      if (this.signer && this.seq > 0 && this.tailWhy !== "close") await this.persist([await this.checkpoint("close")]);
+      if (this.signer && this.seq > 0 && this.tailWhy !== "close") await this.persistEntries([await this.checkpoint("close")]);
     } finally {
       this.closed = true;
       if (this.timer) clearTimeout(this.timer);
@@ -277,7 +289,7 @@ export abstract class ChainSinkBase implements AuditSink {
       // 200 bytes: the seq/prev/hash envelope around the record.
       if (this.shouldRotate(pendingBytes, Buffer.byteLength(canonical) + 200)) {
         if (this.signer && this.sinceCheckpoint > 0) entries.push(await this.checkpoint("rotate"));
-        await this.persist(entries);
+        await this.persistEntries(entries);
         entries = [];
         pendingBytes = 0;
         await this.rotate();
@@ -296,7 +308,25 @@ export abstract class ChainSinkBase implements AuditSink {
         pendingBytes += Buffer.byteLength(cp.line) + 1;
       }
     }
-    if (entries.length > 0) await this.persist(entries);
+    if (entries.length > 0) await this.persistEntries(entries);
+  }
+
+  /** {@link persist}, then hands out the anchors of the checkpoints among `entries` (`onCheckpoint`). */
+  private async persistEntries(entries: SealedEntry[]): Promise<void> {
+    await this.persist(entries);
+    const hook = this.common.onCheckpoint;
+    if (hook === undefined) return;
+    for (const e of entries) {
+      if (e.why === undefined) continue;
+      const anchor: CheckpointAnchor = { chain: this.chainId, seq: e.seq, hash: e.hash, why: e.why, time: e.time };
+      const failed = (err: unknown) => this.notice("audit onCheckpoint failed", { where: this.where(), seq: e.seq, error: err instanceof Error ? err.name : typeof err });
+      try {
+        const r = hook(anchor);
+        if (r !== undefined && typeof (r as Promise<void>).then === "function") (r as Promise<void>).then(undefined, failed);
+      } catch (err) {
+        failed(err);
+      }
+    }
   }
 
   /**
@@ -307,7 +337,7 @@ export abstract class ChainSinkBase implements AuditSink {
   protected async continueAfter(lastRecord: unknown): Promise<void> {
     const r = lastRecord as { type?: unknown; why?: unknown } | null | undefined;
     if (r?.type === "checkpoint" && r.why === "close") this.tailWhy = "close";
-    else if (this.signer !== undefined && this.seq > 0) await this.persist([await this.checkpoint("recover")]);
+    else if (this.signer !== undefined && this.seq > 0) await this.persistEntries([await this.checkpoint("recover")]);
   }
 
   /** Seals a checkpoint entry over the current head. */
@@ -318,7 +348,7 @@ export abstract class ChainSinkBase implements AuditSink {
     const jws = await signer.sign(this.chainId, seq, this.head, time, why);
     const body: CheckpointBody = { type: "checkpoint", time, chain: this.chainId, kid: signer.kid, why, jws };
     const { line, hash } = sealEntry(seq, this.head, canonicalJson(body));
-    const entry = { seq, prev: this.head, hash, line, time, type: "checkpoint" };
+    const entry = { seq, prev: this.head, hash, line, time, type: "checkpoint", why };
     this.head = hash;
     this.sinceCheckpoint = 0;
     this.tailWhy = why;

@@ -44,6 +44,24 @@ export interface CheckpointBody {
   jws: string;
 }
 
+/**
+ * What a store outside the audit trail keeps of one checkpoint, to detect later that the trail was cut back past it or
+ * rewritten (also by someone holding the signing key): its chain, seq and entry hash. No PHI. Sinks hand these out
+ * through `onCheckpoint`; `verifyAuditFiles`/`verifyAuditTable` check them with `anchors`.
+ */
+export interface CheckpointAnchor {
+  /** Chain (instance) id, as in the checkpoint. */
+  chain: string;
+  /** The checkpoint entry's seq. */
+  seq: number;
+  /** The checkpoint entry's hash (hex SHA-256): it fixes every entry before it. */
+  hash: string;
+  /** Why the checkpoint was written. */
+  why: CheckpointBody["why"];
+  /** The checkpoint's time, RFC 3339. */
+  time: string;
+}
+
 /** A parsed chain line. */
 export interface ChainEntry {
   seq: number;

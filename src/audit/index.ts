@@ -9,7 +9,7 @@ export type { AuditDurability, ChainSinkCommon } from "./chain-sink.js";
 export { FileAuditSink } from "./file-sink.js";
 export type { FileAuditSinkOptions } from "./file-sink.js";
 export { GENESIS_HASH, generateAuditSigningKey } from "./chain.js";
-export type { AuditSigningKey, AuditVerifyKey, CheckpointAlg, CheckpointBody, ChainEntry } from "./chain.js";
+export type { AuditSigningKey, AuditVerifyKey, CheckpointAlg, CheckpointAnchor, CheckpointBody, ChainEntry } from "./chain.js";
 export { verifyAuditFiles } from "./verify.js";
 export type { VerifyOptions, VerifyResult, VerifyFailure, VerifyFailureReason } from "./verify.js";
 export { queryAudit, iterateAudit, expandAuditPaths } from "./query.js";

@@ -3,7 +3,7 @@
  * with the public key, the checkpoint signatures. Stops at the first bad entry and says where and why.
  */
 import path from "node:path";
-import { entryHash, GENESIS_HASH, importKeyring, verifyCheckpoint, type AuditVerifyKey, type ChainEntry, type CheckpointBody, type VerifyKeyring } from "./chain.js";
+import { entryHash, GENESIS_HASH, importKeyring, verifyCheckpoint, type AuditVerifyKey, type ChainEntry, type CheckpointAnchor, type CheckpointBody, type VerifyKeyring } from "./chain.js";
 import { canonicalJson } from "./canonical-json.js";
 import { readLines } from "./lines.js";
 import { AuditRecordInputSchema } from "./record.js";
@@ -21,6 +21,8 @@ export type VerifyFailureReason =
   | "chain_mismatch" // checkpoints of different chains in one sequence of files
   | "unsigned_tail" // with a key: entries after the last signed checkpoint (truncation, or crash before close)
   | "not_genesis" // the first entry is not seq 1 with the genesis prev (files missing at the start)
+  | "anchor_missing" // the chain ends before a checkpoint anchored elsewhere, or no chain here has the anchor's id
+  | "anchor_mismatch" // the entry at an anchored seq is not the anchored checkpoint: the chain was rewritten
   | "unreadable_file"; // a file could not be read
 
 /** Where and why verification failed. `line` is 1-based within `file`. */
@@ -46,6 +48,14 @@ export interface VerifyOptions {
   partial?: boolean;
   /** The chain id every checkpoint must name. Default: any, but one per chain. `verifyAuditTable` sets the instance id. */
   chain?: string;
+  /**
+   * Checkpoints recorded outside the trail (the sinks' `onCheckpoint`): each must be in the trail, at its seq, with its
+   * hash. Catches what the files alone cannot show: a chain cut back past an anchored checkpoint (`anchor_missing`),
+   * and a chain rewritten, even with the signing key (`anchor_mismatch`). Checked with or without `publicKey`; anchors
+   * of other chains are ignored by a chain, and {@link verifyAuditFiles} reports anchors whose chain none of the files
+   * hold. With `partial`, anchors before the first entry read are not checked.
+   */
+  anchors?: ReadonlyArray<Pick<CheckpointAnchor, "chain" | "seq" | "hash">>;
 }
 
 /** Result of {@link verifyAuditFiles}. */
@@ -94,11 +104,18 @@ export class ChainVerifier {
   readonly recoveries: Array<{ seq: number; time: string }> = [];
   firstUnsigned: { file: string; line: number; seq: number } | undefined;
   error: VerifyFailure | undefined;
+  /** seqs that anchors name, and where and what the chain's entry at each seq was */
+  private readonly anchoredSeqs: Set<number>;
+  private readonly atAnchored = new Map<number, { file: string; line: number; hash: string }>();
+  private firstSeq: number | undefined;
+  private last: { file: string; line: number } | undefined;
 
   private constructor(
     private readonly key: VerifyKeyring | undefined,
     private readonly opts: VerifyOptions,
-  ) {}
+  ) {
+    this.anchoredSeqs = new Set((opts.anchors ?? []).map((a) => a.seq));
+  }
 
   static async create(opts: VerifyOptions): Promise<ChainVerifier> {
     return new ChainVerifier(opts.publicKey === undefined ? undefined : await importKeyring(opts.publicKey), opts);
@@ -137,6 +154,9 @@ export class ChainVerifier {
       return fail("malformed_line", "record is not canonicalisable JSON", entry.seq);
     }
     if (entryHash(entry.seq, entry.prev, canonical) !== entry.hash) return fail("hash_mismatch", "entry content does not match its hash: the entry was edited", entry.seq);
+    this.firstSeq ??= entry.seq;
+    this.last = { file, line };
+    if (this.anchoredSeqs.has(entry.seq)) this.atAnchored.set(entry.seq, { file, line, hash: entry.hash });
     if (entry.record["type"] === "checkpoint") {
       const body = entry.record as unknown as CheckpointBody;
       if (typeof body.jws !== "string" || typeof body.chain !== "string" || typeof body.time !== "string") return fail("malformed_line", "checkpoint without jws/chain/time", entry.seq);
@@ -165,9 +185,35 @@ export class ChainVerifier {
 
   /** Final checks after the last line. */
   finish(): void {
+    if (this.error) return;
+    this.checkAnchors();
     if (this.error || this.key === undefined || this.opts.allowUnsignedTail || this.firstUnsigned === undefined) return;
     const u = this.firstUnsigned;
     this.error = { ...u, reason: "unsigned_tail", message: "entries from here on are not covered by a signed checkpoint (file truncated, or the writer crashed before close)" };
+  }
+
+  /** The anchors of this chain, lowest seq first: each must be the entry at its seq. */
+  private checkAnchors(): void {
+    const chain = this.chain ?? this.opts.chain;
+    if (chain === undefined) return;
+    const mine = (this.opts.anchors ?? []).filter((a) => a.chain === chain && !(this.opts.partial && this.firstSeq !== undefined && a.seq < this.firstSeq));
+    for (const a of mine.sort((x, y) => x.seq - y.seq)) {
+      const at = this.atAnchored.get(a.seq);
+      if (at === undefined) {
+        this.error = {
+          file: this.last?.file ?? "",
+          line: this.last?.line ?? 0,
+          seq: a.seq,
+          reason: "anchor_missing",
+          message: `the chain ends at seq ${this.expectedSeq - 1}, before the checkpoint anchored elsewhere at seq ${a.seq}: entries were removed from its end`,
+        };
+        return;
+      }
+      if (at.hash !== a.hash) {
+        this.error = { file: at.file, line: at.line, seq: a.seq, reason: "anchor_mismatch", message: "entry is not the checkpoint anchored elsewhere at this seq: the chain was rewritten" };
+        return;
+      }
+    }
   }
 
   result(): VerifyResult {
@@ -205,11 +251,11 @@ export async function verifyAuditFiles(files: string[], opts: VerifyOptions = {}
   for (const [name, list] of groups) {
     if (name !== "") list.sort((a, b) => counterOf(a) - counterOf(b));
   }
-  if (groups.size <= 1) return verifyChain(files.length === 0 ? [] : [...groups.values()][0]!, opts);
+  if (groups.size <= 1) return unknownAnchors(await verifyChain(files.length === 0 ? [] : [...groups.values()][0]!, opts), opts);
   const chains: NonNullable<VerifyResult["chains"]> = [];
   for (const [name, list] of groups) chains.push({ ...(await verifyChain(list, opts)), name: name || "(other)", files: list.length });
   const pick = chains.find((c) => !c.ok) ?? chains.at(-1)!;
-  return {
+  return unknownAnchors({
     ok: chains.every((c) => c.ok),
     records: chains.reduce((n, c) => n + c.records, 0),
     checkpoints: chains.reduce((n, c) => n + c.checkpoints, 0),
@@ -222,6 +268,19 @@ export async function verifyAuditFiles(files: string[], opts: VerifyOptions = {}
     recoveries: chains.flatMap((c) => c.recoveries.map((r) => ({ ...r, chain: c.name }))),
     ...(pick.firstError !== undefined && { firstError: pick.firstError }),
     chains,
+  }, opts);
+}
+
+/** Fails a passing result when anchors name a chain that none of the verified chains is (its files missing or replaced). */
+function unknownAnchors(result: VerifyResult, opts: VerifyOptions): VerifyResult {
+  if (!result.ok || !opts.anchors?.length) return result;
+  const present = new Set((result.chains ?? [result]).map((c) => c.chain).filter((c) => c !== undefined));
+  const orphan = opts.anchors.find((a) => !present.has(a.chain));
+  if (orphan === undefined) return result;
+  return {
+    ...result,
+    ok: false,
+    firstError: { file: "", line: 0, seq: orphan.seq, reason: "anchor_missing", message: "no chain in these files has the id of a checkpoint anchored elsewhere: its files are missing, or were replaced" },
   };
 }
 

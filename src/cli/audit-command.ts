@@ -1,7 +1,7 @@
 /**
  * `hmcp audit verify|query|export` (issue 4). Exit codes: 0 ok, 1 check failed, 2 usage error.
  *
- *   hmcp audit verify <files or dirs...> [--key <public JWK file>] [--allow-unsigned-tail] [--partial] [--format text|json]
+ *   hmcp audit verify <files or dirs...> [--key <public JWK file>] [--anchors <file>] [--allow-unsigned-tail] [--partial] [--format text|json]
  *   hmcp audit query  [--patient ID] [--actor ID] [--outcome O] [--method M] [--type T] [--since T] [--until T]
  *                     [--limit N] [--format table|json] <files or dirs...>
  *   hmcp audit export --format fhir [same filters as query] [--site NAME] <files or dirs...>
@@ -32,7 +32,8 @@ import {
 type IO = { out: (s: string) => void; err: (s: string) => void };
 
 const USAGE = `usage:
-  hmcp audit verify <files|dirs...> [--key <public JWK or JWK Set file>] [--allow-unsigned-tail] [--partial] [--format text|json]
+  hmcp audit verify <files|dirs...> [--key <public JWK or JWK Set file>] [--anchors <JSON Lines of checkpoint anchors>]
+                    [--allow-unsigned-tail] [--partial] [--format text|json]
   hmcp audit query [--patient ID] [--actor ID] [--outcome allowed|denied|blocked|failed] [--method M] [--type T]
                    [--since RFC3339] [--until RFC3339] [--limit N] [--format table|json] <files|dirs...>
   hmcp audit export --format fhir [query filters] [--site NAME] <files|dirs...>`;
@@ -107,7 +108,7 @@ async function verify(argv: string[], io: IO): Promise<number> {
   const { values, positionals } = parseArgs({
     args: argv,
     allowPositionals: true,
-    options: { key: { type: "string" }, "allow-unsigned-tail": { type: "boolean" }, partial: { type: "boolean" }, format: { type: "string" } },
+    options: { key: { type: "string" }, anchors: { type: "string" }, "allow-unsigned-tail": { type: "boolean" }, partial: { type: "boolean" }, format: { type: "string" } },
   });
   const format = values.format ?? "text";
   if (format !== "text" && format !== "json") throw new UsageError("--format must be text or json");
@@ -123,10 +124,12 @@ async function verify(argv: string[], io: IO): Promise<number> {
     const keys = Array.isArray(publicKey["keys"]) ? (publicKey["keys"] as Record<string, unknown>[]) : [publicKey];
     if (keys.some((k) => typeof k?.["d"] === "string")) throw new UsageError("--key must hold PUBLIC keys only (the file holds a private key)");
   }
+  const anchors = values.anchors === undefined ? undefined : await readAnchors(values.anchors);
   let result;
   try {
     result = await verifyAuditFiles(list, {
       ...(publicKey !== undefined && { publicKey }),
+      ...(anchors !== undefined && { anchors }),
       allowUnsignedTail: values["allow-unsigned-tail"] ?? false,
       partial: values.partial ?? false,
     });
@@ -139,7 +142,9 @@ async function verify(argv: string[], io: IO): Promise<number> {
   }
   if (result.ok) {
     // Records and checkpoints are both chain entries (each takes a seq), so the head seq counts both.
-    const sig = result.signaturesChecked ? "checkpoint signatures verified" : "checkpoint signatures NOT checked (no --key)";
+    const sig =
+      (result.signaturesChecked ? "checkpoint signatures verified" : "checkpoint signatures NOT checked (no --key)") +
+      (anchors !== undefined ? `; checked against ${plural(anchors.length, "checkpoint anchor")}` : "");
     // each recover checkpoint marks a reopen after an unclean end: a crash or kill, or a trail cut back to a checkpoint
     const unclean =
       result.recoveries.length === 0
@@ -162,6 +167,28 @@ async function verify(argv: string[], io: IO): Promise<number> {
   const f = result.firstError!;
   io.out(`FAILED: ${f.file} line ${f.line}${f.seq !== undefined ? ` (seq ${f.seq})` : ""}: ${f.reason}: ${f.message}; ${plural(result.records, "record")} and ${plural(result.checkpoints, "checkpoint")} verified before it`);
   return 1;
+}
+
+/**
+ * The anchors in `file`: JSON Lines of `{ chain, seq, hash, ... }` (what the sinks' `onCheckpoint` hands out), or one
+ * JSON array of them.
+ * @throws UsageError when the file holds anything else
+ */
+async function readAnchors(file: string): Promise<Array<{ chain: string; seq: number; hash: string }>> {
+  const text = await readFile(file, "utf8");
+  let items: unknown[];
+  try {
+    items = text.trimStart().startsWith("[") ? (JSON.parse(text) as unknown[]) : text.split("\n").filter((l) => l.trim() !== "").map((l) => JSON.parse(l) as unknown);
+  } catch {
+    throw new UsageError(`--anchors ${file}: not JSON Lines (or a JSON array) of checkpoint anchors`);
+  }
+  const ok = (a: unknown): a is { chain: string; seq: number; hash: string } => {
+    const x = a as { chain?: unknown; seq?: unknown; hash?: unknown } | null;
+    return typeof x?.chain === "string" && Number.isSafeInteger(x.seq) && typeof x.hash === "string" && /^[0-9a-f]{64}$/.test(x.hash);
+  };
+  const bad = items.findIndex((a) => !ok(a));
+  if (!Array.isArray(items) || bad >= 0) throw new UsageError(`--anchors ${file}: entry ${bad + 1} is not a checkpoint anchor { chain, seq, hash }`);
+  return items.map((a) => ({ chain: (a as { chain: string }).chain, seq: (a as { seq: number }).seq, hash: (a as { hash: string }).hash }));
 }
 
 const plural = (n: number, word: string): string => `${n} ${word}${n === 1 ? "" : "s"}`;

@@ -113,6 +113,30 @@ describe("hmcp audit verify", () => {
     expect(r.out).toMatch(/bad_signature/);
   });
 
+  it("--anchors: a chain cut back to a checkpoint passes without them and fails against them", async () => {
+    const keys = await generateAuditSigningKey();
+    const d = await tempLogDir("audit-cli-anchors");
+    const anchors: string[] = [];
+    const sink = await FileAuditSink.open({ dir: d, signing: { privateKey: keys.privateJwk }, checkpointEvery: 5, onCheckpoint: (a) => void anchors.push(JSON.stringify(a)) });
+    for (let i = 0; i < 7; i++) sink.append(sampleRecord(i));
+    await sink.close();
+    const anchorFile = path.join(await tempLogDir("audit-cli-anchor-store"), "anchors.jsonl");
+    await writeFile(anchorFile, anchors.join("\n") + "\n");
+    const f = path.join(d, (await readdir(d)).find((x) => x.endsWith(".jsonl"))!);
+    const intact = await run("audit", "verify", d, "--anchors", anchorFile);
+    expect(intact.code).toBe(0);
+    expect(intact.out).toMatch(/checked against 2 checkpoint anchors/);
+    // cut back to the interval checkpoint (seq 6): the close checkpoint (seq 9) is gone
+    const ls = (await readFile(f, "utf8")).split("\n");
+    await writeFile(f, ls.slice(0, 6).join("\n") + "\n");
+    expect((await run("audit", "verify", d)).code).toBe(0);
+    const cut = await run("audit", "verify", d, "--anchors", anchorFile);
+    expect(cut.code).toBe(1);
+    expect(cut.out).toMatch(/FAILED: .* line 6 \(seq 9\): anchor_missing/);
+    await writeFile(anchorFile, "not json\n");
+    expect((await run("audit", "verify", d, "--anchors", anchorFile)).code).toBe(2);
+  });
+
   it("exits 2 on usage errors", async () => {
     expect((await run("audit", "verify")).code).toBe(2);
     expect((await run("audit", "verify", path.join(dir, "missing.jsonl"))).code).toBe(2);

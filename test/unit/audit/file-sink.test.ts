@@ -1,7 +1,7 @@
 import { chmod, readFile, readdir, stat, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { beforeAll, describe, expect, it, vi } from "vitest";
-import { FileAuditSink, AuditSinkError, defaultOperationalLogger, generateAuditSigningKey, verifyAuditFiles, canonicalJson, sha256Hex, type VerifyResult } from "hmcp";
+import { FileAuditSink, AuditSinkError, defaultOperationalLogger, generateAuditSigningKey, verifyAuditFiles, canonicalJson, sha256Hex, type CheckpointAnchor, type VerifyResult } from "hmcp";
 import type { JWK } from "jose";
 import { sampleRecord, tempLogDir } from "./helpers.js";
 
@@ -330,6 +330,82 @@ describe("tampering is detected by verify", () => {
     const { files } = await writeChain(10);
     const other = await generateAuditSigningKey("ES256");
     expectFailure(await verifyAuditFiles(files, { publicKey: other.publicJwk }), 5, "bad_signature");
+  });
+});
+
+describe("checkpoint anchors: onCheckpoint hands them out, verify checks them", () => {
+  async function anchoredChain(n: number, dir?: string): Promise<{ dir: string; files: string[]; anchors: CheckpointAnchor[] }> {
+    const anchors: CheckpointAnchor[] = [];
+    const d = dir ?? (await tempLogDir("audit-anchors"));
+    const sink = await FileAuditSink.open({ dir: d, signing: { privateKey: keys.privateJwk }, checkpointEvery: 4, onCheckpoint: (a) => void anchors.push(a) });
+    for (let i = 0; i < n; i++) sink.append(sampleRecord(i));
+    await sink.close();
+    return { dir: d, files: await listFiles(d), anchors };
+  }
+
+  it("hands out each checkpoint's chain, seq and entry hash once it is on disk, and an intact chain verifies against them", async () => {
+    const { files, anchors } = await anchoredChain(10);
+    // records 1-4, checkpoint 5, records 6-9, checkpoint 10, records 11-12, close checkpoint 13
+    expect(anchors.map((a) => [a.seq, a.why])).toEqual([[5, "interval"], [10, "interval"], [13, "close"]]);
+    const entries = (await lines(files[0]!)).map((l) => JSON.parse(l) as { seq: number; hash: string; record: { chain?: string } });
+    for (const a of anchors) {
+      const e = entries.find((x) => x.seq === a.seq)!;
+      expect(a).toMatchObject({ hash: e.hash, chain: e.record.chain });
+      expect(Date.parse(a.time)).not.toBeNaN();
+    }
+    expect(await verifyAuditFiles(files, { publicKey: keys.publicJwk, anchors })).toMatchObject({ ok: true });
+    expect(await verifyAuditFiles(files, { anchors })).toMatchObject({ ok: true });
+  });
+
+  it("a chain cut back to an interval checkpoint passes on the files alone, and fails against its anchors (anchor_missing)", async () => {
+    const { files, anchors } = await anchoredChain(10);
+    const ls = await lines(files[0]!);
+    await writeFile(files[0]!, ls.slice(0, 10).join("\n") + "\n");
+    // what the files alone show: a chain whose writer did not close it (it could have crashed)
+    expect(await verifyAuditFiles(files, { publicKey: keys.publicJwk })).toMatchObject({ ok: true, closed: false, lastSeq: 10 });
+    const r = await verifyAuditFiles(files, { publicKey: keys.publicJwk, anchors });
+    expectFailure(r, 10, "anchor_missing");
+    expect(r.firstError).toMatchObject({ seq: 13 });
+    expect(r.firstError!.message).toMatch(/ends at seq 10, before the checkpoint anchored elsewhere at seq 13/);
+  });
+
+  it("a chain rewritten by someone holding the signing key fails against the anchors (anchor_mismatch); anchors of a chain not in the files fail too", async () => {
+    const { anchors } = await anchoredChain(10);
+    // the forger writes a history of their own with the real key and the same chain id (records differ)
+    const forged = await tempLogDir("audit-anchors-forged");
+    const sink = await FileAuditSink.open({ dir: forged, signing: { privateKey: keys.privateJwk }, checkpointEvery: 4 });
+    for (let i = 0; i < 10; i++) sink.append(sampleRecord(i));
+    await sink.close();
+    const files = await listFiles(forged);
+    expect(await verifyAuditFiles(files, { publicKey: keys.publicJwk })).toMatchObject({ ok: true, closed: true });
+    const r = await verifyAuditFiles(files, { publicKey: keys.publicJwk, anchors });
+    expectFailure(r, 5, "anchor_mismatch");
+    // a trail whose chain id none of the anchors' matches: the anchored chain's files are gone
+    const other = await tempLogDir("audit-anchors-other");
+    const s2 = await FileAuditSink.open({ dir: other, signing: { privateKey: keys.privateJwk }, checkpointEvery: 4, chainId: "another-chain" });
+    s2.append(sampleRecord(0));
+    await s2.close();
+    const orphan = await verifyAuditFiles(await listFiles(other), { anchors });
+    expect(orphan).toMatchObject({ ok: false, firstError: { reason: "anchor_missing", seq: 5 } });
+  });
+
+  it("a failing onCheckpoint is a notice and never fails the sink", async () => {
+    const dir = await tempLogDir("audit-anchors-hook");
+    const notices: string[] = [];
+    const sink = await FileAuditSink.open({
+      dir,
+      signing: { privateKey: keys.privateJwk },
+      checkpointEvery: 2,
+      onNotice: (m) => void notices.push(m),
+      onCheckpoint: (a) => (a.seq === 3 ? Promise.reject(new Error("bucket down")) : (() => { throw new Error("bucket down"); })()),
+    });
+    for (let i = 0; i < 4; i++) sink.append(sampleRecord(i));
+    await sink.flush();
+    await sink.close();
+    await new Promise((r) => setImmediate(r));
+    expect(notices.filter((m) => m === "audit onCheckpoint failed")).toHaveLength(3);
+    expect(await verifyAuditFiles(await listFiles(dir), { publicKey: keys.publicJwk })).toMatchObject({ ok: true, records: 4, closed: true });
+    await expect(FileAuditSink.open({ dir, signing: false, onCheckpoint: "yes" as never })).rejects.toThrow(/onCheckpoint must be a function/);
   });
 });
 

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AuditSinkError, PostgresAuditSink, generateAuditSigningKey, listAuditChains, verifyAuditTable, canonicalJson, sha256Hex } from "hmcp";
 import type { JWK } from "jose";
 import type pg from "pg";
-import type { AuditQueryable } from "hmcp";
+import type { AuditQueryable, CheckpointAnchor } from "hmcp";
 
 // Compile-time check (tsc --noEmit runs over test/): node-postgres pools and clients fit the sink's db interface.
 const _poolFits: AuditQueryable = null as unknown as pg.Pool;
@@ -97,6 +97,21 @@ describe("PostgresAuditSink (on PGlite)", () => {
       ok: false,
       firstError: { reason: "chain_mismatch" },
     });
+  });
+
+  it("anchors handed out by onCheckpoint catch rows deleted back to a checkpoint, which the table alone cannot show", async () => {
+    const anchors: CheckpointAnchor[] = [];
+    const sink = await PostgresAuditSink.open({ db, instanceId: "anchored", table: "audit_a", signing: { privateKey: keys.privateJwk }, checkpointEvery: 4, onCheckpoint: (a) => void anchors.push(a) });
+    for (let i = 0; i < 10; i++) sink.append(sampleRecord(i));
+    await sink.close();
+    expect(anchors.map((a) => [a.chain, a.seq, a.why])).toEqual([["anchored", 5, "interval"], ["anchored", 10, "interval"], ["anchored", 13, "close"]]);
+    const opts = { instanceId: "anchored", table: "audit_a", publicKey: keys.publicJwk };
+    // another instance's anchors are not this chain's business
+    const foreign = { chain: "elsewhere", seq: 2, hash: "0".repeat(64) };
+    expect(await verifyAuditTable(db, { ...opts, anchors: [...anchors, foreign] })).toMatchObject({ ok: true, closed: true });
+    await db.query("DELETE FROM audit_a WHERE instance_id = 'anchored' AND seq > 10");
+    expect(await verifyAuditTable(db, opts)).toMatchObject({ ok: true, closed: false });
+    expect(await verifyAuditTable(db, { ...opts, anchors })).toMatchObject({ ok: false, firstError: { reason: "anchor_missing", seq: 13 } });
   });
 
   it("a second writer with the same instance id fails closed instead of forking the chain", async () => {
