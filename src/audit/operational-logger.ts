@@ -37,7 +37,6 @@ export interface OperationalLoggerOptions {
   transports?: LogTransport[];
 }
 
-const KEEP = new Set(["level", "timestamp", "service"]);
 const SPLAT = Symbol.for("splat");
 const LEVEL = Symbol.for("level");
 const SESSION_ID = /^[0-9A-Fa-f]{8}(?:-?[0-9A-Fa-f]{4}){3}-?[0-9A-Fa-f]{12}$|^[0-9A-Fa-f]{16,64}$/;
@@ -55,9 +54,12 @@ const SENSITIVE_KEY = /^(name|names|given|family|patientName|fullName|ssn|mrn|ph
  * `address`, `birthDate`, `content`, `text`, `prompt`, `messages`, `body`, `params`, `result` …) is
  * replaced by "[REDACTED]" whatever it holds.
  * @throws Error when `level` is not an npm level or `redact` is not a function.
- * Redaction happens where entries enter the logger (every level method, `log`, `write` and child loggers), on a copy:
- * the caller's objects are not modified, and no format, transport or winston warning sees the unredacted entry
- * (winston's raw metadata, `info[Symbol.for("splat")]`, is not passed on).
+ * Redaction happens where entries enter the logger (every level method, `log`, `write` and child loggers), on a copy
+ * (the redaction does not modify the caller's objects; winston itself adds `level` and the default metadata to an
+ * object passed alone as the entry), and no format, transport or winston warning sees the unredacted entry
+ * (winston's raw metadata, `info[Symbol.for("splat")]`, is not passed on). A caller's `timestamp` is dropped (the
+ * format writes the real one) and so is a top-level `stack`; entries of winston's exception and rejection handlers keep
+ * the first line of their message, without the stack and `trace`.
  * @throws TypeError when `transports` holds the audit transport (also from the logger's `add`, `configure` and `pipe`).
  */
 export function createOperationalLogger(opts: OperationalLoggerOptions = {}): winston.Logger {
@@ -84,7 +86,8 @@ export function createOperationalLogger(opts: OperationalLoggerOptions = {}): wi
   // (logger.format, configure) nor winston's own "no transports" warning, which prints the entry as given, nor a
   // transport reading the raw metadata (info[Symbol.for("splat")]) can reach unredacted text.
   const write = logger.write.bind(logger) as (chunk: unknown, ...rest: unknown[]) => boolean;
-  (logger as { write: (chunk: unknown, ...rest: unknown[]) => boolean }).write = (chunk, ...rest) => write(redactEntry(chunk, redact), ...rest);
+  const service = opts.service ?? "hmcp";
+  (logger as { write: (chunk: unknown, ...rest: unknown[]) => boolean }).write = (chunk, ...rest) => write(redactEntry(chunk, redact, service), ...rest);
   // add() and configure() attach transports through pipe()
   const pipe = logger.pipe.bind(logger);
   logger.pipe = (<T extends NodeJS.WritableStream>(destination: T, options?: { end?: boolean }) =>
@@ -115,12 +118,18 @@ function refuseAuditTransport(transport: LogTransport): LogTransport {
  * A redacted copy of a log entry: its level (`Symbol.for("level")`) and every string key, scrubbed; winston's raw
  * metadata (`Symbol.for("splat")`) is dropped. An Error given as the entry itself (`logger.error(err)`) becomes its
  * redacted message plus `error: { name, code, message }`; a top-level `stack` (winston copies an Error's stack there
- * when it is the metadata) is left out.
+ * when it is the metadata) is left out, and so is a caller's `timestamp` (the format writes the real one). Entries of
+ * winston's exception and rejection handlers keep the first line of their message (the stack follows it) and lose
+ * `trace` and `process.argv` / `process.cwd`.
  */
-function redactEntry(chunk: unknown, redact: Redactor): unknown {
+function redactEntry(chunk: unknown, redact: Redactor, service: string): unknown {
   if (chunk === null || typeof chunk !== "object") return chunk;
   const info = chunk as Record<string | symbol, unknown>;
-  const out: Record<string | symbol, unknown> = { [LEVEL]: info[LEVEL] };
+  // a level that is not an npm level (log("<text>", ...)) is redacted before winston's "unknown level" warning prints it
+  const level = (l: unknown) => (typeof l === "string" && l in winston.config.npm.levels ? l : typeof l === "string" ? safe(redact, l) : l);
+  const out: Record<string | symbol, unknown> = { [LEVEL]: level(info[LEVEL]) };
+  // winston's exception and rejection handlers put the stack into the message and add `trace` (files, functions)
+  const uncaught = info["exception"] === true || info["rejection"] === true;
   // winston copies the indices of a Buffer or typed array given as the metadata argument into the entry
   const meta = info[SPLAT];
   const binaryMeta = Array.isArray(meta) && ArrayBuffer.isView(meta[0]) ? new Set(Object.keys(meta[0])) : undefined;
@@ -129,12 +138,24 @@ function redactEntry(chunk: unknown, redact: Redactor): unknown {
     out["error"] = scrub(chunk, redact, 0);
   }
   for (const key of Object.keys(info)) {
-    const v = info[key];
-    if (KEEP.has(key)) {
+    let v = info[key];
+    // the format adds the timestamp; the service is the configured one (a caller's value under these keys is data)
+    if (key === "timestamp") continue;
+    if (key === "level") {
+      out[key] = level(v);
+      continue;
+    }
+    if (key === "service" && v === service) {
       out[key] = v;
       continue;
     }
     if (key === "stack" || (binaryMeta?.has(key) && key !== "message")) continue;
+    if (uncaught && key === "trace") continue;
+    if (uncaught && key === "message" && typeof v === "string") v = v.split("\n", 1)[0];
+    if (uncaught && key === "process" && v !== null && typeof v === "object") {
+      const { argv: _argv, cwd: _cwd, ...rest } = v as Record<string, unknown>;
+      v = rest;
+    }
     // a transport session id the server generated (UUID or hex) correlates log lines with the audit trail; it is
     // not PHI, though the detector would call it an [ID]
     if (key === "sessionId" && typeof v === "string" && SESSION_ID.test(v)) {
@@ -151,8 +172,8 @@ function scrub(v: unknown, redact: Redactor, depth: number): unknown {
   if (v === null || typeof v !== "object") return v;
   if (depth > 8) return "[depth]";
   if (v instanceof Error) {
-    const code = (v as NodeJS.ErrnoException).code;
-    return { name: v.name, ...(code !== undefined && { code }), message: safe(redact, v.message) };
+    const code: unknown = (v as NodeJS.ErrnoException).code;
+    return { name: safe(redact, String(v.name)), ...(code !== undefined && { code: typeof code === "string" ? safe(redact, code) : scrub(code, redact, depth + 1) }), message: safe(redact, String(v.message)) };
   }
   if (v instanceof Date) return safe(redact, Number.isNaN(v.getTime()) ? "Invalid Date" : v.toISOString());
   if (Array.isArray(v)) return v.map((x) => scrub(x, redact, depth + 1));

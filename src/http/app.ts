@@ -311,7 +311,7 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
         refused(req, res, 429, "too_many_sessions_for_principal");
         res
           .status(429)
-          .set("retry-after", "5")
+          .set("retry-after", "30")
           .json(jsonRpcError(-32000, `Too many sessions for this client (${maxPerPrincipal}): close one (DELETE) before opening another`));
         return;
       }
@@ -319,10 +319,16 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
       opening++;
       let initialized = false;
       try {
-        await openSession(req, res, principal, owner, () => (initialized = true));
+        // once the session is in `sessions` it counts there, not as being opened
+        await openSession(req, res, principal, owner, () => {
+          initialized = true;
+          opening--;
+        });
       } finally {
-        opening--;
-        if (!initialized) hold(owner, -1);
+        if (!initialized) {
+          opening--;
+          hold(owner, -1);
+        }
       }
     } catch (error) {
       next(error);

@@ -68,7 +68,7 @@ describe("sessions per principal", () => {
 
     const third = await initialize(endpoint, alice);
     expect(third.status).toBe(429);
-    expect(third.retryAfter).toBe("5");
+    expect(third.retryAfter).toBe("30");
     expect(third.sessionId).toBeNull();
     expect(third.body.error?.message).toMatch(/Too many sessions for this client \(2\)/);
     const refusal = records.filter((r) => r.reason === "too_many_sessions_for_principal");
@@ -86,8 +86,19 @@ describe("sessions per principal", () => {
     expect((await initialize(endpoint, alice)).status).toBe(200);
   });
 
+  /** A server whose connect takes `ms`: initialize requests of one burst overlap between the checks and the session. */
+  const slowConnect = (ms: number) => () => {
+    const server = createEchoAgent({});
+    const connect = server.connect.bind(server);
+    server.connect = async (t) => {
+      await new Promise((r) => setTimeout(r, ms));
+      return connect(t);
+    };
+    return server;
+  };
+
   it("concurrent initialize requests cannot overrun the cap", async () => {
-    const { app, endpoint } = await start({ maxSessionsPerPrincipal: 3 });
+    const { app, endpoint } = await start({ maxSessionsPerPrincipal: 3, createServer: slowConnect(30) });
     const alice = await token("alice");
     const replies = await Promise.all(Array.from({ length: 12 }, () => initialize(endpoint, alice)));
     expect(replies.filter((r) => r.status === 200)).toHaveLength(3);
@@ -109,6 +120,44 @@ describe("sessions per principal", () => {
       await bad.body?.cancel();
     }
     expect((await initialize(endpoint, alice)).status).toBe(200);
+  });
+
+  it("maxSessions counts sessions being opened once: a slow initialize neither lets a burst past the cap nor blocks the last place", async () => {
+    const { app, endpoint } = await start({ maxSessions: 3, maxSessionsPerPrincipal: 100, createServer: slowConnect(30) });
+    const replies = await Promise.all(Array.from({ length: 8 }, (_, i) => token(`user-${i}`).then((t) => initialize(endpoint, t))));
+    expect(replies.filter((r) => r.status === 200)).toHaveLength(3);
+    expect(replies.filter((r) => r.status === 503)).toHaveLength(5);
+    expect(app.sessionCount).toBe(3);
+  });
+
+  it("a session whose initialize answer is still being written does not count twice against maxSessions", async () => {
+    // the first initialize is answered only after the second one has been checked: with the session counted both as
+    // open and as being opened, the second would be refused although only one of two places is taken
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    let n = 0;
+    const createServer = () => {
+      const server = createEchoAgent({});
+      if (n++ === 0) {
+        const connect = server.connect.bind(server);
+        server.connect = async (t) => {
+          await connect(t);
+          const onmessage = t.onmessage!;
+          t.onmessage = (msg, extra) => {
+            // the session is registered when the transport reads the initialize request; hold its answer back
+            void gate.then(() => onmessage(msg, extra));
+          };
+        };
+      }
+      return server;
+    };
+    const { app, endpoint } = await start({ maxSessions: 2, createServer });
+    const first = initialize(endpoint, await token("alice"));
+    while (app.sessionCount < 1) await new Promise((r) => setTimeout(r, 5));
+    const second = await initialize(endpoint, await token("bob"));
+    release();
+    expect(second.status).toBe(200);
+    expect((await first).status).toBe(200);
   });
 
   it("refuses a limit that is not a positive integer", () => {

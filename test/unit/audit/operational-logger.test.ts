@@ -127,6 +127,36 @@ describe("createOperationalLogger", () => {
     expect(asCause!["cause"]).toEqual({ name: "Error", code: "E_LOOKUP", message: "no record for SSN [SSN]" });
   });
 
+  it("redacts an Error's name and code too, a caller's timestamp and service, and an uncaught exception's stack and trace", () => {
+    // a transport that takes the exception handlers' entries (winston registers its process listeners for it)
+    const mem = new (Memory as unknown as new (o: object) => Memory)({ handleExceptions: true, handleRejections: true });
+    const logger = createOperationalLogger({ transports: [mem] });
+    logger.exceptions.unhandle();
+    logger.rejections.unhandle();
+    class LookupError extends Error {}
+    const err = Object.assign(new LookupError("no record"), { code: "E 999-65-9492" });
+    err.name = "LookupError(999-65-9492)";
+    err.stack = "LookupError: no record\n    at lookup (/srv/patients/smith-999-65-9492.js:1:1)";
+    logger.error(err);
+    logger.error("failed", { cause: err });
+    logger.info("x", { timestamp: "SSN 999-65-9492", service: { ssn: "999-65-9492", note: "born 1949-08-02" } });
+    // what winston's uncaughtException / unhandledRejection handlers log
+    logger.log(logger.exceptions.getAllInfo(err) as winston.LogEntry);
+    expect(mem.lines).toHaveLength(4);
+    for (const line of mem.lines) {
+      expect(line).not.toMatch(/999-65-9492|1949-08-02|\/srv\//);
+      expect(line).not.toMatch(/"stack"|"trace"/);
+    }
+    const [asEntry, asCause, stamped, uncaught] = mem.lines.map((l) => JSON.parse(l) as Record<string, any>);
+    expect(asEntry!["error"]).toEqual({ name: "LookupError([SSN])", code: "E [SSN]", message: "no record" });
+    expect(asCause!["cause"]).toEqual({ name: "LookupError([SSN])", code: "E [SSN]", message: "no record" });
+    expect(stamped!["timestamp"]).toMatch(/^\d{4}-\d{2}-\d{2}T/);
+    expect(stamped!["service"]).toEqual({ ssn: "[REDACTED]", note: "born [DATE]" });
+    expect(uncaught).toMatchObject({ level: "error", exception: true, message: "uncaughtException: no record" });
+    expect(uncaught!["process"]).toBeTypeOf("object");
+    expect(uncaught!["process"]).not.toHaveProperty("argv");
+  });
+
   it("redacts on a copy at the logger's entrance: the caller's objects stay as they were, and write(), a replaced format and the raw metadata see no PHI", () => {
     const mem = new Memory();
     const seen: unknown[] = [];
