@@ -16,6 +16,8 @@ export { loadGuardrailPolicy, defaultGuardrails, policyPath, GuardrailPolicyErro
 export type { GuardrailPolicy, LoadPolicyOptions } from "./policy.js";
 export { createPhiDetector, redactPhi, redactPhiText, PHI_ENTITY_TYPES } from "./phi/detector.js";
 export type { PhiDetector, PhiDetectorOptions, PhiEntity, PhiEntityType, PhiRedaction } from "./phi/detector.js";
+export { createPhiDetectorPool, PhiPoolError } from "./phi/pool.js";
+export type { PhiDetectorPool, PhiDetectorPoolOptions, PhiDetectorPoolStats } from "./phi/pool.js";
 export { createPhiGuardrail } from "./builtins/phi.js";
 export type { PhiGuardrailOptions } from "./builtins/phi.js";
 export { createInjectionGuardrail } from "./builtins/injection.js";

@@ -1,0 +1,134 @@
+/**
+ * PHI scans on worker threads: the pool answers exactly what the in-thread detector answers (on real notes), the
+ * phi-redaction guardrail uses it for long text items, a scan that outlives its guardrail timeout is stopped while the
+ * event loop keeps running, and abort, close and an unreadable lexicon end in errors a caller can act on.
+ */
+import { existsSync, readFileSync } from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { afterAll, describe, expect, it } from "vitest";
+import { createPhiDetector, createPhiDetectorPool, createPhiGuardrail, GuardrailPipeline, loadGuardrailPolicy, PhiPoolError } from "../../../src/guardrails/index.js";
+
+const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../..");
+const data = path.resolve(repo, "../shared/data");
+
+function texts(set: string, field: string): string[] {
+  const file = path.join(data, set, "dev.jsonl");
+  expect(existsSync(file), `${file} (the shared data sets must sit beside the repository)`).toBe(true);
+  return readFileSync(file, "utf8")
+    .split("\n")
+    .filter((l) => l.trim())
+    .map((l) => String((JSON.parse(l) as Record<string, unknown>)[field] ?? ""));
+}
+
+const outputPayload = (text: string) => ({ role: "assistant", model: "m", content: { type: "text", text }, stopReason: "endTurn" });
+const ctx = { stage: "output" as const, side: "server" as const, method: "sampling/createMessage" };
+/** Text the detector is slowest on (bench/guardrails.ts worst cases, ~0.8 ms per KB): about a second for 1.2 MB. */
+const slowText = "Apt 1 ".repeat(200_000);
+
+describe("PHI detector pool", () => {
+  const pool = createPhiDetectorPool({ size: 2 });
+  afterAll(() => pool.close());
+
+  it("answers exactly what the in-thread detector answers, on every PhysioNet note and Presidio sentence", async () => {
+    const all = [...texts("phi-deid-physionet", "text"), ...texts("pii-presidio-synth", "text")];
+    const detector = createPhiDetector();
+    const [redacted, detected] = await Promise.all([Promise.all(all.map((t) => pool.redact(t))), Promise.all(all.slice(0, 200).map((t) => pool.detect(t)))]);
+    const differ = all.filter((t, i) => JSON.stringify(redacted[i]) !== JSON.stringify(detector.redact(t)));
+    expect(differ.length).toBe(0);
+    expect(detected).toEqual(all.slice(0, 200).map((t) => detector.detect(t)));
+    expect(redacted.some((r) => r.entities.length > 0)).toBe(true);
+    expect(pool.stats()).toMatchObject({ workerScans: all.length + 200, started: 2, inlineScans: 0, restarts: 0, queued: 0, fallback: false });
+  });
+
+  it("stops a running scan on abort (the worker is replaced) and drops a queued one", async () => {
+    const before = pool.stats();
+    const ac1 = new AbortController();
+    const ac2 = new AbortController();
+    const ac3 = new AbortController();
+    // two workers: two running scans and one queued behind them
+    const running = [pool.redact(slowText, ac1.signal), pool.redact(slowText, ac2.signal)];
+    const queued = pool.redact(slowText, ac3.signal);
+    ac3.abort();
+    await expect(queued).rejects.toMatchObject({ name: "PhiPoolError", code: "aborted" });
+    const t0 = performance.now();
+    setTimeout(() => {
+      ac1.abort();
+      ac2.abort();
+    }, 30);
+    for (const p of running) await expect(p).rejects.toBeInstanceOf(PhiPoolError);
+    // far sooner than the scans would have taken
+    expect(performance.now() - t0).toBeLessThan(500);
+    expect(pool.stats().restarts - before.restarts).toBe(2);
+    await expect(pool.redact("x", AbortSignal.abort())).rejects.toMatchObject({ code: "aborted" });
+    // new workers answer the next scans
+    expect((await pool.redact("Seen by Dr. Sullivan on 03/14/2024.")).text).toBe("Seen by Dr. [NAME] on [DATE].");
+  });
+
+  it("rejects queued and later scans once closed", async () => {
+    const p = createPhiDetectorPool();
+    const scans = [p.redact(slowText), p.redact("Dr. Sullivan")].map((s) => s.then(() => "resolved", (e: unknown) => e));
+    await p.close();
+    for (const s of scans) expect(await s).toMatchObject({ name: "PhiPoolError", code: "closed" });
+    await expect(p.redact("Dr. Sullivan")).rejects.toMatchObject({ code: "closed" });
+  });
+
+  it("fails every scan with worker_failed when the detector cannot be built (an unreadable lexicon), without hanging", async () => {
+    const p = createPhiDetectorPool({ detector: { lexiconFile: path.join(repo, "no-such-lexicon.json") } });
+    await expect(p.redact("Dr. Sullivan")).rejects.toMatchObject({ code: "worker_failed" });
+    await expect(p.redact("Dr. Sullivan")).rejects.toMatchObject({ code: "worker_failed" });
+    expect(p.stats()).toMatchObject({ workerScans: 0, started: 3, restarts: 3 });
+    await p.close();
+  });
+
+  it("stops an idle worker and starts another for the next scan", async () => {
+    const p = createPhiDetectorPool({ idleTimeoutMs: 50 });
+    expect((await p.redact("Seen by Dr. Sullivan.")).text).toBe("Seen by Dr. [NAME].");
+    expect((await p.redact("Seen by Dr. Sullivan.")).text).toBe("Seen by Dr. [NAME].");
+    expect(p.stats().started).toBe(1);
+    await new Promise((r) => setTimeout(r, 300));
+    expect((await p.redact("Call 617-555-0123.")).text).toBe("Call [PHONE].");
+    expect(p.stats()).toMatchObject({ started: 2, workerScans: 3, restarts: 0 });
+    await p.close();
+  });
+
+  it("refuses a bad size", () => {
+    expect(() => createPhiDetectorPool({ size: 0 })).toThrow(TypeError);
+    expect(() => createPhiDetectorPool({ size: 17 })).toThrow(TypeError);
+  });
+});
+
+describe("phi-redaction guardrail on worker threads", () => {
+  it("redacts long text items as the in-place guardrail does", async () => {
+    const notes = texts("phi-deid-physionet", "text");
+    let long = "";
+    for (const n of notes) if ((long += n).length > 4000) break;
+    const onWorker = new GuardrailPipeline({ output: [{ guardrail: createPhiGuardrail({ workers: 1, workerMinChars: 100 }) }] });
+    const inPlace = new GuardrailPipeline({ output: [{ guardrail: createPhiGuardrail({ workers: 0 }) }] });
+    const a = await onWorker.evaluate("output", outputPayload(long), ctx);
+    const b = await inPlace.evaluate("output", outputPayload(long), ctx);
+    expect(a.action).toBe("redact");
+    expect(a).toEqual(b);
+  });
+
+  it("stops a scan that outlives its timeout and blocks (fail closed) while the event loop keeps running", async () => {
+    const pipeline = new GuardrailPipeline({ output: [{ guardrail: createPhiGuardrail(), timeoutMs: 150 }] });
+    let ticks = 0;
+    const timer = setInterval(() => ticks++, 10);
+    const t0 = performance.now();
+    const d = await pipeline.evaluate("output", outputPayload(slowText), ctx);
+    const elapsed = performance.now() - t0;
+    clearInterval(timer);
+    expect(d).toMatchObject({ action: "block", blocked: { guardrail: "phi-redaction", reason: "guardrail_timeout" } });
+    // answered at the timeout, not when the scan would have ended; a scan on the event loop would allow no tick
+    expect(elapsed).toBeLessThan(600);
+    expect(ticks).toBeGreaterThanOrEqual(5);
+  });
+
+  it("takes workers and workerMinChars from a policy file and refuses out-of-range values", () => {
+    const policy = (params: Record<string, unknown>) => ({ version: 1, name: "t", stages: { output: [{ guardrail: "phi-redaction", params }] } });
+    expect(() => loadGuardrailPolicy(policy({ workers: 0, workerMinChars: 1024 }))).not.toThrow();
+    expect(() => loadGuardrailPolicy(policy({ workers: 17 }))).toThrow(/workers/);
+    expect(() => loadGuardrailPolicy(policy({ workerMinChars: -1 }))).toThrow(/workerMinChars/);
+  });
+});
