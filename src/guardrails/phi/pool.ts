@@ -25,7 +25,7 @@ export interface PhiDetectorPoolOptions {
   idleTimeoutMs?: number;
 }
 
-/** Scans run on worker threads. Safe to share; one scan per worker at a time, the rest queued in order. */
+/** Scans run on worker threads. Safe to share; each worker runs one scan at a time, in the order they were asked for. */
 export interface PhiDetectorPool {
   /**
    * Finds and replaces PHI with `[TYPE]`, as {@link PhiDetector.redact}.
@@ -98,15 +98,24 @@ interface Job {
   reject(e: Error): void;
   signal: AbortSignal | undefined;
   onAbort: (() => void) | undefined;
+  /** Settled already (aborted while in a worker's queue): its reply is dropped. */
+  done: boolean;
 }
 
 interface Slot {
   worker: Worker | undefined;
-  job: Job | undefined;
+  /**
+   * Scans posted to the worker, in the order it runs them: the first is running (or about to). Posting ahead keeps the
+   * worker busy without waiting for the event loop between scans, and wakes it once per burst rather than per scan.
+   */
+  sent: Job[];
   /** Scans this slot's current worker has answered. */
   answered: number;
   idle: NodeJS.Timeout | undefined;
 }
+
+/** Scans posted ahead to one worker; the rest wait in the pool's queue (where an abort drops them at no cost). */
+const MAX_SENT_PER_WORKER = 16;
 
 type WorkerReply = { id: number; result: unknown } | { id: number; error: string };
 
@@ -132,7 +141,7 @@ class Pool implements PhiDetectorPool {
     if (!(Number.isSafeInteger(idle) && idle > 0)) throw new TypeError("createPhiDetectorPool: 'idleTimeoutMs' must be a positive integer");
     this.#options = { ...options.detector };
     this.#idleMs = idle;
-    this.#slots = Array.from({ length: size }, () => ({ worker: undefined, job: undefined, answered: 0, idle: undefined }));
+    this.#slots = Array.from({ length: size }, () => ({ worker: undefined, sent: [], answered: 0, idle: undefined }));
   }
 
   redact(text: string, signal?: AbortSignal): Promise<PhiRedaction> {
@@ -154,9 +163,8 @@ class Pool implements PhiDetectorPool {
     for (const job of this.#queue.splice(0)) this.#settle(job, closed());
     const stopping: Array<Promise<number>> = [];
     for (const slot of this.#slots) {
-      const { worker, job } = slot;
-      this.#clear(slot);
-      if (job) this.#settle(job, closed());
+      const worker = slot.worker;
+      for (const job of this.#clear(slot)) this.#settle(job, closed());
       if (worker) stopping.push(worker.terminate());
     }
     await Promise.all(stopping);
@@ -169,7 +177,7 @@ class Pool implements PhiDetectorPool {
     if (this.#broken) return Promise.reject(this.#broken);
     if (this.#inline) return this.#runInline(op, text);
     return new Promise((resolve, reject) => {
-      const job: Job = { id: ++this.#seq, op, text, resolve, reject, signal, onAbort: undefined };
+      const job: Job = { id: ++this.#seq, op, text, resolve, reject, signal, onAbort: undefined, done: false };
       if (signal) {
         job.onAbort = () => this.#abort(job);
         signal.addEventListener("abort", job.onAbort, { once: true });
@@ -189,31 +197,36 @@ class Pool implements PhiDetectorPool {
   }
 
   #settle(job: Job, error: Error | undefined, result?: unknown): void {
+    if (job.done) return;
+    job.done = true;
     if (job.signal && job.onAbort) job.signal.removeEventListener("abort", job.onAbort);
     if (error) job.reject(error);
     else job.resolve(result);
   }
 
+  /** Posts queued scans to the workers with the fewest outstanding, up to {@link MAX_SENT_PER_WORKER} each. */
   #dispatch(): void {
-    if (this.#broken) return;
+    if (this.#broken || this.#closed) return;
     if (this.#inline) {
       for (const job of this.#queue.splice(0)) this.#runInline(job.op, job.text).then((r) => this.#settle(job, undefined, r), (e: Error) => this.#settle(job, e));
       return;
     }
-    for (const slot of this.#slots) {
-      if (this.#queue.length === 0) return;
-      if (!slot.job) this.#run(slot, this.#queue.shift()!);
+    while (this.#queue.length > 0) {
+      let best: Slot | undefined;
+      for (const slot of this.#slots) if (slot.sent.length < MAX_SENT_PER_WORKER && (!best || slot.sent.length < best.sent.length)) best = slot;
+      if (!best) return;
+      this.#post(best, this.#queue.shift()!);
     }
   }
 
-  #run(slot: Slot, job: Job): void {
+  #post(slot: Slot, job: Job): void {
     if (slot.idle) {
       clearTimeout(slot.idle);
       slot.idle = undefined;
     }
     const worker = slot.worker ?? this.#spawn(slot);
-    slot.job = job;
-    worker.ref();
+    if (slot.sent.length === 0) worker.ref();
+    slot.sent.push(job);
     worker.postMessage({ id: job.id, op: job.op, text: job.text } satisfies PhiWorkerRequest);
   }
 
@@ -230,45 +243,45 @@ class Pool implements PhiDetectorPool {
   }
 
   #onReply(slot: Slot, worker: Worker, m: WorkerReply): void {
-    const job = slot.job;
-    if (slot.worker !== worker || !job || job.id !== m.id) return;
-    slot.job = undefined;
+    if (slot.worker !== worker || slot.sent[0]?.id !== m.id) return;
+    const job = slot.sent.shift()!;
     slot.answered++;
     this.#startFailures = 0;
     this.#workerScans++;
     if ("error" in m) this.#settle(job, new PhiPoolError("worker_failed", `PHI scan failed in the worker (${m.error})`));
     else this.#settle(job, undefined, m.result);
-    if (this.#closed) return;
-    const next = this.#queue.shift();
-    if (next) {
-      this.#run(slot, next);
-      return;
+    // the next scan in this worker was aborted while it waited there: stop the worker rather than let it run
+    if (slot.sent[0]?.done) this.#restart(slot);
+    this.#dispatch();
+    if (slot.worker === worker && slot.sent.length === 0) {
+      worker.unref();
+      slot.idle = setTimeout(() => {
+        if (slot.worker !== worker || slot.sent.length > 0) return;
+        this.#clear(slot);
+        void worker.terminate();
+      }, this.#idleMs);
+      slot.idle.unref();
     }
-    worker.unref();
-    slot.idle = setTimeout(() => {
-      if (slot.worker !== worker || slot.job) return;
-      this.#clear(slot);
-      void worker.terminate();
-    }, this.#idleMs);
-    slot.idle.unref();
   }
 
   /** The slot's worker died (error or exit we did not ask for). */
   #onDown(slot: Slot, worker: Worker, error: Error): void {
     if (slot.worker !== worker) return; // replaced on purpose, or the second event of the same death
-    const job = slot.job;
     const neverAnswered = slot.answered === 0;
-    this.#clear(slot);
+    const sent = this.#clear(slot);
     this.#restarts++;
     void worker.terminate();
     if (this.#closed) return;
     if (neverAnswered) {
-      // a worker that never answered failed to start (module or lexicon load): not the scan's fault, so it waits for the
-      // next worker; after three in a row the scans run on this thread
-      if (job) this.#queue.unshift(job);
+      // a worker that never answered failed to start (module or lexicon load): not the scans' fault, so they wait for
+      // the next worker; after three in a row the scans run on this thread
+      this.#queue.unshift(...sent);
       if (++this.#startFailures >= START_FAILURES_BEFORE_FALLBACK) this.#fallback(error);
-    } else if (job) {
-      this.#settle(job, new PhiPoolError("worker_failed", "the PHI scan's worker thread stopped", { cause: error }));
+    } else {
+      // the running scan took the worker down; the ones behind it go to the next worker
+      const [running, ...waiting] = sent;
+      if (running) this.#settle(running, new PhiPoolError("worker_failed", "the PHI scan's worker thread stopped", { cause: error }));
+      this.#queue.unshift(...waiting);
     }
     this.#dispatch();
   }
@@ -289,29 +302,36 @@ class Pool implements PhiDetectorPool {
   }
 
   #abort(job: Job): void {
-    const reason = new PhiPoolError("aborted", "PHI scan aborted", { cause: job.signal?.reason });
+    if (job.done) return;
     const i = this.#queue.indexOf(job);
+    this.#settle(job, new PhiPoolError("aborted", "PHI scan aborted", { cause: job.signal?.reason }));
     if (i >= 0) {
       this.#queue.splice(i, 1);
-      this.#settle(job, reason);
       return;
     }
-    const slot = this.#slots.find((s) => s.job === job);
+    // running (first in its worker): the scan cannot be interrupted inside the worker, so the worker is stopped and
+    // the scans behind it go to a new one; waiting behind another scan: dropped when it comes up (#onReply)
+    const slot = this.#slots.find((s) => s.sent[0] === job);
     if (!slot) return;
-    // the scan cannot be interrupted inside the worker: stop the worker, the next scan starts another
-    const worker = slot.worker;
-    this.#clear(slot);
-    this.#restarts++;
-    if (worker) void worker.terminate();
-    this.#settle(job, reason);
+    this.#restart(slot);
     this.#dispatch();
   }
 
-  #clear(slot: Slot): void {
+  /** Terminates the slot's worker; the scans it held that are still wanted go back to the front of the queue. */
+  #restart(slot: Slot): void {
+    const worker = slot.worker;
+    const sent = this.#clear(slot);
+    this.#restarts++;
+    if (worker) void worker.terminate();
+    this.#queue.unshift(...sent.filter((j) => !j.done));
+  }
+
+  /** Empties the slot; returns the scans it had sent. */
+  #clear(slot: Slot): Job[] {
     if (slot.idle) clearTimeout(slot.idle);
     slot.idle = undefined;
     slot.worker = undefined;
-    slot.job = undefined;
+    return slot.sent.splice(0);
   }
 }
 

@@ -65,6 +65,21 @@ describe("PHI detector pool", () => {
     expect((await pool.redact("Seen by Dr. Sullivan on 03/14/2024.")).text).toBe("Seen by Dr. [NAME] on [DATE].");
   });
 
+  it("does not run a scan aborted while it waited in a worker behind another", async () => {
+    const p = createPhiDetectorPool({ size: 1 });
+    const ac = new AbortController();
+    const first = p.redact("Apt 1 ".repeat(60_000));
+    const second = p.redact(slowText, ac.signal);
+    const third = p.redact("Seen by Dr. Sullivan.");
+    ac.abort();
+    await expect(second).rejects.toMatchObject({ code: "aborted" });
+    expect((await first).entities.length).toBeGreaterThan(0);
+    expect((await third).text).toBe("Seen by Dr. [NAME].");
+    // the worker was stopped when the aborted scan came up, and a new one answered the third
+    expect(p.stats()).toMatchObject({ workerScans: 2, started: 2, restarts: 1 });
+    await p.close();
+  });
+
   it("rejects queued and later scans once closed", async () => {
     const p = createPhiDetectorPool();
     const scans = [p.redact(slowText), p.redact("Dr. Sullivan")].map((s) => s.then(() => "resolved", (e: unknown) => e));

@@ -67,6 +67,34 @@ describe("GuardrailPipeline", () => {
     expect(aborted).toBe(true);
   });
 
+  it("aborts a guardrail's signal when the request's signal aborts, and stops listening to the request once done", async () => {
+    const request = new AbortController();
+    let reason: unknown;
+    const waiter: Guardrail = {
+      name: "waiter",
+      check: (_t, c) => new Promise((r) => c.signal?.addEventListener("abort", () => ((reason = c.signal?.reason), r({ action: "allow" })))),
+    };
+    const quick: Guardrail = { name: "quick", check: async (_t, c) => (void c.signal, { action: "allow" }) };
+    const pending = new GuardrailPipeline({ input: [{ guardrail: waiter, timeoutMs: 5_000 }] }).evaluate("input", req("x"), { ...ctx, signal: request.signal });
+    setTimeout(() => request.abort(new Error("client went away")), 20);
+    await pending;
+    expect((reason as Error).message).toBe("client went away");
+    // a long-lived request signal carries no listener per finished guardrail run (20 runs would pass Node's 10-listener warning)
+    const longLived = new AbortController();
+    const warnings: string[] = [];
+    const onWarning = (w: Error) => warnings.push(w.name);
+    process.on("warning", onWarning);
+    const p = new GuardrailPipeline({ input: [{ guardrail: quick }] });
+    for (let i = 0; i < 20; i++) await p.evaluate("input", req("x"), { ...ctx, signal: longLived.signal });
+    await new Promise((r) => setTimeout(r, 10));
+    process.off("warning", onWarning);
+    expect(warnings).toEqual([]);
+    let fired = 0;
+    longLived.signal.addEventListener("abort", () => fired++);
+    longLived.abort();
+    expect(fired).toBe(1);
+  });
+
   it("fails open only when configured, and records it", async () => {
     const thrower: Guardrail = { name: "thrower", check: () => { throw new Error("x"); } };
     const out = await new GuardrailPipeline({ input: [{ guardrail: thrower, failMode: "open" }, { guardrail: upper }] }).evaluate("input", "a secret", ctx);
