@@ -72,7 +72,7 @@ for (const [name, stage, runner] of cases) {
   }
 }
 
-// Worst cases of the PHI detector: its scans are synchronous (a guardrail timeout cannot interrupt them), so the cost per
+// Worst cases of the PHI detector: its scans are synchronous (in place, a guardrail timeout cannot interrupt them; phi-redaction with workers > 0 stops them), so the cost per
 // KB of text made only of what its scanners try hardest on is the bound on how long one message holds the event loop.
 // The patterns are the slowest of a random search over short repeated fragments (house numbers, street and unit words,
 // month names, "yo", "MRN"); the detector is called directly (no decision cache).

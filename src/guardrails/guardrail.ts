@@ -63,6 +63,11 @@ export interface Guardrail {
    * `PipelineConfig.decisionCache`). Default false: `check` runs on every item.
    */
   readonly cacheable?: boolean;
+  /**
+   * The pipeline refuses `failMode: "open"` for this guardrail: set it on a guardrail whose failure or timeout would let
+   * through what it exists to remove (a PHI redactor). Default false.
+   */
+  readonly requiresFailClosed?: boolean;
   check?(text: string, context: TextCheckContext): Decision | Promise<Decision>;
   checkExchange?(view: ExchangeView, context: GuardrailContext): ExchangeDecision | Promise<ExchangeDecision>;
 }

@@ -260,6 +260,8 @@ function isPromise<T>(v: T | Promise<T>): v is Promise<T> {
 
 function withTimeout<T>(p: Promise<T>, ms: number, ac: AbortController): Promise<T> {
   if (ms <= 0) {
+    // the check's own promise settles after the abort: observed here, or it would be an unhandled rejection
+    p.catch(() => undefined);
     ac.abort();
     return Promise.reject(new GuardrailTimeout());
   }
@@ -391,8 +393,9 @@ export class GuardrailPipeline implements GuardrailRunner {
 
   /**
    * @param config - guardrails per stage, and the decision cache's limits (or `false` to turn it off)
-   * @throws Error when a guardrail is placed at a stage it does not support, a timeout is not positive, or a
-   *   decision cache limit is not an integer > 0
+   * @throws Error when a guardrail is placed at a stage it does not support, a timeout is not positive, a guardrail that
+   *   requires it (`requiresFailClosed`, e.g. phi-redaction) is given `failMode: "open"`, or a decision cache limit is
+   *   not an integer > 0
    */
   constructor(config: PipelineConfig = {}) {
     const build = (stage: GuardrailStage, list: PipelineEntry[] | undefined): Entry[] =>
@@ -405,6 +408,9 @@ export class GuardrailPipeline implements GuardrailRunner {
         }
         const timeoutMs = e.timeoutMs ?? DEFAULT_GUARDRAIL_TIMEOUT_MS;
         if (!(timeoutMs > 0)) throw new Error(`guardrail "${e.guardrail.name}": timeoutMs must be > 0`);
+        if (e.failMode === "open" && e.guardrail.requiresFailClosed) {
+          throw new Error(`guardrail "${e.guardrail.name}": failMode must be "closed" (a failed or timed-out check would pass what it redacts)`);
+        }
         return { guardrail: e.guardrail, timeoutMs, failMode: e.failMode ?? "closed" };
       });
     this.#stages = { input: build("input", config.input), output: build("output", config.output) };

@@ -2,8 +2,9 @@
  * PHI scans on worker threads (`node:worker_threads`). The detector (./detector.ts) is synchronous: about 0.3 ms per KB
  * of clinical text, up to ~1 ms per KB on text built to be slow. On the event loop every other request waits that long,
  * and a guardrail timeout cannot interrupt it. A pool runs the scans beside the event loop: the event loop only copies
- * the text to a worker and the result back, a scan that outlives its guardrail timeout is stopped (its worker is
- * terminated and replaced), and on a machine with a free core the server answers more requests per second.
+ * the text to a worker and the result back, an aborted scan is stopped (its worker is terminated after a 100 ms grace
+ * and replaced), and on a machine with a free core the server answers more requests per second. Time spent waiting for
+ * a worker counts against a caller's timeout: under a burst, scans queue (see docs/guardrails.md).
  *
  * Results are exactly those of {@link createPhiDetector} with the same options (the worker runs the same detector).
  */
@@ -30,13 +31,17 @@ export interface PhiDetectorPool {
   /**
    * Finds and replaces PHI with `[TYPE]`, as {@link PhiDetector.redact}.
    * @param signal - aborting it drops a queued scan, or stops the running one (its worker is terminated and replaced)
-   * @throws PhiPoolError `aborted` (signal), `closed` (pool closed), `worker_failed` (the worker stopped or threw)
+   * @throws PhiPoolError `aborted` (signal), `closed` (pool closed), `worker_failed` (the worker stopped or threw, or the detector cannot be built); TypeError when `text` is not a string; in the in-thread fallback, what the detector throws
    */
   redact(text: string, signal?: AbortSignal): Promise<PhiRedaction>;
   /** Finds entities, as {@link PhiDetector.detect}. @throws PhiPoolError as {@link PhiDetectorPool.redact} */
   detect(text: string, signal?: AbortSignal): Promise<PhiEntity[]>;
   /** Counters since creation. */
   stats(): PhiDetectorPoolStats;
+  /** Characters of the scans waiting or running now (a caller may scan in place rather than queue behind a backlog). */
+  backlogChars(): number;
+  /** Starts the workers now instead of on the first scan (~0.2 s each), so that the first scans do not wait. */
+  start(): void;
   /** Rejects queued and running scans (`closed`) and terminates the workers. Idempotent. */
   close(): Promise<void>;
 }
@@ -100,24 +105,32 @@ interface Job {
   onAbort: (() => void) | undefined;
   /** Settled already (aborted while in a worker's queue): its reply is dropped. */
   done: boolean;
+  /** When the worker began it (performance.now(), ms), once it is first in its worker. */
+  startedAt: number;
 }
 
 interface Slot {
   worker: Worker | undefined;
+  /** The worker has built its detector (said `{ ready: true }`); scans are sent only then. */
+  ready: boolean;
   /**
    * Scans posted to the worker, in the order it runs them: the first is running (or about to). Posting ahead keeps the
    * worker busy without waiting for the event loop between scans, and wakes it once per burst rather than per scan.
    */
   sent: Job[];
-  /** Scans this slot's current worker has answered. */
-  answered: number;
   idle: NodeJS.Timeout | undefined;
 }
 
 /** Scans posted ahead to one worker; the rest wait in the pool's queue (where an abort drops them at no cost). */
 const MAX_SENT_PER_WORKER = 16;
+/**
+ * An aborted scan that has run for less than this (ms) may finish (its result is dropped) before its worker is stopped:
+ * a scan of ordinary text ends within it, and stopping the worker would cost a restart (~0.2 s) for every scan queued
+ * behind it. Text that takes longer (built to be slow, or huge) is stopped at this point.
+ */
+const ABORT_GRACE_MS = 100;
 
-type WorkerReply = { id: number; result: unknown } | { id: number; error: string };
+type WorkerReply = { ready: true } | { id: number; result: unknown } | { id: number; error: string };
 
 class Pool implements PhiDetectorPool {
   readonly #options: PhiDetectorOptions;
@@ -133,6 +146,7 @@ class Pool implements PhiDetectorPool {
   #started = 0;
   #inlineScans = 0;
   #restarts = 0;
+  #backlog = 0;
 
   constructor(options: PhiDetectorPoolOptions) {
     const size = options.size ?? 1;
@@ -141,7 +155,7 @@ class Pool implements PhiDetectorPool {
     if (!(Number.isSafeInteger(idle) && idle > 0)) throw new TypeError("createPhiDetectorPool: 'idleTimeoutMs' must be a positive integer");
     this.#options = { ...options.detector };
     this.#idleMs = idle;
-    this.#slots = Array.from({ length: size }, () => ({ worker: undefined, sent: [], answered: 0, idle: undefined }));
+    this.#slots = Array.from({ length: size }, () => ({ worker: undefined, ready: false, sent: [], idle: undefined }));
   }
 
   redact(text: string, signal?: AbortSignal): Promise<PhiRedaction> {
@@ -154,6 +168,15 @@ class Pool implements PhiDetectorPool {
 
   stats(): PhiDetectorPoolStats {
     return { workerScans: this.#workerScans, started: this.#started, inlineScans: this.#inlineScans, restarts: this.#restarts, queued: this.#queue.length, fallback: this.#inline !== undefined };
+  }
+
+  backlogChars(): number {
+    return this.#backlog;
+  }
+
+  start(): void {
+    if (this.#closed || this.#inline || this.#broken) return;
+    for (const slot of this.#slots) if (!slot.worker && !this.#spawn(slot)) return;
   }
 
   async close(): Promise<void> {
@@ -177,12 +200,13 @@ class Pool implements PhiDetectorPool {
     if (this.#broken) return Promise.reject(this.#broken);
     if (this.#inline) return this.#runInline(op, text);
     return new Promise((resolve, reject) => {
-      const job: Job = { id: ++this.#seq, op, text, resolve, reject, signal, onAbort: undefined, done: false };
+      const job: Job = { id: ++this.#seq, op, text, resolve, reject, signal, onAbort: undefined, done: false, startedAt: 0 };
       if (signal) {
         job.onAbort = () => this.#abort(job);
         signal.addEventListener("abort", job.onAbort, { once: true });
       }
       this.#queue.push(job);
+      this.#backlog += text.length;
       this.#dispatch();
     });
   }
@@ -199,21 +223,30 @@ class Pool implements PhiDetectorPool {
   #settle(job: Job, error: Error | undefined, result?: unknown): void {
     if (job.done) return;
     job.done = true;
+    this.#backlog -= job.text.length;
     if (job.signal && job.onAbort) job.signal.removeEventListener("abort", job.onAbort);
     if (error) job.reject(error);
     else job.resolve(result);
   }
 
-  /** Posts queued scans to the workers with the fewest outstanding, up to {@link MAX_SENT_PER_WORKER} each. */
+  /**
+   * Posts queued scans to the ready workers with the fewest outstanding, up to {@link MAX_SENT_PER_WORKER} each, and
+   * starts the workers that are not running.
+   */
   #dispatch(): void {
     if (this.#broken || this.#closed) return;
     if (this.#inline) {
       for (const job of this.#queue.splice(0)) this.#runInline(job.op, job.text).then((r) => this.#settle(job, undefined, r), (e: Error) => this.#settle(job, e));
       return;
     }
+    if (this.#queue.length === 0) return;
+    for (const slot of this.#slots) {
+      if (!slot.worker && !this.#spawn(slot)) return;
+      if (!slot.ready) slot.worker!.ref(); // scans wait for it
+    }
     while (this.#queue.length > 0) {
       let best: Slot | undefined;
-      for (const slot of this.#slots) if (slot.sent.length < MAX_SENT_PER_WORKER && (!best || slot.sent.length < best.sent.length)) best = slot;
+      for (const slot of this.#slots) if (slot.ready && slot.sent.length < MAX_SENT_PER_WORKER && (!best || slot.sent.length < best.sent.length)) best = slot;
       if (!best) return;
       this.#post(best, this.#queue.shift()!);
     }
@@ -224,69 +257,109 @@ class Pool implements PhiDetectorPool {
       clearTimeout(slot.idle);
       slot.idle = undefined;
     }
-    const worker = slot.worker ?? this.#spawn(slot);
-    if (slot.sent.length === 0) worker.ref();
+    const worker = slot.worker!;
+    if (slot.sent.length === 0) {
+      worker.ref();
+      job.startedAt = performance.now();
+    }
     slot.sent.push(job);
     worker.postMessage({ id: job.id, op: job.op, text: job.text } satisfies PhiWorkerRequest);
   }
 
-  #spawn(slot: Slot): Worker {
-    WORKER ??= workerEntry();
-    const worker = new Worker(WORKER.entry, { eval: WORKER.eval, workerData: { options: this.#options }, name: "hmcp-phi" });
+  /**
+   * Starts the slot's worker (referenced until it is ready: a caller waiting for scans keeps the process alive). False
+   * when the thread could not be created (e.g. ERR_WORKER_INIT_FAILED when the system is out of threads): counted as a
+   * start failure, retried on the next turn of the event loop.
+   */
+  #spawn(slot: Slot): boolean {
+    let worker: Worker;
+    try {
+      WORKER ??= workerEntry();
+      worker = new Worker(WORKER.entry, { eval: WORKER.eval, workerData: { options: this.#options }, name: "hmcp-phi" });
+    } catch (e) {
+      this.#startFailed(e instanceof Error ? e : new Error("worker start failed"));
+      setImmediate(() => this.#dispatch());
+      return false;
+    }
     slot.worker = worker;
-    slot.answered = 0;
+    slot.ready = false;
     this.#started++;
+    // a worker started ahead of any scan (start()) does not hold the process open while it starts
+    if (this.#queue.length === 0) worker.unref();
     worker.on("message", (m: WorkerReply) => this.#onReply(slot, worker, m));
     worker.on("error", (e) => this.#onDown(slot, worker, e));
     worker.on("exit", (code) => this.#onDown(slot, worker, new Error(`PHI worker exited with code ${code}`)));
-    return worker;
+    return true;
   }
 
   #onReply(slot: Slot, worker: Worker, m: WorkerReply): void {
-    if (slot.worker !== worker || slot.sent[0]?.id !== m.id) return;
+    if (slot.worker !== worker) return;
+    if ("ready" in m) {
+      slot.ready = true;
+      this.#startFailures = 0;
+      this.#dispatch();
+      if (slot.worker === worker && slot.sent.length === 0) this.#idle(slot, worker);
+      return;
+    }
+    if (slot.sent[0]?.id !== m.id) return;
     const job = slot.sent.shift()!;
-    slot.answered++;
-    this.#startFailures = 0;
     this.#workerScans++;
     if ("error" in m) this.#settle(job, new PhiPoolError("worker_failed", `PHI scan failed in the worker (${m.error})`));
     else this.#settle(job, undefined, m.result);
-    // the next scan in this worker was aborted while it waited there: stop the worker rather than let it run
-    if (slot.sent[0]?.done) this.#restart(slot);
-    this.#dispatch();
-    if (slot.worker === worker && slot.sent.length === 0) {
-      worker.unref();
-      slot.idle = setTimeout(() => {
-        if (slot.worker !== worker || slot.sent.length > 0) return;
-        this.#clear(slot);
-        void worker.terminate();
-      }, this.#idleMs);
-      slot.idle.unref();
+    const next = slot.sent[0];
+    if (next) {
+      next.startedAt = performance.now();
+      // aborted while it waited in the worker: it runs now, and is stopped if it outlasts the grace
+      if (next.done) this.#stopLater(slot, next);
     }
+    this.#dispatch();
+    if (slot.worker === worker && slot.sent.length === 0) this.#idle(slot, worker);
+  }
+
+  /** No scan for the worker: it no longer keeps the process alive, and stops after the idle timeout. */
+  #idle(slot: Slot, worker: Worker): void {
+    worker.unref();
+    if (slot.idle) clearTimeout(slot.idle);
+    slot.idle = setTimeout(() => {
+      if (slot.worker !== worker || slot.sent.length > 0) return;
+      this.#clear(slot);
+      void worker.terminate();
+    }, this.#idleMs);
+    slot.idle.unref();
   }
 
   /** The slot's worker died (error or exit we did not ask for). */
   #onDown(slot: Slot, worker: Worker, error: Error): void {
     if (slot.worker !== worker) return; // replaced on purpose, or the second event of the same death
-    const neverAnswered = slot.answered === 0;
+    const wasReady = slot.ready;
     const sent = this.#clear(slot);
     this.#restarts++;
     void worker.terminate();
     if (this.#closed) return;
-    if (neverAnswered) {
-      // a worker that never answered failed to start (module or lexicon load): not the scans' fault, so they wait for
-      // the next worker; after three in a row the scans run on this thread
-      this.#queue.unshift(...sent);
-      if (++this.#startFailures >= START_FAILURES_BEFORE_FALLBACK) this.#fallback(error);
+    if (!wasReady) {
+      // a worker that died before its detector was built failed to start (module or lexicon load; it had no scan):
+      // the scans wait for the next worker; after three failures in a row they run on this thread
+      this.#startFailed(error);
     } else {
       // the running scan took the worker down; the ones behind it go to the next worker
       const [running, ...waiting] = sent;
       if (running) this.#settle(running, new PhiPoolError("worker_failed", "the PHI scan's worker thread stopped", { cause: error }));
-      this.#queue.unshift(...waiting);
+      this.#queue.unshift(...waiting.filter((j) => !j.done));
     }
     this.#dispatch();
   }
 
+  #startFailed(error: Error): void {
+    if (++this.#startFailures >= START_FAILURES_BEFORE_FALLBACK) this.#fallback(error);
+  }
+
   #fallback(error: Error): void {
+    if (this.#inline || this.#broken) return;
+    for (const slot of this.#slots) {
+      const worker = slot.worker;
+      this.#queue.unshift(...this.#clear(slot).filter((j) => !j.done));
+      if (worker) void worker.terminate();
+    }
     try {
       this.#inline = createPhiDetector(this.#options);
     } catch (e) {
@@ -309,12 +382,23 @@ class Pool implements PhiDetectorPool {
       this.#queue.splice(i, 1);
       return;
     }
-    // running (first in its worker): the scan cannot be interrupted inside the worker, so the worker is stopped and
-    // the scans behind it go to a new one; waiting behind another scan: dropped when it comes up (#onReply)
+    // running (first in its worker): the scan cannot be interrupted inside the worker; past the grace its worker is
+    // stopped and the scans behind it go to a new one. Waiting behind another scan: handled when it comes up (#onReply).
     const slot = this.#slots.find((s) => s.sent[0] === job);
-    if (!slot) return;
-    this.#restart(slot);
-    this.#dispatch();
+    if (slot) this.#stopLater(slot, job);
+  }
+
+  /** Stops the slot's worker if `job` (aborted, first in the worker) is still running at the end of its grace. */
+  #stopLater(slot: Slot, job: Job): void {
+    const worker = slot.worker;
+    const stop = () => {
+      if (slot.worker !== worker || slot.sent[0] !== job) return; // finished, or the worker is gone already
+      this.#restart(slot);
+      this.#dispatch();
+    };
+    const left = job.startedAt + ABORT_GRACE_MS - performance.now();
+    if (left <= 0) stop();
+    else setTimeout(stop, left).unref();
   }
 
   /** Terminates the slot's worker; the scans it held that are still wanted go back to the front of the queue. */
@@ -331,13 +415,14 @@ class Pool implements PhiDetectorPool {
     if (slot.idle) clearTimeout(slot.idle);
     slot.idle = undefined;
     slot.worker = undefined;
+    slot.ready = false;
     return slot.sent.splice(0);
   }
 }
 
 /**
- * Creates a pool of PHI detector worker threads. Workers start on the first scan and stop after `idleTimeoutMs`
- * without one; an idle pool keeps no thread and does not keep the process alive.
+ * Creates a pool of PHI detector worker threads. Workers start on the first scan (or `start()`) and stop after
+ * `idleTimeoutMs` without one; an idle worker does not keep the process alive.
  * @throws TypeError when `size` is not an integer from 1 to 16 or `idleTimeoutMs` not a positive integer
  */
 export function createPhiDetectorPool(options: PhiDetectorPoolOptions = {}): PhiDetectorPool {

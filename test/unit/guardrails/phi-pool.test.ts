@@ -59,6 +59,8 @@ describe("PHI detector pool", () => {
     for (const p of running) await expect(p).rejects.toBeInstanceOf(PhiPoolError);
     // far sooner than the scans would have taken
     expect(performance.now() - t0).toBeLessThan(500);
+    // each worker is stopped at the end of the abort grace (100 ms from the scan's start)
+    await new Promise((r) => setTimeout(r, 200));
     expect(pool.stats().restarts - before.restarts).toBe(2);
     await expect(pool.redact("x", AbortSignal.abort())).rejects.toMatchObject({ code: "aborted" });
     // new workers answer the next scans
@@ -67,6 +69,7 @@ describe("PHI detector pool", () => {
 
   it("does not run a scan aborted while it waited in a worker behind another", async () => {
     const p = createPhiDetectorPool({ size: 1 });
+    await p.redact("warm"); // scans are sent ahead only to a started worker
     const ac = new AbortController();
     const first = p.redact("Apt 1 ".repeat(60_000));
     const second = p.redact(slowText, ac.signal);
@@ -76,7 +79,7 @@ describe("PHI detector pool", () => {
     expect((await first).entities.length).toBeGreaterThan(0);
     expect((await third).text).toBe("Seen by Dr. [NAME].");
     // the worker was stopped when the aborted scan came up, and a new one answered the third
-    expect(p.stats()).toMatchObject({ workerScans: 2, started: 2, restarts: 1 });
+    expect(p.stats()).toMatchObject({ workerScans: 3, started: 2, restarts: 1 });
     await p.close();
   });
 
@@ -127,7 +130,7 @@ describe("phi-redaction guardrail on worker threads", () => {
   });
 
   it("stops a scan that outlives its timeout and blocks (fail closed) while the event loop keeps running", async () => {
-    const pipeline = new GuardrailPipeline({ output: [{ guardrail: createPhiGuardrail(), timeoutMs: 150 }] });
+    const pipeline = new GuardrailPipeline({ output: [{ guardrail: createPhiGuardrail({ workers: 1 }), timeoutMs: 150 }] });
     let ticks = 0;
     const timer = setInterval(() => ticks++, 10);
     const t0 = performance.now();
@@ -139,6 +142,43 @@ describe("phi-redaction guardrail on worker threads", () => {
     expect(elapsed).toBeLessThan(600);
     expect(ticks).toBeGreaterThanOrEqual(5);
   });
+
+  it("refuses failMode: open (a timed-out scan would pass PHI through)", () => {
+    expect(() => new GuardrailPipeline({ output: [{ guardrail: createPhiGuardrail(), failMode: "open" }] })).toThrow(/failMode must be "closed"/);
+    const policy = { version: 1, name: "t", stages: { output: [{ guardrail: "phi-redaction", failMode: "open" }] } };
+    expect(() => loadGuardrailPolicy(policy)).toThrow(/failMode/);
+  });
+
+  it("answers scans whose timeout is shorter than a worker's start once the worker is up (the start is not aborted)", async () => {
+    const p = createPhiDetectorPool();
+    const outcomes: string[] = [];
+    for (let i = 0; i < 15; i++) outcomes.push(await p.redact(`Seen by Dr. Sullivan on 03/14/2024. ${"Doing well. ".repeat(50)}`, AbortSignal.timeout(80)).then((r) => r.entities.map((e) => e.type).join("+"), (e: { code?: string }) => String(e.code)));
+    await p.close();
+    expect(outcomes.at(-1)).toBe("NAME+DATE");
+    expect(p.stats().started).toBe(1);
+  });
+
+  it("under a burst beyond its timeout, blocks what waited too long and passes nothing unredacted: 500 responses of 12 PhysioNet notes each", async () => {
+    const notes = texts("phi-deid-physionet", "text");
+    const responses = Array.from({ length: 500 }, (_, r) => ({
+      role: "assistant",
+      model: "m",
+      stopReason: "endTurn",
+      content: Array.from({ length: 12 }, (_, k) => ({ type: "text", text: notes[(r * 12 + k) % notes.length]! })),
+    }));
+    const guardrail = (workers: number) => createPhiGuardrail({ workers, entities: ["NAME", "DATE", "PHONE"] });
+    const pipeline = new GuardrailPipeline({ output: [{ guardrail: guardrail(1) }] });
+    await pipeline.evaluate("output", outputPayload(slowText.slice(0, 1000)), ctx); // the worker is up
+    const outcomes = await Promise.all(responses.map((r) => pipeline.evaluate("output", r, ctx)));
+    const inPlace = new GuardrailPipeline({ output: [{ guardrail: guardrail(0) }] });
+    const expected = await Promise.all(responses.map((r) => inPlace.evaluate("output", r, ctx)));
+    for (let i = 0; i < outcomes.length; i++) {
+      const o = outcomes[i]!;
+      if (o.action === "block") expect(o.blocked).toEqual({ guardrail: "phi-redaction", reason: "guardrail_timeout" });
+      else expect(o.payload).toEqual(expected[i]!.payload);
+    }
+    expect(expected.filter((o) => o.action === "redact").length).toBeGreaterThan(400);
+  }, 60_000);
 
   it("takes workers and workerMinChars from a policy file and refuses out-of-range values", () => {
     const policy = (params: Record<string, unknown>) => ({ version: 1, name: "t", stages: { output: [{ guardrail: "phi-redaction", params }] } });

@@ -95,6 +95,25 @@ describe("GuardrailPipeline", () => {
     expect(fired).toBe(1);
   });
 
+  it("a check that returns its promise after its budget is spent is blocked, and its later rejection is not left unhandled", async () => {
+    const unhandled: unknown[] = [];
+    const onUnhandled = (e: unknown) => unhandled.push(e);
+    process.on("unhandledRejection", onUnhandled);
+    const late: Guardrail = {
+      name: "late",
+      check: (_t, c) => {
+        const until = performance.now() + 60;
+        while (performance.now() < until); // the budget (50 ms) is spent before the promise exists
+        return new Promise((_r, reject) => c.signal?.addEventListener("abort", () => reject(new Error("aborted"))));
+      },
+    };
+    const out = await new GuardrailPipeline({ input: [{ guardrail: late, timeoutMs: 50 }] }).evaluate("input", { messages: [{ role: "user", content: { type: "text", text: "x" } }] }, ctx);
+    await new Promise((r) => setTimeout(r, 20));
+    process.off("unhandledRejection", onUnhandled);
+    expect(out.blocked).toEqual({ guardrail: "late", reason: "guardrail_timeout" });
+    expect(unhandled).toEqual([]);
+  });
+
   it("fails open only when configured, and records it", async () => {
     const thrower: Guardrail = { name: "thrower", check: () => { throw new Error("x"); } };
     const out = await new GuardrailPipeline({ input: [{ guardrail: thrower, failMode: "open" }, { guardrail: upper }] }).evaluate("input", "a secret", ctx);
