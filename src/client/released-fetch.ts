@@ -13,6 +13,8 @@
  * the SDK's same-origin redirect handling sees the original response.
  */
 
+import { listenForAbort } from "../util/abort.js";
+
 /** The `fetch` signature the SDK's `StreamableHTTPClientTransportOptions.fetch` accepts. */
 export type FetchFn = (input: string | URL, init?: RequestInit) => Promise<Response>;
 
@@ -28,14 +30,7 @@ export function releasedSignalFetch(base?: FetchFn): FetchFn {
     const outer = init?.signal;
     if (!outer || outer.aborted) return call(input, init);
     const inner = new AbortController();
-    const onAbort = () => inner.abort(outer.reason);
-    outer.addEventListener("abort", onAbort, { once: true });
-    let released = false;
-    const release = () => {
-      if (released) return;
-      released = true;
-      outer.removeEventListener("abort", onAbort);
-    };
+    const release = listenForAbort(outer, () => inner.abort(outer.reason));
     let response: Response;
     try {
       response = await call(input, { ...init, signal: inner.signal });

@@ -6,6 +6,7 @@ import { createHash, hash } from "node:crypto";
 import { performance } from "node:perf_hooks";
 import type { ExchangeDecision, Guardrail, TextCheckContext } from "./guardrail.js";
 import { walkPayload, type Walk } from "./content.js";
+import { listenForAbort } from "../util/abort.js";
 import type {
   Decision,
   GuardrailContext,
@@ -290,7 +291,7 @@ function withTimeout<T>(p: Promise<T>, ms: number, ac: AbortController): Promise
 class EntryRun {
   #ac: AbortController | undefined;
   #signal: AbortSignal | undefined;
-  #forward: (() => void) | undefined;
+  #unlink: (() => void) | undefined;
   #ctx: GuardrailContext | undefined;
 
   constructor(
@@ -312,10 +313,7 @@ class EntryRun {
     const ac = this.controller();
     const parent = this.parent.signal;
     if (parent?.aborted) ac.abort(parent.reason);
-    else if (parent) {
-      this.#forward = () => ac.abort(parent.reason);
-      parent.addEventListener("abort", this.#forward, { once: true });
-    }
+    else if (parent) this.#unlink = listenForAbort(parent, () => ac.abort(parent.reason));
     return (this.#signal = ac.signal);
   }
 
@@ -325,8 +323,8 @@ class EntryRun {
 
   /** The guardrail has finished with this payload: stop forwarding the request's abort. */
   release(): void {
-    if (this.#forward) this.parent.signal?.removeEventListener("abort", this.#forward);
-    this.#forward = undefined;
+    this.#unlink?.();
+    this.#unlink = undefined;
   }
 
   /** The context of `checkExchange`: the caller's, at this stage, with this guardrail's signal. */

@@ -13,6 +13,7 @@ import { createRequire } from "node:module";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 import { Worker } from "node:worker_threads";
+import { listenForAbort } from "../../util/abort.js";
 import { createPhiDetector, type PhiDetector, type PhiDetectorOptions, type PhiEntity, type PhiRedaction } from "./detector.js";
 import type { PhiWorkerRequest } from "./worker.js";
 
@@ -101,8 +102,9 @@ interface Job {
   text: string;
   resolve(v: unknown): void;
   reject(e: Error): void;
+  /** Removes the job's abort listener (when it was given a signal). */
+  unlink: (() => void) | undefined;
   signal: AbortSignal | undefined;
-  onAbort: (() => void) | undefined;
   /** Settled already (aborted while in a worker's queue): its reply is dropped. */
   done: boolean;
   /** When the worker began it (performance.now(), ms), once it is first in its worker. */
@@ -200,11 +202,8 @@ class Pool implements PhiDetectorPool {
     if (this.#broken) return Promise.reject(this.#broken);
     if (this.#inline) return this.#runInline(op, text);
     return new Promise((resolve, reject) => {
-      const job: Job = { id: ++this.#seq, op, text, resolve, reject, signal, onAbort: undefined, done: false, startedAt: 0 };
-      if (signal) {
-        job.onAbort = () => this.#abort(job);
-        signal.addEventListener("abort", job.onAbort, { once: true });
-      }
+      const job: Job = { id: ++this.#seq, op, text, resolve, reject, signal, unlink: undefined, done: false, startedAt: 0 };
+      if (signal) job.unlink = listenForAbort(signal, () => this.#abort(job));
       this.#queue.push(job);
       this.#backlog += text.length;
       this.#dispatch();
@@ -224,7 +223,7 @@ class Pool implements PhiDetectorPool {
     if (job.done) return;
     job.done = true;
     this.#backlog -= job.text.length;
-    if (job.signal && job.onAbort) job.signal.removeEventListener("abort", job.onAbort);
+    job.unlink?.();
     if (error) job.reject(error);
     else job.resolve(result);
   }
@@ -344,7 +343,7 @@ class Pool implements PhiDetectorPool {
       // the running scan took the worker down; the ones behind it go to the next worker
       const [running, ...waiting] = sent;
       if (running) this.#settle(running, new PhiPoolError("worker_failed", "the PHI scan's worker thread stopped", { cause: error }));
-      this.#queue.unshift(...waiting.filter((j) => !j.done));
+      this.#requeue(waiting);
     }
     this.#dispatch();
   }
@@ -357,7 +356,7 @@ class Pool implements PhiDetectorPool {
     if (this.#inline || this.#broken) return;
     for (const slot of this.#slots) {
       const worker = slot.worker;
-      this.#queue.unshift(...this.#clear(slot).filter((j) => !j.done));
+      this.#requeue(this.#clear(slot));
       if (worker) void worker.terminate();
     }
     try {
@@ -407,7 +406,12 @@ class Pool implements PhiDetectorPool {
     const sent = this.#clear(slot);
     this.#restarts++;
     if (worker) void worker.terminate();
-    this.#queue.unshift(...sent.filter((j) => !j.done));
+    this.#requeue(sent);
+  }
+
+  /** Puts scans a worker held back at the front of the queue, in order, less those already settled (aborted). */
+  #requeue(jobs: Job[]): void {
+    this.#queue.unshift(...jobs.filter((j) => !j.done));
   }
 
   /** Empties the slot; returns the scans it had sent. */
