@@ -20,7 +20,7 @@ import { measure } from "./lib/measure.js";
 import { ServerProc, stopLoadProcess } from "./lib/procs.js";
 import { median } from "./lib/stats.js";
 
-const SAMPLING_CONFIGS = new Set(["bare", "full", "full-distinct", "bare+auth", "bare+guardrails", "bare+audit"]);
+const SAMPLING_CONFIGS = new Set(["bare", "full", "full-distinct", "full-distinct-workers", "bare+auth", "bare+guardrails", "bare+audit"]);
 
 const { values } = parseArgs({
   options: {

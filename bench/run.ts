@@ -1,5 +1,7 @@
 /**
  * `npm run bench [-- --quick] [--rounds N] [--duration S] [--only throughput,latency,components,memory,demo] [--update-md]`
+ * `[--layers]` adds bare+auth, bare+guardrails and bare+audit; `[--phi-workers]` adds full-distinct-workers
+ * (full-distinct with the output stage's phi-redaction given `workers: 1`).
  *
  * The cost of HMCP's safety layers against the plain MCP SDK (issue 6), in one run. Every server runs in its own
  * process on loopback, load comes from separate autocannon processes, and configurations are interleaved
@@ -43,7 +45,15 @@ const memSessions = Number(option("sessions") ?? 1000);
 const only = new Set((option("only") ?? "throughput,latency,components,memory,demo").split(","));
 if (rounds < 1 || !Number.isFinite(durationSec) || durationSec <= 0) throw new Error("bad --rounds/--duration");
 
-const THROUGHPUT_CONFIGS: ServerConfig[] = ["ceiling", "baseline", "bare", "full", "full-distinct", ...(flag("layers") ? LAYER_CONFIGS : [])];
+const THROUGHPUT_CONFIGS: ServerConfig[] = [
+  "ceiling",
+  "baseline",
+  "bare",
+  "full",
+  "full-distinct",
+  ...(flag("phi-workers") ? (["full-distinct-workers"] as const) : []),
+  ...(flag("layers") ? LAYER_CONFIGS : []),
+];
 
 /** One measured autocannon run. */
 export interface ThroughputRun extends LoadResult {
@@ -209,6 +219,7 @@ function ratios(runs: ThroughputRun[], summary: ThroughputSummary[], connections
   const ceiling = s("ceiling");
   if (!base || !full || !bare || !ceiling) return undefined;
   const distinct = s("full-distinct");
+  const distinctWorkers = s("full-distinct-workers");
   return {
     connections,
     fullVsBaselineRps: round(full.rps.median / base.rps.median),
@@ -224,6 +235,10 @@ function ratios(runs: ThroughputRun[], summary: ThroughputSummary[], connections
       fullDistinctVsBaselineP50: round(distinct.p50Ms.median / base.p50Ms.median),
       fullDistinctVsBaselineCpuCapacity: round(base.cpuUsPerReq.median / distinct.cpuUsPerReq.median),
     }),
+    ...(distinctWorkers && {
+      fullDistinctWorkersVsBaselineRps: round(distinctWorkers.rps.median / base.rps.median),
+      fullDistinctWorkersVsBaselineP50: round(distinctWorkers.p50Ms.median / base.p50Ms.median),
+    }),
     paired: {
       fullVsBaselineRps: paired("full", "baseline", "rps"),
       fullVsBaselineP50: paired("full", "baseline", "p50Ms"),
@@ -233,6 +248,10 @@ function ratios(runs: ThroughputRun[], summary: ThroughputSummary[], connections
       ...(distinct && {
         fullDistinctVsBaselineRps: paired("full-distinct", "baseline", "rps"),
         fullDistinctVsBaselineP50: paired("full-distinct", "baseline", "p50Ms"),
+      }),
+      ...(distinctWorkers && {
+        fullDistinctWorkersVsBaselineRps: paired("full-distinct-workers", "baseline", "rps"),
+        fullDistinctWorkersVsBaselineP50: paired("full-distinct-workers", "baseline", "p50Ms"),
       }),
     },
   };
@@ -445,6 +464,10 @@ async function main(): Promise<void> {
           ...(ratios10.fullDistinctVsBaselineRps !== undefined && {
             fullDistinctVsBaselineRps: ratios10.fullDistinctVsBaselineRps,
             fullDistinctVsBaselineP50: ratios10.fullDistinctVsBaselineP50,
+          }),
+          ...(ratios10.fullDistinctWorkersVsBaselineRps !== undefined && {
+            fullDistinctWorkersVsBaselineRps: ratios10.fullDistinctWorkersVsBaselineRps,
+            fullDistinctWorkersVsBaselineP50: ratios10.fullDistinctWorkersVsBaselineP50,
           }),
         }
       : {},

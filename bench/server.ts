@@ -13,6 +13,8 @@
  *               `guardrails/default.yaml` input + output (with its per-session decision cache), and `FileAuditSink`
  *               (default durability) on a temp dir;
  * - `full-distinct` the same server as `full`; the runner sends it a different text every request (no cache hits);
+ * - `full-distinct-workers` `full-distinct` with `workers: 1` on the output stage's `phi-redaction` (PHI scans of long
+ *               items on a worker thread);
  * - `mem-hmcp`  `createHttpApp` with bearer false, default sessions (event store, SSE), for the idle-session figure;
  * - `mem-sdk`   the plain SDK equivalent (one McpServer + transport per session), for reference;
  * - `bare+auth`, `bare+guardrails`, `bare+audit`: one layer of `full` at a time (the runner's `--layers`).
@@ -23,7 +25,7 @@
  * `{ type: "stop" }` by closing (flushing the audit sink) and exiting.
  */
 import { randomUUID } from "node:crypto";
-import { writeFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { Session } from "node:inspector/promises";
 import { mkdtemp, rm, readdir, stat } from "node:fs/promises";
 import type { Server as NodeHttpServer } from "node:http";
@@ -37,12 +39,13 @@ import { createMcpExpressApp } from "@modelcontextprotocol/sdk/server/express.js
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js";
 import type { JWK } from "jose";
+import { parse as parseYaml } from "yaml";
 import type { AuditSink, GuardrailRunner, Listening } from "../src/index.js";
 import { AUDIENCE, ISSUER, REPO_ROOT } from "./lib/fixtures.js";
 import { loadHmcp } from "./lib/hmcp.js";
 import { mainThreadCpuMs } from "./lib/threads.js";
 import { mapProfileToSource } from "./lib/sourcemap.js";
-import type { LayerConfig, ServerConfig } from "./lib/configs.js";
+import { isDistinct, type LayerConfig, type ServerConfig } from "./lib/configs.js";
 
 export type { ServerConfig, LayerConfig } from "./lib/configs.js";
 
@@ -82,9 +85,22 @@ let auditDir: string | undefined;
 let guardrailRunner: GuardrailRunner | undefined;
 
 /** Loads the guardrail policy the issue names: `loadGuardrailPolicy("guardrails/default.yaml")`, from the build. */
-async function loadDefaultPolicy(): Promise<GuardrailRunner> {
+/** `guardrails/default.yaml`; with `phiWorkers`, its `phi-redaction` entries get `params.workers` set to that. */
+async function loadDefaultPolicy(phiWorkers?: number): Promise<GuardrailRunner> {
   const { loadGuardrailPolicy } = await loadHmcp();
-  return loadGuardrailPolicy(path.join(REPO_ROOT, "guardrails/default.yaml"));
+  const file = path.join(REPO_ROOT, "guardrails/default.yaml");
+  if (phiWorkers === undefined) return loadGuardrailPolicy(file);
+  const policy = parseYaml(readFileSync(file, "utf8")) as { stages: Record<string, Array<{ guardrail: string; params?: Record<string, unknown> }>> };
+  let set = 0;
+  for (const entries of Object.values(policy.stages)) {
+    for (const entry of entries) {
+      if (entry.guardrail !== "phi-redaction") continue;
+      entry.params = { ...entry.params, workers: phiWorkers };
+      set++;
+    }
+  }
+  if (set === 0) throw new Error("guardrails/default.yaml has no phi-redaction entry to give workers");
+  return loadGuardrailPolicy(policy);
 }
 
 function echoSampling(params: { messages: Array<{ content: unknown }> }) {
@@ -167,16 +183,16 @@ async function startSdk(): Promise<string> {
   return `${(await listenExpress(app)).url}/mcp`;
 }
 
-async function startHmcp(config: "bare" | "full" | "full-distinct" | "mem-hmcp" | LayerConfig, spec: ServerSpec): Promise<string> {
+async function startHmcp(config: "bare" | "full" | "full-distinct" | "full-distinct-workers" | "mem-hmcp" | LayerConfig, spec: ServerSpec): Promise<string> {
   // the built package (bench/lib/hmcp.ts says why)
   const { FileAuditSink, HMCPServer, createHttpApp, createJwtBearerAuthenticator, generateAuditSigningKey, listen } = await loadHmcp();
   let listening: Listening;
-  const full = config === "full" || config === "full-distinct";
+  const full = config === "full" || isDistinct(config);
   const withAuth = full || config === "bare+auth";
   const withGuardrails = full || config === "bare+guardrails";
   const withAudit = full || config === "bare+audit";
   if (withAuth || withGuardrails || withAudit) {
-    const guardrails = withGuardrails ? await loadDefaultPolicy() : false;
+    const guardrails = withGuardrails ? await loadDefaultPolicy(config === "full-distinct-workers" ? 1 : undefined) : false;
     if (guardrails) guardrailRunner = guardrails;
     let sink: AuditSink | undefined;
     if (withAudit) {
@@ -253,6 +269,7 @@ async function main(): Promise<void> {
     case "bare":
     case "full":
     case "full-distinct":
+    case "full-distinct-workers":
     case "mem-hmcp":
     case "bare+auth":
     case "bare+guardrails":

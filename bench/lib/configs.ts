@@ -8,24 +8,31 @@ export type LayerConfig = "bare+auth" | "bare+guardrails" | "bare+audit";
 /**
  * `full-distinct` is the `full` server driven with a different request text every request (the load generator splices
  * the request counter into the text), so the guardrails' per-session decision cache never answers; `full` resends one
- * text, so after the first request its cacheable guardrail decisions come from the cache.
+ * text, so after the first request its cacheable guardrail decisions come from the cache. `full-distinct-workers`
+ * (the runner's `--phi-workers`) is `full-distinct` with the output stage's `phi-redaction` given `workers: 1`: PHI
+ * scans of long text items on a worker thread (docs/guardrails.md), the opt-in the default policy leaves off.
  */
-export type ServerConfig = "ceiling" | "baseline" | "bare" | "full" | "full-distinct" | "mem-hmcp" | "mem-sdk" | LayerConfig;
+export type ServerConfig = "ceiling" | "baseline" | "bare" | "full" | "full-distinct" | "full-distinct-workers" | "mem-hmcp" | "mem-sdk" | LayerConfig;
 
 export const LAYER_CONFIGS: readonly LayerConfig[] = ["bare+auth", "bare+guardrails", "bare+audit"];
 
 /** True for the configurations that need the bench's bearer token and declare its patient. */
 export function needsToken(config: ServerConfig): boolean {
-  return config === "full" || config === "full-distinct" || config === "bare+auth";
+  return config === "full" || isDistinct(config) || config === "bare+auth";
+}
+
+/** True for the configurations whose every request carries a new text (no decision-cache hits). */
+export function isDistinct(config: ServerConfig): boolean {
+  return config === "full-distinct" || config === "full-distinct-workers";
 }
 
 /** Placeholder in a load body's text that the load generator replaces with the request counter (bench/load.ts). */
 export const COUNTER_PLACEHOLDER = "[<n>]";
 
 /**
- * The request text a configuration sends: for `full-distinct`, `Request <counter>. ` before the text, so every
+ * The request text a configuration sends: for the distinct configurations, `Request <counter>. ` before the text, so every
  * request's text is new (the prefix was chosen so that the default guardrails find nothing more in it).
  */
 export function requestText(config: ServerConfig, text: string): string {
-  return config === "full-distinct" ? `Request ${COUNTER_PLACEHOLDER}. ${text}` : text;
+  return isDistinct(config) ? `Request ${COUNTER_PLACEHOLDER}. ${text}` : text;
 }

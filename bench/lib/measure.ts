@@ -5,7 +5,7 @@
  */
 import type { LoadResult } from "../load.js";
 import type { ServerStats } from "../server.js";
-import type { ServerConfig } from "./configs.js";
+import { isDistinct, type ServerConfig } from "./configs.js";
 import { runLoadProcess, type ServerProc } from "./procs.js";
 
 export interface Measured {
@@ -40,7 +40,7 @@ export async function measure(t: LoadTarget, connections: number, seconds: numbe
     before.guardrailCache && after.guardrailCache
       ? { cacheHits: after.guardrailCache.hits - before.guardrailCache.hits, cacheMisses: after.guardrailCache.misses - before.guardrailCache.misses }
       : {};
-  if (t.config === "full-distinct" && (cache.cacheHits ?? 0) > 0) warn(`WARNING full-distinct@${connections}: ${cache.cacheHits} decision-cache hits (the texts must all differ)`);
+  if (isDistinct(t.config) && (cache.cacheHits ?? 0) > 0) warn(`WARNING ${t.config}@${connections}: ${cache.cacheHits} decision-cache hits (the texts must all differ)`);
   const ok = Math.round(result.rps * result.durationSec);
   // Every 2xx must be a real answer: the handler ran once per response (in-flight requests at the end may add a few).
   if (served < ok || served > ok + connections * 2 || result.non2xx > 0 || result.errors > 0) {

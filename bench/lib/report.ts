@@ -45,6 +45,9 @@ export interface ReportView {
         fullDistinctVsBaselineRps?: number;
         fullDistinctVsBaselineP50?: number;
         fullDistinctVsBaselineCpuCapacity?: number;
+        /** `full-distinct-workers` (`--phi-workers`): `full-distinct` with phi-redaction `workers: 1`. */
+        fullDistinctWorkersVsBaselineRps?: number;
+        fullDistinctWorkersVsBaselineP50?: number;
         paired: {
           fullVsBaselineRps: Spread;
           fullVsBaselineP50: Spread;
@@ -53,6 +56,8 @@ export interface ReportView {
           bareVsBaselineCpu: Spread;
           fullDistinctVsBaselineRps?: Spread;
           fullDistinctVsBaselineP50?: Spread;
+          fullDistinctWorkersVsBaselineRps?: Spread;
+          fullDistinctWorkersVsBaselineP50?: Spread;
         };
       }
     | undefined
@@ -175,6 +180,10 @@ export function renderMarkdown(r: ReportView): string {
         row("full-distinct / baseline req/s (paired per round)", (x) => pairedCell(x.fullDistinctVsBaselineRps, x.paired.fullDistinctVsBaselineRps));
         row("full-distinct / baseline p50", (x) => pairedCell(x.fullDistinctVsBaselineP50, x.paired.fullDistinctVsBaselineP50));
       }
+      if (rs.some((x) => x.fullDistinctWorkersVsBaselineRps !== undefined)) {
+        row("full-distinct-workers (phi-redaction workers: 1) / baseline req/s (paired per round)", (x) => pairedCell(x.fullDistinctWorkersVsBaselineRps, x.paired.fullDistinctWorkersVsBaselineRps));
+        row("full-distinct-workers / baseline p50", (x) => pairedCell(x.fullDistinctWorkersVsBaselineP50, x.paired.fullDistinctWorkersVsBaselineP50));
+      }
       row("bare / baseline req/s", (x) => `${x.bareVsBaselineRps.toFixed(3)} (${x.paired.bareVsBaselineRps.min.toFixed(2)}–${x.paired.bareVsBaselineRps.max.toFixed(2)})`);
       row("bare / baseline p50", (x) => x.bareVsBaselineP50.toFixed(3));
       row("baseline / ceiling req/s", (x) => x.baselineVsCeilingRps.toFixed(3));
@@ -189,8 +198,15 @@ export function renderMarkdown(r: ReportView): string {
   if (layers.length) {
     L.push("", "**Where the cost of `full` comes from** (one layer at a time on top of `bare`; server CPU is the steadier figure)", "");
     L.push("| layer | connections | req/s vs bare | added server CPU µs/request (vs bare) | added event loop µs/request |", "| --- | --- | --- | --- | --- |");
-    const rows = [...layers, ...(r.throughput?.summary.filter((x) => x.name === "full" || x.name === "full-distinct") ?? [])];
-    const label = (name: string) => (name === "full" ? "full (all layers)" : name === "full-distinct" ? "full-distinct (all layers, no cache hits)" : name.slice(5));
+    const rows = [...layers, ...(r.throughput?.summary.filter((x) => x.name.startsWith("full")) ?? [])];
+    const label = (name: string) =>
+      name === "full"
+        ? "full (all layers)"
+        : name === "full-distinct"
+          ? "full-distinct (all layers, no cache hits)"
+          : name === "full-distinct-workers"
+            ? "full-distinct-workers (the same, PHI scans on a worker)"
+            : name.slice(5);
     for (const x of rows) {
       const bare = r.throughput!.summary.find((b) => b.name === "bare" && b.connections === x.connections);
       if (!bare) continue;

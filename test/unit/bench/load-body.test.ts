@@ -5,8 +5,8 @@ import { requestText } from "../../../bench/lib/configs.js";
 import { samplingBody } from "../../../bench/lib/fixtures.js";
 
 describe("bench load bodies", () => {
-  it("full-distinct: the counter goes into the id and the text, so no two requests carry the same text", () => {
-    const bodyOf = requestBodies(JSON.stringify(samplingBody(requestText("full-distinct", "Chest pain."), "[<id>]", "p1")));
+  it.each(["full-distinct", "full-distinct-workers"] as const)("%s: the counter goes into the id and the text, so no two requests carry the same text", (config) => {
+    const bodyOf = requestBodies(JSON.stringify(samplingBody(requestText(config, "Chest pain."), "[<id>]", "p1")));
     const texts = new Set<string>();
     for (const n of [1, 2, 10, 12345]) {
       const msg = JSON.parse(bodyOf(n)) as { id: number; params: { messages: Array<{ content: { text: string } }> } };
