@@ -358,7 +358,78 @@ const NOT_NAMES = new Set([
 
 const STRONG_LOC_PREFIX = /\b(?:transferr?ed (?:back )?(?:to|from)|transfer(?:red)? (?:back )?to|admitted to|presented to|went to|go to|lives in|live in|living in|resides in|nearby in|moved to|moved from|called to|discharged to|adm(?:itted)? (?:to|from)|sent to|brought to|tx to|taken to|flighted to|enroute to|arrival to|retired from|rec(?:ie|ei)ved from|transfer)\s{1,2}(?:the\s)?$/i;
 
-const TOKEN = /[\p{L}][\p{L}\p{M}'’-]*/gu;
+/**
+ * Letter/mark class of a BMP code point, filled on first use: 0 not yet known, 1 neither, 2 a letter (\p{L}), 3 a mark
+ * (\p{M}). 64 KB for the life of the process; astral code points are classified each time (rare in clinical text).
+ */
+const BMP_CLASS = new Uint8Array(0x10000);
+const LETTER = /^\p{L}$/u;
+const MARK = /^\p{M}$/u;
+const classify = (ch: string): number => (LETTER.test(ch) ? 2 : MARK.test(ch) ? 3 : 1);
+function charClass(cp: number): number {
+  if (cp >= 0x10000) return classify(String.fromCodePoint(cp));
+  let v = BMP_CLASS[cp]!;
+  if (v === 0) BMP_CLASS[cp] = v = classify(String.fromCharCode(cp));
+  return v;
+}
+
+/**
+ * The name rules' words, as a global unicode regex of `[\p{L}][\p{L}\p{M}'’-]*` would find them (a letter, then letters, marks,
+ * apostrophes and hyphens; stepping one code point where no word starts), by a scan of char codes: ASCII is decided
+ * inline and other code points by {@link charClass}. Calls `word(start, end, asciiLower)` for each, `asciiLower` true
+ * when every character is ASCII and none is upper case (the word is its own lower case).
+ */
+function scanWords(text: string, word: (start: number, end: number, asciiLower: boolean) => void): void {
+  const n = text.length;
+  let i = 0;
+  while (i < n) {
+    const c = text.charCodeAt(i);
+    let size = 1;
+    let lower = true;
+    if (c < 128) {
+      if (c >= 97 && c <= 122) {
+        // a-z
+      } else if (c >= 65 && c <= 90) lower = false;
+      else {
+        i++;
+        continue;
+      }
+    } else {
+      const cp = text.codePointAt(i)!;
+      if (cp > 0xffff) size = 2;
+      if (charClass(cp) !== 2) {
+        i += size;
+        continue;
+      }
+      lower = false;
+    }
+    const start = i;
+    i += size;
+    while (i < n) {
+      const d = text.charCodeAt(i);
+      if (d < 128) {
+        if (d >= 97 && d <= 122) i++;
+        else if (d >= 65 && d <= 90) {
+          lower = false;
+          i++;
+        } else if (d === 39 || d === 45) i++; // ' -
+        else break;
+        continue;
+      }
+      if (d === 0x2019) {
+        // ’
+        lower = false;
+        i++;
+        continue;
+      }
+      const cp = text.codePointAt(i)!;
+      if (charClass(cp) < 2) break;
+      lower = false;
+      i += cp > 0xffff ? 2 : 1;
+    }
+    word(start, i, lower);
+  }
+}
 
 interface Tok {
   s: number;
@@ -522,19 +593,21 @@ class Detector implements PhiDetector {
     const lexFlags = this.#lx.flags;
     const extra = this.#extra;
     const toks: Tok[] = [];
-    TOKEN.lastIndex = 0;
-    let m: RegExpExecArray | null;
-    while ((m = TOKEN.exec(text)) !== null) {
-      let w = m[0];
-      while (w.length > 1 && (w.endsWith("-") || w.endsWith("'") || w.endsWith("’"))) w = w.slice(0, -1);
-      let lower = w.toLowerCase();
-      if (lower.endsWith("'s") || lower.endsWith("’s")) {
+    scanWords(text, (s, end, asciiLower) => {
+      // trailing hyphens and apostrophes are not part of the word ("Smith-", "Jones'")
+      let e = end;
+      for (let c = text.charCodeAt(e - 1); e - s > 1 && (c === 45 || c === 39 || c === 0x2019); c = text.charCodeAt(e - 1)) e--;
+      let w = text.slice(s, e);
+      let lower = asciiLower ? w : w.toLowerCase();
+      // possessive: "Smith's", "SMITH’S" (the test is on the lower case, as the word's own case may differ)
+      const ll = lower.length;
+      if (ll >= 2 && lower.charCodeAt(ll - 1) === 115 && (lower.charCodeAt(ll - 2) === 39 || lower.charCodeAt(ll - 2) === 0x2019)) {
         lower = lower.slice(0, -2);
         w = w.slice(0, -2);
       }
       const prev = toks.length > 0 ? toks[toks.length - 1]! : undefined;
-      toks.push({ s: m.index, e: m.index + w.length, w, lower, i: toks.length, g: prev ? text.slice(prev.e, m.index) : "", f: lexFlags.get(lower) ?? 0 });
-    }
+      toks.push({ s, e: s + w.length, w, lower, i: toks.length, g: prev ? text.slice(prev.e, s) : "", f: lexFlags.get(lower) ?? 0 });
+    });
     const n = toks.length;
     const isName = new Uint8Array(n);
     /** Named only by a weak cue ("her X", "X was"): such a word is not spread to its other mentions. */

@@ -34,6 +34,18 @@ describe("PHI detector", () => {
     expect(createPhiDetector({ names: ["Zyxwv"] }).redact("seen with zyxwv today").text).toBe("seen with [NAME] today");
   });
 
+  it("reads a name as one word across hyphens, apostrophes, marks and letters outside ASCII, without a possessive or trailing hyphen", () => {
+    expect(redactPhiText("Seen by Dr. Stord-Painter today.")).toBe("Seen by Dr. [NAME] today.");
+    expect(redactPhiText("Dr. Jones's patient is stable.")).toBe("Dr. [NAME]'s patient is stable.");
+    expect(redactPhiText("DR. O’DRISCOLL’S note was read.")).toBe("DR. [NAME]’S note was read.");
+    expect(redactPhiText("Mrs. Szöllösy called twice.")).toBe("Mrs. [NAME] called twice.");
+    // "e" + U+0301 (a combining mark) and an astral letter (U+1D400) stay inside the word
+    expect(redactPhiText("Mr. Zoe\u0301 Castaneda signed.")).toBe("Mr. [NAME] signed.");
+    expect(redactPhiText("Dr. \u{1D400}lvarez saw him.")).toBe("Dr. [NAME] saw him.");
+    expect(redactPhiText("daughter suzette- called")).toBe("daughter [NAME]- called");
+    expect(redactPhiText("Call Dr. Abel-' now")).toBe("Call Dr. [NAME]-' now");
+  });
+
   it("returns offsets and never the values", () => {
     const r = redactPhi("Call me at 617-555-0123.");
     expect(r.entities).toEqual([{ type: "PHONE", start: 11, end: 23, replacement: "[PHONE]" }]);
