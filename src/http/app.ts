@@ -77,7 +77,9 @@ export interface HttpApp {
    * 2. Waits for the running requests to finish, at most `drainTimeoutMs` (default 10,000 ms): they are answered and
    *    their audit records appended, so closing the audit sink after this resolves loses none.
    * 3. Closes every session (transport and server; a request still running then sees its signal aborted) and waits up
-   *    to 1,000 ms more for such requests to return; any still running after that are logged (count only).
+   *    to 1,000 ms more for such requests to return. Any still running after that get their audit record now
+   *    (`outcome: "failed"`, `reason: "abandoned_at_shutdown"`; not again when they return) and are logged (count only),
+   *    so closing the audit sink after this resolves still loses no record.
    * Never rejects.
    */
   close(options?: { drainTimeoutMs?: number }): Promise<void>;
@@ -427,9 +429,11 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
       // requests that outlived the drain saw their signal aborted: give them a moment to return and leave their records
       const servers = all.map(([, s]) => s);
       await idle(servers, 1000);
+      // their records are written now, while the caller's audit sink is still open, and not again when they return
       const running = servers.reduce((n, s) => n + s.server.pipeline.inFlight, 0);
+      const recorded = servers.reduce((n, s) => n + s.server.pipeline.recordAbandoned("abandoned_at_shutdown"), 0);
       if (running > 0) {
-        logger.warn("shutdown: requests still running after their sessions closed; each is recorded when it returns, if the audit sink is still open", { agent, requests: running });
+        logger.warn("shutdown: requests still running after their sessions closed, recorded as failed (abandoned_at_shutdown)", { agent, requests: running, recorded });
       }
     },
   };

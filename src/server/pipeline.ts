@@ -138,6 +138,8 @@ export class RequestPipeline {
   /** Requests inside {@link handle} (lifecycle methods excepted), and who waits for none to be. */
   #inFlight = 0;
   #idleWaiters: Array<() => void> = [];
+  /** The contexts of the requests inside {@link #handle}, for {@link recordAbandoned}. */
+  readonly #running = new Set<Ctx>();
 
   constructor(options: HMCPServerOptions, host: PipelineHost) {
     this.#auth =
@@ -205,6 +207,26 @@ export class RequestPipeline {
     return new Promise((resolve) => this.#idleWaiters.push(resolve));
   }
 
+  /**
+   * Writes the audit record of every request still being handled, as `outcome: "failed"` with `reason`, now; when such
+   * a request returns later, its record is not written again (nor is it answered: this is for shutdown, after its
+   * session is closed). So a request whose handler ignores its aborted signal past the shutdown drain still leaves
+   * its record in the trail before the audit sink is closed.
+   * @param reason - the record's reason code, e.g. `"abandoned_at_shutdown"`
+   * @returns how many records were written (0 without an audit sink or hook)
+   */
+  recordAbandoned(reason: string): number {
+    if (!this.auditing) return 0;
+    let n = 0;
+    for (const ctx of this.#running) {
+      if (ctx.recorded) continue;
+      // a copy: the request, still running, may yet add its response digest to its own
+      this.#record(ctx, "failed", undefined, reason, { ...ctx.digests });
+      n++;
+    }
+    return n;
+  }
+
   /** Runs one request through the pipeline around `inner`. */
   async handle(request: JSONRPCRequest, extra: HandlerExtra, inner: InnerHandler, options: { unknownMethod?: boolean } = {}): Promise<unknown> {
     if (LIFECYCLE_METHODS.has(request.method)) return inner(request, extra);
@@ -217,14 +239,14 @@ export class RequestPipeline {
   }
 
   async #handle(request: JSONRPCRequest, extra: HandlerExtra, inner: InnerHandler, options: { unknownMethod?: boolean }): Promise<unknown> {
-    const started = performance.now();
     const ctx = this.#context(request, extra);
     const auditing = this.auditing;
     // the record's content digests, computed where the content is final: a request or result that cannot be digested
     // is refused or withheld, so nothing is served that the audit trail cannot describe
-    const digests: Record<string, string> = {};
+    const digests = ctx.digests;
     let req = request;
     let result: unknown;
+    this.#running.add(ctx);
     try {
       // Fail closed: no request is served while the audit sink cannot take its record (checked before the handler
       // runs), nor after the sink has refused one, by any server sharing the sink (over HTTP, one per session).
@@ -275,11 +297,13 @@ export class RequestPipeline {
           delete digests["response"];
         }
       }
-      this.#record(ctx, request, started, outcomeOf(wire), wire.code, reasonOf(wire), digests);
+      this.#record(ctx, outcomeOf(wire), wire.code, reasonOf(wire));
       throw wire;
+    } finally {
+      this.#running.delete(ctx);
     }
-    if (ctx.toolError !== undefined) this.#record(ctx, request, started, "failed", undefined, "tool_error", digests);
-    else this.#record(ctx, request, started, "allowed", undefined, undefined, digests);
+    if (ctx.toolError !== undefined) this.#record(ctx, "failed", undefined, "tool_error");
+    else this.#record(ctx, "allowed", undefined, undefined);
     return result;
   }
 
@@ -339,16 +363,11 @@ export class RequestPipeline {
     return outcome.payload;
   }
 
-  #record(
-    ctx: Ctx,
-    request: JSONRPCRequest,
-    started: number,
-    outcome: AuditOutcome,
-    status: number | undefined,
-    reason: string | undefined,
-    digests: Record<string, string>,
-  ): void {
+  /** Writes the request's audit record, once (a request recorded as abandoned is not recorded again when it returns). */
+  #record(ctx: Ctx, outcome: AuditOutcome, status: number | undefined, reason: string | undefined, digests = ctx.digests): void {
     if (!this.#audit && !this.#hooks.audit) return;
+    if (ctx.recorded) return;
+    ctx.recorded = true;
     const p = ctx.principal;
     // Members in RFC 8785 order, undefined ones left out rather than deleted: the sink's canonical JSON then
     // serialises the record as it is, without a reordered copy (and `delete` would put the objects in V8's slow mode).
@@ -361,7 +380,7 @@ export class RequestPipeline {
       g["stage"] = d.stage;
       guardrails.push(g as AuditRecordInput["guardrails"][number]);
     }
-    const latencyMs = Math.round((performance.now() - started) * 1000) / 1000;
+    const latencyMs = Math.round((performance.now() - ctx.started) * 1000) / 1000;
     const record: Record<string, unknown> = {
       actor: actorOf(p),
       agent: this.#host.agentName,
@@ -369,12 +388,12 @@ export class RequestPipeline {
       guardrails,
       id: randomUUID(),
       latencyMs,
-      method: auditIdentifier(request.method),
+      method: auditIdentifier(ctx.method),
       outcome,
       patients: [...ctx.patientsTouched],
     };
     if (reason !== undefined) record["reason"] = reason;
-    record["requestId"] = auditRequestId(request.id);
+    record["requestId"] = auditRequestId(ctx.requestId);
     record["scopes"] = p?.scopes ?? [];
     if (ctx.sessionId !== undefined) record["sessionId"] = ctx.sessionId;
     record["source"] = ctx.sourceAddress !== undefined ? { address: ctx.sourceAddress } : {};
@@ -443,6 +462,12 @@ class Ctx implements RequestContext {
   toolError: unknown = undefined;
   /** Room for this request's record was reserved in the audit sink (released when the record is appended). */
   admitted = false;
+  /** When the pipeline took the request (`performance.now()`, ms). */
+  readonly started = performance.now();
+  /** The record's content digests (`request`, `response`: hex SHA-256 of RFC 8785 JSON), filled as the request goes. */
+  readonly digests: Record<string, string> = {};
+  /** Its audit record has been written (once only). */
+  recorded = false;
   readonly #extra: HandlerExtra;
   readonly #pipeline: RequestPipeline;
   readonly #host: PipelineHost;

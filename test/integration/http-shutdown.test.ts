@@ -1,10 +1,11 @@
 /**
  * Graceful shutdown of the HTTP app: a request running when `close()` is called is finished and answered (its handler's
  * own requests back to the client still get through), its audit record is appended before `close()` resolves, and new
- * sessions and requests are refused with 503 meanwhile.
+ * sessions and requests are refused with 503 meanwhile; a request whose handler outlives the drain is recorded as
+ * abandoned before `close()` resolves.
  */
 import { afterEach, describe, expect, it } from "vitest";
-import { FileAuditSink, HMCPClient, createHttpApp, generateAuditSigningKey, listen, queryAudit, type Listening } from "hmcp";
+import { FileAuditSink, HMCPClient, HMCPServer, createHttpApp, generateAuditSigningKey, listen, queryAudit, type Listening } from "hmcp";
 import { TEST_PRINCIPAL, createEchoAgent, textOf } from "../fixtures/echo-agent.js";
 import { MCP_HEADERS, openSession } from "../fixtures/raw-http.js";
 import { tempLogDir } from "../unit/audit/helpers.js";
@@ -72,5 +73,48 @@ describe("HttpApp.close: graceful shutdown", () => {
     expect(sampling[0]).toMatchObject({ outcome: "allowed" });
     expect(records.filter((r) => r.type === "http" && r.reason === "shutting_down").map((r) => r.status)).toEqual([503, 503]);
     expect(records.filter((r) => r.type === "session.end").map((r) => r.reason).sort()).toEqual(["shutdown", "shutdown"]);
+  });
+
+  it.each([
+    ["the audit sink closed before the handler returns", true],
+    ["the audit sink still open when the handler returns", false],
+  ])("records a request whose handler ignores its aborted signal past the drain as failed (abandoned_at_shutdown), once: %s", async (_, closeSinkFirst) => {
+    const dir = await tempLogDir("http-shutdown-abandoned");
+    const audit = await FileAuditSink.open({ dir, signing: { privateKey: (await generateAuditSigningKey()).privateJwk } });
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    let entered!: () => void;
+    const handlerEntered = new Promise<void>((resolve) => (entered = resolve));
+    let returned!: () => void;
+    const handlerReturned = new Promise<void>((resolve) => (returned = resolve));
+    const createServer = () =>
+      new HMCPServer({ name: "stubborn-agent", version: "1.0.0" }, { auth: { localPrincipal: TEST_PRINCIPAL }, guardrails: false, audit }).sampling(async () => {
+        entered();
+        await released; // ignores its signal: e.g. a write to an EMR that cannot be cancelled
+        setImmediate(returned);
+        return { content: { type: "text", text: "written" }, stopReason: "endTurn" };
+      });
+    http = await listen(createHttpApp({ createServer, bearer: false, audit }));
+    const client = new HMCPClient({ name: "orchestrator", version: "1.0.0" });
+    await client.connect({ type: "http", url: new URL("/mcp", http.url) });
+    const answer = client.createMessage({ messages: [{ role: "user", content: { type: "text", text: "write the note" } }], maxTokens: 5 }).catch((e: unknown) => e);
+    await handlerEntered;
+
+    await http.close({ drainTimeoutMs: 50 });
+    http = undefined;
+    // closed first: the record must already be in the trail; open: the late return must not add a second record
+    if (closeSinkFirst) await audit.close();
+    release();
+    await handlerReturned;
+    if (!closeSinkFirst) await audit.close();
+    await client.close().catch(() => undefined);
+    expect(await answer).toBeInstanceOf(Error); // the client got no answer
+
+    const records = await queryAudit([dir]);
+    const sampling = records.filter((r) => r.type === "request" && r.method === "sampling/createMessage");
+    expect(sampling).toHaveLength(1);
+    expect(sampling[0]).toMatchObject({ outcome: "failed", reason: "abandoned_at_shutdown", agent: "stubborn-agent" });
+    expect(sampling[0]!.digests).toHaveProperty("request");
+    expect(sampling[0]!.digests).not.toHaveProperty("response");
   });
 });
