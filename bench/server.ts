@@ -84,8 +84,10 @@ let closers: Array<() => Promise<void>> = [];
 let auditDir: string | undefined;
 let guardrailRunner: GuardrailRunner | undefined;
 
-/** Loads the guardrail policy the issue names: `loadGuardrailPolicy("guardrails/default.yaml")`, from the build. */
-/** `guardrails/default.yaml`; with `phiWorkers`, its `phi-redaction` entries get `params.workers` set to that. */
+/**
+ * Loads the guardrail policy the issue names, `loadGuardrailPolicy("guardrails/default.yaml")`, from the build; with
+ * `phiWorkers`, its `phi-redaction` entries get `params.workers` set to that (relative paths still resolve beside it).
+ */
 async function loadDefaultPolicy(phiWorkers?: number): Promise<GuardrailRunner> {
   const { loadGuardrailPolicy } = await loadHmcp();
   const file = path.join(REPO_ROOT, "guardrails/default.yaml");
@@ -100,7 +102,7 @@ async function loadDefaultPolicy(phiWorkers?: number): Promise<GuardrailRunner> 
     }
   }
   if (set === 0) throw new Error("guardrails/default.yaml has no phi-redaction entry to give workers");
-  return loadGuardrailPolicy(policy);
+  return loadGuardrailPolicy(policy, { baseDir: path.dirname(file) });
 }
 
 function echoSampling(params: { messages: Array<{ content: unknown }> }) {

@@ -47,7 +47,7 @@ export interface HttpAppOptions {
    * (`bearer: false`). Default 1,000 (or `maxSessions`, if smaller).
    */
   maxSessionsPerPrincipal?: number;
-  /** A session with no request for this long is closed, ms. Default 1,800,000 (30 minutes). */
+  /** A session with no request for this long, and none running, is closed, ms. Default 1,800,000 (30 minutes). */
   sessionIdleTimeoutMs?: number;
   /** Receives records for requests refused at the HTTP layer and for session start/end. */
   audit?: AuditSink;
@@ -136,6 +136,8 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
   const maxPerPrincipal = options.maxSessionsPerPrincipal ?? Math.min(1_000, maxSessions);
   const idleMs = options.sessionIdleTimeoutMs ?? 1_800_000;
   const sessions = new Map<string, Session>();
+  /** Sessions ended (client DELETE, transport closed) while requests in them were still running, until those return. */
+  const retiring = new Set<Session>();
   // Sessions per owner, open or being opened (an initialize request between its checks and onsessioninitialized), and
   // initialize requests in progress: concurrent initialize requests cannot overrun either cap.
   const held = new Map<string, number>();
@@ -364,6 +366,11 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
     const s = sessions.get(sessionId);
     if (!s) return;
     sessions.delete(sessionId);
+    // requests still running in it are waited for and recorded by close() like those of open sessions
+    if (s.server.pipeline.inFlight > 0) {
+      retiring.add(s);
+      void s.server.pipeline.whenIdle().then(() => retiring.delete(s));
+    }
     hold(s.owner, -1);
     s.eventStore?.clear();
     audit({ type: "session.end", actor: actorOf(s.principal), source: compact({ address: s.sourceAddress }), transport: "http", sessionId, outcome: "allowed", reason, latencyMs: 0 });
@@ -398,7 +405,8 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
     const cutoff = Date.now() - idleMs;
     for (const [id, s] of sessions) {
       s.eventStore?.evictExpired(); // an idle session's expired events return their bytes to the shared budget
-      if (s.lastSeen < cutoff) {
+      // a request still running keeps its session (it was seen when the request came, however long ago)
+      if (s.lastSeen < cutoff && s.server.pipeline.inFlight === 0) {
         endSession(id, "idle_timeout");
         void s.transport.close().catch(() => undefined);
       }
@@ -418,7 +426,7 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
       closing = true;
       clearInterval(sweeper);
       const drainMs = closeOptions.drainTimeoutMs ?? 10_000;
-      await idle([...sessions.values()], drainMs);
+      await idle([...sessions.values(), ...retiring], drainMs);
       const all = [...sessions.entries()];
       await Promise.allSettled(
         all.map(async ([id, s]) => {
@@ -427,13 +435,13 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
         }),
       );
       // requests that outlived the drain saw their signal aborted: give them a moment to return and leave their records
-      const servers = all.map(([, s]) => s);
+      const servers = [...all.map(([, s]) => s), ...retiring];
       await idle(servers, 1000);
       // their records are written now, while the caller's audit sink is still open, and not again when they return
       const running = servers.reduce((n, s) => n + s.server.pipeline.inFlight, 0);
       const recorded = servers.reduce((n, s) => n + s.server.pipeline.recordAbandoned("abandoned_at_shutdown"), 0);
       if (running > 0) {
-        logger.warn("shutdown: requests still running after their sessions closed, recorded as failed (abandoned_at_shutdown)", { agent, requests: running, recorded });
+        logger.warn("shutdown: requests still running after their sessions closed (recorded: audit records written for them now, as failed with reason abandoned_at_shutdown)", { agent, requests: running, recorded });
       }
     },
   };

@@ -127,6 +127,11 @@ export interface PipelineHost {
   readonly methodScopes: (method: string) => readonly string[] | undefined;
 }
 
+/** The record digests of a request that got no reply: the request's only. */
+function requestDigestOnly(digests: Record<string, string>): Record<string, string> {
+  return digests["request"] === undefined ? {} : { request: digests["request"] };
+}
+
 /** @internal */
 export class RequestPipeline {
   readonly #auth: false | { localPrincipal?: Principal; requiredScopes: Readonly<Record<string, readonly string[]>> | undefined };
@@ -221,7 +226,7 @@ export class RequestPipeline {
     for (const ctx of this.#running) {
       if (ctx.recorded) continue;
       // a copy: the request, still running, may yet add its response digest to its own
-      this.#record(ctx, "failed", undefined, reason, { ...ctx.digests });
+      this.#record(ctx, "failed", undefined, reason, requestDigestOnly(ctx.digests));
       n++;
     }
     return n;
@@ -288,6 +293,10 @@ export class RequestPipeline {
           error,
         });
       }
+      if (ctx.signal.aborted) {
+        this.#record(ctx, "failed", undefined, "aborted", requestDigestOnly(digests));
+        throw wire;
+      }
       if (auditing) {
         // an error reply is digested as sent; one that cannot be (a handler's own error data) is recorded without it
         try {
@@ -302,7 +311,10 @@ export class RequestPipeline {
     } finally {
       this.#running.delete(ctx);
     }
-    if (ctx.toolError !== undefined) this.#record(ctx, "failed", undefined, "tool_error");
+    // The SDK sends no reply, result or error, to a request whose signal was aborted (cancelled by the client, its
+    // session closed): its record says so, with no response digest.
+    if (ctx.signal.aborted) this.#record(ctx, "failed", undefined, "aborted", requestDigestOnly(digests));
+    else if (ctx.toolError !== undefined) this.#record(ctx, "failed", undefined, "tool_error");
     else this.#record(ctx, "allowed", undefined, undefined);
     return result;
   }

@@ -7,7 +7,8 @@ import type { HMCPServer } from "./hmcp-server.js";
 
 /**
  * Connects `server` to this process's stdin/stdout and resolves once connected. The process keeps serving until
- * stdin closes; then the server is closed.
+ * stdin closes; then the server is closed, and a request still running gets its audit record at once (`outcome:
+ * "failed"`, `reason: "abandoned_at_shutdown"`, written before `session.end` and not again when it returns).
  * @returns a function that closes the server.
  */
 export async function serveStdio(
@@ -25,6 +26,9 @@ export async function serveStdio(
   const close = async () => {
     if (closed) return;
     closed = true;
+    // no reply can reach the client any more: a request still running is recorded now, before the session's end, and
+    // not again when it returns (the caller may close the audit sink right after this)
+    server.pipeline.recordAbandoned("abandoned_at_shutdown");
     server.pipeline.recordSession("session.end", "stdin_closed");
     await server.close();
   };

@@ -2,10 +2,11 @@
  * Graceful shutdown of the HTTP app: a request running when `close()` is called is finished and answered (its handler's
  * own requests back to the client still get through), its audit record is appended before `close()` resolves, and new
  * sessions and requests are refused with 503 meanwhile; a request whose handler outlives the drain is recorded as
- * abandoned before `close()` resolves.
+ * abandoned before `close()` resolves, and one that returns after its session closed as aborted (it got no reply).
  */
+import { PassThrough } from "node:stream";
 import { afterEach, describe, expect, it } from "vitest";
-import { FileAuditSink, HMCPClient, HMCPServer, createHttpApp, generateAuditSigningKey, listen, queryAudit, type Listening } from "hmcp";
+import { FileAuditSink, HMCPClient, HMCPServer, createHttpApp, generateAuditSigningKey, listen, queryAudit, serveStdio, type AuditRecordInput, type Listening } from "hmcp";
 import { TEST_PRINCIPAL, createEchoAgent, textOf } from "../fixtures/echo-agent.js";
 import { MCP_HEADERS, openSession } from "../fixtures/raw-http.js";
 import { tempLogDir } from "../unit/audit/helpers.js";
@@ -75,12 +76,8 @@ describe("HttpApp.close: graceful shutdown", () => {
     expect(records.filter((r) => r.type === "session.end").map((r) => r.reason).sort()).toEqual(["shutdown", "shutdown"]);
   });
 
-  it.each([
-    ["the audit sink closed before the handler returns", true],
-    ["the audit sink still open when the handler returns", false],
-  ])("records a request whose handler ignores its aborted signal past the drain as failed (abandoned_at_shutdown), once: %s", async (_, closeSinkFirst) => {
-    const dir = await tempLogDir("http-shutdown-abandoned");
-    const audit = await FileAuditSink.open({ dir, signing: { privateKey: (await generateAuditSigningKey()).privateJwk } });
+  /** An agent whose sampling handler waits for `release()`, ignoring its signal (e.g. an EMR write it cannot cancel). */
+  function stubbornAgent(audit: FileAuditSink) {
     let release!: () => void;
     const released = new Promise<void>((resolve) => (release = resolve));
     let entered!: () => void;
@@ -90,10 +87,22 @@ describe("HttpApp.close: graceful shutdown", () => {
     const createServer = () =>
       new HMCPServer({ name: "stubborn-agent", version: "1.0.0" }, { auth: { localPrincipal: TEST_PRINCIPAL }, guardrails: false, audit }).sampling(async () => {
         entered();
-        await released; // ignores its signal: e.g. a write to an EMR that cannot be cancelled
+        await released;
         setImmediate(returned);
         return { content: { type: "text", text: "written" }, stopReason: "endTurn" };
       });
+    return { createServer, release, handlerEntered, handlerReturned };
+  }
+
+  const samplingRecords = (records: AuditRecordInput[]) => records.filter((r) => r.type === "request" && r.method === "sampling/createMessage");
+
+  it.each([
+    ["the audit sink closed before the handler returns", true],
+    ["the audit sink still open when the handler returns", false],
+  ])("records a request whose handler ignores its aborted signal past the drain as failed (abandoned_at_shutdown), once: %s", async (_, closeSinkFirst) => {
+    const dir = await tempLogDir("http-shutdown-abandoned");
+    const audit = await FileAuditSink.open({ dir, signing: { privateKey: (await generateAuditSigningKey()).privateJwk } });
+    const { createServer, release, handlerEntered, handlerReturned } = stubbornAgent(audit);
     http = await listen(createHttpApp({ createServer, bearer: false, audit }));
     const client = new HMCPClient({ name: "orchestrator", version: "1.0.0" });
     await client.connect({ type: "http", url: new URL("/mcp", http.url) });
@@ -110,11 +119,108 @@ describe("HttpApp.close: graceful shutdown", () => {
     await client.close().catch(() => undefined);
     expect(await answer).toBeInstanceOf(Error); // the client got no answer
 
-    const records = await queryAudit([dir]);
-    const sampling = records.filter((r) => r.type === "request" && r.method === "sampling/createMessage");
+    const sampling = samplingRecords(await queryAudit([dir]));
     expect(sampling).toHaveLength(1);
     expect(sampling[0]).toMatchObject({ outcome: "failed", reason: "abandoned_at_shutdown", agent: "stubborn-agent" });
     expect(sampling[0]!.digests).toHaveProperty("request");
     expect(sampling[0]!.digests).not.toHaveProperty("response");
+  });
+
+  it("waits for and records a request of a session its client ended (DELETE) while the request ran: failed, aborted (no reply was sent)", async () => {
+    const dir = await tempLogDir("http-shutdown-deleted");
+    const audit = await FileAuditSink.open({ dir, signing: { privateKey: (await generateAuditSigningKey()).privateJwk } });
+    const agent = stubbornAgent(audit);
+    http = await listen(createHttpApp({ createServer: agent.createServer, bearer: false, audit }));
+    const client = new HMCPClient({ name: "orchestrator", version: "1.0.0" });
+    await client.connect({ type: "http", url: new URL("/mcp", http.url) });
+    const answer = client.createMessage({ messages: [{ role: "user", content: { type: "text", text: "write the note" } }], maxTokens: 5 }).catch((e: unknown) => e);
+    await agent.handlerEntered;
+    await client.close(); // DELETE: the session ends while its request runs
+    expect(await answer).toBeInstanceOf(Error);
+
+    let closeDone = false;
+    const closed = http.close({ drainTimeoutMs: 10_000 }).then(() => (closeDone = true));
+    await new Promise((r) => setTimeout(r, 100));
+    expect(closeDone).toBe(false); // the drain waits for it
+    agent.release();
+    await closed;
+    http = undefined;
+    await audit.close(); // right after close(): the record must be in
+
+    const sampling = samplingRecords(await queryAudit([dir]));
+    expect(sampling).toHaveLength(1);
+    expect(sampling[0]).toMatchObject({ outcome: "failed", reason: "aborted" });
+    expect(sampling[0]!.digests).not.toHaveProperty("response");
+  });
+
+  it("records a request that returns in the grace after its session was closed as failed, aborted, without a response digest", async () => {
+    const dir = await tempLogDir("http-shutdown-grace");
+    const audit = await FileAuditSink.open({ dir, signing: { privateKey: (await generateAuditSigningKey()).privateJwk } });
+    const agent = stubbornAgent(audit);
+    http = await listen(createHttpApp({ createServer: agent.createServer, bearer: false, audit }));
+    const client = new HMCPClient({ name: "orchestrator", version: "1.0.0" });
+    await client.connect({ type: "http", url: new URL("/mcp", http.url) });
+    const answer = client.createMessage({ messages: [{ role: "user", content: { type: "text", text: "write the note" } }], maxTokens: 5 }).catch((e: unknown) => e);
+    await agent.handlerEntered;
+    const closed = http.close({ drainTimeoutMs: 50 });
+    setTimeout(agent.release, 300); // after the drain, inside the 1 s grace
+    await closed;
+    http = undefined;
+    await audit.close();
+    await client.close().catch(() => undefined);
+    expect(await answer).toBeInstanceOf(Error);
+
+    const sampling = samplingRecords(await queryAudit([dir]));
+    expect(sampling).toHaveLength(1);
+    expect(sampling[0]).toMatchObject({ outcome: "failed", reason: "aborted" });
+    expect(sampling[0]!.digests).toHaveProperty("request");
+    expect(sampling[0]!.digests).not.toHaveProperty("response");
+  });
+
+  it("stdio: closing records a running request as abandoned before session.end, and not again when it returns", async () => {
+    const records: Array<Record<string, unknown>> = [];
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    let entered!: () => void;
+    const handlerEntered = new Promise<void>((resolve) => (entered = resolve));
+    const server = new HMCPServer({ name: "stdio-agent", version: "1.0.0" }, { auth: { localPrincipal: TEST_PRINCIPAL }, guardrails: false, hooks: { audit: (r) => void records.push({ ...r }) } }).sampling(async () => {
+      entered();
+      await released;
+      return { content: { type: "text", text: "x" }, stopReason: "endTurn" };
+    });
+    const stdin = new PassThrough();
+    const close = await serveStdio(server, { stdin, stdout: new PassThrough() });
+    const send = (m: unknown) => stdin.write(JSON.stringify(m) + "\n");
+    send(initialize);
+    send({ jsonrpc: "2.0", method: "notifications/initialized" });
+    send({ jsonrpc: "2.0", id: 2, method: "sampling/createMessage", params: { messages: [{ role: "user", content: { type: "text", text: "hi" } }], maxTokens: 5 } });
+    await handlerEntered;
+    await close();
+    const summary = () => records.map((r) => [r["type"], r["outcome"], r["reason"]].filter((x) => x !== undefined).join(" "));
+    expect(summary()).toEqual(["session.start allowed", "request failed abandoned_at_shutdown", "session.end allowed stdin_closed"]);
+    release();
+    await new Promise((r) => setTimeout(r, 50));
+    expect(summary()).toHaveLength(3);
+  });
+
+  it("the idle-session sweep does not end a session while a request in it is running", async () => {
+    const dir = await tempLogDir("http-idle-running");
+    const audit = await FileAuditSink.open({ dir, signing: { privateKey: (await generateAuditSigningKey()).privateJwk } });
+    const agent = stubbornAgent(audit);
+    // idle after 100 ms; the sweep runs every second
+    http = await listen(createHttpApp({ createServer: agent.createServer, bearer: false, audit, sessionIdleTimeoutMs: 100 }));
+    const client = new HMCPClient({ name: "orchestrator", version: "1.0.0" });
+    await client.connect({ type: "http", url: new URL("/mcp", http.url) });
+    // a swept session would never answer: fail in 5 s rather than the default 60
+    const answer = client.createMessage({ messages: [{ role: "user", content: { type: "text", text: "write the note" } }], maxTokens: 5 }, { timeoutMs: 5000 });
+    await agent.handlerEntered;
+    await new Promise((r) => setTimeout(r, 1300));
+    agent.release();
+    expect(textOf((await answer).content)).toBe("written");
+    await client.close();
+    await http.close({ drainTimeoutMs: 0 });
+    http = undefined;
+    await audit.close();
+    expect(samplingRecords(await queryAudit([dir]))[0]).toMatchObject({ outcome: "allowed" });
   });
 });
