@@ -94,22 +94,34 @@ describe("HttpApp.close: graceful shutdown", () => {
     return { createServer, release, handlerEntered, handlerReturned };
   }
 
+  /**
+   * A file audit sink in a new dir, the stubborn agent behind `createHttpApp` (in `http`), and a client whose
+   * createMessage is running in its handler. `answer` settles with the result or the error.
+   */
+  async function stubbornRequest(name: string, appOptions: { sessionIdleTimeoutMs?: number } = {}, timeoutMs?: number) {
+    const dir = await tempLogDir(name);
+    const audit = await FileAuditSink.open({ dir, signing: { privateKey: (await generateAuditSigningKey()).privateJwk } });
+    const agent = stubbornAgent(audit);
+    const listening = await listen(createHttpApp({ createServer: agent.createServer, bearer: false, audit, ...appOptions }));
+    http = listening;
+    const client = new HMCPClient({ name: "orchestrator", version: "1.0.0" });
+    await client.connect({ type: "http", url: new URL("/mcp", listening.url) });
+    const params = { messages: [{ role: "user" as const, content: { type: "text" as const, text: "write the note" } }], maxTokens: 5 };
+    const answer = client.createMessage(params, timeoutMs === undefined ? {} : { timeoutMs }).catch((e: unknown) => e);
+    await agent.handlerEntered;
+    return { dir, audit, agent, client, answer, listening };
+  }
+
   const samplingRecords = (records: AuditRecordInput[]) => records.filter((r) => r.type === "request" && r.method === "sampling/createMessage");
 
   it.each([
     ["the audit sink closed before the handler returns", true],
     ["the audit sink still open when the handler returns", false],
   ])("records a request whose handler ignores its aborted signal past the drain as failed (abandoned_at_shutdown), once: %s", async (_, closeSinkFirst) => {
-    const dir = await tempLogDir("http-shutdown-abandoned");
-    const audit = await FileAuditSink.open({ dir, signing: { privateKey: (await generateAuditSigningKey()).privateJwk } });
-    const { createServer, release, handlerEntered, handlerReturned } = stubbornAgent(audit);
-    http = await listen(createHttpApp({ createServer, bearer: false, audit }));
-    const client = new HMCPClient({ name: "orchestrator", version: "1.0.0" });
-    await client.connect({ type: "http", url: new URL("/mcp", http.url) });
-    const answer = client.createMessage({ messages: [{ role: "user", content: { type: "text", text: "write the note" } }], maxTokens: 5 }).catch((e: unknown) => e);
-    await handlerEntered;
+    const { dir, audit, agent, client, answer, listening } = await stubbornRequest("http-shutdown-abandoned");
+    const { release, handlerReturned } = agent;
 
-    await http.close({ drainTimeoutMs: 50 });
+    await listening.close({ drainTimeoutMs: 50 });
     http = undefined;
     // closed first: the record must already be in the trail; open: the late return must not add a second record
     if (closeSinkFirst) await audit.close();
@@ -127,19 +139,12 @@ describe("HttpApp.close: graceful shutdown", () => {
   });
 
   it("waits for and records a request of a session its client ended (DELETE) while the request ran: failed, aborted (no reply was sent)", async () => {
-    const dir = await tempLogDir("http-shutdown-deleted");
-    const audit = await FileAuditSink.open({ dir, signing: { privateKey: (await generateAuditSigningKey()).privateJwk } });
-    const agent = stubbornAgent(audit);
-    http = await listen(createHttpApp({ createServer: agent.createServer, bearer: false, audit }));
-    const client = new HMCPClient({ name: "orchestrator", version: "1.0.0" });
-    await client.connect({ type: "http", url: new URL("/mcp", http.url) });
-    const answer = client.createMessage({ messages: [{ role: "user", content: { type: "text", text: "write the note" } }], maxTokens: 5 }).catch((e: unknown) => e);
-    await agent.handlerEntered;
+    const { dir, audit, agent, client, answer, listening } = await stubbornRequest("http-shutdown-deleted");
     await client.close(); // DELETE: the session ends while its request runs
     expect(await answer).toBeInstanceOf(Error);
 
     let closeDone = false;
-    const closed = http.close({ drainTimeoutMs: 10_000 }).then(() => (closeDone = true));
+    const closed = listening.close({ drainTimeoutMs: 10_000 }).then(() => (closeDone = true));
     await new Promise((r) => setTimeout(r, 100));
     expect(closeDone).toBe(false); // the drain waits for it
     agent.release();
@@ -154,15 +159,8 @@ describe("HttpApp.close: graceful shutdown", () => {
   });
 
   it("records a request that returns in the grace after its session was closed as failed, aborted, without a response digest", async () => {
-    const dir = await tempLogDir("http-shutdown-grace");
-    const audit = await FileAuditSink.open({ dir, signing: { privateKey: (await generateAuditSigningKey()).privateJwk } });
-    const agent = stubbornAgent(audit);
-    http = await listen(createHttpApp({ createServer: agent.createServer, bearer: false, audit }));
-    const client = new HMCPClient({ name: "orchestrator", version: "1.0.0" });
-    await client.connect({ type: "http", url: new URL("/mcp", http.url) });
-    const answer = client.createMessage({ messages: [{ role: "user", content: { type: "text", text: "write the note" } }], maxTokens: 5 }).catch((e: unknown) => e);
-    await agent.handlerEntered;
-    const closed = http.close({ drainTimeoutMs: 50 });
+    const { dir, audit, agent, client, answer, listening } = await stubbornRequest("http-shutdown-grace");
+    const closed = listening.close({ drainTimeoutMs: 50 });
     setTimeout(agent.release, 300); // after the drain, inside the 1 s grace
     await closed;
     http = undefined;
@@ -204,21 +202,15 @@ describe("HttpApp.close: graceful shutdown", () => {
   });
 
   it("the idle-session sweep does not end a session while a request in it is running", async () => {
-    const dir = await tempLogDir("http-idle-running");
-    const audit = await FileAuditSink.open({ dir, signing: { privateKey: (await generateAuditSigningKey()).privateJwk } });
-    const agent = stubbornAgent(audit);
-    // idle after 100 ms; the sweep runs every second
-    http = await listen(createHttpApp({ createServer: agent.createServer, bearer: false, audit, sessionIdleTimeoutMs: 100 }));
-    const client = new HMCPClient({ name: "orchestrator", version: "1.0.0" });
-    await client.connect({ type: "http", url: new URL("/mcp", http.url) });
-    // a swept session would never answer: fail in 5 s rather than the default 60
-    const answer = client.createMessage({ messages: [{ role: "user", content: { type: "text", text: "write the note" } }], maxTokens: 5 }, { timeoutMs: 5000 });
-    await agent.handlerEntered;
+    // idle after 100 ms (the sweep runs every second); a swept session would never answer: fail in 5 s, not 60
+    const { dir, audit, agent, client, answer, listening } = await stubbornRequest("http-idle-running", { sessionIdleTimeoutMs: 100 }, 5000);
     await new Promise((r) => setTimeout(r, 1300));
     agent.release();
-    expect(textOf((await answer).content)).toBe("written");
+    const result = await answer;
+    expect(result).not.toBeInstanceOf(Error);
+    expect(textOf((result as { content: unknown }).content)).toBe("written");
     await client.close();
-    await http.close({ drainTimeoutMs: 0 });
+    await listening.close({ drainTimeoutMs: 0 });
     http = undefined;
     await audit.close();
     expect(samplingRecords(await queryAudit([dir]))[0]).toMatchObject({ outcome: "allowed" });
