@@ -140,11 +140,9 @@ export class RequestPipeline {
   readonly #hooks: PipelineHooks;
   readonly #host: PipelineHost;
   readonly #logger: OperationalLogger;
-  /** Requests inside {@link handle} (lifecycle methods excepted), and who waits for none to be. */
-  #inFlight = 0;
-  #idleWaiters: Array<() => void> = [];
-  /** The contexts of the requests inside {@link #handle}, for {@link recordAbandoned}. */
+  /** The contexts of the requests inside {@link handle} (lifecycle methods excepted), and who waits for none to be. */
   readonly #running = new Set<Ctx>();
+  #idleWaiters: Array<() => void> = [];
 
   constructor(options: HMCPServerOptions, host: PipelineHost) {
     this.#auth =
@@ -203,12 +201,12 @@ export class RequestPipeline {
 
   /** Requests being handled now (their audit records not yet written). */
   get inFlight(): number {
-    return this.#inFlight;
+    return this.#running.size;
   }
 
   /** Resolves when no request is being handled (at once if none is): every record of a finished request is appended. */
   whenIdle(): Promise<void> {
-    if (this.#inFlight === 0) return Promise.resolve();
+    if (this.#running.size === 0) return Promise.resolve();
     return new Promise((resolve) => this.#idleWaiters.push(resolve));
   }
 
@@ -235,23 +233,24 @@ export class RequestPipeline {
   /** Runs one request through the pipeline around `inner`. */
   async handle(request: JSONRPCRequest, extra: HandlerExtra, inner: InnerHandler, options: { unknownMethod?: boolean } = {}): Promise<unknown> {
     if (LIFECYCLE_METHODS.has(request.method)) return inner(request, extra);
-    this.#inFlight++;
+    const ctx = this.#context(request, extra);
+    this.#running.add(ctx);
     try {
-      return await this.#handle(request, extra, inner, options);
+      return await this.#handle(ctx, request, extra, inner, options);
     } finally {
-      if (--this.#inFlight === 0) for (const w of this.#idleWaiters.splice(0)) w();
+      // after the request's record is written (whenIdle promises that)
+      this.#running.delete(ctx);
+      if (this.#running.size === 0) for (const w of this.#idleWaiters.splice(0)) w();
     }
   }
 
-  async #handle(request: JSONRPCRequest, extra: HandlerExtra, inner: InnerHandler, options: { unknownMethod?: boolean }): Promise<unknown> {
-    const ctx = this.#context(request, extra);
+  async #handle(ctx: Ctx, request: JSONRPCRequest, extra: HandlerExtra, inner: InnerHandler, options: { unknownMethod?: boolean }): Promise<unknown> {
     const auditing = this.auditing;
     // the record's content digests, computed where the content is final: a request or result that cannot be digested
     // is refused or withheld, so nothing is served that the audit trail cannot describe
     const digests = ctx.digests;
     let req = request;
     let result: unknown;
-    this.#running.add(ctx);
     try {
       // Fail closed: no request is served while the audit sink cannot take its record (checked before the handler
       // runs), nor after the sink has refused one, by any server sharing the sink (over HTTP, one per session).
@@ -308,8 +307,6 @@ export class RequestPipeline {
       }
       this.#record(ctx, outcomeOf(wire), wire.code, reasonOf(wire));
       throw wire;
-    } finally {
-      this.#running.delete(ctx);
     }
     // The SDK sends no reply, result or error, to a request whose signal was aborted (cancelled by the client, its
     // session closed): its record says so, with no response digest.
