@@ -39,7 +39,10 @@ export interface PhiDetectorPool {
   detect(text: string, signal?: AbortSignal): Promise<PhiEntity[]>;
   /** Counters since creation. */
   stats(): PhiDetectorPoolStats;
-  /** Characters of the scans waiting or running now (a caller may scan in place rather than queue behind a backlog). */
+  /**
+   * Characters of the scans waiting for or held by a worker now (a caller may scan in place rather than queue behind a
+   * backlog). A scan aborted after it was sent to a worker still counts until the worker is done with it or stopped.
+   */
   backlogChars(): number;
   /** Starts the workers now instead of on the first scan (~0.2 s each), so that the first scans do not wait. */
   start(): void;
@@ -109,6 +112,10 @@ interface Job {
   done: boolean;
   /** When the worker began it (performance.now(), ms), once it is first in its worker. */
   startedAt: number;
+  /** Posted to a worker and not yet answered or taken back: the worker is (or will be) busy with it, even if aborted. */
+  sent: boolean;
+  /** Its characters are in the pool's backlog count. */
+  counted: boolean;
 }
 
 interface Slot {
@@ -202,7 +209,7 @@ class Pool implements PhiDetectorPool {
     if (this.#broken) return Promise.reject(this.#broken);
     if (this.#inline) return this.#runInline(op, text);
     return new Promise((resolve, reject) => {
-      const job: Job = { id: ++this.#seq, op, text, resolve, reject, signal, unlink: undefined, done: false, startedAt: 0 };
+      const job: Job = { id: ++this.#seq, op, text, resolve, reject, signal, unlink: undefined, done: false, startedAt: 0, sent: false, counted: true };
       if (signal) job.unlink = listenForAbort(signal, () => this.#abort(job));
       this.#queue.push(job);
       this.#backlog += text.length;
@@ -222,10 +229,18 @@ class Pool implements PhiDetectorPool {
   #settle(job: Job, error: Error | undefined, result?: unknown): void {
     if (job.done) return;
     job.done = true;
-    this.#backlog -= job.text.length;
+    // a scan a worker holds keeps counting until the worker is done with it (#onReply) or stopped (#clear)
+    if (!job.sent) this.#uncount(job);
     job.unlink?.();
     if (error) job.reject(error);
     else job.resolve(result);
+  }
+
+  /** Takes a scan's characters out of the backlog count (once). */
+  #uncount(job: Job): void {
+    if (!job.counted) return;
+    job.counted = false;
+    this.#backlog -= job.text.length;
   }
 
   /**
@@ -262,6 +277,7 @@ class Pool implements PhiDetectorPool {
       job.startedAt = performance.now();
     }
     slot.sent.push(job);
+    job.sent = true;
     worker.postMessage({ id: job.id, op: job.op, text: job.text } satisfies PhiWorkerRequest);
   }
 
@@ -302,6 +318,8 @@ class Pool implements PhiDetectorPool {
     }
     if (slot.sent[0]?.id !== m.id) return;
     const job = slot.sent.shift()!;
+    job.sent = false;
+    this.#uncount(job);
     this.#workerScans++;
     if ("error" in m) this.#settle(job, new PhiPoolError("worker_failed", `PHI scan failed in the worker (${m.error})`));
     else this.#settle(job, undefined, m.result);
@@ -414,13 +432,21 @@ class Pool implements PhiDetectorPool {
     this.#queue.unshift(...jobs.filter((j) => !j.done));
   }
 
-  /** Empties the slot; returns the scans it had sent. */
+  /**
+   * Empties the slot; returns the scans it had sent. Those already settled (aborted) leave the backlog count; the others
+   * stay in it, to be requeued or settled by the caller.
+   */
   #clear(slot: Slot): Job[] {
     if (slot.idle) clearTimeout(slot.idle);
     slot.idle = undefined;
     slot.worker = undefined;
     slot.ready = false;
-    return slot.sent.splice(0);
+    const sent = slot.sent.splice(0);
+    for (const job of sent) {
+      job.sent = false;
+      if (job.done) this.#uncount(job);
+    }
+    return sent;
   }
 }
 

@@ -83,11 +83,31 @@ describe("PHI detector pool", () => {
     await p.close();
   });
 
+  it("counts an aborted scan in its backlog until its worker is done with it or stopped", async () => {
+    const p = createPhiDetectorPool({ size: 1 });
+    await p.redact("warm"); // scans are sent ahead only to a started worker
+    expect(p.backlogChars()).toBe(0);
+    const note = "Seen by Dr. Sullivan.";
+    const ac = new AbortController();
+    const aborted = p.redact(slowText, ac.signal);
+    const behind = p.redact(note);
+    expect(p.backlogChars()).toBe(slowText.length + note.length);
+    ac.abort();
+    await expect(aborted).rejects.toMatchObject({ code: "aborted" });
+    // the worker is still scanning it (until the end of the abort grace): the scan behind it waits that long
+    expect(p.backlogChars()).toBe(slowText.length + note.length);
+    expect((await behind).text).toBe("Seen by Dr. [NAME].");
+    expect(p.backlogChars()).toBe(0);
+    expect(p.stats()).toMatchObject({ restarts: 1 });
+    await p.close();
+  });
+
   it("rejects queued and later scans once closed", async () => {
     const p = createPhiDetectorPool();
     const scans = [p.redact(slowText), p.redact("Dr. Sullivan")].map((s) => s.then(() => "resolved", (e: unknown) => e));
     await p.close();
     for (const s of scans) expect(await s).toMatchObject({ name: "PhiPoolError", code: "closed" });
+    expect(p.backlogChars()).toBe(0);
     await expect(p.redact("Dr. Sullivan")).rejects.toMatchObject({ code: "closed" });
   });
 
