@@ -25,7 +25,7 @@ import { RuleBasedModelProvider, type ModelProvider } from "./model/rule-based-p
 import { createDisplay, renderSummary, type DisplayEvent } from "./orchestrator/display.js";
 import { bundleOf, Orchestrator, type OrchestratorEvent, type PatientRun } from "./orchestrator/orchestrator.js";
 import { countWritten, type DemoReport } from "./orchestrator/report.js";
-import { AGENT_CONFIG_ENV, publicKeyFileFor, type AgentProcessConfig } from "./runtime/agent-config.js";
+import { AGENT_CONFIG_ENV, appendAnchorTo, publicKeyFileFor, readAnchorFile, type AgentProcessConfig } from "./runtime/agent-config.js";
 import { startDemoAuth, type DemoAuth } from "./runtime/auth.js";
 import { localPrincipal, ORCHESTRATOR, PATIENT_APP, READER } from "./runtime/clients.js";
 import { demoGuardrails } from "./runtime/guardrails.js";
@@ -109,6 +109,11 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
   // trail, so anyone can re-verify it: hmcp audit verify <dir> --key <dir>/checkpoint-keys.jwks.json.
   const auditKey = await generateAuditSigningKey();
   const publicKeyFile = path.join(auditDir, "checkpoint-keys.jwks.json");
+  // Every chain's checkpoint anchors (chain, seq, entry hash: no PHI) go to a file outside the run folder, standing in for
+  // a store the trail's writers cannot rewrite (a write-once bucket, a SIEM). Verifying against it also catches a trail
+  // cut back to an earlier checkpoint, or rewritten by someone who holds the signing key.
+  const anchorsFile = path.join(path.dirname(auditDir), "anchors", `run-${runId}.jsonl`);
+  await mkdir(path.dirname(anchorsFile), { recursive: true, mode: 0o700 });
   const guardrails = demoGuardrails();
   const boundPatient = patients[0]?.patient.id ?? "none";
   const otherPatient = patients[1]?.patient.id ?? "another-patient";
@@ -138,7 +143,7 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
   let auditSink: FileAuditSink | undefined;
   const transport = options.transport ?? "http";
   if (transport === "http") {
-    auditSink = await FileAuditSink.open({ dir: auditDir, prefix: "demo", signing: { privateKey: auditKey.privateJwk } });
+    auditSink = await FileAuditSink.open({ dir: auditDir, prefix: "demo", signing: { privateKey: auditKey.privateJwk }, onCheckpoint: appendAnchorTo(anchorsFile) });
     const a = await startHttpAgents({ store, patients: patients.map((p) => p.patient), auth: true, audit: auditSink, guardrails });
     auth = await startDemoAuth({ resources: [a.emrUrl, a.patientDataUrl], boundPatient });
     a.setBearers(auth.bearerFor(a.emrUrl), auth.bearerFor(a.patientDataUrl));
@@ -162,7 +167,7 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
     const spawnAgent = async (agent: "emr-writeback" | "patient-data", clientId: string, prefix: string) => {
       const cfg: AgentProcessConfig = {
         ...(agent === "emr-writeback" ? { store } : { dataDir }),
-        audit: { dir: auditDir, prefix },
+        audit: { dir: auditDir, prefix, anchors: anchorsFile },
         principal: localPrincipal(clientId, boundPatient),
       };
       const c = makeClient(`${clientId}-${agent}`);
@@ -246,26 +251,22 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
     await auditSink?.close();
   }
 
-  // Audit: verify every chain written by this run (one in-process chain over HTTP, one per agent process over stdio).
+  // Audit: verify every chain written by this run (one in-process chain over HTTP, one per agent process over stdio)
+  // against its checkpoint key and the anchors, as the re-verify command the summary prints does.
   const files = await endpoints.auditFiles();
   const prefixes = [...new Set(files.map((f) => path.basename(f).replace(/-\d{8}-\d+\.jsonl$/, "")))];
-  let records = 0;
-  let verified = files.length > 0;
-  let auditError: string | undefined;
   const publicKeys: JWK[] = [];
   for (const prefix of prefixes) {
-    const chain = files.filter((f) => path.basename(f).startsWith(`${prefix}-`) && path.basename(f).replace(/-\d{8}-\d+\.jsonl$/, "") === prefix);
-    const key = (prefix === "demo" ? auditKey.publicJwk : JSON.parse(await readFile(publicKeyFileFor(auditDir, prefix), "utf8"))) as JWK;
-    publicKeys.push(key);
-    const v = await verifyAuditFiles(chain, { publicKey: key });
-    records += v.records;
-    if (!v.ok) {
-      verified = false;
-      auditError ??= `${v.firstError?.file ?? prefix}: ${v.firstError?.reason ?? "failed"}`;
-    }
+    publicKeys.push((prefix === "demo" ? auditKey.publicJwk : JSON.parse(await readFile(publicKeyFileFor(auditDir, prefix), "utf8"))) as JWK);
   }
-
   await writeFile(publicKeyFile, `${JSON.stringify({ keys: publicKeys })}\n`);
+  const anchors = readAnchorFile(anchorsFile);
+  const v = files.length > 0 ? await verifyAuditFiles(files, { publicKey: { keys: publicKeys }, anchors }) : undefined;
+  const records = v?.records ?? 0;
+  // every chain ended with a checkpoint at close, so each must have left its anchor
+  const unanchored = prefixes.length - new Set(anchors.map((a) => a.chain)).size;
+  const verified = v !== undefined && v.ok && unanchored === 0;
+  const auditError = v === undefined ? "no audit files" : !v.ok ? `${v.firstError?.file ?? "audit"}: ${v.firstError?.reason ?? "failed"}` : unanchored > 0 ? `${unanchored} chain(s) without a checkpoint anchor` : undefined;
 
   // What reached the store from this input.
   const db = await EmrStore.open(store);
@@ -278,7 +279,7 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
   const report: DemoReport = {
     patients: runs.map((r, i) => ({ name: r.name, birthDate: r.birthDate, patientId: r.patientId ?? null, sent: r.sent, written: written[i]!, created: r.created, refused: r.refused })),
     defences,
-    audit: { file: files[0] ?? auditDir, files, records, verified, dir: auditDir, publicKey: publicKeyFile, ...(auditError && { error: auditError }) },
+    audit: { file: files[0] ?? auditDir, files, records, verified, dir: auditDir, publicKey: publicKeyFile, anchors: anchorsFile, anchored: anchors.length, ...(auditError && { error: auditError }) },
     emr: "dataDir" in store ? { dataDir: store.dataDir } : { databaseUrl: db.location && "databaseUrl" in db.location ? db.location.databaseUrl : "postgres" },
     durationMs: Date.now() - started,
   };

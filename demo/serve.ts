@@ -2,12 +2,13 @@
  * `npm run demo -- --serve`: the authorization server and both agents, kept running until SIGINT / SIGTERM, with one
  * JSON line on stdout naming their URLs, so other MCP clients (MCP Inspector, your own) can connect.
  */
-import { writeFile } from "node:fs/promises";
+import { mkdir, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { FileAuditSink, generateAuditSigningKey, resourceMetadataUrlFor } from "hmcp";
 import type { StoreLocation } from "./emr-store/sql.js";
 import { loadPatientBundles } from "./fhir/synthea.js";
 import { startDemoAuth } from "./runtime/auth.js";
+import { appendAnchorTo } from "./runtime/agent-config.js";
 import { demoClients } from "./runtime/clients.js";
 import { demoGuardrails } from "./runtime/guardrails.js";
 import { startHttpAgents } from "./runtime/http-agents.js";
@@ -15,8 +16,12 @@ import { startHttpAgents } from "./runtime/http-agents.js";
 export async function serveDemo(options: { dataDir: string; store: StoreLocation; auditRoot?: string }): Promise<number> {
   const patients = await loadPatientBundles(options.dataDir);
   const key = await generateAuditSigningKey();
-  const auditDir = path.resolve(options.auditRoot ?? ".hmcp/audit", `serve-${new Date().toISOString().replace(/[:.]/g, "-")}`);
-  const audit = await FileAuditSink.open({ dir: auditDir, prefix: "demo", signing: { privateKey: key.privateJwk } });
+  const runName = `serve-${new Date().toISOString().replace(/[:.]/g, "-")}`;
+  const auditDir = path.resolve(options.auditRoot ?? ".hmcp/audit", runName);
+  // checkpoint anchors outside the trail's folder, as `npm run demo` keeps them (see run-demo.ts)
+  const anchorsFile = path.join(path.dirname(auditDir), "anchors", `${runName}.jsonl`);
+  await mkdir(path.dirname(anchorsFile), { recursive: true, mode: 0o700 });
+  const audit = await FileAuditSink.open({ dir: auditDir, prefix: "demo", signing: { privateKey: key.privateJwk }, onCheckpoint: appendAnchorTo(anchorsFile) });
   const guardrails = demoGuardrails();
   const agents = await startHttpAgents({ store: options.store, patients: patients.map((p) => p.patient), auth: true, audit, guardrails });
   const boundPatient = patients[0]?.patient.id ?? "none";
@@ -45,6 +50,7 @@ export async function serveDemo(options: { dataDir: string; store: StoreLocation
       },
       audit: auditDir,
       checkpointKeys: publicKeyFile,
+      anchors: anchorsFile,
       clients: clientsFile,
     })}\n`,
   );

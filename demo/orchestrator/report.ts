@@ -20,8 +20,11 @@ export interface DemoReport {
     refused: Array<{ resourceType: string; reason: string; count: number }>;
   }>;
   defences: { injectionBlocked: boolean; insufficientScopeRefused: boolean; crossPatientRefused: boolean };
-  /** `files`, `dir` and `publicKey` (the checkpoint key, to re-verify with `hmcp audit verify`) extend the issue's shape. */
-  audit: { file: string; files: string[]; records: number; verified: boolean; dir: string; publicKey: string; error?: string };
+  /**
+   * `files`, `dir`, `publicKey` (the checkpoint key, to re-verify with `hmcp audit verify`), `anchors` (the JSON Lines
+   * file of checkpoint anchors, kept outside `dir`) and `anchored` (anchors in it) extend the issue's shape.
+   */
+  audit: { file: string; files: string[]; records: number; verified: boolean; dir: string; publicKey: string; anchors: string; anchored: number; error?: string };
   emr: { dataDir: string } | { databaseUrl: string };
   durationMs: number;
 }

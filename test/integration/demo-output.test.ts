@@ -1,12 +1,14 @@
 /**
  * What someone running `npm run demo` reads on stdout: each step of a patient's write is labelled with what it is and
  * the MCP message that carried it (infoNeeded, lookup, elicitation approval, progress notifications, the model summary),
- * and a rerun on the same store says it wrote nothing new rather than repeating "N written".
+ * and a rerun on the same store says it wrote nothing new rather than repeating "N written". The re-verify command it
+ * prints checks the trail against the checkpoint anchors the run kept outside the trail's folder.
  */
-import { copyFile, mkdir, readdir } from "node:fs/promises";
+import { copyFile, mkdir, readdir, readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { Writable } from "node:stream";
 import { afterAll, describe, expect, it } from "vitest";
+import { main as hmcpCli } from "../../src/cli/main.js";
 import { runDemo, type DemoOptions } from "../../demo/run-demo.js";
 import type { DemoReport } from "../../demo/orchestrator/report.js";
 import { shippedData, tempDir } from "./demo-helpers.js";
@@ -29,6 +31,16 @@ async function demoOutput(options: DemoOptions): Promise<{ text: string; ok: boo
   return { text, ok, report };
 }
 
+/** Demo options for the shipped sample's first patient alone, with the store and audit trail in a fresh temp folder. */
+async function onePatient(prefix: string): Promise<DemoOptions> {
+  const tmp = await tempDir(prefix);
+  cleanup.push(tmp.remove);
+  const bundles = path.join(tmp.dir, "bundles");
+  await mkdir(bundles);
+  for (const f of (await readdir(shippedData)).filter((x) => x.startsWith("Claudie_"))) await copyFile(path.join(shippedData, f), path.join(bundles, f));
+  return { dataDir: bundles, store: { dataDir: path.join(tmp.dir, "emr") }, auditRoot: path.join(tmp.dir, "audit") };
+}
+
 /** The printed lines of one patient's section (from its ▶ line to its ✔ or ✖ line). */
 function section(text: string, name: string): string[] {
   const lines = text.split("\n");
@@ -41,12 +53,7 @@ function section(text: string, name: string): string[] {
 
 describe("demo console output", () => {
   it("labels the infoNeeded, lookup, approval, progress and model-summary steps, in order; a rerun says it wrote nothing new", { timeout: 120_000 }, async () => {
-    const tmp = await tempDir("hmcp-demo-output-");
-    cleanup.push(tmp.remove);
-    const bundles = path.join(tmp.dir, "bundles");
-    await mkdir(bundles);
-    for (const f of (await readdir(shippedData)).filter((x) => x.startsWith("Claudie_"))) await copyFile(path.join(shippedData, f), path.join(bundles, f));
-    const common = { dataDir: bundles, store: { dataDir: path.join(tmp.dir, "emr") }, auditRoot: path.join(tmp.dir, "audit") };
+    const common = await onePatient("hmcp-demo-output-");
 
     const first = await demoOutput(common);
     expect(first.ok).toBe(true);
@@ -71,5 +78,35 @@ describe("demo console output", () => {
     expect(again.at(-1)).toBe("✔ Claudie Walsh: 0 newly written, 7 already in the EMR, 2 refused");
     expect(second.text).toMatch(/^Written: 0 new this run, 7 already in the EMR /m);
     expect(second.report.patients[0]).toMatchObject({ written: first.report.patients[0]!.written, created: {} });
+  });
+
+  it("prints a re-verify command that checks the anchors kept outside the trail: it passes, and fails once the trail is cut back", { timeout: 120_000 }, async () => {
+    const { text, ok, report } = await demoOutput(await onePatient("hmcp-demo-anchors-"));
+    expect(ok).toBe(true);
+    // one chain over HTTP, checkpointed at close: its anchor is in a file beside the run folder, not in it
+    expect(report.audit.anchored).toBe(1);
+    expect(path.dirname(report.audit.anchors)).not.toBe(report.audit.dir);
+    const [anchor] = (await readFile(report.audit.anchors, "utf8")).trim().split("\n").map((l) => JSON.parse(l) as { chain: string; seq: number; why: string });
+    expect(anchor).toMatchObject({ chain: "demo", why: "close" });
+
+    const command = text.split("\n").find((l) => l.includes("re-verify: "))!.split("re-verify: npm run hmcp -- ")[1]!.split(" ");
+    expect(command).toEqual(["audit", "verify", report.audit.dir, "--key", report.audit.publicKey, "--anchors", report.audit.anchors]);
+    const cli = async (argv: string[]) => {
+      let out = "";
+      const code = await hmcpCli(argv, { out: (s) => (out += s + "\n"), err: (s) => (out += s + "\n") });
+      return { code, out };
+    };
+    expect((await cli(command)).code).toBe(0);
+
+    // Cut the trail back to before its close checkpoint (as someone hiding the last records would): with
+    // --allow-unsigned-tail the files alone pass, the anchor does not.
+    const [file] = report.audit.files;
+    const lines = (await readFile(file!, "utf8")).trim().split("\n");
+    expect(lines.length).toBe(anchor!.seq);
+    await writeFile(file!, lines.slice(0, -3).join("\n") + "\n");
+    expect((await cli([...command.slice(0, 5), "--allow-unsigned-tail"])).code).toBe(0);
+    const cut = await cli([...command, "--allow-unsigned-tail", "--format", "json"]);
+    expect(cut.code).not.toBe(0);
+    expect(cut.out).toContain("anchor_missing");
   });
 });

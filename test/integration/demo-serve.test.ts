@@ -40,6 +40,7 @@ describe("demo --serve", () => {
       agents: { emrWriteback: { mcp: string; protectedResourceMetadata: string }; patientData: { mcp: string; protectedResourceMetadata: string } };
       clients: string;
       checkpointKeys: string;
+      anchors: string;
     };
     const meta = (await (await fetch(info.agents.emrWriteback.protectedResourceMetadata)).json()) as { resource: string; authorization_servers: string[] };
     expect(meta.resource).toBe(info.agents.emrWriteback.mcp);
@@ -67,9 +68,11 @@ describe("demo --serve", () => {
     await client.close();
     child.kill("SIGTERM");
     expect(await exited).toBe(0);
-    // the trail verifies with the checkpoint key the line names
     const { verifyAuditFiles, expandAuditPaths } = await import("hmcp");
-    const verified = await verifyAuditFiles(await expandAuditPaths([path.dirname(info.clients)]), { publicKey: JSON.parse(await readFile(info.checkpointKeys, "utf8")) });
+    // the trail verifies with the checkpoint key the line names, and against the anchor of its close checkpoint
+    const anchors = (await readFile(info.anchors, "utf8")).trim().split("\n").map((l) => JSON.parse(l) as { chain: string; seq: number; hash: string; why: string });
+    expect(anchors.at(-1)).toMatchObject({ chain: "demo", why: "close" });
+    const verified = await verifyAuditFiles(await expandAuditPaths([path.dirname(info.clients)]), { publicKey: JSON.parse(await readFile(info.checkpointKeys, "utf8")), anchors });
     expect(verified.ok).toBe(true);
   });
 });

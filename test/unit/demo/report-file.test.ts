@@ -9,7 +9,7 @@ import type { DemoReport } from "../../../demo/orchestrator/report.js";
 const report: DemoReport = {
   patients: [{ name: "Test Patient", birthDate: "2000-01-01", patientId: "p-1", sent: { Observation: 1 }, written: { Observation: 1 }, created: { Observation: 1 }, refused: [] }],
   defences: { injectionBlocked: true, insufficientScopeRefused: true, crossPatientRefused: true },
-  audit: { file: "a.jsonl", files: ["a.jsonl"], records: 1, verified: true, dir: "audit", publicKey: "keys.jwks.json" },
+  audit: { file: "a.jsonl", files: ["a.jsonl"], records: 1, verified: true, dir: "audit", publicKey: "keys.jwks.json", anchors: "anchors.jsonl", anchored: 1 },
   emr: { dataDir: "emr" },
   durationMs: 1,
 };
