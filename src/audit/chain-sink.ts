@@ -54,7 +54,7 @@ export interface ChainSinkCommon {
   durability?: AuditDurability;
   /** A checkpoint every this many records (default 1000), plus at rotation and at close. */
   checkpointEvery?: number;
-  /** Called after each persisted batch with the highest durable `seq`. */
+  /** Called after each persisted batch with the highest durable `seq`. A throw becomes a notice; it never fails the sink. */
   onDurable?: (seq: number) => void;
   /**
    * Called after each checkpoint (signed sinks: every `checkpointEvery` records, at rotation, at close and on recovery)
@@ -109,6 +109,8 @@ export abstract class ChainSinkBase implements AuditSink {
   private timer: NodeJS.Timeout | undefined;
   private failure: AuditSinkError | undefined;
   private closed = false;
+  /** The first `close()` call's work: later calls wait for it rather than resolving before the trail is closed. */
+  private closing: Promise<void> | undefined;
   protected sinceCheckpoint = 0;
   /**
    * Why the last entry of the chain was written, when it is a checkpoint (`undefined` after a record); set from the
@@ -212,11 +214,15 @@ export abstract class ChainSinkBase implements AuditSink {
   }
 
   /**
-   * Flushes, writes a final checkpoint (signed sinks), persists it and releases resources. Idempotent.
+   * Flushes, writes a final checkpoint (signed sinks), persists it and releases resources. Idempotent: every call
+   * resolves (or rejects) with the first, once the trail is closed.
    * @throws AuditSinkError `write_failed` when records could not be persisted.
    */
-  async close(): Promise<void> {
-    if (this.closed) return;
+  close(): Promise<void> {
+    return (this.closing ??= this.closeOnce());
+  }
+
+  private async closeOnce(): Promise<void> {
     // Refuse new records first, so everything accepted is written before the final checkpoint.
     this.closed = true;
     try {
@@ -252,13 +258,24 @@ export abstract class ChainSinkBase implements AuditSink {
         const batch = this.queue.splice(0, take);
         await this.writeBatch(batch);
         this.durable += batch.length;
-        this.common.onDurable?.(this.seq);
+        this.durableHook();
         this.settle();
       }
     } catch (e) {
       this.failure = new AuditSinkError("write_failed", "audit write failed; the sink refuses further records", { cause: e });
       this.notice("audit write failed", { where: this.where(), code: (e as NodeJS.ErrnoException).code });
       for (const w of this.waiters.splice(0)) w.reject(this.failure);
+    }
+  }
+
+  /** Calls `onDurable`; its throw is a notice, not a write failure (the records are on disk). */
+  private durableHook(): void {
+    const hook = this.common.onDurable;
+    if (hook === undefined) return;
+    try {
+      hook(this.seq);
+    } catch (err) {
+      this.notice("audit onDurable failed", { where: this.where(), seq: this.seq, error: err instanceof Error ? err.name : typeof err });
     }
   }
 
@@ -296,7 +313,9 @@ export abstract class ChainSinkBase implements AuditSink {
       }
       const seq = ++this.seq;
       const { line, hash } = sealEntry(seq, this.head, canonical);
-      const time = typeof record.time === "string" && !Number.isNaN(Date.parse(record.time)) ? record.time : new Date(this.now()).toISOString();
+      // the entry's time (the row's timestamptz in PostgreSQL, the day of a file) in one form every store takes
+      const ms = typeof record.time === "string" ? Date.parse(record.time) : Number.NaN;
+      const time = new Date(Number.isNaN(ms) ? this.now() : ms).toISOString();
       entries.push({ seq, prev: this.head, hash, line, time, type: record.type });
       this.head = hash;
       pendingBytes += Buffer.byteLength(line) + 1;
@@ -367,7 +386,7 @@ function placeholderRecord(record: AuditRecordInput, now: number): AuditRecordIn
     id: typeof record.id === "string" && UUID_RE.test(record.id) ? record.id : randomUUID(),
     time,
     // a record is never a checkpoint (the verifier checks those as signed chain entries)
-    type: parsed.success && parsed.data !== "checkpoint" ? parsed.data : "request",
+    type: parsed.success ? parsed.data : "request",
     actor: {},
     source: {},
     agent: typeof record.agent === "string" && /^[\w .:/-]{1,128}$/.test(record.agent) ? record.agent : "unknown",

@@ -113,7 +113,7 @@ export function toAuditEvent(r: AuditRecordInput, opts: FhirExportOptions = {}):
     type: { coding: [{ system: DCM, code: "110153", display: "Source Role ID" }] },
     who,
     requestor: true,
-    ...(r.actor.sub !== undefined && { altId: r.actor.sub }),
+    ...(r.actor.sub && { altId: r.actor.sub }),
     ...(r.source.address !== undefined && { network: { address: r.source.address, type: "2" as const } }),
   };
   const server: FhirAuditEvent["agent"][number] = {
@@ -129,7 +129,8 @@ export function toAuditEvent(r: AuditRecordInput, opts: FhirExportOptions = {}):
   const detail: Array<{ type: string; valueString: string }> = [];
   if (r.transport) detail.push({ type: "transport", valueString: r.transport });
   if (r.sessionId) detail.push({ type: "session-id", valueString: r.sessionId });
-  if (r.requestId !== undefined) detail.push({ type: "request-id", valueString: String(r.requestId) });
+  // FHIR strings are never empty (R4 §2.1.28.0.1 "string"): an empty value is left out
+  if (r.requestId !== undefined && r.requestId !== "") detail.push({ type: "request-id", valueString: String(r.requestId) });
   if (r.status !== undefined) detail.push({ type: "status", valueString: String(r.status) });
   if (r.scopes.length > 0) detail.push({ type: "scopes", valueString: r.scopes.join(" ") });
   if (r.actor.tenant) detail.push({ type: "tenant", valueString: r.actor.tenant });
@@ -150,10 +151,11 @@ export function toAuditEvent(r: AuditRecordInput, opts: FhirExportOptions = {}):
     type,
     subtype,
     action,
-    period: { start: new Date(end - Math.round(r.latencyMs)).toISOString(), end: r.time },
+    // a time that is no date (only in trails written before the schema checked it) gives no period rather than a throw
+    ...(Number.isFinite(end) && Number.isFinite(r.latencyMs) && { period: { start: new Date(end - Math.round(r.latencyMs)).toISOString(), end: r.time } }),
     recorded: r.time,
     outcome: outcomeCode(r),
-    ...(r.reason !== undefined && { outcomeDesc: r.reason }),
+    ...(r.reason && { outcomeDesc: r.reason }),
     agent: [requestor, server],
     source: {
       ...(opts.site !== undefined && { site: opts.site }),

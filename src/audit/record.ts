@@ -15,8 +15,9 @@ export const AuditEventTypeSchema = z.enum([
   "session.start",
   "session.end",
   "token", // client side: a token obtained, refreshed or refused
-  "checkpoint", // a signed chain checkpoint (written by the sink)
 ]);
+// Checkpoint entries (type "checkpoint") are written by the sinks themselves (./chain.ts CheckpointBody), never appended
+// as records: a record of that type would read as a malformed checkpoint and fail verification from there on.
 export type AuditEventType = z.infer<typeof AuditEventTypeSchema>;
 
 export const AuditRecordInputSchema = z
@@ -24,8 +25,11 @@ export const AuditRecordInputSchema = z
     v: z.literal(AUDIT_RECORD_VERSION),
     /** Record id (UUID). */
     id: z.string().uuid(),
-    /** RFC 3339 time with milliseconds, UTC. */
-    time: z.string(),
+    /**
+     * RFC 3339 date-time with milliseconds, UTC (what newAuditRecord writes); an offset is accepted. A calendar-invalid
+     * time (e.g. 2026-02-30) is refused: storage (PostgreSQL timestamptz) and FHIR export would not take it.
+     */
+    time: z.iso.datetime({ offset: true }),
     type: AuditEventTypeSchema,
     actor: z
       .object({

@@ -5,6 +5,7 @@
 import path from "node:path";
 import { entryHash, GENESIS_HASH, importKeyring, verifyCheckpoint, type AuditVerifyKey, type ChainEntry, type CheckpointAnchor, type CheckpointBody, type VerifyKeyring } from "./chain.js";
 import { canonicalJson } from "./canonical-json.js";
+import { sealEntry } from "./chain.js";
 import { readLines } from "./lines.js";
 import { AuditRecordInputSchema } from "./record.js";
 
@@ -91,6 +92,15 @@ export interface VerifyResult {
   chains?: Array<VerifyResult & { name: string; files: number }>;
 }
 
+const CHECKPOINT_MEMBERS = ["chain", "jws", "kid", "time", "type", "why"];
+const CHECKPOINT_WHY = new Set<unknown>(["interval", "rotate", "close", "recover"]);
+
+/** A checkpoint record as the sinks write it (./chain.ts CheckpointBody): those members, strings, a known `why`. */
+function isCheckpointBody(r: Record<string, unknown>): r is CheckpointBody & Record<string, unknown> {
+  const keys = Object.keys(r).sort();
+  return keys.length === CHECKPOINT_MEMBERS.length && keys.every((k, i) => k === CHECKPOINT_MEMBERS[i] && typeof r[k] === "string") && CHECKPOINT_WHY.has(r["why"]);
+}
+
 /** Running state of a chain verification, shared by the file and table verifiers. */
 export class ChainVerifier {
   private expectedSeq = 0;
@@ -154,12 +164,17 @@ export class ChainVerifier {
       return fail("malformed_line", "record is not canonicalisable JSON", entry.seq);
     }
     if (entryHash(entry.seq, entry.prev, canonical) !== entry.hash) return fail("hash_mismatch", "entry content does not match its hash: the entry was edited", entry.seq);
+    // The hash covers what JSON.parse kept; the line must also be exactly what a sink writes for it, or members the hash
+    // does not cover (an added member, a duplicated "record" of which the parser kept the last) would pass unseen.
+    if (text !== sealEntry(entry.seq, entry.prev, canonical).line) return fail("malformed_line", "line is not in the form the sink writes (members added, duplicated or reordered): the file was edited", entry.seq);
     this.firstSeq ??= entry.seq;
     this.last = { file, line };
     if (this.anchoredSeqs.has(entry.seq)) this.atAnchored.set(entry.seq, { file, line, hash: entry.hash });
     if (entry.record["type"] === "checkpoint") {
       const body = entry.record as unknown as CheckpointBody;
-      if (typeof body.jws !== "string" || typeof body.chain !== "string" || typeof body.time !== "string") return fail("malformed_line", "checkpoint without jws/chain/time", entry.seq);
+      // exactly the members a sink writes: the last checkpoint is covered by no later hash, and its signature covers
+      // only chain, seq, head, time and why, so a member added to it would otherwise pass
+      if (!isCheckpointBody(entry.record)) return fail("malformed_line", "checkpoint is not { type, time, chain, kid, why, jws } with a known why", entry.seq);
       if (this.opts.chain !== undefined && body.chain !== this.opts.chain) return fail("chain_mismatch", `checkpoint of chain "${body.chain}", not "${this.opts.chain}": entries of another chain`, entry.seq);
       if (this.chain !== undefined && body.chain !== this.chain) return fail("chain_mismatch", "checkpoint of another chain: files of different chains mixed", entry.seq);
       this.chain = body.chain;

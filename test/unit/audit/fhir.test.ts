@@ -86,4 +86,18 @@ describe("exportFhirAuditEvents", () => {
     expect(details["request-sha256"]).toBe("a".repeat(64));
     expect(details["guardrail"]).toBe("phi-redactor;output;redact;NAME;");
   });
+
+  it("leaves out what FHIR cannot carry instead of throwing or writing empty strings: a time that is no date, an empty request id or reason", () => {
+    // such records are refused by the sinks now; trails written before may still hold them
+    const old = { ...sampleRecord(0), time: "yesterday", requestId: "", reason: "", actor: { sub: "", clientId: "client-1" } } as AuditRecordInput;
+    const [entry] = exportFhirAuditEvents([old], { timestamp: new Date(0) }).entry;
+    const e = entry!.resource;
+    expect(e.period).toBeUndefined();
+    expect(e.outcomeDesc).toBeUndefined();
+    expect(e.agent.find((a) => a.requestor)!.altId).toBeUndefined();
+    const details = e.entity!.at(-1)!.detail!;
+    expect(details.map((d) => d.type)).not.toContain("request-id");
+    expect(details.every((d) => d.valueString !== "")).toBe(true);
+  });
 });
+

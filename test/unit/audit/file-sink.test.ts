@@ -1,7 +1,7 @@
 import { chmod, readFile, readdir, stat, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { beforeAll, describe, expect, it, vi } from "vitest";
-import { FileAuditSink, AuditSinkError, defaultOperationalLogger, generateAuditSigningKey, verifyAuditFiles, canonicalJson, sha256Hex, type CheckpointAnchor, type VerifyResult } from "hmcp";
+import { FileAuditSink, AuditSinkError, defaultOperationalLogger, generateAuditSigningKey, newAuditRecord, verifyAuditFiles, canonicalJson, sha256Hex, type CheckpointAnchor, type VerifyResult } from "hmcp";
 import type { JWK } from "jose";
 import { sampleRecord, tempLogDir } from "./helpers.js";
 
@@ -32,15 +32,20 @@ function expectFailure(r: VerifyResult, line: number, reason: string) {
   expect(r.firstError?.file).toMatch(/^audit-\d{8}-\d{6}\.jsonl$/);
 }
 
+/** A chain line in the form the sink writes, as a forger who knows the format would write it. */
+function forgedLine(seq: number, prev: string, record: unknown): { line: string; hash: string } {
+  const hash = sha256Hex(canonicalJson({ prev, record, seq }));
+  return { line: `{"seq":${seq},"prev":"${prev}","hash":"${hash}","record":${canonicalJson(record)}}`, hash };
+}
+
 /** Recomputes seq/prev/hash for every line as a forger without the key would. */
 function rehash(ls: string[]): string[] {
   let prev = "0".repeat(64);
   return ls.map((l, i) => {
     const e = JSON.parse(l) as { record: unknown };
-    const hash = sha256Hex(canonicalJson({ prev, record: e.record, seq: i + 1 }));
-    const out = JSON.stringify({ seq: i + 1, prev, hash, record: e.record });
+    const { line, hash } = forgedLine(i + 1, prev, e.record);
     prev = hash;
-    return out;
+    return line;
   });
 }
 
@@ -248,6 +253,60 @@ describe("FileAuditSink + verifyAuditFiles", () => {
   });
 });
 
+describe("FileAuditSink: what callers can get wrong does not break the trail", () => {
+  it("refuses a record of type checkpoint (only the sink writes checkpoints) and one whose time is not a real RFC 3339 date-time", async () => {
+    const dir = await tempLogDir("audit-refuse");
+    const sink = await FileAuditSink.open({ dir, signing: { privateKey: keys.privateJwk } });
+    sink.append(sampleRecord(0));
+    const refused = (r: unknown) => {
+      try {
+        sink.append(r as never);
+      } catch (e) {
+        return e instanceof AuditSinkError ? `${e.code}: ${e.message}` : String(e);
+      }
+      return "accepted";
+    };
+    expect(refused({ ...sampleRecord(1), type: "checkpoint" })).toMatch(/^invalid_record: .* at type /);
+    // 30 February (which Date.parse rolls over to 2 March), and a bare number
+    expect(refused(newAuditRecord({ type: "request", agent: "a", outcome: "allowed", time: "2026-02-30T00:00:00Z" }))).toMatch(/^invalid_record: .* at time /);
+    expect(refused(newAuditRecord({ type: "request", agent: "a", outcome: "allowed", time: "1" }))).toMatch(/^invalid_record: .* at time /);
+    expect(refused(newAuditRecord({ type: "request", agent: "a", outcome: "allowed", time: "2026-11-22T10:00:00.000+05:00" }))).toBe("accepted");
+    sink.append(sampleRecord(2));
+    await sink.close();
+    expect(await verifyAuditFiles(await listFiles(dir), { publicKey: keys.publicJwk })).toMatchObject({ ok: true, records: 3, closed: true });
+  });
+
+  it("a second close() resolves only when the first has written every record and the close checkpoint", async () => {
+    const dir = await tempLogDir("audit-close-twice");
+    const sink = await FileAuditSink.open({ dir, signing: { privateKey: keys.privateJwk } });
+    for (let i = 0; i < 2000; i++) sink.append(sampleRecord(i));
+    const first = sink.close();
+    await sink.close(); // e.g. a shutdown hook and the embedding service both close it; the process may exit now
+    expect(await lines((await listFiles(dir))[0]!)).toHaveLength(2000 + 2 + 1); // records, 2 interval checkpoints, close
+    await first;
+  });
+
+  it("an onDurable callback that throws is a notice; the records are on disk and the sink keeps taking records", async () => {
+    const dir = await tempLogDir("audit-ondurable");
+    const notices: string[] = [];
+    let calls = 0;
+    const sink = await FileAuditSink.open({
+      dir,
+      signing: false,
+      onNotice: (m) => notices.push(m),
+      onDurable: () => {
+        if (calls++ === 0) throw new Error("metrics exporter down");
+      },
+    });
+    sink.append(sampleRecord(0));
+    await sink.flush();
+    expect(notices).toEqual(["audit onDurable failed"]);
+    sink.append(sampleRecord(1));
+    await sink.close();
+    expect(await verifyAuditFiles(await listFiles(dir))).toMatchObject({ ok: true, records: 2 });
+  });
+});
+
 describe("tampering is detected by verify", () => {
   it("an edited field", async () => {
     const { files } = await writeChain(10);
@@ -279,11 +338,36 @@ describe("tampering is detected by verify", () => {
     const { files } = await writeChain(10);
     const ls = await lines(files[0]!);
     const before = JSON.parse(ls[4]!) as { seq: number; hash: string };
-    const record = sampleRecord(99);
-    const hash = sha256Hex(canonicalJson({ prev: before.hash, record, seq: before.seq + 1 }));
-    ls.splice(5, 0, JSON.stringify({ seq: before.seq + 1, prev: before.hash, hash, record }));
+    ls.splice(5, 0, forgedLine(before.seq + 1, before.hash, sampleRecord(99)).line);
     await writeFile(files[0]!, ls.join("\n") + "\n");
     expectFailure(await verifyAuditFiles(files), 7, "seq_gap");
+  });
+
+  it("a member added to an entry line, or a second \"record\" member (hashes intact): the line is not what the sink writes", async () => {
+    const { files } = await writeChain(3);
+    const original = await lines(files[0]!);
+    // free text smuggled in beside the hashed members
+    const added = [...original];
+    added[1] = added[1]!.replace(/}$/, ',"note":"called about her result"}');
+    await writeFile(files[0]!, added.join("\n") + "\n");
+    expectFailure(await verifyAuditFiles(files, { publicKey: keys.publicJwk }), 2, "malformed_line");
+    // a forged record first, the real one last: JSON.parse keeps the last (the hash holds), a first-wins reader sees the forgery
+    const e = JSON.parse(original[0]!) as { seq: number; prev: string; hash: string; record: Record<string, unknown> };
+    const twice = [...original];
+    twice[0] = `{"seq":${e.seq},"prev":"${e.prev}","hash":"${e.hash}","record":${canonicalJson({ ...e.record, outcome: "denied" })},"record":${canonicalJson(e.record)}}`;
+    await writeFile(files[0]!, twice.join("\n") + "\n");
+    expectFailure(await verifyAuditFiles(files, { publicKey: keys.publicJwk }), 1, "malformed_line");
+    await writeFile(files[0]!, original.join("\n") + "\n");
+    expect((await verifyAuditFiles(files, { publicKey: keys.publicJwk })).ok).toBe(true);
+  });
+
+  it("a member added to the last checkpoint, its hash recomputed (no later entry covers it, the signature does not cover it)", async () => {
+    const { files } = await writeChain(3);
+    const ls = await lines(files[0]!);
+    const last = JSON.parse(ls.at(-1)!) as { seq: number; prev: string; record: Record<string, unknown> };
+    ls[ls.length - 1] = forgedLine(last.seq, last.prev, { ...last.record, patients: ["pat-9"] }).line;
+    await writeFile(files[0]!, ls.join("\n") + "\n");
+    expectFailure(await verifyAuditFiles(files, { publicKey: keys.publicJwk }), ls.length, "malformed_line");
   });
 
   it("an empty line (e.g. added by an editor) is named as such", async () => {
