@@ -46,7 +46,8 @@ const AUDIT_IDENTIFIER = /^[\w.:/-]{1,128}$/;
 /**
  * A caller-chosen string as the audit trail keeps it: as sent when it looks like an identifier (letters, digits and
  * `_.:/-`, at most 128), otherwise `sha256:` and the hex SHA-256 of its UTF-16 code units. Records carry identifiers,
- * never content: a request id or method name holding free text, a megabyte or a lone surrogate stays out.
+ * never content: a request id, method name or reason (a handler's or a custom guardrail's) holding free text, a
+ * megabyte or a lone surrogate stays out.
  */
 function auditIdentifier(value: string): string {
   return AUDIT_IDENTIFIER.test(value) ? value : `sha256:${createHash("sha256").update(value, "utf16le").digest("hex")}`;
@@ -385,7 +386,8 @@ export class RequestPipeline {
       const g: Record<string, unknown> = { action: d.action };
       if (d.entityTypes !== undefined) g["entityTypes"] = d.entityTypes;
       g["guardrail"] = d.guardrail;
-      if (d.reason !== undefined) g["reason"] = d.reason;
+      // a custom guardrail's reason may be free text: kept only when it looks like a code (auditIdentifier)
+      if (d.reason !== undefined) g["reason"] = auditIdentifier(d.reason);
       g["stage"] = d.stage;
       guardrails.push(g as AuditRecordInput["guardrails"][number]);
     }
@@ -401,7 +403,8 @@ export class RequestPipeline {
       outcome,
       patients: [...ctx.patientsTouched],
     };
-    if (reason !== undefined) record["reason"] = reason;
+    // reason codes are kept; free text (a handler's McpError data.reason, say) is digested: records carry no content
+    if (reason !== undefined) record["reason"] = auditIdentifier(reason);
     record["requestId"] = auditRequestId(ctx.requestId);
     record["scopes"] = p?.scopes ?? [];
     if (ctx.sessionId !== undefined) record["sessionId"] = ctx.sessionId;

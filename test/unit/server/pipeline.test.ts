@@ -231,6 +231,44 @@ describe("the audit record stays whole and content-free for hostile requests", (
     expect(JSON.stringify(records)).not.toMatch(/John|\\ud800|x{200}/);
   });
 
+  it("a reason holding free text (a handler's error data, a custom guardrail's block) is recorded as its digest; reason codes as they are", async () => {
+    const PHI = "Jane Doe DOB 1970-01-01";
+    const judge: GuardrailRunner = {
+      names: () => ["custom-judge"],
+      evaluate: async <T,>(stage: "input" | "output", payload: T, context: { method: string }) => {
+        const text = JSON.stringify(payload);
+        if (stage === "input" && context.method === "sampling/createMessage" && text.includes("judge me")) {
+          const reason = `message mentions ${PHI}`;
+          return { action: "block" as const, payload, decisions: [{ guardrail: "custom-judge", action: "block" as const, reason }], blocked: { guardrail: "custom-judge", reason } };
+        }
+        return { action: "allow" as const, payload, decisions: [{ guardrail: "custom-judge", action: "allow" as const, reason: "looks_fine" }] };
+      },
+    };
+    const { client, records } = await setup(ORCHESTRATOR, { guardrails: judge });
+    const server = new HMCPServer({ name: "agent", version: "1" }, { auth: { localPrincipal: ORCHESTRATOR }, guardrails: false, hooks: { audit: (r) => records.push(r) } });
+    server.sampling(async () => {
+      // an agent passing on what its own back end said
+      throw new McpError(-32602, "lookup failed", { reason: `no patient named ${PHI}` });
+    });
+    const failing = new HMCPClient({ name: "c", version: "1" });
+    const [a, b] = InMemoryTransport.createLinkedPair();
+    await server.connect(b);
+    await failing.connect({ type: "transport", transport: a });
+    closers.push(async () => {
+      await failing.close();
+      await server.close();
+    });
+    await errorOf(client.ask("judge me"));
+    await client.ask("hello");
+    await errorOf(failing.ask("find the patient"));
+    const requests = records.filter((r) => r.type === "request" && r.method === "sampling/createMessage");
+    expect(requests.map((r) => r.outcome)).toEqual(["blocked", "allowed", "failed"]);
+    expect(requests[0]!.guardrails[0]!.reason).toMatch(/^sha256:[0-9a-f]{64}$/);
+    expect(requests[1]!.guardrails.map((g) => g.reason)).toEqual(["looks_fine", "looks_fine"]);
+    expect(requests[2]!.reason).toMatch(/^sha256:[0-9a-f]{64}$/);
+    expect(JSON.stringify(records)).not.toContain("Jane");
+  });
+
   it("a declared patient that is not a FHIR id (not a string, free text) is refused and not recorded", async () => {
     const { send, records, ran } = await rawSetup();
     for (const [id, patient] of [[1, ["pat-B"]], [2, "John Smith 1970-01-02"], [3, { id: "pat-B" }], [4, ""]] as const) {
