@@ -69,7 +69,10 @@ export class FileAuditSink extends ChainSinkBase {
   /**
    * Opens (or continues) the chain in `opts.dir`: finds the newest `<prefix>-*.jsonl`, reads its
    * last complete line to continue `seq`/`prev`, and cuts off a torn last line (an incomplete write
-   * from a crash; never an acknowledged record), reporting it through `onNotice`.
+   * from a crash; never an acknowledged record), reporting it through `onNotice`. When the newest
+   * file holds no complete entry (a crash right after rotation created it), `seq`/`prev` come from
+   * the newest file that does, and writing goes on in the newest file. A chain that did not end with
+   * its close checkpoint gets a signed `recover` checkpoint first.
    * One writer per chain: `<prefix>.lock` in `dir` holds the writer's pid; a lock left by a dead
    * process (crash) is taken over.
    * @throws Error on invalid options or when a live process holds the lock; {@link AuditSinkError}
@@ -103,7 +106,10 @@ export class FileAuditSink extends ChainSinkBase {
     let size = 0;
     let tail: Awaited<ReturnType<typeof readTail>>;
     if (last !== undefined) {
-      tail = await readTail(path.join(opts.dir, last.name), noticeTo(opts));
+      // The newest file may hold no entry: rotate() creates it before the first batch is written into it, so a crash
+      // in between leaves it empty (or holding only a torn line, cut off here). The chain goes on from the newest file
+      // that holds a complete entry, and is written into the newest file; an empty file left between is no entry.
+      for (let i = existing.length - 1; i >= 0 && tail === undefined; i--) tail = await readTail(path.join(opts.dir, existing[i]!.name), noticeTo(opts));
       counter = Number(last.m[3]);
       if (tail !== undefined) {
         seq = tail.seq;
@@ -114,7 +120,8 @@ export class FileAuditSink extends ChainSinkBase {
     const fileDay = last?.m[2] ?? today;
     const p = path.join(opts.dir, last?.name ?? fileName(prefix, today, counter));
     const handle = await open(p, "a", 0o600);
-    if (last === undefined) await syncDir(opts.dir);
+    // a new file, or one a crash may have left before its directory entry was synced (rotate syncs after creating)
+    if (last === undefined || size === 0) await syncDir(opts.dir);
     await noticeOpenModes(opts.dir, handle, noticeTo(opts)).catch(() => undefined);
     const sink = new FileAuditSink(opts, prefix, opts.chainId ?? prefix, signer, { handle, path: p, bytes: size, day: fileDay, counter }, seq, head);
     sink.lockPath = lock;

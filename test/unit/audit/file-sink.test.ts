@@ -184,6 +184,45 @@ describe("FileAuditSink + verifyAuditFiles", () => {
     expect(r2.firstError).toMatchObject({ file: path.basename(files[2]!), line: 1, reason: "seq_gap" });
   });
 
+  it("a crash right after rotation created the next file (left empty) does not restart the chain: reopening continues it and marks the unclean end", async () => {
+    const dir = await tempLogDir("audit-rotate-crash");
+    const open = () => FileAuditSink.open({ dir, signing: { privateKey: keys.privateJwk }, onNotice: () => undefined });
+    let sink = await open();
+    for (let i = 0; i < 5; i++) sink.append(sampleRecord(i));
+    await sink.flush(); // no close: the writer dies in rotate(), after it created the next file, before writing into it
+    const [first] = await listFiles(dir);
+    await writeFile(first!.replace(/-000001\.jsonl$/, "-000002.jsonl"), "", { mode: 0o600 });
+    await writeFile(path.join(dir, "audit.lock"), "2147483646");
+    sink = await open();
+    expect(sink.position).toMatchObject({ seq: 6, file: first!.replace(/-000001\.jsonl$/, "-000002.jsonl") }); // 5 records + recover
+    for (let i = 5; i < 8; i++) sink.append(sampleRecord(i));
+    await sink.close();
+    const r = await verifyAuditFiles(await listFiles(dir), { publicKey: keys.publicJwk });
+    expect(r.firstError).toBeUndefined(); // the old sink restarted at seq 1 here: seq_gap, and the trail never verified again
+    expect(r).toMatchObject({ ok: true, records: 8, closed: true, lastSeq: 10 });
+    expect(r.recoveries.map((x) => x.seq)).toEqual([6]);
+  });
+
+  it("walks back over several trailing files with no entry (one empty, one holding only a torn line); an empty file between files verifies as no entries", async () => {
+    const dir = await tempLogDir("audit-rotate-torn");
+    const notices: string[] = [];
+    const open = () => FileAuditSink.open({ dir, signing: { privateKey: keys.privateJwk }, onNotice: (m) => void notices.push(m) });
+    let sink = await open();
+    for (let i = 0; i < 3; i++) sink.append(sampleRecord(i));
+    await sink.close();
+    const [first] = await listFiles(dir);
+    await writeFile(first!.replace(/-000001\.jsonl$/, "-000002.jsonl"), "", { mode: 0o600 });
+    await writeFile(first!.replace(/-000001\.jsonl$/, "-000003.jsonl"), '{"seq":5,"prev":"ab', { mode: 0o600 });
+    sink = await open();
+    expect(notices).toEqual([expect.stringMatching(/^audit file had a torn last line/)]);
+    sink.append(sampleRecord(3));
+    await sink.close();
+    const files = await listFiles(dir);
+    expect(await Promise.all(files.map(async (f) => (await lines(f)).length))).toEqual([4, 0, 2]); // 3 + close | empty | record + close
+    // the chain ended with its close checkpoint, so no recover checkpoint: seq 5 and 6 follow seq 4 across the empty file
+    expect(await verifyAuditFiles(files, { publicKey: keys.publicJwk })).toMatchObject({ ok: true, records: 4, lastSeq: 6, closed: true, recoveries: [] });
+  });
+
   it("verifies across a signing-key rotation with a JWK Set", async () => {
     const dir = await tempLogDir("audit-keyrot");
     const next = await generateAuditSigningKey("ES256");
