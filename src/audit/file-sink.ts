@@ -7,10 +7,11 @@
  * path may afford. winston stays the project's operational logger ({@link createOperationalLogger});
  * this appender owns the chain, the durability policy and rotation.
  */
-import { mkdir, open, readFile, readdir, stat, unlink, writeFile, type FileHandle } from "node:fs/promises";
+import { mkdir, open, readdir, stat, type FileHandle } from "node:fs/promises";
 import path from "node:path";
 import { GENESIS_HASH, createCheckpointSigner, type AuditSigningKey, type CheckpointSigner } from "./chain.js";
 import { AuditSinkError, ChainSinkBase, COMMON_OPTION_KEYS, noticeTo, validateCommon, type ChainSinkCommon, type SealedEntry } from "./chain-sink.js";
+import { releasePidLock, takePidLock } from "../util/pid-lock.js";
 
 /** Options of {@link FileAuditSink.open}. */
 export interface FileAuditSinkOptions extends ChainSinkCommon {
@@ -74,7 +75,9 @@ export class FileAuditSink extends ChainSinkBase {
    * the newest file that does, and writing goes on in the newest file. A chain that did not end with
    * its close checkpoint gets a signed `recover` checkpoint first.
    * One writer per chain: `<prefix>.lock` in `dir` holds the writer's pid; a lock left by a dead
-   * process (crash) is taken over.
+   * process (crash) is taken over, by one process only when several open the chain at once (the lock
+   * appears with its pid in it, and a stale one is removed only under `<prefix>.lock.<pid>.takeover`).
+   * The folder's file system must support hard links (POSIX file systems, NTFS).
    * @throws Error on invalid options or when a live process holds the lock; {@link AuditSinkError}
    *   `unreadable_tail` when the last complete line is not a chain entry (run `hmcp audit verify`).
    */
@@ -87,7 +90,7 @@ export class FileAuditSink extends ChainSinkBase {
     try {
       return await FileAuditSink.openLocked(opts, prefix, signer, lock);
     } catch (e) {
-      await unlink(lock).catch(() => undefined);
+      await releasePidLock(lock);
       throw e;
     }
   }
@@ -172,7 +175,7 @@ export class FileAuditSink extends ChainSinkBase {
     try {
       await this.file.handle.close();
     } finally {
-      if (this.lockPath) await unlink(this.lockPath).catch(() => undefined);
+      if (this.lockPath) await releasePidLock(this.lockPath);
     }
   }
 
@@ -195,32 +198,12 @@ function fileName(prefix: string, day: string, counter: number): string {
   return `${prefix}-${day}-${String(counter).padStart(6, "0")}.jsonl`;
 }
 
-/** Creates `<prefix>.lock` with our pid; takes over a lock whose process is gone. @throws Error when held by a live process. */
+/** Takes `<prefix>.lock` (see {@link takePidLock}). @throws Error when a running process, this one included, holds it. */
 async function takeLock(lock: string): Promise<string> {
-  for (let attempt = 0; attempt < 2; attempt++) {
-    try {
-      await writeFile(lock, String(process.pid), { flag: "wx", mode: 0o600 });
-      return lock;
-    } catch (e) {
-      if ((e as NodeJS.ErrnoException).code !== "EEXIST") throw e;
-    }
-    const pid = Number((await readFile(lock, "utf8").catch(() => "")).trim());
-    if (Number.isInteger(pid) && pid > 0 && pid !== process.pid && alive(pid)) {
-      throw new Error(`FileAuditSink: ${path.basename(lock)} is held by running process ${pid}; one writer per audit chain (use another dir or prefix)`);
-    }
-    if (pid === process.pid) throw new Error(`FileAuditSink: this process already has a sink open on ${path.basename(lock)}`);
-    await unlink(lock).catch(() => undefined);
-  }
-  throw new Error(`FileAuditSink: could not take ${path.basename(lock)}`);
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === "EPERM";
-  }
+  const r = await takePidLock(lock);
+  if (r.taken) return lock;
+  if (r.pid === process.pid) throw new Error(`FileAuditSink: this process already has a sink open on ${path.basename(lock)}`);
+  throw new Error(`FileAuditSink: ${path.basename(lock)} is held by running process ${r.pid}; one writer per audit chain (use another dir or prefix)`);
 }
 
 /** fsyncs a directory so a newly created file's entry survives a power loss (POSIX; best effort elsewhere). */

@@ -279,6 +279,15 @@ describe("FileAuditSink + verifyAuditFiles", () => {
     again.append(sampleRecord(1));
     await again.close();
     expect((await readdir(dir)).filter((f) => f.endsWith(".lock"))).toEqual([]);
+    // also: an empty lock (an older writer killed between creating it and writing its pid), a lock naming this
+    // process that this process does not hold (a restarted container's pid 1), and a takeover lock whose holder died
+    // while taking over a stale lock; nothing is left behind but the chain's files
+    const left = [{ "audit.lock": "" }, { "audit.lock": String(process.pid) }, { "audit.lock": "2147483646", "audit.lock.2147483646.takeover": "2147483645" }];
+    for (const files of left) {
+      for (const [name, text] of Object.entries(files)) await writeFile(path.join(dir, name), text);
+      await (await FileAuditSink.open({ dir, signing: false })).close();
+    }
+    expect((await readdir(dir)).filter((f) => !f.endsWith(".jsonl"))).toEqual([]);
   });
 
   it("refuses bad options and records, naming the problem", async () => {

@@ -1,0 +1,123 @@
+/**
+ * A lock file holding its owner's pid, for "one process per resource" (the audit chain's writer). A lock whose process
+ * is gone (a crash, a kill) is taken over.
+ *
+ * Why not `writeFile(lock, pid, { flag: "wx" })` and `unlink` a stale one: the exclusive create makes the file before
+ * the pid is in it, so a reader could see it empty and take it for stale; and "read, check, unlink, create" in
+ * separate steps let two processes that both saw the same stale lock each unlink the other's new one, and both win.
+ * Here the pid goes into a private temporary file first, which is then hard-linked to the lock name (`link` fails if
+ * the name exists), so the lock never appears without its pid; and a stale lock is removed only by the holder of a
+ * second lock, `<lock>.<stale pid>.takeover`, taken the same way, after re-reading the lock under it. A takeover lock
+ * left by a process that died while holding it is stale in turn and taken over the same way (one level deeper).
+ *
+ * Needs a file system with hard links (POSIX file systems, NTFS). Temporary files are named
+ * `<lock>.<pid>.<random>.tmp` and removed before returning; a crash can leave one behind, which nothing reads.
+ */
+import { randomUUID } from "node:crypto";
+import { link, readFile, unlink, writeFile } from "node:fs/promises";
+import path from "node:path";
+
+/** Outcome of {@link takePidLock}: taken, or held by the running process `pid`. */
+export type PidLockResult = { taken: true } | { taken: false; pid: number };
+
+/** Takeover locks nest one level per process that died holding one; deeper than this is refused. */
+const MAX_DEPTH = 3;
+/** How long to wait for another process's takeover in progress (ms): it holds its takeover lock for a few file operations. */
+const TAKEOVER_WAIT_MS = 2_000;
+
+/** Lock files (absolute paths; locks and takeover locks) this process holds. */
+const held = new Set<string>();
+
+/**
+ * Creates `file` holding this process's pid, taking over a lock whose process is no longer running. A lock naming
+ * this process's own pid is held when this process took it (another open of the same resource), and stale otherwise
+ * (a restarted container's pid 1 finding the lock its previous run left). Release it with {@link releasePidLock}.
+ * @returns `{ taken: true }`, or `{ taken: false, pid }` when a running process (this one included) holds it
+ * @throws Error when the file system refuses (no hard links, permissions), or when takeover locks of dead processes
+ *   are nested too deep or another process's takeover does not finish within 2 s
+ */
+export async function takePidLock(file: string): Promise<PidLockResult> {
+  file = path.resolve(file);
+  const tmp = `${file}.${process.pid}.${randomUUID()}.tmp`;
+  await writeFile(tmp, String(process.pid), { flag: "wx", mode: 0o600 });
+  try {
+    return await acquire(file, tmp, 0);
+  } finally {
+    await unlink(tmp).catch(() => undefined);
+  }
+}
+
+/** Removes `file` if this process holds it. */
+export async function releasePidLock(file: string): Promise<void> {
+  file = path.resolve(file);
+  if (held.delete(file)) await unlink(file).catch(() => undefined);
+}
+
+async function acquire(file: string, tmp: string, depth: number): Promise<PidLockResult> {
+  const waitUntil = Date.now() + TAKEOVER_WAIT_MS;
+  for (;;) {
+    if (await linkNew(tmp, file)) return { taken: true };
+    const pid = await readPid(file);
+    if (pid === undefined) continue; // removed since the link failed: try again
+    if (running(pid, file)) {
+      // the lock itself: its holder keeps it. A takeover lock: another process (or another open in this one) is
+      // taking over right now, and is done after a few file operations.
+      if (depth === 0) return { taken: false, pid };
+      if (Date.now() > waitUntil) throw new Error(`could not take ${path.basename(file)}: process ${pid} has held it for over ${TAKEOVER_WAIT_MS} ms`);
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      continue;
+    }
+    if (depth >= MAX_DEPTH) throw new Error(`could not take ${path.basename(file)}: stale takeover locks nested ${MAX_DEPTH} deep`);
+    // Stale. Only the holder of `<file>.<pid>.takeover` may remove it, and only while it still names the dead `pid`:
+    // whoever removes a lock naming `pid` holds that takeover lock, so two processes never remove each other's lock.
+    const guard = `${file}.${pid}.takeover`;
+    await acquire(guard, tmp, depth + 1);
+    try {
+      if ((await readPid(file)) === pid && !running(pid, file)) {
+        await unlink(file).catch((e: NodeJS.ErrnoException) => {
+          if (e.code !== "ENOENT") throw e;
+        });
+      }
+      if (await linkNew(tmp, file)) return { taken: true };
+    } finally {
+      await releasePidLock(guard);
+    }
+  }
+}
+
+/** Links `tmp` to `file` (then held by this process); false when `file` exists. */
+async function linkNew(tmp: string, file: string): Promise<boolean> {
+  try {
+    await link(tmp, file);
+    held.add(file);
+    return true;
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === "EEXIST") return false;
+    throw e;
+  }
+}
+
+/** The pid a lock file names (0 when it names none: an empty or garbled file, stale), undefined when it is gone. */
+async function readPid(file: string): Promise<number | undefined> {
+  let text: string;
+  try {
+    text = await readFile(file, "utf8");
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+    throw e;
+  }
+  const pid = Number(text.trim());
+  return Number.isSafeInteger(pid) && pid > 0 ? pid : 0;
+}
+
+/** Whether the lock `file` naming `pid` belongs to a running process. */
+function running(pid: number, file: string): boolean {
+  if (pid === 0) return false;
+  if (pid === process.pid) return held.has(file);
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
