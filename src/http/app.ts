@@ -89,7 +89,10 @@ interface Session {
   transport: StreamableHTTPServerTransport;
   eventStore: BoundedEventStore | undefined;
   server: HMCPServer;
+  /** Who may use the session: {@link ownerOf} its opener. */
   owner: string;
+  /** Whose session cap it counts against: {@link principalKeyOf} its opener. */
+  holder: string;
   principal: Principal | undefined;
   lastSeen: number;
   sourceAddress: string | undefined;
@@ -138,14 +141,15 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
   const sessions = new Map<string, Session>();
   /** Sessions ended (client DELETE, transport closed) while requests in them were still running, until those return. */
   const retiring = new Set<Session>();
-  // Sessions per owner, open or being opened (an initialize request between its checks and onsessioninitialized), and
-  // initialize requests in progress: concurrent initialize requests cannot overrun either cap.
+  // Sessions per principal (whatever their patient context), open or being opened (an initialize request between its
+  // checks and onsessioninitialized), and initialize requests in progress: concurrent initialize requests cannot
+  // overrun either cap.
   const held = new Map<string, number>();
   let opening = 0;
-  const hold = (owner: string, delta: 1 | -1) => {
-    const n = (held.get(owner) ?? 0) + delta;
-    if (n > 0) held.set(owner, n);
-    else held.delete(owner);
+  const hold = (holder: string, delta: 1 | -1) => {
+    const n = (held.get(holder) ?? 0) + delta;
+    if (n > 0) held.set(holder, n);
+    else held.delete(holder);
   };
   // one byte budget for the event stores of all sessions (EventStoreLimits.totalBytes)
   const eventBudget = new EventStoreBudget(options.eventStore === false ? 0 : (options.eventStore?.totalBytes ?? 64 * 1024 * 1024));
@@ -172,7 +176,11 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
     p ? Object.fromEntries(Object.entries({ sub: p.sub, clientId: p.clientId, fhirUser: p.fhirUser, tenant: p.tenant }).filter(([, v]) => v !== undefined)) : {};
 
   // The principal as SECURITY.md defines it (issuer, tenant, client, subject); JSON so no value can forge a separator.
-  const ownerOf = (p: Principal | undefined) => (p ? JSON.stringify([p.issuer ?? null, p.tenant ?? null, p.clientId, p.sub ?? null]) : "anonymous");
+  const principalKeyOf = (p: Principal | undefined) => (p ? JSON.stringify([p.issuer ?? null, p.tenant ?? null, p.clientId, p.sub ?? null]) : "anonymous");
+  // Who may use a session: the principal and its SMART patient launch context, so a token of the same client and
+  // subject launched for another patient (or for none) cannot read what the session produced for the first.
+  const ownerOf = (p: Principal | undefined) =>
+    p ? JSON.stringify([p.issuer ?? null, p.tenant ?? null, p.clientId, p.sub ?? null, p.patient ?? null]) : "anonymous";
   const principalOf = (req: Request) => ((req as Request & { auth?: AuthInfo }).auth?.extra?.["principal"] as Principal | undefined);
   const logger = options.logger ?? defaultOperationalLogger();
 
@@ -231,14 +239,16 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
     let check;
     try {
       // The session's own server decides method scopes (e.g. a sampling handler's requiredScopes), so the HTTP 403
-      // and the pipeline agree; a request without a session (initialize) uses the authenticator's table.
+      // and the pipeline agree; a request without a session (initialize) uses the authenticator's table. GET (the
+      // session's SSE stream, replays included) and DELETE carry no JSON-RPC body: they are checked as initialize, so
+      // using a session needs the scopes opening it did.
       const sid = req.headers["mcp-session-id"];
-      const session = typeof sid === "string" ? sessions.get(sid) : undefined;
+      const session = typeof sid === "string" && req.method === "POST" ? sessions.get(sid) : undefined;
       check = await bearer.check({
         authorization,
         url: req.originalUrl,
         contentType: req.headers["content-type"],
-        body: req.body,
+        body: req.method === "GET" || req.method === "DELETE" ? AS_INITIALIZE : req.body,
         ...(session && { methodScopes: (m: string) => session.server.pipeline.requiredScopes(m) }),
       });
     } catch {
@@ -285,7 +295,8 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
       const principal = principalOf(req);
       if (typeof sid === "string") {
         const s = sessions.get(sid);
-        // A session belongs to the principal that opened it; for anyone else it does not exist (no hijacking).
+        // A session belongs to the principal that opened it, in the patient launch context it opened it in; for anyone
+        // else (another principal, or the same one launched for another patient or none) it does not exist.
         if (!s || s.owner !== ownerOf(principal)) {
           refused(req, res, 404, "session_not_found");
           res.status(404).json(jsonRpcError(-32001, "Session not found"));
@@ -311,7 +322,8 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
         return;
       }
       const owner = ownerOf(principal);
-      if (principal !== undefined && (held.get(owner) ?? 0) >= maxPerPrincipal) {
+      const holder = principalKeyOf(principal);
+      if (principal !== undefined && (held.get(holder) ?? 0) >= maxPerPrincipal) {
         refused(req, res, 429, "too_many_sessions_for_principal");
         res
           .status(429)
@@ -319,19 +331,19 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
           .json(jsonRpcError(-32000, `Too many sessions for this client (${maxPerPrincipal}): close one (DELETE) before opening another`));
         return;
       }
-      hold(owner, 1);
+      hold(holder, 1);
       opening++;
       let initialized = false;
       try {
         // once the session is in `sessions` it counts there, not as being opened
-        await openSession(req, res, principal, owner, () => {
+        await openSession(req, res, principal, owner, holder, () => {
           initialized = true;
           opening--;
         });
       } finally {
         if (!initialized) {
           opening--;
-          hold(owner, -1);
+          hold(holder, -1);
         }
       }
     } catch (error) {
@@ -340,7 +352,7 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
   });
 
   /** Creates the session's server and transport and answers its initialize request. */
-  const openSession = async (req: Request, res: Response, principal: Principal | undefined, owner: string, onInitialized: () => void) => {
+  const openSession = async (req: Request, res: Response, principal: Principal | undefined, owner: string, holder: string, onInitialized: () => void) => {
     const server = options.createServer();
     const eventStore = options.eventStore === false ? undefined : new BoundedEventStore(options.eventStore ?? {}, Date.now, eventBudget);
     const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
@@ -350,7 +362,7 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
       retryInterval: options.sseRetryMs ?? 1000,
       onsessioninitialized: (sessionId) => {
         onInitialized();
-        sessions.set(sessionId, { transport, eventStore, server, owner, principal, lastSeen: Date.now(), sourceAddress: req.socket.remoteAddress });
+        sessions.set(sessionId, { transport, eventStore, server, owner, holder, principal, lastSeen: Date.now(), sourceAddress: req.socket.remoteAddress });
         audit({ type: "session.start", actor: actorOf(principal), source: compact({ address: req.socket.remoteAddress }), transport: "http", sessionId, outcome: "allowed", latencyMs: 0, scopes: principal?.scopes ?? [] });
       },
       onsessionclosed: (sessionId) => endSession(sessionId, "client_closed"),
@@ -371,7 +383,7 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
       retiring.add(s);
       void s.server.pipeline.whenIdle().then(() => retiring.delete(s));
     }
-    hold(s.owner, -1);
+    hold(s.holder, -1);
     s.eventStore?.clear();
     audit({ type: "session.end", actor: actorOf(s.principal), source: compact({ address: s.sourceAddress }), transport: "http", sessionId, outcome: "allowed", reason, latencyMs: 0 });
     void s.server.close().catch(() => undefined);
@@ -491,6 +503,9 @@ export async function listen(httpApp: HttpApp, options: { port?: number; host?: 
     },
   };
 }
+
+/** The JSON-RPC body a GET or DELETE on the endpoint is checked as by the bearer authenticator. */
+const AS_INITIALIZE = Object.freeze({ jsonrpc: "2.0", method: "initialize" });
 
 function jsonRpcError(code: number, message: string) {
   return { jsonrpc: "2.0", error: { code, message }, id: null };
