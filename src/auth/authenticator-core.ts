@@ -26,7 +26,10 @@ export interface CommonBearerOptions {
   requiredScopes?: readonly string[];
   /**
    * Per-method scopes (any of) checked against the JSON-RPC body (each request of a batch) → 403 `insufficient_scope`
-   * naming the scopes. Default `DEFAULT_METHOD_SCOPES`; `false` leaves method checks to the server pipeline only.
+   * naming the scopes missing. Entries are merged over `DEFAULT_METHOD_SCOPES` (the default). Inside an HTTP session
+   * the session's server states its own requirement per method (see `BearerAuthenticator.check`): a method with an
+   * entry here then needs both that entry and the server's requirement, a method without one only the server's (which
+   * defaults to `DEFAULT_METHOD_SCOPES` too). `false` leaves method checks to the server pipeline only.
    */
   methodScopes?: Readonly<Record<string, readonly string[]>> | false;
   /** RFC 6750 `realm` for challenges. */
@@ -79,6 +82,7 @@ export function buildBearerAuthenticator(cfg: CoreConfig): BearerAuthenticator {
     }
   }
   const methodTable = cfg.methodScopes === false ? undefined : cfg.methodScopes;
+  const hasEntry = (method: string) => methodTable !== undefined && Object.prototype.hasOwnProperty.call(methodTable, method);
   const checkMethods = cfg.methodScopes !== false;
   // On a 401, advertise what a client should ask for: the metadata's scopes_supported, else the baseline.
   const challengeScope = metadata.scopes_supported?.join(" ") ?? (required.length ? required.join(" ") : undefined);
@@ -116,9 +120,13 @@ export function buildBearerAuthenticator(cfg: CoreConfig): BearerAuthenticator {
       if (checkMethods) {
         for (const method of methodsOf(request.body)) {
           if (method.startsWith("notifications/")) continue;
-          const need = request.methodScopes?.(method) ?? requiredScopesForMethod(method, methodTable);
-          if (!satisfiesAny(scopes, need)) {
-            return { ...bearerFailure(ctx, 403, "insufficient_scope", "The access token lacks a scope this method requires", need.join(" "), "insufficient_scope"), principal };
+          // The server's own requirement does not replace an entry configured here: the token must satisfy each.
+          const own = request.methodScopes?.(method);
+          const needs = own === undefined ? [requiredScopesForMethod(method, methodTable)] : hasEntry(method) ? [requiredScopesForMethod(method, methodTable), own] : [own];
+          const missing = needs.filter((need) => !satisfiesAny(scopes, need));
+          if (missing.length > 0) {
+            const scope = [...new Set(missing.flat())].join(" ");
+            return { ...bearerFailure(ctx, 403, "insufficient_scope", "The access token lacks a scope this method requires", scope, "insufficient_scope"), principal };
           }
         }
       }

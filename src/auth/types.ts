@@ -70,8 +70,11 @@ export interface BearerAuthenticator {
     contentType?: string;
     body?: unknown;
     /**
-     * The server's own scope requirement per method (any-of), when it differs from the authenticator's table (e.g. a
-     * sampling handler registered with its own `requiredScopes`). Returning `undefined` falls back to the table.
+     * The server's own scope requirement per method (any-of), e.g. a sampling handler registered with its own
+     * `requiredScopes` (the HTTP app passes the session's server). It holds in addition to an entry the
+     * authenticator's `methodScopes` has for the method (a token must satisfy both; a 403 names the scopes of each
+     * list it fails), and instead of the `DEFAULT_METHOD_SCOPES` default. Returning `undefined`: the authenticator's
+     * table (with its defaults) alone.
      */
     methodScopes?: (method: string) => readonly string[] | undefined;
   }): Promise<BearerCheck>;

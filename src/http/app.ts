@@ -238,10 +238,11 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
     }
     let check;
     try {
-      // The session's own server decides method scopes (e.g. a sampling handler's requiredScopes), so the HTTP 403
-      // and the pipeline agree; a request without a session (initialize) uses the authenticator's table. GET (the
-      // session's SSE stream, replays included) and DELETE carry no JSON-RPC body: they are checked as initialize, so
-      // using a session needs the scopes opening it did.
+      // In a session the session's server states its method scopes too (e.g. a sampling handler's requiredScopes),
+      // so the HTTP 403 and the pipeline agree; the authenticator's own methodScopes entries still hold beside them. A
+      // request without a session (initialize) uses the authenticator's table. GET (the session's SSE stream, replays
+      // included) and DELETE carry no JSON-RPC body: they are checked as initialize, so using a session needs the
+      // scopes opening it did.
       const sid = req.headers["mcp-session-id"];
       const session = typeof sid === "string" && req.method === "POST" ? sessions.get(sid) : undefined;
       check = await bearer.check({

@@ -218,11 +218,24 @@ describe("JWT authenticator on a local key set", () => {
       body: [{ jsonrpc: "2.0", id: 1, method: "resources/read" }, { jsonrpc: "2.0", id: 2, method: "tools/call" }],
     });
     expect(write).toMatchObject({ ok: false, status: 403, error: "insufficient_scope", scope: "hmcp:access hmcp:write patient/hmcp:write" });
-    // The server's own requirement for a method (e.g. a sampling handler's requiredScopes) wins over the table.
+    // The server's own requirement for a method (e.g. a sampling handler's requiredScopes) replaces the default table.
     const sampling = { jsonrpc: "2.0", id: 3, method: "sampling/createMessage" };
     expect((await auth.check({ authorization: [`Bearer ${token}`], url: "/mcp", body: sampling })).ok).toBe(false);
-    const own = await auth.check({ authorization: [`Bearer ${token}`], url: "/mcp", body: sampling, methodScopes: (m) => (m === "sampling/createMessage" ? ["hmcp:read"] : undefined) });
+    const serverScopes = (m: string) => (m === "sampling/createMessage" ? ["hmcp:read"] : undefined);
+    const own = await auth.check({ authorization: [`Bearer ${token}`], url: "/mcp", body: sampling, methodScopes: serverScopes });
     expect(own.ok).toBe(true);
+    // ... but not an entry configured in the authenticator's methodScopes: the token must satisfy both.
+    const configured = createJwtBearerAuthenticator({
+      issuer: "https://as",
+      audience: "https://rs/mcp",
+      jwks: { keys: { keys: [{ ...(await exportJWK(publicKey)), kid: "k" }] } },
+      methodScopes: { "sampling/createMessage": ["hmcp:sample"] },
+    });
+    expect(await configured.check({ authorization: [`Bearer ${token}`], url: "/mcp", body: sampling, methodScopes: serverScopes })).toMatchObject({
+      ok: false,
+      status: 403,
+      scope: "hmcp:sample",
+    });
   });
 });
 
