@@ -24,14 +24,14 @@ export interface HMCPServerOptions {
   /** Extra MCP server capabilities (tools, resources, prompts, logging ... are added as you register them). */
   capabilities?: ServerCapabilities;
   /**
-   * Authorization. Default `{}`: on. Over HTTP the principal comes from the bearer check; over stdio and in-memory
-   * transports from `localPrincipal` (requests without a principal are refused with `Unauthenticated`).
-   * `false` turns every check off (tests and local development only).
+   * Authorization. Default `{}`: on. Over HTTP the principal comes from the bearer check only (an app created with
+   * `bearer: false` gives none); over stdio and in-memory transports from `localPrincipal`. Requests without a
+   * principal are refused with `Unauthenticated`. `false` turns every check off (tests and local development only).
    */
   auth?:
     | false
     | {
-        /** Principal for transports without HTTP auth (stdio, in-memory). */
+        /** Principal for transports without HTTP auth (stdio, in-memory). Never used over HTTP. Default: none. */
         localPrincipal?: Principal;
         /** Per-method scope requirements (any-of), merged over src/auth's `DEFAULT_METHOD_SCOPES`. */
         requiredScopes?: Record<string, string[]>;

@@ -319,7 +319,10 @@ export class RequestPipeline {
 
   #context(request: JSONRPCRequest, extra: HandlerExtra): Ctx {
     const fromHttp = principalFromAuthInfo(extra.authInfo);
-    const principal = fromHttp ?? (this.#auth === false ? undefined : this.#auth.localPrincipal);
+    // localPrincipal is the caller only where no HTTP auth runs (stdio, in-memory): over HTTP the caller is whom the
+    // bearer check verified, or no one (an app with `bearer: false`), never the server's local principal.
+    const local = this.#auth === false || this.#host.transport() === "http" ? undefined : this.#auth.localPrincipal;
+    const principal = fromHttp ?? local;
     const sourceAddress = typeof extra.authInfo?.extra?.["sourceAddress"] === "string" ? (extra.authInfo.extra["sourceAddress"] as string) : undefined;
     return new Ctx(request, extra, principal, sourceAddress, this, this.#host);
   }

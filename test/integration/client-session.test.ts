@@ -7,7 +7,10 @@ import type { AddressInfo } from "node:net";
 import express from "express";
 import { afterEach, describe, expect, it } from "vitest";
 import { HMCPClient, HMCPErrorCode, HMCPServer, createHttpApp, listen, type HttpApp, type Listening } from "hmcp";
-import { TEST_PRINCIPAL, createEchoAgent, textOf } from "../fixtures/echo-agent.js";
+import { createEchoAgent, textOf } from "../fixtures/echo-agent.js";
+
+/** Sessions and reconnects, not authorization: the echo agent with `auth: false` behind an app without a bearer check. */
+const openAgent = () => createEchoAgent({ auth: false });
 
 const running: Listening[] = [];
 afterEach(async () => {
@@ -30,7 +33,7 @@ async function serve(app: HttpApp, port = 0): Promise<Listening> {
  * has seen it close when it resolves) and leaves the port free for its restart.
  */
 async function agentAndClient(): Promise<{ client: HMCPClient; port: number; stop: () => Promise<void> }> {
-  const first = await serve(createHttpApp({ createServer: () => createEchoAgent(), bearer: false }));
+  const first = await serve(createHttpApp({ createServer: openAgent, bearer: false }));
   const port = Number((first.server.address() as AddressInfo).port);
   const client = new HMCPClient({ name: "orchestrator", version: "1.0.0" }, answers);
   await client.connect({ type: "http", url: new URL("/mcp", first.url) });
@@ -53,7 +56,7 @@ describe("HMCPClient sessions over HTTP", () => {
     const restarted = createHttpApp({
       createServer: () => {
         served++;
-        return createEchoAgent();
+        return openAgent();
       },
       bearer: false,
     });
@@ -68,7 +71,7 @@ describe("HMCPClient sessions over HTTP", () => {
     const { client, port, stop } = await agentAndClient();
     await client.ask("potassium 4.1");
     await stop();
-    const restarted = createHttpApp({ createServer: () => createEchoAgent(), bearer: false });
+    const restarted = createHttpApp({ createServer: openAgent, bearer: false });
     // the restarted agent answers initialize after 150 ms, so later calls arrive while the reconnect is under way
     const slow = express();
     slow.use((req, _res, next) => (req.method === "POST" && !req.headers["mcp-session-id"] ? setTimeout(next, 150) : next()));
@@ -97,7 +100,7 @@ describe("HMCPClient sessions over HTTP", () => {
       tmp.closeAllConnections();
     });
     await new Promise((r) => setTimeout(r, 50));
-    await serve(createHttpApp({ createServer: () => createEchoAgent(), bearer: false }), port);
+    await serve(createHttpApp({ createServer: openAgent, bearer: false }), port);
     expect(textOf((await client.ask("potassium 4.2")).content)).toBe("echo=potassium 4.2; model=ok; approval=accept:true");
     await client.close();
     // after close() the client does not reconnect by itself
@@ -105,7 +108,7 @@ describe("HMCPClient sessions over HTTP", () => {
   });
 
   it("close() ends the session on the server at once instead of at its idle timeout", async () => {
-    const app = createHttpApp({ createServer: () => createEchoAgent(), bearer: false });
+    const app = createHttpApp({ createServer: openAgent, bearer: false });
     const l = await serve(app);
     const client = new HMCPClient({ name: "orchestrator", version: "1.0.0" }, answers);
     await client.connect({ type: "http", url: new URL("/mcp", l.url) });
@@ -116,7 +119,7 @@ describe("HMCPClient sessions over HTTP", () => {
 
   it("a patient-bound client blocks a result that names another patient (its input stage), though the server allowed it", async () => {
     const leaky = () => {
-      const s = new HMCPServer({ name: "leaky", version: "1.0.0" }, { auth: { localPrincipal: TEST_PRINCIPAL }, guardrails: false });
+      const s = new HMCPServer({ name: "leaky", version: "1.0.0" }, { auth: false, guardrails: false });
       s.sampling(async () => ({ content: { type: "text", text: "Results for Patient/p-2 attached." }, stopReason: "endTurn", _meta: { subject: { reference: "Patient/p-2" } } }));
       return s;
     };

@@ -10,6 +10,7 @@ import { FileAuditSink, HMCPClient, HMCPServer, createHttpApp, generateAuditSign
 import { TEST_PRINCIPAL, createEchoAgent, textOf } from "../fixtures/echo-agent.js";
 import { MCP_HEADERS, openSession } from "../fixtures/raw-http.js";
 import { tempLogDir } from "../unit/audit/helpers.js";
+import { testAuth } from "../fixtures/bearer.js";
 
 let http: Listening | undefined;
 afterEach(async () => {
@@ -27,9 +28,11 @@ describe("HttpApp.close: graceful shutdown", () => {
     const modelAsked = new Promise<void>((resolve) => (releaseModel = resolve));
     let modelCalled!: () => void;
     const modelReached = new Promise<void>((resolve) => (modelCalled = resolve));
+    const auth = await testAuth();
     const client = new HMCPClient(
       { name: "orchestrator", version: "1.0.0" },
       {
+        tokenProvider: auth.tokenProvider,
         onSampling: async () => {
           modelCalled();
           await modelAsked; // the server's request back to this client is still open when shutdown begins
@@ -38,9 +41,9 @@ describe("HttpApp.close: graceful shutdown", () => {
         onElicitation: async () => ({ action: "accept", content: { approved: true } }),
       },
     );
-    http = await listen(createHttpApp({ createServer: () => createEchoAgent({ auth: { localPrincipal: TEST_PRINCIPAL }, audit }), bearer: false, audit }));
+    http = await listen(createHttpApp({ createServer: () => createEchoAgent({ audit }), bearer: auth.bearer, audit }));
     const endpoint = new URL("/mcp", http.url);
-    const otherSession = await openSession(endpoint);
+    const otherSession = await openSession(endpoint, auth.headers);
     await client.connect({ type: "http", url: endpoint });
     const answer = client.ask("potassium 4.1");
     await modelReached;
@@ -49,12 +52,12 @@ describe("HttpApp.close: graceful shutdown", () => {
     let closeDone = false;
     void closed.then(() => (closeDone = true));
     // while draining: no new session, no new request on an open session
-    const late = await fetch(endpoint, { method: "POST", headers: MCP_HEADERS, body: JSON.stringify(initialize) });
+    const late = await fetch(endpoint, { method: "POST", headers: { ...MCP_HEADERS, ...auth.headers }, body: JSON.stringify(initialize) });
     expect(late.status).toBe(503);
     expect(late.headers.get("retry-after")).toBe("5");
     const newRequest = await fetch(endpoint, {
       method: "POST",
-      headers: { ...MCP_HEADERS, "mcp-session-id": otherSession, "mcp-protocol-version": "2025-06-18" },
+      headers: { ...MCP_HEADERS, ...auth.headers, "mcp-session-id": otherSession, "mcp-protocol-version": "2025-06-18" },
       body: JSON.stringify({ jsonrpc: "2.0", id: 9, method: "ping" }),
     });
     expect(newRequest.status).toBe(503);
@@ -71,7 +74,7 @@ describe("HttpApp.close: graceful shutdown", () => {
     const records = await queryAudit([dir]);
     const sampling = records.filter((r) => r.type === "request" && r.method === "sampling/createMessage");
     expect(sampling).toHaveLength(1);
-    expect(sampling[0]).toMatchObject({ outcome: "allowed" });
+    expect(sampling[0]).toMatchObject({ outcome: "allowed", actor: { clientId: "test-client", sub: "test-client" } });
     expect(records.filter((r) => r.type === "http" && r.reason === "shutting_down").map((r) => r.status)).toEqual([503, 503]);
     expect(records.filter((r) => r.type === "session.end").map((r) => r.reason).sort()).toEqual(["shutdown", "shutdown"]);
   });
@@ -85,7 +88,7 @@ describe("HttpApp.close: graceful shutdown", () => {
     let returned!: () => void;
     const handlerReturned = new Promise<void>((resolve) => (returned = resolve));
     const createServer = () =>
-      new HMCPServer({ name: "stubborn-agent", version: "1.0.0" }, { auth: { localPrincipal: TEST_PRINCIPAL }, guardrails: false, audit }).sampling(async () => {
+      new HMCPServer({ name: "stubborn-agent", version: "1.0.0" }, { guardrails: false, audit }).sampling(async () => {
         entered();
         await released;
         setImmediate(returned);
@@ -102,9 +105,10 @@ describe("HttpApp.close: graceful shutdown", () => {
     const dir = await tempLogDir(name);
     const audit = await FileAuditSink.open({ dir, signing: { privateKey: (await generateAuditSigningKey()).privateJwk } });
     const agent = stubbornAgent(audit);
-    const listening = await listen(createHttpApp({ createServer: agent.createServer, bearer: false, audit, ...appOptions }));
+    const auth = await testAuth();
+    const listening = await listen(createHttpApp({ createServer: agent.createServer, bearer: auth.bearer, audit, ...appOptions }));
     http = listening;
-    const client = new HMCPClient({ name: "orchestrator", version: "1.0.0" });
+    const client = new HMCPClient({ name: "orchestrator", version: "1.0.0" }, { tokenProvider: auth.tokenProvider });
     await client.connect({ type: "http", url: new URL("/mcp", listening.url) });
     const params = { messages: [{ role: "user" as const, content: { type: "text" as const, text: "write the note" } }], maxTokens: 5 };
     const answer = client.createMessage(params, timeoutMs === undefined ? {} : { timeoutMs }).catch((e: unknown) => e);

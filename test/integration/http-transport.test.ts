@@ -1,7 +1,9 @@
 import { request } from "node:http";
 import { afterEach, describe, expect, it } from "vitest";
-import { createHttpApp, listen, type AuditRecordInput, type Listening } from "hmcp";
-import { createEchoAgent } from "../fixtures/echo-agent.js";
+import { CreateMessageResultSchema } from "@modelcontextprotocol/sdk/types.js";
+import { HMCPErrorCode, HMCPServer, createHttpApp, listen, type AuditRecordInput, type Listening } from "hmcp";
+import { TEST_PRINCIPAL, createEchoAgent } from "../fixtures/echo-agent.js";
+import { connectPlainClient } from "../fixtures/harness.js";
 import { MCP_HEADERS, openSession, readSse } from "../fixtures/raw-http.js";
 
 let http: Listening | undefined;
@@ -10,8 +12,10 @@ afterEach(async () => {
   http = undefined;
 });
 
+// Transport behaviour, not authorization: no bearer check, and the agent runs with `auth: false` (over HTTP a server's
+// localPrincipal does not stand in for a caller).
 async function start(options: Partial<Parameters<typeof createHttpApp>[0]> = {}) {
-  const app = createHttpApp({ createServer: () => createEchoAgent(), bearer: false, ...options });
+  const app = createHttpApp({ createServer: () => createEchoAgent({ auth: false }), bearer: false, ...options });
   http = await listen(app);
   return { app, endpoint: new URL("/mcp", http.url) };
 }
@@ -169,6 +173,37 @@ describe("Streamable HTTP app", () => {
       ["http", 400, "no_session", "denied", "edge"],
     ]);
     for (const r of records) expect(r.latencyMs).toBeGreaterThanOrEqual(0);
+  });
+
+  it("bearer: false: an anonymous request is refused (Unauthenticated), not run as the server's localPrincipal, which stdio and in-memory keep", async () => {
+    const records: AuditRecordInput[] = [];
+    const ran: Array<string | undefined> = [];
+    // One factory for every transport, as an agent serving both stdio and HTTP would have.
+    const agent = () =>
+      new HMCPServer(
+        { name: "two-transport-agent", version: "1" },
+        { guardrails: false, auth: { localPrincipal: TEST_PRINCIPAL }, hooks: { audit: (r) => void records.push(r) } },
+      ).sampling(async (_p, ctx) => {
+        ran.push(ctx.principal?.clientId);
+        return { content: { type: "text", text: "ok" }, stopReason: "endTurn" };
+      });
+    const { endpoint } = await start({ createServer: agent, enableJsonResponse: true });
+    const sid = await openSession(endpoint);
+    const res = await fetch(endpoint, {
+      method: "POST",
+      headers: sessionHeaders(sid),
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "sampling/createMessage", params: { messages: [{ role: "user", content: { type: "text", text: "hi" } }], maxTokens: 5 } }),
+    });
+    expect(((await res.json()) as { error?: { code: number } }).error?.code).toBe(HMCPErrorCode.Unauthenticated);
+    expect(ran).toEqual([]);
+    expect(records.map((r) => [r.transport, r.outcome, r.reason, r.actor])).toEqual([["http", "denied", "unauthenticated", {}]]);
+
+    // The same server in memory runs the request as its localPrincipal.
+    const closers: Array<() => Promise<void>> = [];
+    const client = await connectPlainClient(agent(), closers, { sampling: {} });
+    await client.request({ method: "sampling/createMessage", params: { messages: [{ role: "user", content: { type: "text", text: "hi" } }], maxTokens: 5 } }, CreateMessageResultSchema);
+    for (const c of closers) await c();
+    expect(ran).toEqual(["test-client"]);
   });
 
   it("requires an explicit bearer choice, and names an unknown option or a bad limit", () => {

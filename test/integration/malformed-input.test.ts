@@ -12,6 +12,7 @@ import { HMCPClient, createHttpApp, listen } from "hmcp";
 import { createEchoAgent } from "../fixtures/echo-agent.js";
 import { MCP_HEADERS, openSession, readSse } from "../fixtures/raw-http.js";
 import { REPO_ROOT } from "../fixtures/harness.js";
+import { testAuth } from "../fixtures/bearer.js";
 
 const METHODS = ["sampling/createMessage", "tools/call", "tools/list", "resources/read", "prompts/get", "initialize", "ping", "elicitation/create", "nope/x", ""];
 
@@ -51,15 +52,18 @@ describe("malformed input", () => {
   });
 
   it("over HTTP: every reply is a JSON-RPC error/result or a 4xx, never a 5xx, and the server keeps serving", async () => {
-    const http = await listen(createHttpApp({ createServer: () => createEchoAgent(), bearer: false, bodyLimitBytes: 100_000 }));
+    // A real bearer check and token: the fuzzed requests reach the pipeline as an authenticated caller, its scope and
+    // patient checks included.
+    const auth = await testAuth();
+    const http = await listen(createHttpApp({ createServer: () => createEchoAgent(), bearer: auth.bearer, bodyLimitBytes: 100_000 }));
     closers.push(() => http.close());
     const endpoint = new URL("/mcp", http.url);
-    const sid = await openSession(endpoint);
+    const sid = await openSession(endpoint, auth.headers);
     await fc.assert(
       fc.asyncProperty(body, fc.boolean(), async (text, withSession) => {
         const res = await fetch(endpoint, {
           method: "POST",
-          headers: { ...MCP_HEADERS, ...(withSession && { "mcp-session-id": sid, "mcp-protocol-version": "2025-06-18" }) },
+          headers: { ...MCP_HEADERS, ...auth.headers, ...(withSession && { "mcp-session-id": sid, "mcp-protocol-version": "2025-06-18" }) },
           body: text,
           signal: AbortSignal.timeout(10_000),
         });
@@ -78,7 +82,7 @@ describe("malformed input", () => {
       }),
       { numRuns: 150, seed: 20261122 },
     );
-    const client = new HMCPClient({ name: "after-fuzz", version: "1" }, { onSampling: async () => ({ role: "assistant", model: "m", content: { type: "text", text: "ok" } }), onElicitation: async () => ({ action: "accept", content: { approved: true } }) });
+    const client = new HMCPClient({ name: "after-fuzz", version: "1" }, { tokenProvider: auth.tokenProvider, onSampling: async () => ({ role: "assistant", model: "m", content: { type: "text", text: "ok" } }), onElicitation: async () => ({ action: "accept", content: { approved: true } }) });
     await client.connect({ type: "http", url: endpoint });
     closers.push(() => client.close());
     expect((await client.ask("need-info")).stopReason).toBe("infoNeeded");
