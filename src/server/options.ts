@@ -33,7 +33,12 @@ export interface HMCPServerOptions {
     | {
         /** Principal for transports without HTTP auth (stdio, in-memory). Never used over HTTP. Default: none. */
         localPrincipal?: Principal;
-        /** Per-method scope requirements (any-of), merged over src/auth's `DEFAULT_METHOD_SCOPES`. */
+        /**
+         * Per-method scope requirements (any-of), merged over src/auth's `DEFAULT_METHOD_SCOPES`. Not for `initialize`
+         * or `ping`: they run outside the pipeline, so such an entry would not be applied and is refused
+         * (HMCPConfigError); over HTTP, require scopes for opening a session with the bearer authenticator's
+         * `requiredScopes` or `methodScopes.initialize`.
+         */
         requiredScopes?: Record<string, string[]>;
       };
   /**
@@ -123,13 +128,29 @@ export class HMCPConfigError extends TypeError {
   }
 }
 
+/** Methods the pipeline does not see (connection lifecycle): a scope requirement for them could not be applied. */
+const UNCHECKED_METHODS = ["initialize", "ping"] as const;
+
 /**
- * Validates options. @throws HMCPConfigError naming the first bad or unknown key.
+ * Validates options. @throws HMCPConfigError naming the first bad or unknown key, or an `auth.requiredScopes` entry
+ * for `initialize` or `ping`.
  * @internal
  */
 export function parseServerOptions(options: unknown, where = "HMCPServer"): HMCPServerOptions {
   const parsed = OptionsSchema.safeParse(options ?? {});
-  if (parsed.success) return parsed.data as HMCPServerOptions;
+  if (parsed.success) {
+    const required = parsed.data.auth ? parsed.data.auth.requiredScopes : undefined;
+    for (const method of UNCHECKED_METHODS) {
+      if (required !== undefined && Object.prototype.hasOwnProperty.call(required, method)) {
+        const key = `auth.requiredScopes.${method}`;
+        throw new HMCPConfigError(
+          `${where} options: '${key}' cannot be enforced (initialize and ping run outside the pipeline); require scopes for opening a session with the bearer authenticator's requiredScopes or methodScopes`,
+          key,
+        );
+      }
+    }
+    return parsed.data as HMCPServerOptions;
+  }
   const issue = parsed.error.issues[0]!;
   const base = issue.path.map(String).join(".");
   if (issue.code === "unrecognized_keys") {
