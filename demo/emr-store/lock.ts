@@ -10,6 +10,7 @@
  */
 import { randomUUID } from "node:crypto";
 import { link, readFile, unlink, writeFile } from "node:fs/promises";
+import { statSync } from "node:fs";
 import path from "node:path";
 
 /**
@@ -47,7 +48,7 @@ async function acquire(file: string, tmp: string, depth: number): Promise<number
     if (await linkNew(tmp, file)) return undefined;
     const pid = await readPid(file);
     if (pid === undefined) continue;
-    if (running(pid, file)) {
+    if (!stale(pid, file, depth)) {
       if (depth === 0) return pid;
       // another process is taking over the stale lock: done after a few file operations
       if (Date.now() > waitUntil) throw new Error(`could not take ${path.basename(file)}: process ${pid} has held it for over ${TAKEOVER_WAIT_MS} ms`);
@@ -58,7 +59,7 @@ async function acquire(file: string, tmp: string, depth: number): Promise<number
     const guard = `${file}.${pid}.takeover`;
     await acquire(guard, tmp, depth + 1);
     try {
-      if ((await readPid(file)) === pid && !running(pid, file)) {
+      if ((await readPid(file)) === pid && stale(pid, file, depth)) {
         await unlink(file).catch((e: NodeJS.ErrnoException) => {
           if (e.code !== "ENOENT") throw e;
         });
@@ -98,10 +99,34 @@ async function readPid(file: string): Promise<number | undefined> {
   return Number.isSafeInteger(pid) && pid > 0 ? pid : 0;
 }
 
+/** When this process started (ms since the epoch), less 1 s for clock granularity. */
+const PROCESS_START_MS = Date.now() - process.uptime() * 1000 - 1000;
+
+/** Whether `file` was last written before `ms` (ms since the epoch); true when it is gone. A hard link keeps the mtime. */
+function writtenBefore(file: string, ms: number): boolean {
+  try {
+    return statSync(file).mtimeMs < ms;
+  } catch {
+    return true;
+  }
+}
+
+/**
+ * Whether the lock `file` naming `pid` may be taken over: its process is not running, or it is a takeover lock
+ * (`depth` > 0, held only for a few file operations) written over TAKEOVER_WAIT_MS ago, whatever pid it names (its
+ * holder died and the pid went to another process).
+ */
+function stale(pid: number, file: string, depth: number): boolean {
+  return !running(pid, file) || (depth > 0 && writtenBefore(file, Date.now() - TAKEOVER_WAIT_MS));
+}
+
 /** Our own pid in a lock this process does not hold is stale (a killed earlier process that had the same pid, e.g. pid 1 in a container). */
 function running(pid: number, file: string): boolean {
   if (pid === 0) return false;
-  if (pid === process.pid) return held.has(file);
+  // our own pid: held by this process when this module took it, or when another instance of it (a worker thread, a
+  // second copy of the module, the same folder reached through a symlink) wrote it after this process started; a
+  // lock written before that is an earlier process's that had the same pid (pid 1 in a restarted container)
+  if (pid === process.pid) return held.has(file) || !writtenBefore(file, PROCESS_START_MS);
   try {
     process.kill(pid, 0);
     return true;

@@ -1,4 +1,4 @@
-import { chmod, readFile, readdir, stat, writeFile } from "node:fs/promises";
+import { chmod, readFile, readdir, rm, stat, symlink, utimes, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { beforeAll, describe, expect, it, vi } from "vitest";
 import { FileAuditSink, AuditSinkError, defaultOperationalLogger, generateAuditSigningKey, newAuditRecord, verifyAuditFiles, canonicalJson, sha256Hex, type CheckpointAnchor, type VerifyResult } from "hmcp";
@@ -279,15 +279,32 @@ describe("FileAuditSink + verifyAuditFiles", () => {
     again.append(sampleRecord(1));
     await again.close();
     expect((await readdir(dir)).filter((f) => f.endsWith(".lock"))).toEqual([]);
-    // also: an empty lock (an older writer killed between creating it and writing its pid), a lock naming this
-    // process that this process does not hold (a restarted container's pid 1), and a takeover lock whose holder died
-    // while taking over a stale lock; nothing is left behind but the chain's files
-    const left = [{ "audit.lock": "" }, { "audit.lock": String(process.pid) }, { "audit.lock": "2147483646", "audit.lock.2147483646.takeover": "2147483645" }];
+    // also, each written before this process started: an empty lock (an older writer killed between creating it and
+    // writing its pid), a lock naming this process's pid (a restarted container's pid 1), a takeover lock whose holder
+    // died while taking over a stale lock, and one whose dead holder's pid went to another running process; nothing is
+    // left behind but the chain's files
+    const past = new Date(Date.now() - process.uptime() * 1000 - 60_000);
+    const stale = "2147483646";
+    const left = [{ "audit.lock": "" }, { "audit.lock": String(process.pid) }, { "audit.lock": stale, [`audit.lock.${stale}.takeover`]: "2147483645" }, { "audit.lock": stale, [`audit.lock.${stale}.takeover`]: String(process.ppid) }];
     for (const files of left) {
-      for (const [name, text] of Object.entries(files)) await writeFile(path.join(dir, name), text);
+      for (const [name, text] of Object.entries(files)) {
+        await writeFile(path.join(dir, name), text);
+        await utimes(path.join(dir, name), past, past);
+      }
       await (await FileAuditSink.open({ dir, signing: false })).close();
     }
     expect((await readdir(dir)).filter((f) => !f.endsWith(".jsonl"))).toEqual([]);
+    // this process's pid in a lock written since it started is another open in this process (a worker thread, another
+    // copy of the module) even if this module did not take it; and the same folder reached through a symlink is one chain
+    await writeFile(path.join(dir, "audit.lock"), String(process.pid));
+    await expect(FileAuditSink.open({ dir, signing: false })).rejects.toThrow(/already has a sink open/);
+    await rm(path.join(dir, "audit.lock"));
+    const alias = `${dir}-alias`;
+    await symlink(dir, alias);
+    const held = await FileAuditSink.open({ dir, signing: false });
+    await expect(FileAuditSink.open({ dir: alias, signing: false })).rejects.toThrow(/already has a sink open/);
+    await held.close();
+    await rm(alias);
   });
 
   it("refuses bad options and records, naming the problem", async () => {

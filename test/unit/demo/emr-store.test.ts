@@ -1,4 +1,4 @@
-import { mkdtemp, rm, stat, writeFile } from "node:fs/promises";
+import { mkdtemp, rm, stat, utimes, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
@@ -67,12 +67,19 @@ describe("EmrStore (PGlite)", () => {
     const again = await EmrStore.open({ dataDir: dir });
     expect(await again.count()).toBe(0);
     await again.close();
-    // a lock left by a process that is gone is taken over, also one that had our pid (a killed earlier process)
+    // a lock left by a process that is gone is taken over, also one that had our pid (a killed earlier process: written
+    // before this process started)
+    const past = new Date(Date.now() - process.uptime() * 1000 - 60_000);
     for (const stale of ["999999999", String(process.pid)]) {
       await writeFile(`${dir}.lock`, stale);
+      await utimes(`${dir}.lock`, past, past);
       const third = await EmrStore.open({ dataDir: dir });
       await third.close();
     }
+    // our pid in a lock written since this process started is another open in it (a worker thread): refused
+    await writeFile(`${dir}.lock`, String(process.pid));
+    await expect(EmrStore.open({ dataDir: dir })).rejects.toThrow();
+    await rm(`${dir}.lock`);
     // a live process's lock is respected
     await writeFile(`${dir}.lock`, String(process.ppid));
     await expect(EmrStore.open({ dataDir: dir })).rejects.toThrow(new RegExp(`in use by process ${process.ppid}`));
