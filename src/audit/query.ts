@@ -5,7 +5,7 @@
 import { readdir, stat } from "node:fs/promises";
 import path from "node:path";
 import { readLines } from "./lines.js";
-import { AuditRecordInputSchema, type AuditEventType, type AuditOutcome, type AuditRecordInput } from "./record.js";
+import { StoredAuditRecordSchema, type AuditEventType, type AuditOutcome, type AuditRecordInput } from "./record.js";
 
 /** Filters of {@link queryAudit}; all given filters must match (AND). */
 export interface AuditQuery {
@@ -66,7 +66,7 @@ export async function* iterateAudit(files: string[], query: AuditQuery = {}, sta
         continue;
       }
       if ((rec as { type?: unknown } | undefined)?.type === "checkpoint") continue;
-      const parsed = AuditRecordInputSchema.safeParse(rec);
+      const parsed = StoredAuditRecordSchema.safeParse(rec);
       if (!parsed.success) {
         if (stats) stats.skipped++;
         continue;

@@ -75,6 +75,13 @@ export const AuditRecordInputSchema = z
   .strict();
 export type AuditRecordInput = z.infer<typeof AuditRecordInputSchema>;
 
+/**
+ * A record as `verify`, `query` and `export` read it from a trail: {@link AuditRecordInputSchema} with `time` any
+ * string. The sinks refuse a time that is not an RFC 3339 date-time, but earlier versions took any string, and a trail
+ * they wrote must still verify (the entry hash covers the time as written). @internal
+ */
+export const StoredAuditRecordSchema = AuditRecordInputSchema.extend({ time: z.string() });
+
 /** Records HMCP built itself (server pipeline, HTTP app), which sinks take without the schema check. */
 const INTERNAL_RECORDS = new WeakSet<object>();
 

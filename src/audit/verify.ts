@@ -7,7 +7,7 @@ import { entryHash, GENESIS_HASH, importKeyring, verifyCheckpoint, type AuditVer
 import { canonicalJson } from "./canonical-json.js";
 import { sealEntry } from "./chain.js";
 import { readLines } from "./lines.js";
-import { AuditRecordInputSchema } from "./record.js";
+import { StoredAuditRecordSchema } from "./record.js";
 
 /** Stable reason codes of a verification failure. */
 export type VerifyFailureReason =
@@ -188,7 +188,7 @@ export class ChainVerifier {
       this.closed = body.why === "close";
       if (body.why === "recover") this.recoveries.push({ seq: entry.seq, time: body.time });
     } else {
-      if (!AuditRecordInputSchema.safeParse(entry.record).success) return fail("invalid_record", "record does not fit the audit record schema", entry.seq);
+      if (!StoredAuditRecordSchema.safeParse(entry.record).success) return fail("invalid_record", "record does not fit the audit record schema", entry.seq);
       this.records++;
       this.closed = false;
       this.firstUnsigned ??= { file, line, seq: entry.seq };

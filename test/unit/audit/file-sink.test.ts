@@ -1,7 +1,7 @@
 import { chmod, readFile, readdir, rm, stat, symlink, utimes, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { beforeAll, describe, expect, it, vi } from "vitest";
-import { FileAuditSink, AuditSinkError, defaultOperationalLogger, generateAuditSigningKey, newAuditRecord, verifyAuditFiles, canonicalJson, sha256Hex, type CheckpointAnchor, type VerifyResult } from "hmcp";
+import { FileAuditSink, AuditSinkError, defaultOperationalLogger, generateAuditSigningKey, newAuditRecord, queryAudit, verifyAuditFiles, canonicalJson, sha256Hex, type CheckpointAnchor, type VerifyResult } from "hmcp";
 import type { JWK } from "jose";
 import { sampleRecord, tempLogDir } from "./helpers.js";
 
@@ -339,6 +339,20 @@ describe("FileAuditSink: what callers can get wrong does not break the trail", (
     sink.append(sampleRecord(2));
     await sink.close();
     expect(await verifyAuditFiles(await listFiles(dir), { publicKey: keys.publicJwk })).toMatchObject({ ok: true, records: 3, closed: true });
+  });
+
+  it("a trail written before the time check (a record time that is no RFC 3339 date-time) still verifies and is still read", async () => {
+    const dir = await tempLogDir("audit-old-time");
+    const sink = await FileAuditSink.open({ dir, signing: false });
+    for (let i = 0; i < 3; i++) sink.append(sampleRecord(i));
+    await sink.close();
+    const [file] = await listFiles(dir);
+    // what an earlier version wrote for a caller's record with time "2026-11-22 10:00:00Z", hashes and all
+    const ls = (await lines(file!)).map((l) => JSON.parse(l) as { record: Record<string, unknown> });
+    ls[1]!.record["time"] = "2026-11-22 10:00:00Z";
+    await writeFile(file!, rehash(ls.map((e) => JSON.stringify(e))).join("\n") + "\n");
+    expect(await verifyAuditFiles([file!])).toMatchObject({ ok: true, records: 3 });
+    expect((await queryAudit([dir])).map((r) => r.time)).toContain("2026-11-22 10:00:00Z");
   });
 
   it("a second close() resolves only when the first has written every record and the close checkpoint", async () => {
