@@ -3,8 +3,11 @@
  * answers client → server `sampling/createMessage` (HMCP's extension of MCP; see DESIGN.md §1).
  */
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
+import { SSEServerTransport } from "@modelcontextprotocol/sdk/server/sse.js";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
+import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import {
   CreateMessageRequestSchema,
@@ -48,6 +51,8 @@ export class HMCPServer extends McpServer {
   #samplingHandler: SamplingHandler | undefined;
   #samplingScopes: string[] | undefined;
   #transportKind: TransportKind = "memory";
+  /** Connected to a transport with no remote caller (stdio, the SDK's in-memory pair): `auth.localPrincipal` applies. */
+  #localCaller = false;
 
   constructor(serverInfo: Implementation, options: HMCPServerOptions = {}) {
     const opts = parseServerOptions(options);
@@ -59,6 +64,7 @@ export class HMCPServer extends McpServer {
     this.pipeline = new RequestPipeline(opts, {
       agentName: serverInfo.name,
       transport: () => this.#transportKind,
+      localCaller: () => this.#localCaller,
       clientCapabilities: () => this.server.getClientCapabilities(),
       methodScopes: (method) => (method === "sampling/createMessage" ? this.#samplingScopes : undefined),
     });
@@ -92,8 +98,11 @@ export class HMCPServer extends McpServer {
 
   /** Connects to a transport; advertises the HMCP capability first. */
   override async connect(transport: Transport): Promise<void> {
-    this.#transportKind =
-      transport instanceof StreamableHTTPServerTransport ? "http" : transport instanceof StdioServerTransport ? "stdio" : "memory";
+    const http = transport instanceof StreamableHTTPServerTransport || transport instanceof WebStandardStreamableHTTPServerTransport || transport instanceof SSEServerTransport;
+    this.#transportKind = http ? "http" : transport instanceof StdioServerTransport ? "stdio" : "memory";
+    // An allowlist: any other transport (HTTP served some other way, a custom one) may carry a remote caller, who must
+    // then not run as the server's local principal.
+    this.#localCaller = transport instanceof StdioServerTransport || transport instanceof InMemoryTransport;
     // registerCapabilities merges `experimental` one level deep, so other experimental capabilities are kept.
     this.server.registerCapabilities({ experimental: { hmcp: this.hmcpCapability } });
     // sampling/createMessage always has a handler, so a server without one answers with a clear HMCP error

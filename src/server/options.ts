@@ -25,13 +25,14 @@ export interface HMCPServerOptions {
   capabilities?: ServerCapabilities;
   /**
    * Authorization. Default `{}`: on. Over HTTP the principal comes from the bearer check only (an app created with
-   * `bearer: false` gives none); over stdio and in-memory transports from `localPrincipal`. Requests without a
+   * `bearer: false` gives none); over stdio and the SDK's in-memory pair from `localPrincipal`; over any other
+   * transport (the web-standard or SSE HTTP transports, a custom one) from its `authInfo` only. Requests without a
    * principal are refused with `Unauthenticated`. `false` turns every check off (tests and local development only).
    */
   auth?:
     | false
     | {
-        /** Principal for transports without HTTP auth (stdio, in-memory). Never used over HTTP. Default: none. */
+        /** Principal for transports without a remote caller (stdio, the SDK's InMemoryTransport); never used on others. Default: none. */
         localPrincipal?: Principal;
         /**
          * Per-method scope requirements (any-of), merged over src/auth's `DEFAULT_METHOD_SCOPES`. Not for `initialize`

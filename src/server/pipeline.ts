@@ -123,6 +123,8 @@ export function auditSinkUnavailable(sink: AuditSink, reserve = 1): boolean {
 export interface PipelineHost {
   readonly agentName: string;
   readonly transport: () => TransportKind;
+  /** Whether the transport carries no remote caller (stdio, the SDK's in-memory pair): only then `auth.localPrincipal` is the caller. */
+  readonly localCaller: () => boolean;
   readonly clientCapabilities: () => { sampling?: object; elicitation?: object } | undefined;
   /** Extra scope requirement for a method (e.g. the sampling handler's own), replacing the default. */
   readonly methodScopes: (method: string) => readonly string[] | undefined;
@@ -319,9 +321,9 @@ export class RequestPipeline {
 
   #context(request: JSONRPCRequest, extra: HandlerExtra): Ctx {
     const fromHttp = principalFromAuthInfo(extra.authInfo);
-    // localPrincipal is the caller only where no HTTP auth runs (stdio, in-memory): over HTTP the caller is whom the
-    // bearer check verified, or no one (an app with `bearer: false`), never the server's local principal.
-    const local = this.#auth === false || this.#host.transport() === "http" ? undefined : this.#auth.localPrincipal;
+    // localPrincipal is the caller only on stdio and the in-memory pair: over HTTP (or any other transport) the caller is
+    // whom the bearer check verified, or no one (an app with `bearer: false`), never the server's local principal.
+    const local = this.#auth === false || !this.#host.localCaller() ? undefined : this.#auth.localPrincipal;
     const principal = fromHttp ?? local;
     const sourceAddress = typeof extra.authInfo?.extra?.["sourceAddress"] === "string" ? (extra.authInfo.extra["sourceAddress"] as string) : undefined;
     return new Ctx(request, extra, principal, sourceAddress, this, this.#host);

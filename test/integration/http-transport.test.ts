@@ -1,5 +1,6 @@
 import { request } from "node:http";
 import { afterEach, describe, expect, it } from "vitest";
+import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
 import { CreateMessageResultSchema } from "@modelcontextprotocol/sdk/types.js";
 import { HMCPErrorCode, HMCPServer, createHttpApp, listen, type AuditRecordInput, type Listening } from "hmcp";
 import { TEST_PRINCIPAL, createEchoAgent } from "../fixtures/echo-agent.js";
@@ -204,6 +205,29 @@ describe("Streamable HTTP app", () => {
     await client.request({ method: "sampling/createMessage", params: { messages: [{ role: "user", content: { type: "text", text: "hi" } }], maxTokens: 5 } }, CreateMessageResultSchema);
     for (const c of closers) await c();
     expect(ran).toEqual(["test-client"]);
+  });
+
+  it("nor does a server on another HTTP transport (the SDK's web-standard one, for Hono or Workers): localPrincipal is for stdio and in-memory only", async () => {
+    const records: AuditRecordInput[] = [];
+    const ran: Array<string | undefined> = [];
+    const server = new HMCPServer({ name: "edge-agent", version: "1" }, { guardrails: false, auth: { localPrincipal: TEST_PRINCIPAL }, hooks: { audit: (r) => void records.push(r) } }).sampling(async (_p, ctx) => {
+      ran.push(ctx.principal?.clientId);
+      return { content: { type: "text", text: "ok" }, stopReason: "endTurn" };
+    });
+    const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+    await server.connect(transport);
+    // an anonymous request: no authInfo reaches the server
+    const res = await transport.handleRequest(
+      new Request("http://127.0.0.1/mcp", {
+        method: "POST",
+        headers: MCP_HEADERS,
+        body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "sampling/createMessage", params: { messages: [{ role: "user", content: { type: "text", text: "hi" } }], maxTokens: 5 } }),
+      }),
+    );
+    expect(((await res.json()) as { error?: { code: number } }).error?.code).toBe(HMCPErrorCode.Unauthenticated);
+    expect(ran).toEqual([]);
+    expect(records.map((r) => [r.transport, r.outcome, r.reason])).toEqual([["http", "denied", "unauthenticated"]]);
+    await server.close();
   });
 
   it("requires an explicit bearer choice, and names an unknown option or a bad limit", () => {
