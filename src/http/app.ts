@@ -93,6 +93,8 @@ interface Session {
   owner: string;
   /** Whose session cap it counts against: {@link principalKeyOf} its opener. */
   holder: string;
+  /** The opener's granted scopes: a GET or DELETE on the session needs a token with all of them. */
+  scopes: ReadonlySet<string>;
   principal: Principal | undefined;
   lastSeen: number;
   sourceAddress: string | undefined;
@@ -303,6 +305,13 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
           res.status(404).json(jsonRpcError(-32001, "Session not found"));
           return;
         }
+        // GET (the session's SSE stream: replayed events carry results of requests the opener's token was allowed)
+        // and DELETE need a token with every scope the session was opened with; a POST's methods are checked one by one.
+        if (req.method !== "POST" && !coversScopes(principal?.scopes ?? [], s.scopes)) {
+          refused(req, res, 404, "session_scopes_not_covered");
+          res.status(404).json(jsonRpcError(-32001, "Session not found"));
+          return;
+        }
         s.lastSeen = Date.now();
         await s.transport.handleRequest(req, res, req.body);
         return;
@@ -363,7 +372,7 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
       retryInterval: options.sseRetryMs ?? 1000,
       onsessioninitialized: (sessionId) => {
         onInitialized();
-        sessions.set(sessionId, { transport, eventStore, server, owner, holder, principal, lastSeen: Date.now(), sourceAddress: req.socket.remoteAddress });
+        sessions.set(sessionId, { transport, eventStore, server, owner, holder, scopes: new Set(principal?.scopes ?? []), principal, lastSeen: Date.now(), sourceAddress: req.socket.remoteAddress });
         audit({ type: "session.start", actor: actorOf(principal), source: compact({ address: req.socket.remoteAddress }), transport: "http", sessionId, outcome: "allowed", latencyMs: 0, scopes: principal?.scopes ?? [] });
       },
       onsessionclosed: (sessionId) => endSession(sessionId, "client_closed"),
@@ -503,6 +512,14 @@ export async function listen(httpApp: HttpApp, options: { port?: number; host?: 
       });
     },
   };
+}
+
+/** Whether `granted` holds every scope in `needed`. */
+function coversScopes(granted: readonly string[], needed: ReadonlySet<string>): boolean {
+  if (needed.size === 0) return true;
+  const have = new Set(granted);
+  for (const s of needed) if (!have.has(s)) return false;
+  return true;
 }
 
 /** The JSON-RPC body a GET or DELETE on the endpoint is checked as by the bearer authenticator. */

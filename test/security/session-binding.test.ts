@@ -130,3 +130,24 @@ describe("GET and DELETE on a session need the scopes initialize needs", () => {
     expect(closed.status).toBe(200);
   });
 });
+
+describe("a session's stream and DELETE need every scope the session was opened with", () => {
+  it("a token of the same client, subject and patient with fewer scopes cannot replay the session's results (default configuration)", async () => {
+    const { endpoint, records } = await start();
+    const opener = await mint(keys, { scope: "hmcp:sample patient/Observation.rs", patient: "p1" });
+    const sid = await openSession(endpoint, { authorization: `Bearer ${opener}` });
+    const lastId = await cutOffChart(endpoint, opener, sid);
+    const weak = await mint(keys, { scope: "hmcp:sample", patient: "p1", jti: "weak" });
+    expect(await resume(endpoint, weak, sid, lastId)).toEqual({ status: 404, leaked: false });
+    const del = await fetch(endpoint, { method: "DELETE", headers: headers(weak, sid) });
+    await del.body?.cancel();
+    expect(del.status).toBe(404);
+    expect(records.filter((r) => r.type === "http" && r.reason === "session_scopes_not_covered").map((r) => [r.method, r.status])).toEqual([
+      ["GET /mcp", 404],
+      ["DELETE /mcp", 404],
+    ]);
+    // a token with the same scopes and more resumes
+    const wider = await mint(keys, { scope: "hmcp:sample patient/Observation.rs patient/Condition.rs", patient: "p1", jti: "wider" });
+    expect(await resume(endpoint, wider, sid, lastId)).toEqual({ status: 200, leaked: true });
+  });
+});
