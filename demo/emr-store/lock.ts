@@ -48,7 +48,7 @@ async function acquire(file: string, tmp: string, depth: number): Promise<number
     if (await linkNew(tmp, file)) return undefined;
     const pid = await readPid(file);
     if (pid === undefined) continue;
-    if (!stale(pid, file, depth)) {
+    if (running(pid, file)) {
       if (depth === 0) return pid;
       // another process is taking over the stale lock: done after a few file operations
       if (Date.now() > waitUntil) throw new Error(`could not take ${path.basename(file)}: process ${pid} has held it for over ${TAKEOVER_WAIT_MS} ms`);
@@ -59,7 +59,7 @@ async function acquire(file: string, tmp: string, depth: number): Promise<number
     const guard = `${file}.${pid}.takeover`;
     await acquire(guard, tmp, depth + 1);
     try {
-      if ((await readPid(file)) === pid && stale(pid, file, depth)) {
+      if ((await readPid(file)) === pid && !running(pid, file)) {
         await unlink(file).catch((e: NodeJS.ErrnoException) => {
           if (e.code !== "ENOENT") throw e;
         });
@@ -109,15 +109,6 @@ function writtenBefore(file: string, ms: number): boolean {
   } catch {
     return true;
   }
-}
-
-/**
- * Whether the lock `file` naming `pid` may be taken over: its process is not running, or it is a takeover lock
- * (`depth` > 0, held only for a few file operations) written over TAKEOVER_WAIT_MS ago, whatever pid it names (its
- * holder died and the pid went to another process).
- */
-function stale(pid: number, file: string, depth: number): boolean {
-  return !running(pid, file) || (depth > 0 && writtenBefore(file, Date.now() - TAKEOVER_WAIT_MS));
 }
 
 /** Our own pid in a lock this process does not hold is stale (a killed earlier process that had the same pid, e.g. pid 1 in a container). */

@@ -60,7 +60,7 @@ async function acquire(file: string, tmp: string, depth: number): Promise<PidLoc
     if (await linkNew(tmp, file)) return { taken: true };
     const pid = await readPid(file);
     if (pid === undefined) continue; // removed since the link failed: try again
-    if (!stale(pid, file, depth)) {
+    if (running(pid, file)) {
       // the lock itself: its holder keeps it. A takeover lock: another process (or another open in this one) is
       // taking over right now, and is done after a few file operations.
       if (depth === 0) return { taken: false, pid };
@@ -74,7 +74,7 @@ async function acquire(file: string, tmp: string, depth: number): Promise<PidLoc
     const guard = `${file}.${pid}.takeover`;
     await acquire(guard, tmp, depth + 1);
     try {
-      if ((await readPid(file)) === pid && stale(pid, file, depth)) {
+      if ((await readPid(file)) === pid && !running(pid, file)) {
         await unlink(file).catch((e: NodeJS.ErrnoException) => {
           if (e.code !== "ENOENT") throw e;
         });
@@ -121,15 +121,6 @@ function writtenBefore(file: string, ms: number): boolean {
   } catch {
     return true;
   }
-}
-
-/**
- * Whether the lock `file` naming `pid` may be taken over: its process is not running, or it is a takeover lock
- * (`depth` > 0, held only for a few file operations) written over TAKEOVER_WAIT_MS ago, whatever pid it names (its
- * holder died and the pid went to another process).
- */
-function stale(pid: number, file: string, depth: number): boolean {
-  return !running(pid, file) || (depth > 0 && writtenBefore(file, Date.now() - TAKEOVER_WAIT_MS));
 }
 
 /** Whether the lock `file` naming `pid` belongs to a running process. */

@@ -280,12 +280,11 @@ describe("FileAuditSink + verifyAuditFiles", () => {
     await again.close();
     expect((await readdir(dir)).filter((f) => f.endsWith(".lock"))).toEqual([]);
     // also, each written before this process started: an empty lock (an older writer killed between creating it and
-    // writing its pid), a lock naming this process's pid (a restarted container's pid 1), a takeover lock whose holder
-    // died while taking over a stale lock, and one whose dead holder's pid went to another running process; nothing is
-    // left behind but the chain's files
+    // writing its pid), a lock naming this process's pid (a restarted container's pid 1), and a takeover lock whose
+    // holder died while taking over a stale lock; nothing is left behind but the chain's files
     const past = new Date(Date.now() - process.uptime() * 1000 - 60_000);
     const stale = "2147483646";
-    const left = [{ "audit.lock": "" }, { "audit.lock": String(process.pid) }, { "audit.lock": stale, [`audit.lock.${stale}.takeover`]: "2147483645" }, { "audit.lock": stale, [`audit.lock.${stale}.takeover`]: String(process.ppid) }];
+    const left = [{ "audit.lock": "" }, { "audit.lock": String(process.pid) }, { "audit.lock": stale, [`audit.lock.${stale}.takeover`]: "2147483645" }];
     for (const files of left) {
       for (const [name, text] of Object.entries(files)) {
         await writeFile(path.join(dir, name), text);
