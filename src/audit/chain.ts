@@ -76,7 +76,12 @@ export interface ChainEntry {
  */
 export function sealEntry(seq: number, prev: string, canonicalRecord: string): { line: string; hash: string } {
   const hash = entryHash(seq, prev, canonicalRecord);
-  return { line: `{"seq":${seq},"prev":"${prev}","hash":"${hash}","record":${canonicalRecord}}`, hash };
+  return { line: entryLine(seq, prev, hash, canonicalRecord), hash };
+}
+
+/** The JSON Lines line (without newline) of an entry whose hash is known: exactly what {@link sealEntry} writes. */
+export function entryLine(seq: number, prev: string, hash: string, canonicalRecord: string): string {
+  return `{"seq":${seq},"prev":"${prev}","hash":"${hash}","record":${canonicalRecord}}`;
 }
 
 /** The hash of an entry: SHA-256 over JCS `{ prev, record, seq }` (keys in JCS order). */

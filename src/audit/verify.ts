@@ -3,9 +3,8 @@
  * with the public key, the checkpoint signatures. Stops at the first bad entry and says where and why.
  */
 import path from "node:path";
-import { entryHash, GENESIS_HASH, importKeyring, verifyCheckpoint, type AuditVerifyKey, type ChainEntry, type CheckpointAnchor, type CheckpointBody, type VerifyKeyring } from "./chain.js";
+import { entryHash, entryLine, GENESIS_HASH, importKeyring, verifyCheckpoint, type AuditVerifyKey, type ChainEntry, type CheckpointAnchor, type CheckpointBody, type VerifyKeyring } from "./chain.js";
 import { canonicalJson } from "./canonical-json.js";
-import { sealEntry } from "./chain.js";
 import { readLines } from "./lines.js";
 import { StoredAuditRecordSchema } from "./record.js";
 
@@ -166,7 +165,7 @@ export class ChainVerifier {
     if (entryHash(entry.seq, entry.prev, canonical) !== entry.hash) return fail("hash_mismatch", "entry content does not match its hash: the entry was edited", entry.seq);
     // The hash covers what JSON.parse kept; the line must also be exactly what a sink writes for it, or members the hash
     // does not cover (an added member, a duplicated "record" of which the parser kept the last) would pass unseen.
-    if (text !== sealEntry(entry.seq, entry.prev, canonical).line) return fail("malformed_line", "line is not in the form the sink writes (members added, duplicated or reordered): the file was edited", entry.seq);
+    if (text !== entryLine(entry.seq, entry.prev, entry.hash, canonical)) return fail("malformed_line", "line is not in the form the sink writes (members added, duplicated or reordered): the file was edited", entry.seq);
     this.firstSeq ??= entry.seq;
     this.last = { file, line };
     if (this.anchoredSeqs.has(entry.seq)) this.atAnchored.set(entry.seq, { file, line, hash: entry.hash });
