@@ -122,10 +122,12 @@ export function buildBearerAuthenticator(cfg: CoreConfig): BearerAuthenticator {
           if (method.startsWith("notifications/")) continue;
           // The server's own requirement does not replace an entry configured here: the token must satisfy each.
           const own = request.methodScopes?.(method);
-          const needs = own === undefined ? [requiredScopesForMethod(method, methodTable)] : hasEntry(method) ? [requiredScopesForMethod(method, methodTable), own] : [own];
-          const missing = needs.filter((need) => !satisfiesAny(scopes, need));
-          if (missing.length > 0) {
-            const scope = [...new Set(missing.flat())].join(" ");
+          const table = own === undefined || hasEntry(method) ? requiredScopesForMethod(method, methodTable) : undefined;
+          const tableOk = table === undefined || satisfiesAny(scopes, table);
+          const ownOk = own === undefined || satisfiesAny(scopes, own);
+          // arrays only for the refusal: a request that passes (nearly all) allocates nothing here
+          if (!tableOk || !ownOk) {
+            const scope = [...new Set([...(tableOk ? [] : table!), ...(ownOk ? [] : own!)])].join(" ");
             return { ...bearerFailure(ctx, 403, "insufficient_scope", "The access token lacks a scope this method requires", scope, "insufficient_scope"), principal };
           }
         }
