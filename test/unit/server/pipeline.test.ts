@@ -40,6 +40,11 @@ async function setup(principal: Principal | undefined, extra: Partial<HMCPServer
     hmcpContext(extra).assertPatient(patient);
     return { content: [{ type: "text", text: `patient ${patient}` }] };
   });
+  return { client: await connectInMemory(server), records, ran };
+}
+
+/** An HMCPClient connected to `server` over the SDK's in-memory pair; both are closed after the test. */
+async function connectInMemory(server: HMCPServer): Promise<HMCPClient> {
   const client = new HMCPClient({ name: "c", version: "1" });
   const [a, b] = InMemoryTransport.createLinkedPair();
   await server.connect(b);
@@ -48,7 +53,7 @@ async function setup(principal: Principal | undefined, extra: Partial<HMCPServer
     await client.close();
     await server.close();
   });
-  return { client, records, ran };
+  return client;
 }
 
 async function errorOf(p: Promise<unknown>): Promise<McpError> {
@@ -250,14 +255,7 @@ describe("the audit record stays whole and content-free for hostile requests", (
       // an agent passing on what its own back end said
       throw new McpError(-32602, "lookup failed", { reason: `no patient named ${PHI}` });
     });
-    const failing = new HMCPClient({ name: "c", version: "1" });
-    const [a, b] = InMemoryTransport.createLinkedPair();
-    await server.connect(b);
-    await failing.connect({ type: "transport", transport: a });
-    closers.push(async () => {
-      await failing.close();
-      await server.close();
-    });
+    const failing = await connectInMemory(server);
     await errorOf(client.ask("judge me"));
     await client.ask("hello");
     await errorOf(failing.ask("find the patient"));
