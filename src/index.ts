@@ -22,6 +22,7 @@ export type { HMCPErrorData, HMCPReason, HMCPCapability, InfoNeeded, Principal, 
 export type {
   GuardrailStage,
   Decision,
+  DecisionEvidence,
   RedactedEntity,
   GuardrailContext,
   GuardrailDecisionSummary,

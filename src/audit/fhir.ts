@@ -138,7 +138,10 @@ export function toAuditEvent(r: AuditRecordInput, opts: FhirExportOptions = {}):
   if (r.digests.response) detail.push({ type: "response-sha256", valueString: r.digests.response });
   detail.push({ type: "latency-ms", valueString: String(r.latencyMs) });
   for (const g of r.guardrails) {
-    detail.push({ type: "guardrail", valueString: [g.guardrail, g.stage, g.action, (g.entityTypes ?? []).join(","), g.reason ?? ""].join(";") });
+    // guardrail;stage;action;entity types;reason, then reason class;score;threshold when a scoring guardrail blocked
+    const fields = [g.guardrail, g.stage, g.action, (g.entityTypes ?? []).join(","), g.reason ?? ""];
+    if (g.reasonClass !== undefined || g.score !== undefined) fields.push(g.reasonClass ?? "", String(g.score ?? ""), String(g.threshold ?? ""));
+    detail.push({ type: "guardrail", valueString: fields.join(";") });
   }
   entity.push({
     what: { identifier: { system: "urn:ietf:rfc:3986", value: `urn:uuid:${r.id}` }, ...(method !== undefined && { display: method }) },

@@ -64,6 +64,11 @@ export const AuditRecordInputSchema = z
           action: z.enum(["allow", "redact", "block"]),
           entityTypes: z.array(z.string()).optional(),
           reason: z.string().optional(),
+          /** A scoring guardrail's reason class for a block (e.g. "instruction_override"); never the text. */
+          reasonClass: z.string().optional(),
+          /** A scoring guardrail's score (0..1) for a block, and the threshold it was held to. */
+          score: z.number().min(0).max(1).optional(),
+          threshold: z.number().min(0).max(1).optional(),
         })
         .strict(),
     ),

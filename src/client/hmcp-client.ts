@@ -9,22 +9,28 @@ import { StdioClientTransport, type StdioServerParameters } from "@modelcontextp
 import { StreamableHTTPClientTransport, StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import {
+  CallToolResultSchema,
   CreateMessageRequestSchema,
   CreateMessageResultSchema,
   ElicitRequestSchema,
   ErrorCode,
   McpError,
+  type CallToolRequest,
+  type CallToolResult,
   type CreateMessageRequest,
   type CreateMessageResult,
   type ElicitRequest,
   type ElicitResult,
   type Implementation,
   type Progress,
+  type ReadResourceRequest,
+  type ReadResourceResult,
 } from "@modelcontextprotocol/sdk/types.js";
 import { HMCPError, HMCPErrorCode, readHMCPCapability, type HMCPCapability } from "../protocol/index.js";
 import type { GuardrailRunner } from "../guardrails/types.js";
 import type { TokenProvider } from "../auth/token-provider.js";
 import { defaultGuardrails } from "../guardrails/policy.js";
+import { guardrailBlockData } from "../guardrails/block-data.js";
 import { releasedSignalFetch, type FetchFn } from "./released-fetch.js";
 
 /** Params of `sampling/createMessage`. */
@@ -56,7 +62,7 @@ export interface HMCPClientOptions {
   /**
    * Guardrails for the client side: the `input` stage checks what servers send this client (the sampling and
    * elicitation requests they send back, before the application's handler sees them, and the results of this
-   * client's own `createMessage` calls, before they are returned); the `output` stage checks what the client answers
+   * client's own `createMessage`, `callTool` and `readResource` calls, before they are returned); the `output` stage checks what the client answers
    * to those requests. The client's own requests are not checked here (the server's input stage checks them).
    * Default: `defaultGuardrails()` (guardrails/default.yaml); `false` turns them off.
    */
@@ -268,6 +274,38 @@ export class HMCPClient {
   }
 
   /**
+   * Calls a tool on the server (`tools/call`, MCP spec 2025-06-18 "Tools") and passes its `CallToolResult` through this
+   * client's input stage before returning it: a tool result is data the caller's model will read, where an indirect
+   * prompt injection hides (see docs/guardrails.md, "Where prompt-injection applies"). `timeoutMs` defaults to the SDK's
+   * 60,000 ms.
+   * @throws HMCPError `GuardrailBlocked` (`data.stage` "input", with `score`, `threshold` and `reasonClass` when the
+   *   guardrail gave them) when this client's guardrails block the result; McpError with the server's code when it
+   *   refuses; over HTTP, the SDK's `StreamableHTTPError` as for {@link createMessage}.
+   */
+  async callTool(params: CallToolRequest["params"], options: { signal?: AbortSignal; timeoutMs?: number } = {}): Promise<CallToolResult> {
+    await this.#ready();
+    const result = (await this.sdk.callTool(params, CallToolResultSchema, {
+      ...(options.timeoutMs !== undefined && { timeout: options.timeoutMs }),
+      ...(options.signal && { signal: options.signal }),
+    })) as CallToolResult;
+    return this.#guard("input", result, "tools/call", options.signal ?? new AbortController().signal);
+  }
+
+  /**
+   * Reads a resource (`resources/read`, MCP spec 2025-06-18 "Resources") and passes its `ReadResourceResult` through
+   * this client's input stage before returning it, as {@link callTool} does.
+   * @throws as {@link callTool}
+   */
+  async readResource(params: ReadResourceRequest["params"], options: { signal?: AbortSignal; timeoutMs?: number } = {}): Promise<ReadResourceResult> {
+    await this.#ready();
+    const result = await this.sdk.readResource(params, {
+      ...(options.timeoutMs !== undefined && { timeout: options.timeoutMs }),
+      ...(options.signal && { signal: options.signal }),
+    });
+    return this.#guard("input", result, "resources/read", options.signal ?? new AbortController().signal);
+  }
+
+  /**
    * Closes the connection (and the agent process, over stdio). Over HTTP it first ends the session on the server
    * (HTTP DELETE, MCP "Session Management"; at most 2,000 ms, errors ignored), so the server frees it at once instead
    * of at its idle timeout.
@@ -295,7 +333,7 @@ export class HMCPClient {
     }
     if (outcome.action === "block") {
       const b = outcome.blocked ?? { guardrail: "unknown", reason: "guardrail_blocked" };
-      throw new HMCPError(HMCPErrorCode.GuardrailBlocked, `Blocked by guardrail '${b.guardrail}'`, { reason: b.reason, guardrail: b.guardrail, stage });
+      throw new HMCPError(HMCPErrorCode.GuardrailBlocked, `Blocked by guardrail '${b.guardrail}'`, guardrailBlockData(b, stage));
     }
     return outcome.payload;
   }

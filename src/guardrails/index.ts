@@ -2,6 +2,7 @@
 export type {
   GuardrailStage,
   Decision,
+  DecisionEvidence,
   RedactedEntity,
   GuardrailContext,
   GuardrailDecisionSummary,

@@ -9,6 +9,7 @@ import { walkPayload, type Walk } from "./content.js";
 import { listenForAbort } from "../util/abort.js";
 import type {
   Decision,
+  DecisionEvidence,
   GuardrailContext,
   GuardrailDecisionSummary,
   GuardrailOutcome,
@@ -92,7 +93,7 @@ export interface TextInspection {
   text: string;
   entities: RedactedEntity[];
   decisions: GuardrailDecisionSummary[];
-  blocked?: { guardrail: string; reason: string };
+  blocked?: { guardrail: string; reason: string; evidence?: DecisionEvidence };
 }
 
 /** Default per-guardrail timeout, ms. */
@@ -238,6 +239,15 @@ function textDigest(text: string): string {
 }
 
 /** A well-formed text decision: `allow`, `block` with a reason, or `redact` with its content and entities. */
+/** `e` when it is a well-formed {@link DecisionEvidence} (finite scores in 0..1, a code-like class), else undefined. */
+function checkedEvidence(e: unknown): DecisionEvidence | undefined {
+  if (typeof e !== "object" || e === null) return undefined;
+  const x = e as Partial<Record<keyof DecisionEvidence, unknown>>;
+  const unit = (v: unknown): v is number => typeof v === "number" && Number.isFinite(v) && v >= 0 && v <= 1;
+  if (!unit(x.score) || !unit(x.threshold) || typeof x.class !== "string" || !/^[a-z0-9_]{1,40}$/.test(x.class)) return undefined;
+  return { score: Math.round(x.score * 1000) / 1000, threshold: Math.round(x.threshold * 1000) / 1000, class: x.class };
+}
+
 function isDecision(d: unknown): d is Decision {
   if (typeof d !== "object" || d === null) return false;
   const x = d as { action?: unknown; reason?: unknown; content?: unknown; entities?: unknown };
@@ -514,7 +524,7 @@ export class GuardrailPipeline implements GuardrailRunner {
             }
             if (d.action === "block") {
               if (fresh !== undefined && performance.now() - start <= entry.timeoutMs) for (const [k, v] of fresh) cache!.set(k, v, share!);
-              return this.#block(root.value as T, decisions, g.name, d.reason, hits);
+              return this.#block(root.value as T, decisions, g.name, d.reason, hits, checkedEvidence(d.evidence));
             }
             if (d.action === "redact" && d.content !== text) {
               if (!copied) {
@@ -550,9 +560,9 @@ export class GuardrailPipeline implements GuardrailRunner {
     return { action: changed ? "redact" : "allow", payload: root.value as T, decisions };
   }
 
-  #block<T>(payload: T, decisions: GuardrailDecisionSummary[], guardrail: string, reason: string, cached = 0): GuardrailOutcome<T> {
-    decisions.push({ guardrail, action: "block", reason, ...(cached > 0 ? { cached } : {}) });
-    return { action: "block", payload, decisions, blocked: { guardrail, reason } };
+  #block<T>(payload: T, decisions: GuardrailDecisionSummary[], guardrail: string, reason: string, cached = 0, evidence?: DecisionEvidence): GuardrailOutcome<T> {
+    decisions.push({ guardrail, action: "block", reason, ...(evidence && { evidence }), ...(cached > 0 ? { cached } : {}) });
+    return { action: "block", payload, decisions, blocked: { guardrail, reason, ...(evidence && { evidence }) } };
   }
 
   /**
@@ -575,8 +585,9 @@ export class GuardrailPipeline implements GuardrailRunner {
         if (isPromise(d)) d = await withTimeout(d, entry.timeoutMs - (performance.now() - start), ac);
         if (!isDecision(d)) throw new Error("not a decision");
         if (d.action === "block") {
-          decisions.push({ guardrail: g.name, action: "block", reason: d.reason });
-          return { action: "block", text: current, entities: [], decisions, blocked: { guardrail: g.name, reason: d.reason } };
+          const evidence = checkedEvidence(d.evidence);
+          decisions.push({ guardrail: g.name, action: "block", reason: d.reason, ...(evidence && { evidence }) });
+          return { action: "block", text: current, entities: [], decisions, blocked: { guardrail: g.name, reason: d.reason, ...(evidence && { evidence }) } };
         }
         if (d.action === "redact" && d.content !== current) {
           regions = composeRegions(regions, current, d.content, d.entities);

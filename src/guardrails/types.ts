@@ -25,11 +25,24 @@ export interface RedactedEntity {
   replacement?: string;
 }
 
+/**
+ * Why a scoring guardrail blocked, for the caller and the audit trail: never the text. The pipeline keeps it only when
+ * well formed (finite numbers in 0..1, a class code of 1-40 characters `[a-z0-9_]`); otherwise it is dropped.
+ */
+export interface DecisionEvidence {
+  /** The guardrail's score for the text (0..1, e.g. the probability of prompt injection), rounded to 3 decimals. */
+  score: number;
+  /** The threshold the score was held to (a block means `score >= threshold`). */
+  threshold: number;
+  /** The reason class, a code from the guardrail's closed list (e.g. `instruction_override`, `data_exfiltration`). */
+  class: string;
+}
+
 /** A guardrail's decision about one piece of content. */
 export type Decision =
   | { action: "allow" }
   | { action: "redact"; content: string; entities: RedactedEntity[] }
-  | { action: "block"; reason: string };
+  | { action: "block"; reason: string; evidence?: DecisionEvidence };
 
 /** Context a guardrail may use. */
 export interface GuardrailContext {
@@ -58,6 +71,8 @@ export interface GuardrailDecisionSummary {
   entityTypes?: string[];
   /** Reason code for a block (e.g. "prompt_injection", "guardrail_timeout"). */
   reason?: string;
+  /** A block's score, threshold and reason class, when the guardrail gave them (see {@link DecisionEvidence}). */
+  evidence?: DecisionEvidence;
   /**
    * Number of text items whose decision came from the pipeline's per-session decision cache instead of a fresh
    * check (absent when none did). Not part of the audit record.
@@ -70,8 +85,8 @@ export interface GuardrailOutcome<T> {
   action: "allow" | "redact" | "block";
   payload: T;
   decisions: GuardrailDecisionSummary[];
-  /** Set when `action` is "block". */
-  blocked?: { guardrail: string; reason: string };
+  /** Set when `action` is "block"; `evidence` when the blocking guardrail gave a well-formed one. */
+  blocked?: { guardrail: string; reason: string; evidence?: DecisionEvidence };
 }
 
 /**

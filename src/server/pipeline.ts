@@ -17,6 +17,7 @@ import { checkAccess, satisfiesAny, type ScopeRequest } from "../auth/scopes.js"
 import { requiredScopesForMethod } from "../auth/method-scopes.js";
 import type { GuardrailDecisionSummary, GuardrailRunner, GuardrailStage } from "../guardrails/types.js";
 import { defaultGuardrails } from "../guardrails/policy.js";
+import { guardrailBlockData } from "../guardrails/block-data.js";
 import { AUDIT_RECORD_VERSION, markInternalRecord, type AuditOutcome, type AuditRecordInput, type AuditSink } from "../audit/record.js";
 import { AuditSinkError } from "../audit/chain-sink.js";
 import type { HMCPServerOptions, PipelineHooks } from "./options.js";
@@ -369,11 +370,7 @@ export class RequestPipeline {
     for (const d of outcome.decisions) ctx.decisions.push({ ...d, stage });
     if (outcome.action === "block") {
       const b = outcome.blocked ?? { guardrail: "unknown", reason: "guardrail_blocked" };
-      throw new HMCPError(HMCPErrorCode.GuardrailBlocked, `Blocked by guardrail '${b.guardrail}'`, {
-        reason: b.reason,
-        guardrail: b.guardrail,
-        stage,
-      });
+      throw new HMCPError(HMCPErrorCode.GuardrailBlocked, `Blocked by guardrail '${b.guardrail}'`, guardrailBlockData(b, stage));
     }
     return outcome.payload;
   }
@@ -393,7 +390,12 @@ export class RequestPipeline {
       g["guardrail"] = d.guardrail;
       // a custom guardrail's reason may be free text: kept only when it looks like a code (auditIdentifier)
       if (d.reason !== undefined) g["reason"] = auditIdentifier(d.reason);
-      g["stage"] = d.stage;
+      if (d.evidence !== undefined) {
+        g["reasonClass"] = d.evidence.class;
+        g["score"] = d.evidence.score;
+        g["stage"] = d.stage;
+        g["threshold"] = d.evidence.threshold;
+      } else g["stage"] = d.stage;
       guardrails.push(g as AuditRecordInput["guardrails"][number]);
     }
     const latencyMs = Math.round((performance.now() - ctx.started) * 1000) / 1000;
