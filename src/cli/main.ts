@@ -10,7 +10,7 @@ const USAGE = `usage: hmcp <command> ...   (hmcp audit --help, hmcp guardrails -
   hmcp audit verify <files or dirs...> [--key <public JWK or JWK Set file>]
   hmcp audit query [--patient ID] [--actor ID] [--outcome O] [--method M] [--since T] [--until T] [--format table|json] <files or dirs...>
   hmcp audit export --format fhir <files or dirs...>
-  hmcp guardrails eval --policy <file> --data <file.jsonl> [--format text|json]`;
+  hmcp guardrails eval --policy <file> --data <file.jsonl> [--format text|json] [--show-errors N]`;
 
 /** Runs the CLI with `argv` (without node and script); resolves to the exit code. */
 export async function main(argv: string[], io: { out: (s: string) => void; err: (s: string) => void }): Promise<number> {

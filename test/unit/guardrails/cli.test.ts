@@ -1,3 +1,5 @@
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
@@ -48,5 +50,34 @@ describe("hmcp guardrails eval", () => {
     const folder = await run("guardrails", "eval", "--policy", policy, "--data", path.join(here, "fixtures"));
     expect([folder.code, folder.err]).toEqual([2, `hmcp guardrails eval: --data ${path.join(here, "fixtures")} is a folder: give one JSON Lines file (one {"text", "spans"|"label"} object per line)`]);
     expect((await run("guardrails", "eval", "--policy", policy, "--data", path.join(here, "none.jsonl"))).err).toMatch(/none\.jsonl does not exist: give one JSON Lines file/);
+  });
+
+  it("--show-errors N lists at most N misclassified rows with the blocking guardrail; span rows add per-type figures", async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), "hmcp-eval-"));
+    const limits = path.join(dir, "limits.yaml");
+    writeFileSync(limits, "version: 1\nname: tiny\nstages:\n  input:\n    - guardrail: limits\n      params: { maxChars: 30 }\n");
+    const rows = path.join(dir, "rows.jsonl");
+    writeFileSync(rows, ['{"id":"a","text":"short","label":1}', '{"id":"b","text":"a benign text longer than thirty characters","label":0}', '{"text":"ok","label":0}'].join("\n"));
+    const all = await run("guardrails", "eval", "--policy", limits, "--data", rows, "--format", "json", "--show-errors", "5");
+    expect(all.code).toBe(0);
+    const j = JSON.parse(all.out) as { errors: Array<Record<string, unknown>> };
+    expect(j.errors).toEqual([
+      { line: 1, id: "a", error: "false_negative", text: "short" },
+      { line: 2, id: "b", error: "false_positive", blocked: { guardrail: "limits", reason: "too_many_characters" }, text: "a benign text longer than thirty characters" },
+    ]);
+    const one = await run("guardrails", "eval", "--policy", limits, "--data", rows, "--format", "json", "--show-errors", "1");
+    expect((JSON.parse(one.out) as { errors: unknown[] }).errors).toHaveLength(1);
+    const text = await run("guardrails", "eval", "--policy", limits, "--data", rows, "--show-errors", "5");
+    expect(text.out).toContain("- line 2 (b): false positive blocked by limits/too_many_characters");
+    expect((await run("guardrails", "eval", "--policy", limits, "--data", rows, "--show-errors", "0")).err).toMatch(/--show-errors must be a positive integer/);
+
+    const spans = path.join(dir, "spans.jsonl");
+    const note = "Call the ward at 617-555-0123 about bed 12";
+    writeFileSync(spans, JSON.stringify({ text: note, spans: [{ start: 17, end: 29, type: "Phone" }, { start: 36, end: 39, type: "Other" }] }) + "\n");
+    const s = await run("guardrails", "eval", "--policy", policy, "--data", spans, "--format", "json", "--show-errors", "3");
+    const r = JSON.parse(s.out) as { byType: Record<string, { tokens: number; recall: number }>; byEntity: Record<string, { tokens: number; precision: number }>; errors: Array<{ missed?: unknown[] }> };
+    expect(r.byType).toEqual({ Other: { tokens: 1, recall: 0 }, Phone: { tokens: 3, recall: 1 } });
+    expect(r.byEntity["PHONE"]).toEqual({ tokens: 3, precision: 1 });
+    expect(r.errors[0]!.missed).toEqual([{ token: "bed", type: "Other" }]);
   });
 });
