@@ -1,0 +1,85 @@
+/**
+ * The package as a consumer gets it: `npm pack` (which builds dist/), installed from the tarball into a fresh project
+ * (dependencies from the npm cache `npm ci` filled, else the registry), then the README's embedding example run as
+ * ESM, type-checked as TypeScript with `skipLibCheck: false`, loaded through `require` (Node >= 20.19 loads ES modules
+ * synchronously), and every relative link of the shipped README resolved inside the installed package.
+ */
+import { execFileSync } from "node:child_process";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
+const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+const npm = process.platform === "win32" ? "npm.cmd" : "npm";
+let work: string;
+let consumer: string;
+let installed: string;
+
+/** The README's "Embedding HMCP" code block, as written there. */
+function readmeExample(): string {
+  const readme = readFileSync(path.join(repo, "README.md"), "utf8");
+  const section = readme.slice(readme.indexOf("## Embedding HMCP"));
+  const m = /```ts\n([\s\S]*?)```/.exec(section);
+  if (!m) throw new Error("README has no ts block under 'Embedding HMCP'");
+  return m[1]!;
+}
+
+const run = (cmd: string, args: string[], cwd: string) => execFileSync(cmd, args, { cwd, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, npm_config_loglevel: "error" } });
+
+beforeAll(() => {
+  work = mkdtempSync(path.join(tmpdir(), "hmcp-consumer-"));
+  run(npm, ["pack", "--pack-destination", work], repo);
+  const tarball = readdirSync(work).find((f) => f.endsWith(".tgz"));
+  if (!tarball) throw new Error("npm pack wrote no tarball");
+  consumer = path.join(work, "app");
+  execFileSync("mkdir", [consumer]);
+  writeFileSync(path.join(consumer, "package.json"), JSON.stringify({ name: "consumer", private: true, type: "module" }));
+  run(npm, ["install", path.join(work, tarball), "--prefer-offline", "--no-audit", "--no-fund", "--ignore-scripts"], consumer);
+  installed = path.join(consumer, "node_modules", "hmcp");
+}, 240_000);
+
+afterAll(() => {
+  if (work) rmSync(work, { recursive: true, force: true });
+});
+
+describe("the packed package in a fresh consumer project", () => {
+  it("runs the README's embedding example as ESM", () => {
+    writeFileSync(path.join(consumer, "main.mjs"), readmeExample());
+    const out = run(process.execPath, ["main.mjs"], consumer);
+    expect(out).toContain("written");
+  }, 60_000);
+
+  it("type-checks the README's example as TypeScript with skipLibCheck: false and no dev dependency of ours", () => {
+    writeFileSync(path.join(consumer, "main.ts"), readmeExample());
+    writeFileSync(
+      path.join(consumer, "tsconfig.json"),
+      JSON.stringify({ compilerOptions: { target: "ES2022", module: "NodeNext", moduleResolution: "NodeNext", strict: true, skipLibCheck: false, noEmit: true }, files: ["main.ts"] }),
+    );
+    // the compiler is ours; the types it reads are the consumer's node_modules only
+    let out = "";
+    try {
+      out = run(process.execPath, [path.join(repo, "node_modules/typescript/bin/tsc"), "-p", "."], consumer);
+    } catch (e) {
+      out = String((e as { stdout?: string }).stdout ?? e);
+    }
+    expect(out).toBe("");
+  }, 120_000);
+
+  it("loads through require (ESM-only, required synchronously on Node >= 20.19)", () => {
+    const out = run(process.execPath, ["-e", "const h = require('hmcp'); console.log(typeof h.HMCPServer, typeof h.HMCPClient)"], consumer);
+    expect(out.trim()).toBe("function function");
+  });
+
+  it("ships LICENSE, CHANGELOG and every file the README links to; source maps carry their sources", () => {
+    expect(readFileSync(path.join(installed, "LICENSE"), "utf8")).toMatch(/Apache License\s+Version 2\.0/);
+    expect(existsSync(path.join(installed, "CHANGELOG.md"))).toBe(true);
+    const readme = readFileSync(path.join(installed, "README.md"), "utf8");
+    const links = [...readme.matchAll(/\]\(([^)#:\s]+)(?:#[^)]*)?\)/g)].map((m) => m[1]!);
+    expect(links.length).toBeGreaterThan(5);
+    for (const link of links) expect(existsSync(path.join(installed, link)), link).toBe(true);
+    const map = JSON.parse(readFileSync(path.join(installed, "dist/src/index.js.map"), "utf8")) as { sources: string[]; sourcesContent?: string[] };
+    expect(map.sourcesContent?.length).toBe(map.sources.length);
+  });
+});
