@@ -12,6 +12,7 @@ import path from "node:path";
 import { GENESIS_HASH, createCheckpointSigner, type AuditSigningKey, type CheckpointSigner } from "./chain.js";
 import { AuditSinkError, ChainSinkBase, COMMON_OPTION_KEYS, noticeTo, validateCommon, type ChainSinkCommon, type SealedEntry } from "./chain-sink.js";
 import { releasePidLock, takePidLock } from "../util/pid-lock.js";
+import { refuseUnknownOptions } from "../protocol/config-error.js";
 
 /** Options of {@link FileAuditSink.open}. */
 export interface FileAuditSinkOptions extends ChainSinkCommon {
@@ -188,7 +189,7 @@ function validateOptions(opts: FileAuditSinkOptions): void {
   if (typeof opts?.dir !== "string" || opts.dir === "") throw new Error("FileAuditSink: 'dir' is required");
   if (opts.signing === undefined) throw new Error("FileAuditSink: 'signing' is required (a checkpoint key, or false to opt out knowingly)");
   const known = new Set(["dir", "prefix", "rotate", "signing", "chainId", ...COMMON_OPTION_KEYS]);
-  for (const k of Object.keys(opts)) if (!known.has(k)) throw new Error(`FileAuditSink: unknown option '${k}'`);
+  refuseUnknownOptions("FileAuditSink", opts, known);
   if (opts.prefix !== undefined && !/^[A-Za-z0-9_.]+$/.test(opts.prefix)) throw new Error("FileAuditSink: 'prefix' may hold letters, digits, '_' and '.' only");
   validateCommon("FileAuditSink", opts);
   if (opts.rotate?.maxBytes !== undefined && !(opts.rotate.maxBytes >= 4096)) throw new Error("FileAuditSink: rotate.maxBytes must be >= 4096");

@@ -13,6 +13,7 @@
 import { GENESIS_HASH, createCheckpointSigner, type AuditSigningKey, type CheckpointSigner } from "./chain.js";
 import { ChainSinkBase, COMMON_OPTION_KEYS, validateCommon, type ChainSinkCommon, type SealedEntry } from "./chain-sink.js";
 import { ChainVerifier, type VerifyOptions, type VerifyResult } from "./verify.js";
+import { refuseUnknownOptions } from "../protocol/config-error.js";
 
 /** What the sink needs from a database client: `pg.Pool`, `pg.Client` and PGlite all fit. */
 export interface AuditQueryable {
@@ -56,7 +57,7 @@ export class PostgresAuditSink extends ChainSinkBase {
    */
   static async open(opts: PostgresAuditSinkOptions): Promise<PostgresAuditSink> {
     const known = new Set(["db", "instanceId", "signing", "table", "createTable", ...COMMON_OPTION_KEYS]);
-    for (const k of Object.keys(opts ?? {})) if (!known.has(k)) throw new Error(`PostgresAuditSink: unknown option '${k}'`);
+    refuseUnknownOptions("PostgresAuditSink", opts, known);
     if (typeof opts?.db?.query !== "function") throw new Error("PostgresAuditSink: 'db' must have query(text, params) (pg.Pool, pg.Client or PGlite)");
     if (typeof opts.instanceId !== "string" || opts.instanceId === "") throw new Error("PostgresAuditSink: 'instanceId' is required");
     if (opts.signing === undefined) throw new Error("PostgresAuditSink: 'signing' is required (a checkpoint key, or false to opt out knowingly)");

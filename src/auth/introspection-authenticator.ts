@@ -15,6 +15,7 @@ import { principalFromClaims } from "./principal.js";
 import { TokenCache } from "./token-cache.js";
 import { buildClientAuth, discoverAuthorizationServer } from "./token-provider.js";
 import type { ClientAuthOptions } from "./token-provider.js";
+import { refuseUnknownOptions } from "../protocol/config-error.js";
 
 /** Options of {@link createIntrospectionAuthenticator}. */
 export interface IntrospectionOptions extends CommonBearerOptions {
@@ -50,10 +51,10 @@ const KNOWN_OPTIONS = new Set([
 /**
  * Creates a {@link BearerAuthenticator} that checks opaque tokens by RFC 7662 introspection.
  * Failure statuses and challenges are those of `createJwtBearerAuthenticator`.
- * @throws TypeError at construction on an unknown option or a missing issuer, audience or client id
+ * @throws TypeError at construction on an unknown option (HMCPConfigError, naming the closest known one) or a missing issuer, audience or client id
  */
 export function createIntrospectionAuthenticator(options: IntrospectionOptions): BearerAuthenticator {
-  for (const k of Object.keys(options)) if (!KNOWN_OPTIONS.has(k)) throw new TypeError(`createIntrospectionAuthenticator: unknown option "${k}"`);
+  refuseUnknownOptions("createIntrospectionAuthenticator", options, KNOWN_OPTIONS);
   const { issuer, audience, clientId } = options;
   if (!issuer || !audience || !clientId) throw new TypeError("createIntrospectionAuthenticator: issuer, audience and clientId are required");
   const ttl = options.cacheTtlSec ?? 30;

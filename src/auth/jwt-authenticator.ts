@@ -16,6 +16,7 @@ import { buildBearerAuthenticator } from "./authenticator-core.js";
 import type { CommonBearerOptions, VerifyOutcome } from "./authenticator-core.js";
 import { principalFromClaims } from "./principal.js";
 import { TokenCache } from "./token-cache.js";
+import { refuseUnknownOptions } from "../protocol/config-error.js";
 
 /** Default JWS algorithm allow-list: asymmetric only. */
 export const DEFAULT_JWT_ALGORITHMS: readonly string[] = Object.freeze(["ES256", "ES384", "RS256", "RS384", "PS256", "EdDSA"]);
@@ -157,11 +158,11 @@ function classify(e: unknown): VerifyOutcome {
  * audience, unknown key, JWKS unavailable → 401 `invalid_token`; missing scope → 403 `insufficient_scope` with
  * `scope`. Every challenge carries `resource_metadata` (RFC 9728 §5.1).
  *
- * @throws TypeError at construction on an unknown option, an empty issuer/audience, a non-URL resource, an
+ * @throws TypeError at construction on an unknown option (HMCPConfigError, naming the closest known one), an empty issuer/audience, a non-URL resource, an
  *   algorithm allow-list containing `none` or an HMAC algorithm, or a `jwks.uri` that is not https (loopback excepted)
  */
 export function createJwtBearerAuthenticator(options: JwtBearerOptions): JwtBearerAuthenticator {
-  for (const k of Object.keys(options)) if (!KNOWN_OPTIONS.has(k)) throw new TypeError(`createJwtBearerAuthenticator: unknown option "${k}"`);
+  refuseUnknownOptions("createJwtBearerAuthenticator", options, KNOWN_OPTIONS);
   const { issuer, audience } = options;
   if (typeof issuer !== "string" || issuer.length === 0) throw new TypeError("createJwtBearerAuthenticator: issuer is required");
   if (typeof audience !== "string" || audience.length === 0) throw new TypeError("createJwtBearerAuthenticator: audience is required");

@@ -15,6 +15,7 @@ import * as oauth from "oauth4webapi";
 import { types as utilTypes } from "node:util";
 import { importJWK } from "jose";
 import type { JWK } from "jose";
+import { unknownOptionMessage } from "../protocol/config-error.js";
 
 /** What HMCPClient needs to authorise its HTTP requests. */
 export interface TokenProvider {
@@ -212,7 +213,7 @@ export async function discoverIssuerFromResource(
  */
 export function createClientCredentialsTokenProvider(options: ClientCredentialsOptions): TokenProvider {
   for (const k of Object.keys(options)) {
-    if (!PROVIDER_OPTIONS.has(k)) throw new TokenRequestError("invalid_configuration", `createClientCredentialsTokenProvider: unknown option "${k}"`);
+    if (!PROVIDER_OPTIONS.has(k)) throw new TokenRequestError("invalid_configuration", unknownOptionMessage("createClientCredentialsTokenProvider", k, PROVIDER_OPTIONS));
   }
   if (!options.issuer && !options.resource && !options.authorizationServer) {
     throw new TokenRequestError("invalid_configuration", "issuer (or resource, for RFC 9728 discovery) is required");

@@ -26,7 +26,7 @@ import {
   type ReadResourceRequest,
   type ReadResourceResult,
 } from "@modelcontextprotocol/sdk/types.js";
-import { HMCPError, HMCPErrorCode, readHMCPCapability, type HMCPCapability } from "../protocol/index.js";
+import { HMCPConfigError, HMCPError, HMCPErrorCode, readHMCPCapability, refuseUnknownOptions, type HMCPCapability } from "../protocol/index.js";
 import type { GuardrailRunner } from "../guardrails/types.js";
 import type { TokenProvider } from "../auth/token-provider.js";
 import { defaultGuardrails } from "../guardrails/policy.js";
@@ -119,7 +119,12 @@ export class HMCPClient {
   /** Set by `close()`: no automatic reconnect after the application closed the client. */
   #closed = false;
 
+  /**
+   * @throws HMCPConfigError naming an unknown option (with the closest known name) or an option of the wrong kind
+   *   (`tokenProvider` without `getToken`, a handler that is not a function, a `guardrails` that is not a runner)
+   */
   constructor(clientInfo: Implementation, options: HMCPClientOptions = {}) {
+    checkClientOptions(options);
     this.#options = { ...options };
     this.sdk = new Client(clientInfo, { capabilities: { sampling: {}, elicitation: { form: {} } } });
     this.sdk.setRequestHandler(CreateMessageRequestSchema, async (request, extra) => {
@@ -357,4 +362,19 @@ export class HMCPClient {
       return first;
     };
   }
+}
+
+const CLIENT_OPTIONS = new Set<keyof HMCPClientOptions>(["tokenProvider", "guardrails", "patient", "onSampling", "onElicitation"]);
+
+/** Checks {@link HMCPClientOptions} at construction. @throws HMCPConfigError naming the bad key */
+function checkClientOptions(options: HMCPClientOptions): void {
+  if (typeof options !== "object" || options === null) throw new HMCPConfigError("HMCPClient options: expected an object", "");
+  refuseUnknownOptions("HMCPClient options", options, CLIENT_OPTIONS as ReadonlySet<string>);
+  const bad = (key: string, what: string) => new HMCPConfigError(`HMCPClient options: invalid '${key}': expected ${what}`, key);
+  const o = options as Record<string, unknown>;
+  if (o["tokenProvider"] !== undefined && typeof (o["tokenProvider"] as TokenProvider | null)?.getToken !== "function") throw bad("tokenProvider", "a TokenProvider (getToken, invalidate)");
+  const g = o["guardrails"];
+  if (g !== undefined && g !== false && typeof (g as GuardrailRunner | null)?.evaluate !== "function") throw bad("guardrails", "a GuardrailRunner (evaluate, names) or false");
+  if (o["patient"] !== undefined && (typeof o["patient"] !== "string" || o["patient"] === "")) throw bad("patient", "a non-empty FHIR Patient id");
+  for (const k of ["onSampling", "onElicitation"]) if (o[k] !== undefined && typeof o[k] !== "function") throw bad(k, "a function");
 }

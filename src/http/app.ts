@@ -10,7 +10,7 @@ import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/
 import { hostHeaderValidation } from "@modelcontextprotocol/sdk/server/middleware/hostHeaderValidation.js";
 import type { AuthInfo } from "@modelcontextprotocol/sdk/server/auth/types.js";
 import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js";
-import { HMCPErrorCode, type Principal } from "../protocol/index.js";
+import { HMCPConfigError, HMCPErrorCode, refuseUnknownOptions, type Principal } from "../protocol/index.js";
 import type { BearerAuthenticator } from "../auth/types.js";
 import { AUDIT_RECORD_VERSION, markInternalRecord, type AuditRecordInput, type AuditSink } from "../audit/record.js";
 import { defaultOperationalLogger, type HMCPServer, type OperationalLogger } from "../server/index.js";
@@ -105,34 +105,36 @@ const HTTP_APP_OPTIONS = new Set([
   "audit", "logger", "agentName", "sseRetryMs", "enableJsonResponse",
 ]);
 
-/** @throws TypeError naming the first unknown option or bad value. */
+/** @throws HMCPConfigError (a TypeError) naming the first unknown option (and the closest known one) or bad value. */
 function validateHttpAppOptions(options: HttpAppOptions): void {
-  for (const k of Object.keys(options)) if (!HTTP_APP_OPTIONS.has(k)) throw new TypeError(`createHttpApp: unknown option "${k}"`);
-  if (typeof options.createServer !== "function") throw new TypeError("createHttpApp: 'createServer' must be a function returning an HMCPServer");
+  if (typeof options !== "object" || options === null) throw new HMCPConfigError("createHttpApp: options must be an object", "");
+  refuseUnknownOptions("createHttpApp", options, HTTP_APP_OPTIONS);
+  if (typeof options.createServer !== "function") throw new HMCPConfigError("createHttpApp: 'createServer' must be a function returning an HMCPServer", "createServer");
   const positive = (name: "bodyLimitBytes" | "maxSessions" | "maxSessionsPerPrincipal" | "sessionIdleTimeoutMs" | "sseRetryMs") => {
     const v = options[name];
-    if (v !== undefined && !(Number.isSafeInteger(v) && v > 0)) throw new TypeError(`createHttpApp: '${name}' must be a positive integer`);
+    if (v !== undefined && !(Number.isSafeInteger(v) && v > 0)) throw new HMCPConfigError(`createHttpApp: '${name}' must be a positive integer`, name);
   };
   positive("bodyLimitBytes");
   positive("maxSessions");
   positive("maxSessionsPerPrincipal");
   positive("sessionIdleTimeoutMs");
   positive("sseRetryMs");
-  if (options.path !== undefined && !(typeof options.path === "string" && options.path.startsWith("/"))) throw new TypeError("createHttpApp: 'path' must start with '/'");
+  if (options.path !== undefined && !(typeof options.path === "string" && options.path.startsWith("/"))) throw new HMCPConfigError("createHttpApp: 'path' must start with '/'", "path");
   if (options.allowedHosts !== undefined && !(Array.isArray(options.allowedHosts) && options.allowedHosts.length > 0)) {
-    throw new TypeError("createHttpApp: 'allowedHosts' must be a non-empty list of host names");
+    throw new HMCPConfigError("createHttpApp: 'allowedHosts' must be a non-empty list of host names", "allowedHosts");
   }
 }
 
 /**
  * Creates the express app serving MCP over Streamable HTTP (MCP spec 2025-06-18, "Transports"), with RFC 9728
  * protected resource metadata, `GET /healthz`, bounded resumable sessions and graceful shutdown.
- * @throws TypeError on an unknown option, a missing `bearer` or `createServer`, or a limit that is not a positive integer
+ * @throws HMCPConfigError (a TypeError) on an unknown option (naming the closest known one), a missing `bearer` or
+ *   `createServer`, or a limit that is not a positive integer
  */
 export function createHttpApp(options: HttpAppOptions): HttpApp {
   validateHttpAppOptions(options);
   if (options.bearer === undefined) {
-    throw new TypeError("createHttpApp: 'bearer' is required (a BearerAuthenticator, or false to serve without authentication)");
+    throw new HMCPConfigError("createHttpApp: 'bearer' is required (a BearerAuthenticator, or false to serve without authentication)", "bearer");
   }
   const path = options.path ?? "/mcp";
   const bearer = options.bearer;

@@ -5,3 +5,4 @@ export type { HMCPCapability } from "./capability.js";
 export { INFO_NEEDED, INFO_NEEDED_META_KEY, isInfoNeeded } from "./stop-reason.js";
 export type { InfoNeeded } from "./stop-reason.js";
 export type { Principal, TransportKind } from "./context.js";
+export { HMCPConfigError, closestKey, refuseUnknownOptions, unknownOptionMessage } from "./config-error.js";

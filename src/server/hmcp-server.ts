@@ -17,7 +17,7 @@ import {
   type Implementation,
   type JSONRPCRequest,
 } from "@modelcontextprotocol/sdk/types.js";
-import { HMCPError, HMCPErrorCode, HMCP_VERSION, type HMCPCapability, type TransportKind } from "../protocol/index.js";
+import { HMCPConfigError, HMCPError, HMCPErrorCode, HMCP_VERSION, refuseUnknownOptions, type HMCPCapability, type TransportKind } from "../protocol/index.js";
 import { parseServerOptions, type HMCPServerOptions } from "./options.js";
 import { RequestPipeline, type HandlerExtra, type InnerHandler } from "./pipeline.js";
 import { hmcpContext, hmcpContextOrUndefined, type SamplingHandler } from "./context.js";
@@ -27,6 +27,8 @@ export interface SamplingHandlerOptions {
   /** Scopes allowing a caller to use this handler (any-of). Default: `["hmcp:sample", "hmcp:access"]`. */
   requiredScopes?: string[];
 }
+
+const SAMPLING_OPTIONS: ReadonlySet<string> = new Set<keyof SamplingHandlerOptions>(["requiredScopes"]);
 
 type RequestHandlerMap = Map<string, InnerHandler>;
 
@@ -74,9 +76,17 @@ export class HMCPServer extends McpServer {
 
   /**
    * Registers the client → server sampling handler. Call once, before `connect`.
-   * @throws Error when a handler is already registered or the server is connected.
+   * @throws Error when a handler is already registered or the server is connected; HMCPConfigError when `handler`
+   *   is not a function, or `options` holds an unknown key (naming the closest known one) or `requiredScopes` is not a
+   *   non-empty list of scope strings.
    */
   sampling(handler: SamplingHandler, options: SamplingHandlerOptions = {}): this {
+    if (typeof handler !== "function") throw new HMCPConfigError("HMCPServer.sampling: the handler must be a function", "handler");
+    refuseUnknownOptions("HMCPServer.sampling options", options, SAMPLING_OPTIONS);
+    const scopes = options.requiredScopes as unknown;
+    if (scopes !== undefined && !(Array.isArray(scopes) && scopes.length > 0 && scopes.every((x) => typeof x === "string" && x !== ""))) {
+      throw new HMCPConfigError("HMCPServer.sampling options: invalid 'requiredScopes': expected a non-empty list of scopes (any-of)", "requiredScopes");
+    }
     if (this.#samplingHandler) throw new Error("HMCPServer.sampling: a sampling handler is already registered");
     if (this.isConnected()) throw new Error("HMCPServer.sampling: register the handler before connect()");
     this.#samplingHandler = handler;

@@ -3,7 +3,7 @@
  */
 import { z } from "zod";
 import type { ServerCapabilities } from "@modelcontextprotocol/sdk/types.js";
-import type { Principal } from "../protocol/index.js";
+import { HMCPConfigError, unknownOptionMessage, type Principal } from "../protocol/index.js";
 import type { GuardrailRunner } from "../guardrails/types.js";
 import type { AuditRecordInput, AuditSink } from "../audit/record.js";
 import type { RequestContext } from "./context.js";
@@ -118,16 +118,7 @@ const OptionsSchema = z
   })
   .strict();
 
-/** Error thrown at construction for invalid options. `key` is the dotted path of the offending option. */
-export class HMCPConfigError extends TypeError {
-  constructor(
-    message: string,
-    readonly key: string,
-  ) {
-    super(message);
-    this.name = "HMCPConfigError";
-  }
-}
+export { HMCPConfigError };
 
 /** Methods the pipeline does not see (connection lifecycle): a scope requirement for them could not be applied. */
 const UNCHECKED_METHODS = ["initialize", "ping"] as const;
@@ -156,7 +147,30 @@ export function parseServerOptions(options: unknown, where = "HMCPServer"): HMCP
   const base = issue.path.map(String).join(".");
   if (issue.code === "unrecognized_keys") {
     const key = [base, issue.keys[0]].filter(Boolean).join(".");
-    throw new HMCPConfigError(`${where} options: unknown key '${key}'`, key);
+    throw new HMCPConfigError(unknownOptionMessage(`${where} options`, key, knownKeysAt(issue.path.map(String))), key);
   }
   throw new HMCPConfigError(`${where} options: invalid '${base || "(root)"}': ${issue.message}`, base);
+}
+
+/** The option names valid at `path` of {@link OptionsSchema} (for the "did you mean" hint). */
+function knownKeysAt(path: string[]): string[] {
+  let schema: unknown = OptionsSchema;
+  for (const part of path) {
+    schema = objectShape(schema)?.[part];
+    if (schema === undefined) return [];
+  }
+  return Object.keys(objectShape(schema) ?? {});
+}
+
+/** The shape of a zod object, looking through optional wrappers and unions (the first object member). */
+function objectShape(schema: unknown): Record<string, unknown> | undefined {
+  if (schema instanceof z.ZodObject) return schema.shape as Record<string, unknown>;
+  if (schema instanceof z.ZodOptional) return objectShape(schema.unwrap());
+  if (schema instanceof z.ZodUnion) {
+    for (const o of schema.options as unknown[]) {
+      const shape = objectShape(o);
+      if (shape) return shape;
+    }
+  }
+  return undefined;
 }

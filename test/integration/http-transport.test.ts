@@ -233,7 +233,7 @@ describe("Streamable HTTP app", () => {
   it("requires an explicit bearer choice, and names an unknown option or a bad limit", () => {
     expect(() => createHttpApp({ createServer: () => createEchoAgent() } as never)).toThrow(/'bearer' is required/);
     const base = { createServer: () => createEchoAgent(), bearer: false as const };
-    expect(() => createHttpApp({ ...base, bodyLimit: 10 } as never)).toThrow(/unknown option "bodyLimit"/);
+    expect(() => createHttpApp({ ...base, bodyLimit: 10 } as never)).toThrow("createHttpApp: unknown option 'bodyLimit'; did you mean 'bodyLimitBytes'?");
     expect(() => createHttpApp({ ...base, bodyLimitBytes: -1 })).toThrow(/'bodyLimitBytes' must be a positive integer/);
     expect(() => createHttpApp({ ...base, maxSessions: 1.5 })).toThrow(/'maxSessions' must be a positive integer/);
     expect(() => createHttpApp({ ...base, path: "mcp" })).toThrow(/'path' must start with '\/'/);

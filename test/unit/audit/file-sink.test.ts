@@ -309,7 +309,7 @@ describe("FileAuditSink + verifyAuditFiles", () => {
   it("refuses bad options and records, naming the problem", async () => {
     const dir = await tempLogDir("audit-opts");
     await expect(FileAuditSink.open({ dir } as never)).rejects.toThrow(/signing/);
-    await expect(FileAuditSink.open({ dir, signing: false, checkpointEvry: 3 } as never)).rejects.toThrow(/unknown option 'checkpointEvry'/);
+    await expect(FileAuditSink.open({ dir, signing: false, checkpointEvry: 3 } as never)).rejects.toThrow("FileAuditSink: unknown option 'checkpointEvry'; did you mean 'checkpointEvery'?");
     await expect(FileAuditSink.open({ dir, signing: { privateKey: keys.publicJwk } })).rejects.toThrow(/private key/);
     const sink = await FileAuditSink.open({ dir, signing: false });
     expect(() => sink.append({ type: "request" } as never)).toThrow(/newAuditRecord/);

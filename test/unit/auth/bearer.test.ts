@@ -110,7 +110,7 @@ describe("createJwtBearerAuthenticator options", () => {
     expect(() => createJwtBearerAuthenticator({ ...base, requiredScopes: ["hmcp:access", "openid"] })).not.toThrow();
   });
   it("names an unknown option", () => {
-    expect(() => createJwtBearerAuthenticator({ ...base, audiance: "x" } as never)).toThrow(/unknown option "audiance"/);
+    expect(() => createJwtBearerAuthenticator({ ...base, audiance: "x" } as never)).toThrow("createJwtBearerAuthenticator: unknown option 'audiance'; did you mean 'audience'?");
   });
   it("refuses a plain-http JWKS URI except on loopback", () => {
     expect(() => createJwtBearerAuthenticator({ ...base, jwks: { uri: "http://as.example/jwks" } })).toThrow(/https/);

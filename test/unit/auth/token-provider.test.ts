@@ -139,7 +139,7 @@ describe("createClientCredentialsTokenProvider", () => {
   });
 
   it("names an unknown option at construction", () => {
-    expect(() => provider({ scopes: "x" } as never)).toThrow(/unknown option "scopes"/);
+    expect(() => provider({ scopes: "x" } as never)).toThrow("createClientCredentialsTokenProvider: unknown option 'scopes'; did you mean 'scope'?");
   });
 
   it("never sends a client secret to an authorization server the resource names, unless it is in trustedIssuers", async () => {
