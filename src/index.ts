@@ -15,6 +15,7 @@ export {
   INFO_NEEDED,
   INFO_NEEDED_META_KEY,
   isInfoNeeded,
+  REDACTIONS_META_KEY,
 } from "./protocol/index.js";
 export type { HMCPErrorData, HMCPReason, HMCPCapability, InfoNeeded, Principal, TransportKind } from "./protocol/index.js";
 

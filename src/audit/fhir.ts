@@ -137,6 +137,8 @@ export function toAuditEvent(r: AuditRecordInput, opts: FhirExportOptions = {}):
   if (r.digests.request) detail.push({ type: "request-sha256", valueString: r.digests.request });
   if (r.digests.response) detail.push({ type: "response-sha256", valueString: r.digests.response });
   detail.push({ type: "latency-ms", valueString: String(r.latencyMs) });
+  // each question the handler asked back, in order: "elicitation;accept", "sampling;answered" ...
+  for (const i of r.interactions ?? []) detail.push({ type: "interaction", valueString: `${i.kind};${i.outcome}` });
   for (const g of r.guardrails) {
     // guardrail;stage;action;entity types;reason, then reason class;score;threshold when a scoring guardrail blocked
     const fields = [g.guardrail, g.stage, g.action, (g.entityTypes ?? []).join(","), g.reason ?? ""];

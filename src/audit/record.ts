@@ -72,6 +72,14 @@ export const AuditRecordInputSchema = z
         })
         .strict(),
     ),
+    /**
+     * The questions the handler asked back while serving the request, in order: an elicitation's outcome is the
+     * human's decision (`accept`, `decline`, `cancel`), a sampling request's `answered`; `failed` when the question
+     * got an error (refused, timed out, not supported). Never what was asked or answered. Absent when none was asked.
+     */
+    interactions: z
+      .array(z.object({ kind: z.enum(["elicitation", "sampling"]), outcome: z.enum(["accept", "decline", "cancel", "answered", "failed"]) }).strict())
+      .optional(),
     /** Wall time from request arrival to reply, ms. */
     latencyMs: z.number().nonnegative(),
     /** Hex SHA-256 digests of the canonical JSON of the request params and the response (result or error). */

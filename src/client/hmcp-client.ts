@@ -26,7 +26,7 @@ import {
   type ReadResourceRequest,
   type ReadResourceResult,
 } from "@modelcontextprotocol/sdk/types.js";
-import { HMCPConfigError, HMCPError, HMCPErrorCode, readHMCPCapability, refuseUnknownOptions, type HMCPCapability } from "../protocol/index.js";
+import { HMCPConfigError, HMCPError, HMCPErrorCode, readHMCPCapability, refuseUnknownOptions, withRedactionsMeta, type HMCPCapability } from "../protocol/index.js";
 import type { GuardrailRunner } from "../guardrails/types.js";
 import type { TokenProvider } from "../auth/token-provider.js";
 import { defaultGuardrails } from "../guardrails/policy.js";
@@ -340,7 +340,8 @@ export class HMCPClient {
       const b = outcome.blocked ?? { guardrail: "unknown", reason: "guardrail_blocked" };
       throw new HMCPError(HMCPErrorCode.GuardrailBlocked, `Blocked by guardrail '${b.guardrail}'`, guardrailBlockData(b, stage));
     }
-    return outcome.payload;
+    // an answer this client redacted says so (REDACTIONS_META_KEY), as a server's redacted result does
+    return stage === "output" ? withRedactionsMeta(outcome.payload, outcome.redactions) : outcome.payload;
   }
 
   /** fetch that adds the bearer token and retries once after a 401 carrying `WWW-Authenticate` (RFC 6750 §3). */

@@ -457,6 +457,8 @@ export class GuardrailPipeline implements GuardrailRunner {
     let copied = false;
     let changed = false;
     const decisions: GuardrailDecisionSummary[] = [];
+    // entities replaced per type over the whole payload (for the result's `_meta`, REDACTIONS_META_KEY)
+    const redactions: Record<string, number> = {};
     const cache = this.#cache;
     // the key prefix of this caller and stage; undefined: nothing is cached in this call
     const caller = cache === undefined ? undefined : this.#callerScope(context);
@@ -536,7 +538,10 @@ export class GuardrailPipeline implements GuardrailRunner {
               s.holder[s.key] = d.content;
               changed = true;
               entityTypes ??= new Set();
-              for (const e of d.entities) entityTypes.add(e.type);
+              for (const e of d.entities) {
+                entityTypes.add(e.type);
+                redactions[e.type] = (redactions[e.type] ?? 0) + 1;
+              }
             }
           }
         }
@@ -557,7 +562,7 @@ export class GuardrailPipeline implements GuardrailRunner {
       if (hits > 0) summary.cached = hits;
       decisions.push(summary);
     }
-    return { action: changed ? "redact" : "allow", payload: root.value as T, decisions };
+    return changed ? { action: "redact", payload: root.value as T, decisions, redactions } : { action: "allow", payload: root.value as T, decisions };
   }
 
   #block<T>(payload: T, decisions: GuardrailDecisionSummary[], guardrail: string, reason: string, cached = 0, evidence?: DecisionEvidence): GuardrailOutcome<T> {

@@ -85,6 +85,11 @@ export interface GuardrailOutcome<T> {
   action: "allow" | "redact" | "block";
   payload: T;
   decisions: GuardrailDecisionSummary[];
+  /**
+   * When `action` is "redact": how many entities of each type were replaced over the whole payload (e.g.
+   * `{ NAME: 2, DATE: 1 }`; types, never values).
+   */
+  redactions?: Record<string, number>;
   /** Set when `action` is "block"; `evidence` when the blocking guardrail gave a well-formed one. */
   blocked?: { guardrail: string; reason: string; evidence?: DecisionEvidence };
 }

@@ -6,3 +6,4 @@ export { INFO_NEEDED, INFO_NEEDED_META_KEY, isInfoNeeded } from "./stop-reason.j
 export type { InfoNeeded } from "./stop-reason.js";
 export type { Principal, TransportKind } from "./context.js";
 export { HMCPConfigError, closestKey, refuseUnknownOptions, unknownOptionMessage } from "./config-error.js";
+export { REDACTIONS_META_KEY, withRedactionsMeta } from "./redactions.js";

@@ -12,7 +12,7 @@ import { defaultOperationalLogger, type OperationalLogger } from "./logger.js";
 import { ErrorCode, McpError, type JSONRPCRequest } from "@modelcontextprotocol/sdk/types.js";
 import type { RequestHandlerExtra } from "@modelcontextprotocol/sdk/shared/protocol.js";
 import type { ServerNotification, ServerRequest } from "@modelcontextprotocol/sdk/types.js";
-import { HMCPError, HMCPErrorCode, INTERNAL_ERROR, INVALID_PARAMS, toWireError, type Principal, type TransportKind } from "../protocol/index.js";
+import { HMCPError, HMCPErrorCode, INTERNAL_ERROR, INVALID_PARAMS, toWireError, withRedactionsMeta, type Principal, type TransportKind } from "../protocol/index.js";
 import { checkAccess, satisfiesAny, type ScopeRequest } from "../auth/scopes.js";
 import { requiredScopesForMethod } from "../auth/method-scopes.js";
 import type { GuardrailDecisionSummary, GuardrailRunner, GuardrailStage } from "../guardrails/types.js";
@@ -31,6 +31,7 @@ export type InnerHandler = (request: JSONRPCRequest, extra: HandlerExtra) => Pro
 
 /** `_meta` key by which a client declares the patient a request is about (checked against the launch context). */
 export const PATIENT_META_KEY = "hmcp/patient";
+
 
 /** Methods whose params carry content checked by the input stage. */
 const INPUT_CONTENT_METHODS = new Set(["sampling/createMessage", "tools/call"]);
@@ -372,7 +373,7 @@ export class RequestPipeline {
       const b = outcome.blocked ?? { guardrail: "unknown", reason: "guardrail_blocked" };
       throw new HMCPError(HMCPErrorCode.GuardrailBlocked, `Blocked by guardrail '${b.guardrail}'`, guardrailBlockData(b, stage));
     }
-    return outcome.payload;
+    return stage === "output" ? withRedactionsMeta(outcome.payload, outcome.redactions) : outcome.payload;
   }
 
   /** Writes the request's audit record, once (a request recorded as abandoned is not recorded again when it returns). */
@@ -405,6 +406,7 @@ export class RequestPipeline {
       digests,
       guardrails,
       id: randomUUID(),
+      ...(ctx.interactions.length > 0 && { interactions: ctx.interactions.map((i) => ({ kind: i.kind, outcome: i.outcome })) }),
       latencyMs,
       method: auditIdentifier(ctx.method),
       outcome,
@@ -477,6 +479,8 @@ class Ctx implements RequestContext {
   readonly signal: AbortSignal;
   readonly patientsTouched = new Set<string>();
   readonly decisions: Array<GuardrailDecisionSummary & { stage: GuardrailStage }> = [];
+  /** The questions this request asked back (elicitation, sampling), in order, with their outcomes (never content). */
+  readonly interactions: Array<{ kind: "elicitation" | "sampling"; outcome: string }> = [];
   /** The exception a tool callback threw (the SDK reports it to the client as an `isError` result). */
   toolError: unknown = undefined;
   /** Room for this request's record was reserved in the audit sink (released when the record is appended). */
@@ -564,7 +568,14 @@ class Ctx implements RequestContext {
     if (!this.#host.clientCapabilities()?.sampling) {
       throw new HMCPError(HMCPErrorCode.SamplingNotSupported, "The client does not support sampling", { reason: "sampling_not_supported" });
     }
-    return this.#extra.sendRequest({ method: "sampling/createMessage", params }, CreateMessageResultSchema, requestOptions(options));
+    try {
+      const result = await this.#extra.sendRequest({ method: "sampling/createMessage", params }, CreateMessageResultSchema, requestOptions(options));
+      this.interactions.push({ kind: "sampling", outcome: "answered" });
+      return result;
+    } catch (e) {
+      this.interactions.push({ kind: "sampling", outcome: "failed" });
+      throw e;
+    }
   }
 
   async elicit(params: Parameters<RequestContext["elicit"]>[0], options?: BackRequestOptions) {
@@ -572,7 +583,15 @@ class Ctx implements RequestContext {
       throw new HMCPError(HMCPErrorCode.SamplingNotSupported, "The client does not support elicitation", { reason: "elicitation_not_supported" });
     }
     const formParams = "mode" in params && params.mode ? params : { ...params, mode: "form" as const };
-    return this.#extra.sendRequest({ method: "elicitation/create", params: formParams }, ElicitResultSchema, requestOptions(options));
+    try {
+      const result = await this.#extra.sendRequest({ method: "elicitation/create", params: formParams }, ElicitResultSchema, requestOptions(options));
+      // the human's decision (accept, decline, cancel), never what they entered
+      this.interactions.push({ kind: "elicitation", outcome: result.action });
+      return result;
+    } catch (e) {
+      this.interactions.push({ kind: "elicitation", outcome: "failed" });
+      throw e;
+    }
   }
 }
 
