@@ -93,7 +93,7 @@ export function createIntrospectionAuthenticator(options: IntrospectionOptions):
     if (answer.iss !== undefined && answer.iss !== issuer) return { ok: false, description: "The access token was issued by an untrusted issuer", reason: "wrong_issuer" };
     const aud = answer.aud === undefined ? [] : Array.isArray(answer.aud) ? answer.aud : [answer.aud];
     if (aud.length === 0 ? options.requireAudience !== false : !aud.includes(audience)) {
-      return { ok: false, description: "The access token is not intended for this resource", reason: "wrong_audience" };
+      return { ok: false, description: `The access token is not intended for this resource (expected audience ${audience})`, reason: "wrong_audience" };
     }
     if (typeof answer.token_type === "string" && answer.token_type.toLowerCase() !== "bearer") {
       return { ok: false, description: "The access token is not a bearer token", reason: "wrong_token_type" };

@@ -111,7 +111,7 @@ function fail(description: string, reason: BearerFailureReason): { ok: false; de
   return { ok: false, description, reason };
 }
 
-function classify(e: unknown): VerifyOutcome {
+function classify(e: unknown, audience: string): VerifyOutcome {
   const code = (e as { code?: unknown })?.code;
   switch (code) {
     case "ERR_JWT_EXPIRED":
@@ -122,7 +122,8 @@ function classify(e: unknown): VerifyOutcome {
         case "iss":
           return fail("The access token was issued by an untrusted issuer", "wrong_issuer");
         case "aud":
-          return fail("The access token is not intended for this resource", "wrong_audience");
+          // the audience is this resource's public identifier (RFC 8707, in its protected resource metadata)
+          return fail(`The access token is not intended for this resource (expected audience ${audience})`, "wrong_audience");
         case "nbf":
           return fail("The access token is not yet valid", "not_yet_valid");
         case "iat":
@@ -237,7 +238,7 @@ export function createJwtBearerAuthenticator(options: JwtBearerOptions): JwtBear
       if (options.maxTokenAgeSec !== undefined) verifyOptions.maxTokenAge = options.maxTokenAgeSec;
       result = await jwtVerify(token, getKey, verifyOptions);
     } catch (e) {
-      return classify(e);
+      return classify(e, audience);
     }
     const typ = result.protectedHeader.typ?.toLowerCase();
     const typOk = options.requireAtJwtTyp ? typ === "at+jwt" || typ === "application/at+jwt" : typ === undefined || ACCEPTED_TYP.has(typ);

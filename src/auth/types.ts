@@ -24,6 +24,8 @@ export type BearerCheck =
       description: string;
       /** Space-separated scopes that would have allowed the request. */
       scope?: string;
+      /** The RFC 9728 protected resource metadata URL the challenge names, if any (also sent in the JSON body). */
+      resourceMetadata?: string;
       /** Complete `WWW-Authenticate` header value to send. */
       wwwAuthenticate: string;
       /** Machine-readable cause for the audit record (never sent to the client, never PHI). */

@@ -70,6 +70,7 @@ export function bearerFailure(
   const out: Extract<BearerCheck, { ok: false }> = { ok: false, status, description, wwwAuthenticate: formatBearerChallenge(challenge) };
   if (error !== undefined) out.error = error;
   if (s !== undefined && s.length > 0) out.scope = s;
+  if (ctx.resourceMetadataUrl !== undefined) out.resourceMetadata = ctx.resourceMetadataUrl;
   if (reason !== undefined) out.reason = reason;
   return out;
 }

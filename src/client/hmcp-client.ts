@@ -165,6 +165,8 @@ export class HMCPClient {
    *   session and sends the request once more (MCP 2025-06-18, Transports, "Session Management": the client MUST
    *   start a new session); a 404 means the server did not run the request.
    * - `{ type: "stdio", command, args, env }`: spawns the agent process and talks over its stdin/stdout.
+   * @throws HMCPError `InsufficientScope` / `Unauthenticated` when the HTTP layer refuses the session (403 / 401, as
+   *   for {@link createMessage}); the SDK's errors otherwise
    */
   async connect(target: ConnectTarget): Promise<void> {
     this.#closed = false;
@@ -185,7 +187,7 @@ export class HMCPClient {
       transport = target.transport;
     }
     this.#transport = transport;
-    await this.sdk.connect(transport);
+    await this.sdk.connect(transport).catch((e: unknown) => Promise.reject(typedHttpRefusal(e)));
   }
 
   /**
@@ -225,8 +227,10 @@ export class HMCPClient {
    *   `experimental.hmcp.sampling`; McpError with the server's code (e.g. GuardrailBlocked, InsufficientScope) when
    *   the server refuses; HMCPError `GuardrailBlocked` (`data.stage` "input") when this client's guardrails block the
    *   result (e.g. it names another patient than the client's); McpError `RequestTimeout` (-32001) after `timeoutMs`
-   *   without progress; over HTTP, the SDK's `StreamableHTTPError` (`code` = the HTTP status: 401, 403 with
-   *   `insufficient_scope`, 413, 503) when the HTTP layer refuses the request before any server sees it.
+   *   without progress; over HTTP, when the HTTP layer refuses the request before any server sees it: HMCPError
+   *   `InsufficientScope` for a 403 (`data.required`, `data.status`, `data.resourceMetadata`), `Unauthenticated` for
+   *   a 401 (`data.reason` `invalid_token` or `unauthenticated`, `data.description`), else the SDK's
+   *   `StreamableHTTPError` (`code` = the HTTP status: 413, 429, 503).
    */
   async createMessage(params: CreateMessageParams, options: CreateMessageOptions = {}): Promise<CreateMessageResult> {
     await this.#ready();
@@ -258,9 +262,9 @@ export class HMCPClient {
         await this.#reconnecting?.catch(() => undefined);
         await this.#ready();
       } else {
-        throw error;
+        throw typedHttpRefusal(error);
       }
-      result = await send();
+      result = await send().catch((e: unknown) => Promise.reject(typedHttpRefusal(e)));
     }
     // what the server sent back passes this side's input stage, as the requests servers send do
     return this.#guard("input", result, "sampling/createMessage", options.signal ?? new AbortController().signal);
@@ -289,10 +293,12 @@ export class HMCPClient {
    */
   async callTool(params: CallToolRequest["params"], options: { signal?: AbortSignal; timeoutMs?: number } = {}): Promise<CallToolResult> {
     await this.#ready();
-    const result = (await this.sdk.callTool(params, CallToolResultSchema, {
-      ...(options.timeoutMs !== undefined && { timeout: options.timeoutMs }),
-      ...(options.signal && { signal: options.signal }),
-    })) as CallToolResult;
+    const result = (await this.sdk
+      .callTool(params, CallToolResultSchema, {
+        ...(options.timeoutMs !== undefined && { timeout: options.timeoutMs }),
+        ...(options.signal && { signal: options.signal }),
+      })
+      .catch((e: unknown) => Promise.reject(typedHttpRefusal(e)))) as CallToolResult;
     return this.#guard("input", result, "tools/call", options.signal ?? new AbortController().signal);
   }
 
@@ -303,10 +309,12 @@ export class HMCPClient {
    */
   async readResource(params: ReadResourceRequest["params"], options: { signal?: AbortSignal; timeoutMs?: number } = {}): Promise<ReadResourceResult> {
     await this.#ready();
-    const result = await this.sdk.readResource(params, {
-      ...(options.timeoutMs !== undefined && { timeout: options.timeoutMs }),
-      ...(options.signal && { signal: options.signal }),
-    });
+    const result = await this.sdk
+      .readResource(params, {
+        ...(options.timeoutMs !== undefined && { timeout: options.timeoutMs }),
+        ...(options.signal && { signal: options.signal }),
+      })
+      .catch((e: unknown) => Promise.reject(typedHttpRefusal(e)));
     return this.#guard("input", result, "resources/read", options.signal ?? new AbortController().signal);
   }
 
@@ -378,4 +386,40 @@ function checkClientOptions(options: HMCPClientOptions): void {
   if (g !== undefined && g !== false && typeof (g as GuardrailRunner | null)?.evaluate !== "function") throw bad("guardrails", "a GuardrailRunner (evaluate, names) or false");
   if (o["patient"] !== undefined && (typeof o["patient"] !== "string" || o["patient"] === "")) throw bad("patient", "a non-empty FHIR Patient id");
   for (const k of ["onSampling", "onElicitation"]) if (o[k] !== undefined && typeof o[k] !== "function") throw bad(k, "a function");
+}
+
+/**
+ * An HTTP-level refusal (the SDK's `StreamableHTTPError` 401 or 403, whose message carries the response body) as the
+ * typed HMCP error a caller can act on, the same as a refusal inside the MCP pipeline: 403 → `InsufficientScope`
+ * (-32051, `data.required`: the scopes the challenge names, any one of which would do), 401 → `Unauthenticated`
+ * (-32054, `data.reason` `invalid_token` or `unauthenticated`, `data.description`: the server's error description,
+ * e.g. the audience it expects). Both carry `data.status` and, when the server named it, `data.resourceMetadata` (the
+ * RFC 9728 metadata URL); the original error is the `cause`. Anything else is returned unchanged.
+ */
+function typedHttpRefusal(error: unknown): unknown {
+  if (!(error instanceof StreamableHTTPError) || (error.code !== 401 && error.code !== 403)) return error;
+  let body: Record<string, unknown> = {};
+  const brace = error.message.indexOf("{");
+  if (brace >= 0) {
+    try {
+      const parsed: unknown = JSON.parse(error.message.slice(brace));
+      if (typeof parsed === "object" && parsed !== null) body = parsed as Record<string, unknown>;
+    } catch {
+      // not our server's JSON body: the status alone is known
+    }
+  }
+  const str = (k: string) => (typeof body[k] === "string" ? (body[k] as string) : undefined);
+  const resourceMetadata = str("resource_metadata");
+  const description = str("error_description");
+  const common = { status: error.code, ...(resourceMetadata !== undefined && { resourceMetadata }) };
+  if (error.code === 403) {
+    const required = (str("scope") ?? "").split(" ").filter(Boolean);
+    return new HMCPError(HMCPErrorCode.InsufficientScope, `Insufficient scope${required.length > 0 ? `: needs one of ${required.join(", ")}` : ""}`, { reason: "insufficient_scope", required, ...common }, { cause: error });
+  }
+  return new HMCPError(
+    HMCPErrorCode.Unauthenticated,
+    description !== undefined ? `Unauthenticated: ${description}` : "Unauthenticated",
+    { reason: str("error") === "invalid_token" ? "invalid_token" : "unauthenticated", ...(description !== undefined && { description }), ...common },
+    { cause: error },
+  );
 }

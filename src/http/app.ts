@@ -271,8 +271,14 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
         .status(check.status)
         .set("www-authenticate", check.wwwAuthenticate)
         .set("cache-control", "no-store")
-        // RFC 6750 §3.1: a request without credentials gets no error code, in the body as in the challenge
-        .json(check.error === undefined ? { error_description: check.description } : { error: check.error, error_description: check.description });
+        // RFC 6750 §3.1: a request without credentials gets no error code, in the body as in the challenge; the body
+        // repeats the challenge's scope and resource metadata URL, so a client that sees only the body can act on it
+        .json({
+          ...(check.error !== undefined && { error: check.error }),
+          error_description: check.description,
+          ...(check.scope !== undefined && check.status === 403 && { scope: check.scope }),
+          ...(check.resourceMetadata !== undefined && { resource_metadata: check.resourceMetadata }),
+        });
       return;
     }
     const p = check.verified.principal;

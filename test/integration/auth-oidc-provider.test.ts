@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { McpError } from "@modelcontextprotocol/sdk/types.js";
 import {
   HMCPClient,
+  HMCPError,
   HMCPErrorCode,
   HMCPServer,
   createClientCredentialsTokenProvider,
@@ -166,8 +167,11 @@ describe("authorization end to end with oidc-provider", () => {
     expect(www).toContain('scope="hmcp:write patient/hmcp:write"');
     expect(www).toContain(`resource_metadata="${new URL("/.well-known/oauth-protected-resource/mcp", strict.endpoint).href}"`);
     expect(strict.ran.length).toBe(before);
-    // HMCPClient surfaces the refusal instead of connecting.
-    await expect(connect("reader", "hmcp:read system/*.rs", strict)).rejects.toThrow();
+    // HMCPClient surfaces the refusal instead of connecting, typed as a refusal inside the pipeline would be
+    const refused = await connect("reader", "hmcp:read system/*.rs", strict).catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(HMCPError);
+    expect((refused as HMCPError).code).toBe(HMCPErrorCode.InsufficientScope);
+    expect((refused as HMCPError).data).toMatchObject({ reason: "insufficient_scope", required: ["hmcp:write", "patient/hmcp:write"], status: 403 });
   });
 
   it("the read-only client is refused a write (tools/call) with 403 insufficient_scope naming the scopes", async () => {
@@ -186,6 +190,25 @@ describe("authorization end to end with oidc-provider", () => {
     const www = res.headers.get("www-authenticate") ?? "";
     expect(www).toContain('error="insufficient_scope"');
     expect(www).toContain('scope="hmcp:access hmcp:write patient/hmcp:write"');
+    // through HMCPClient: the typed -32051 with the scopes and where to read the resource's metadata
+    const typed = await c.callTool({ name: "write-observation", arguments: {} }).catch((e: unknown) => e);
+    expect(typed).toBeInstanceOf(HMCPError);
+    expect((typed as HMCPError).code).toBe(HMCPErrorCode.InsufficientScope);
+    expect((typed as HMCPError).data).toEqual({
+      reason: "insufficient_scope",
+      required: ["hmcp:access", "hmcp:write", "patient/hmcp:write"],
+      status: 403,
+      resourceMetadata: new URL("/.well-known/oauth-protected-resource/mcp", agent.endpoint).href,
+    });
+  });
+
+  it("a token for another resource reaches HMCPClient as -32054 Unauthenticated naming the expected audience", async () => {
+    const c = new HMCPClient({ name: "orchestrator", version: "1.0.0" }, { tokenProvider: tokenProvider("orchestrator", "hmcp:sample", strict.endpoint), guardrails: false });
+    clients.push(c);
+    const err = await c.connect({ type: "http", url: agent.endpoint }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(HMCPError);
+    expect((err as HMCPError).code).toBe(HMCPErrorCode.Unauthenticated);
+    expect((err as HMCPError).data).toMatchObject({ reason: "invalid_token", status: 401, description: expect.stringContaining(`expected audience ${agent.endpoint.href}`) });
   });
 
   it("with HTTP method checks off, the server's method check refuses the write as JSON-RPC InsufficientScope", async () => {

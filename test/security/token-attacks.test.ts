@@ -235,8 +235,9 @@ describe("token attack suite (createHttpApp + JWT bearer authenticator)", () => 
     const res = await expectRefused({}, 401, undefined, { reason: "no_credentials" });
     expect(challengeParam(res.www, "scope")).toBe("hmcp:sample hmcp:access patient/hmcp:read");
     expect(res.www).not.toContain("error_description");
-    // the body agrees with the challenge: no error code when no credentials were sent (RFC 6750 §3.1)
-    expect(JSON.parse(res.body)).toEqual({ error_description: expect.any(String) as unknown });
+    // the body agrees with the challenge: no error code when no credentials were sent (RFC 6750 §3.1); it repeats the
+    // resource metadata URL, so a client that sees only the body knows where to discover the authorization server
+    expect(JSON.parse(res.body)).toEqual({ error_description: expect.any(String) as unknown, resource_metadata: challengeParam(res.www, "resource_metadata") });
   });
 
   it("2 alg: none (unsecured JWT) → 401 invalid_token", async () => {
