@@ -9,7 +9,10 @@ const logDir = (process.env["HMCP_LOG_DIR"] ??= mkdtempSync(path.join(tmpdir(), 
 
 export default defineConfig({
   resolve: {
-    alias: { hmcp: fileURLToPath(new URL("./src/index.ts", import.meta.url)) },
+    alias: [
+      { find: /^hmcp\/dev-auth$/, replacement: fileURLToPath(new URL("./src/dev-auth/index.ts", import.meta.url)) },
+      { find: /^hmcp$/, replacement: fileURLToPath(new URL("./src/index.ts", import.meta.url)) },
+    ],
   },
   test: {
     include: ["test/**/*.test.ts"],

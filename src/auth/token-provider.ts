@@ -265,6 +265,11 @@ export function createClientCredentialsTokenProvider(options: ClientCredentialsO
       if (e instanceof oauth.ResponseBodyError) {
         throw new TokenRequestError("token_request_failed", `Token request refused: ${e.error}`, { oauthError: e.error, status: e.status, cause: e });
       }
+      // a 401 whose answer is a WWW-Authenticate challenge (client_secret_basic refused): its error code
+      if (e instanceof oauth.WWWAuthenticateChallengeError) {
+        const code = e.cause.map((c) => c.parameters.error).find((x): x is string => typeof x === "string" && /^[\x20-\x7e]{1,64}$/.test(x));
+        if (code !== undefined) throw new TokenRequestError("token_request_failed", `Token request refused: ${code}`, { oauthError: code, status: e.status, cause: e });
+      }
       throw new TokenRequestError("token_request_failed", "Token request failed", { cause: e });
     }
     if (result.token_type !== "bearer") {

@@ -5,18 +5,24 @@
  */
 import { runAuditCommand } from "./audit-command.js";
 import { runGuardrailsCommand } from "./guardrails-command.js";
+import { DEV_AUTH_USAGE, runDevAuthServerCommand } from "./dev-auth-command.js";
+import { runTokenCommand, TOKEN_USAGE } from "./token-command.js";
 
 const USAGE = `usage: hmcp <command> ...   (hmcp audit --help, hmcp guardrails --help: every option)
   hmcp audit verify <files or dirs...> [--key <public JWK or JWK Set file>]
   hmcp audit query [--patient ID] [--actor ID] [--outcome O] [--method M] [--since T] [--until T] [--format table|json] <files or dirs...>
   hmcp audit export --format fhir <files or dirs...>
-  hmcp guardrails eval --policy <file> --data <file.jsonl> [--format text|json] [--show-errors N]`;
+  hmcp guardrails eval --policy <file> --data <file.jsonl> [--format text|json] [--show-errors N]
+  hmcp dev-auth-server --resource <url> --client <id>=<scope>[,<scope>...][@<patient>]   (development only)
+  hmcp token --issuer <url> --client-id <id> --client-secret <secret> [--resource <url>] [--scope "<scopes>"]`;
 
 /** Runs the CLI with `argv` (without node and script); resolves to the exit code. */
 export async function main(argv: string[], io: { out: (s: string) => void; err: (s: string) => void }): Promise<number> {
   const [command, ...rest] = argv;
   // `--help` / `-h` anywhere after a command asks for that command's usage (exit 0).
   if (command !== undefined && rest.some((a) => a === "--help" || a === "-h")) {
+    if (command === "dev-auth-server") return (io.out(DEV_AUTH_USAGE), 0);
+    if (command === "token") return (io.out(TOKEN_USAGE), 0);
     return command === "audit" ? runAuditCommand(["--help"], io) : command === "guardrails" ? runGuardrailsCommand(["--help"], io) : main(["--help"], io);
   }
   switch (command) {
@@ -24,6 +30,10 @@ export async function main(argv: string[], io: { out: (s: string) => void; err: 
       return runAuditCommand(rest, io);
     case "guardrails":
       return runGuardrailsCommand(rest, io);
+    case "dev-auth-server":
+      return runDevAuthServerCommand(rest, io);
+    case "token":
+      return runTokenCommand(rest, io);
     case undefined:
     case "help":
     case "--help":

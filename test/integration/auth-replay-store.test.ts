@@ -8,7 +8,7 @@ import { randomUUID } from "node:crypto";
 import { SignJWT, importJWK } from "jose";
 import { defaultDemoClients, startDemoAuthorizationServer } from "../../demo/auth-server/index.js";
 import type { DemoAuthorizationServer } from "../../demo/auth-server/index.js";
-import { createMemoryAdapter, MemoryStoreFullError } from "../../demo/auth-server/memory-adapter.js";
+import { createMemoryAdapter, MemoryStoreFullError } from "../../src/dev-auth/memory-adapter.js";
 
 const RESOURCE = "http://127.0.0.1:9/mcp";
 const CAP = 20;

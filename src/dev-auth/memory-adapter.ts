@@ -1,7 +1,7 @@
 /**
  * A per-server in-memory storage adapter for oidc-provider (its adapter interface: upsert / find / consume /
  * destroy / revokeByGrantId ...). Entries expire with the model's `expiresIn`; the store is bounded.
- * Keeping one store per demo server (instead of the library's process-wide default) keeps parallel servers apart.
+ * Keeping one store per development authorization server (instead of the library's process-wide default) keeps parallel servers apart.
  */
 type Payload = Record<string, unknown>;
 interface Entry {
@@ -22,7 +22,7 @@ export interface MemoryAdapterOptions {
 /** Thrown by `upsert` when the store is full of unexpired entries; oidc-provider answers 500 server_error. */
 export class MemoryStoreFullError extends Error {
   constructor(model: string, maxEntries: number) {
-    super(`demo authorization server store is full (${maxEntries} unexpired entries); refusing to store ${model}`);
+    super(`development authorization server store is full (${maxEntries} unexpired entries); refusing to store ${model}`);
     this.name = "MemoryStoreFullError";
   }
 }
