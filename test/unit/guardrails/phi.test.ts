@@ -46,6 +46,31 @@ describe("PHI detector", () => {
     expect(redactPhiText("Call Dr. Abel-' now")).toBe("Call Dr. [NAME]-' now");
   });
 
+  it("keeps ventilator settings, scores and grades written like dates, and mental status after MS", () => {
+    for (const text of [
+      "Vent on CPAP 5/10 overnight, then PS 12/5/40%.",
+      "Complains of pain #7/10, murmur +2/6, pupils 3/3 brisk, 4/4 strength in both arms.",
+      "MS unchanged, MS improved after the bolus.",
+    ]) {
+      expect(redactPhiText(text), text).toBe(text);
+    }
+    // a date after a date word stays a date
+    expect(redactPhiText("s/p dialysis 8/15, extubated 3/11.")).toBe("s/p dialysis [DATE], extubated [DATE].");
+  });
+
+  it("redacts a year in running text and years written with an apostrophe, not clock times", () => {
+    expect(redactPhiText("Her first album came out in 1987.")).toBe("Her first album came out in [DATE].");
+    expect(redactPhiText("PMH: '08 stent, CVA 92'.")).toBe("PMH: [DATE] stent, CVA [DATE].");
+    expect(redactPhiText("Heparin held from 1900 to 0700.")).toBe("Heparin held from 1900 to 0700.");
+  });
+
+  it("finds names before 'aware' and hospitals named with common words, not roles and generic places", () => {
+    expect(redactPhiText("pressures low, hazel quimbley aware.")).toBe("pressures low, [NAME] aware.");
+    expect(redactPhiText("MD aware, team aware.")).toBe("MD aware, team aware.");
+    expect(redactPhiText("transferred to little flower hospital for cath")).toBe("transferred to [LOCATION] hospital for cath");
+    expect(redactPhiText("sent to the hospital, then to an outside hospital")).toBe("sent to the hospital, then to an outside hospital");
+  });
+
   it("returns offsets and never the values", () => {
     const r = redactPhi("Call me at 617-555-0123.");
     expect(r.entities).toEqual([{ type: "PHONE", start: 11, end: 23, replacement: "[PHONE]" }]);

@@ -1,0 +1,166 @@
+/** Word scanning and letter-case tests of the name rules (char-code scans; no regular expression per word). */
+
+/**
+ * Letter/mark class of a BMP code point, filled on first use: 0 not yet known, 1 neither, 2 a letter (\p{L}), 3 a mark
+ * (\p{M}). 64 KB for the life of the process; astral code points are classified each time (rare in clinical text).
+ */
+export const BMP_CLASS = new Uint8Array(0x10000);
+export const LETTER = /^\p{L}$/u;
+export const MARK = /^\p{M}$/u;
+export const classify = (ch: string): number => (LETTER.test(ch) ? 2 : MARK.test(ch) ? 3 : 1);
+export function charClass(cp: number): number {
+  if (cp >= 0x10000) return classify(String.fromCodePoint(cp));
+  let v = BMP_CLASS[cp]!;
+  if (v === 0) BMP_CLASS[cp] = v = classify(String.fromCharCode(cp));
+  return v;
+}
+
+/**
+ * The name rules' words, as a global unicode regex of `[\p{L}][\p{L}\p{M}'’-]*` would find them (a letter, then letters, marks,
+ * apostrophes and hyphens; stepping one code point where no word starts), by a scan of char codes: ASCII is decided
+ * inline and other code points by {@link charClass}. Calls `word(start, end, asciiLower)` for each, `asciiLower` true
+ * when every character is ASCII and none is upper case (the word is its own lower case).
+ */
+export function scanWords(text: string, word: (start: number, end: number, asciiLower: boolean) => void): void {
+  const n = text.length;
+  let i = 0;
+  while (i < n) {
+    const c = text.charCodeAt(i);
+    let size = 1;
+    let lower = true;
+    if (c < 128) {
+      if (c >= 97 && c <= 122) {
+        // a-z
+      } else if (c >= 65 && c <= 90) lower = false;
+      else {
+        i++;
+        continue;
+      }
+    } else {
+      const cp = text.codePointAt(i)!;
+      if (cp > 0xffff) size = 2;
+      if (charClass(cp) !== 2) {
+        i += size;
+        continue;
+      }
+      lower = false;
+    }
+    const start = i;
+    i += size;
+    while (i < n) {
+      const d = text.charCodeAt(i);
+      if (d < 128) {
+        if (d >= 97 && d <= 122) i++;
+        else if (d >= 65 && d <= 90) {
+          lower = false;
+          i++;
+        } else if (d === 39 || d === 45) i++; // ' -
+        else break;
+        continue;
+      }
+      if (d === 0x2019) {
+        // ’
+        lower = false;
+        i++;
+        continue;
+      }
+      const cp = text.codePointAt(i)!;
+      if (charClass(cp) < 2) break;
+      lower = false;
+      i += cp > 0xffff ? 2 : 1;
+    }
+    word(start, i, lower);
+  }
+}
+
+export interface Tok {
+  s: number;
+  e: number;
+  w: string;
+  lower: string;
+  /** Index in the token list. */
+  i: number;
+  /** The text between the previous token and this one ("" for the first). */
+  g: string;
+  /** Lexicon bits (F_*) of `lower`. */
+  f: number;
+}
+
+export const isUp = (c: number) => c >= 65 && c <= 90;
+export const isLow = (c: number) => c >= 97 && c <= 122;
+
+/** Capitalised: "Smith", "SMITH", "J" (ASCII fast path; other scripts by case mapping). */
+export function isCap(w: string): boolean {
+  const c0 = w.charCodeAt(0);
+  if (c0 < 128) {
+    if (!isUp(c0)) return false;
+    if (w.length === 1) return true;
+    const c1 = w.charCodeAt(1);
+    return !isUp(c1) || isUpper(w);
+  }
+  return w[0] !== w[0]!.toLowerCase() && (w.length === 1 || w[1] === w[1]!.toLowerCase() || w === w.toUpperCase());
+}
+/** Title case: "Smith" (first letter upper, the rest not upper). */
+export function isTitleCase(w: string): boolean {
+  if (w.length < 2) return false;
+  const c0 = w.charCodeAt(0);
+  if (c0 < 128 && !isUp(c0)) return false;
+  if (c0 >= 128 && w[0] === w[0]!.toLowerCase()) return false;
+  for (let i = 1; i < w.length; i++) {
+    const c = w.charCodeAt(i);
+    if (isUp(c)) return false;
+    if (c >= 128 && w[i] !== w[i]!.toLowerCase()) return false;
+  }
+  return true;
+}
+/** Name case: title case, or title-case parts joined by ' or - ("O'Driscoll", "Stord-Painter", "McDonald"). */
+export function isNameCase(w: string): boolean {
+  if (isTitleCase(w)) return true;
+  const c0 = w.charCodeAt(0);
+  if (c0 < 128 && !isUp(c0)) return false;
+  if (w.includes("'") || w.includes("’") || w.includes("-")) {
+    const parts = w.split(/['’-]/);
+    return parts.every((p) => p.length > 0 && (isTitleCase(p) || (p.length === 1 && isUp(p.charCodeAt(0)))));
+  }
+  return c0 === 77 && /^(?:Mc|Mac)[A-Z][a-z]+$/.test(w);
+}
+
+/** All upper case, with at least one letter. */
+export function isUpper(w: string): boolean {
+  let letter = false;
+  for (let i = 0; i < w.length; i++) {
+    const c = w.charCodeAt(i);
+    if (isLow(c)) return false;
+    if (isUp(c)) letter = true;
+    else if (c >= 128) {
+      const ch = w[i]!;
+      if (ch !== ch.toUpperCase()) return false;
+      if (ch !== ch.toLowerCase()) letter = true;
+    }
+  }
+  return letter;
+}
+
+/** What `/(?:^|\n)[ \t>?]*$/` finds in the 6 characters before `s`: a line start, then only blanks, ">" or "?". */
+export function lineStartBefore(text: string, s: number): boolean {
+  const lo = Math.max(0, s - 6);
+  let k = s;
+  for (let c = text.charCodeAt(k - 1); k > lo && (c === 32 || c === 9 || c === 62 || c === 63); c = text.charCodeAt(k - 1)) k--;
+  return k === lo || text.charCodeAt(k - 1) === 10;
+}
+/** JavaScript's `\s` for one UTF-16 code unit. */
+export function isWs(c: number): boolean {
+  if (c === 32 || (c >= 9 && c <= 13)) return true;
+  if (c < 160) return false;
+  return c === 160 || c === 0x1680 || (c >= 0x2000 && c <= 0x200a) || c === 0x2028 || c === 0x2029 || c === 0x202f || c === 0x205f || c === 0x3000 || c === 0xfeff;
+}
+/** `g` is `lo`..`hi` white-space characters, after an optional (or required) leading character `lead` (char code). */
+export function wsGap(g: string, lo: number, hi: number, lead = -1, leadRequired = false): boolean {
+  let i = 0;
+  if (lead >= 0 && g.length > 0 && g.charCodeAt(0) === lead) i = 1;
+  else if (leadRequired) return false;
+  const k = g.length - i;
+  if (k < lo || k > hi) return false;
+  for (; i < g.length; i++) if (!isWs(g.charCodeAt(i))) return false;
+  return true;
+}
