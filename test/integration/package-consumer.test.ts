@@ -2,9 +2,12 @@
  * The package as a consumer gets it: `npm pack` (which builds dist/), installed from the tarball into a fresh project
  * (dependencies from the npm cache `npm ci` filled, else the registry), then the README's embedding example run as
  * ESM, type-checked as TypeScript with `skipLibCheck: false`, loaded through `require` (Node >= 20.19 loads ES modules
- * synchronously), and every relative link of the shipped README resolved inside the installed package.
+ * synchronously), and every relative link of the shipped README resolved inside the installed package; then the
+ * README's first-token path: the installed `hmcp dev-auth-server` (with the optional peer `oidc-provider`), a token for
+ * the consumer's own agent, and an authenticated HMCP call.
  */
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
+import { createServer } from "node:net";
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -82,4 +85,49 @@ describe("the packed package in a fresh consumer project", () => {
     const map = JSON.parse(readFileSync(path.join(installed, "dist/src/index.js.map"), "utf8")) as { sources: string[]; sourcesContent?: string[] };
     expect(map.sourcesContent?.length).toBe(map.sources.length);
   });
+
+  it("reaches a first authenticated HMCP call with the installed hmcp dev-auth-server", async () => {
+    run(npm, ["install", "oidc-provider", "--save-dev", "--prefer-offline", "--no-audit", "--no-fund", "--ignore-scripts"], consumer);
+    const port = await new Promise<number>((resolve) => {
+      const s = createServer().listen(0, "127.0.0.1", () => {
+        const p = (s.address() as { port: number }).port;
+        s.close(() => resolve(p));
+      });
+    });
+    const resource = `http://127.0.0.1:${port}/mcp`;
+    const as = spawn(process.execPath, [path.join(consumer, "node_modules/hmcp/bin/hmcp.js"), "dev-auth-server", "--resource", resource, "--client", "me=hmcp:sample", "--format", "json"], {
+      cwd: consumer,
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    try {
+      const first = await new Promise<string>((resolve, reject) => {
+        let buf = "";
+        as.stdout.on("data", (d: Buffer) => {
+          buf += d.toString();
+          if (buf.includes("\n")) resolve(buf.slice(0, buf.indexOf("\n")));
+        });
+        as.once("exit", (code) => reject(new Error(`dev-auth-server exited ${code}`)));
+      });
+      const printed = JSON.parse(first) as { issuer: string; jwksUri: string; clients: Array<{ clientId: string; clientSecret: string }> };
+      writeFileSync(
+        path.join(consumer, "first-call.mjs"),
+        `import { HMCPServer, HMCPClient, createHttpApp, listen, createJwtBearerAuthenticator, createClientCredentialsTokenProvider } from "hmcp";
+const [issuer, jwksUri, secret, resource, port] = process.argv.slice(2);
+const bearer = createJwtBearerAuthenticator({ issuer, audience: resource, jwks: { uri: jwksUri } });
+const agent = () => new HMCPServer({ name: "mine", version: "1.0.0" }).sampling(async () => ({ content: { type: "text", text: "authenticated hello" }, stopReason: "endTurn" }));
+const http = await listen(createHttpApp({ createServer: agent, bearer }), { port: Number(port) });
+const tokenProvider = createClientCredentialsTokenProvider({ issuer, clientId: "me", auth: { type: "client_secret_basic", clientSecret: secret }, scope: "hmcp:sample", resource, allowInsecureRequests: true });
+const client = new HMCPClient({ name: "me", version: "1.0.0" }, { tokenProvider });
+await client.connect({ type: "http", url: resource });
+console.log((await client.ask("say hello")).content.text);
+await client.close();
+await http.close();
+`,
+      );
+      const out = run(process.execPath, ["first-call.mjs", printed.issuer, printed.jwksUri, printed.clients[0]!.clientSecret, resource, String(port)], consumer);
+      expect(out.trim()).toBe("authenticated hello");
+    } finally {
+      as.kill("SIGTERM");
+    }
+  }, 120_000);
 });
