@@ -1,7 +1,7 @@
 /**
  * `hmcp audit verify|query|export` (issue 4). Exit codes: 0 ok, 1 check failed, 2 usage error.
  *
- *   hmcp audit verify <files or dirs...> [--key <public JWK file>] [--anchors <file>] [--allow-unsigned-tail] [--partial] [--format text|json]
+ *   hmcp audit verify <files or dirs...> [--key <public JWK file>] [--anchors <file>] [--allow-unsigned-tail] [--allow-empty] [--partial] [--format text|json]
  *   hmcp audit query  [--patient ID] [--actor ID] [--outcome O] [--method M] [--type T] [--since T] [--until T]
  *                     [--limit N] [--format table|json] <files or dirs...>
  *   hmcp audit export --format fhir [same filters as query] [--site NAME] <files or dirs...>
@@ -9,7 +9,9 @@
  * Directories expand to their `*.jsonl` files sorted by name (chain order).
  * `verify` prints one line, e.g. "OK: 39 records + 1 signed checkpoint = 40 entries in 1 file(s); …; head seq 40 …":
  * audit records and checkpoints are both chain entries, each with its own seq. `--format json` prints the
- * `VerifyResult` of `verifyAuditFiles` (`records` and `checkpoints` counted separately).
+ * `VerifyResult` of `verifyAuditFiles` (`records` and `checkpoints` counted separately). A trail with no entry at all
+ * (every file empty: truncated, or never written) fails with exit 1 ("FAILED: EMPTY TRAIL", JSON `ok: false, empty:
+ * true`) unless `--allow-empty`: only anchors can prove what an emptied trail held.
  * `query --format table` (the default) cuts cells longer than their column with '…' and says so on stderr;
  * `--format json` prints each matching record whole, one JSON object per line.
  * `export` exits 1 (after printing what it could read) when a line was not a readable record.
@@ -32,7 +34,7 @@ import {
 type IO = { out: (s: string) => void; err: (s: string) => void };
 
 const USAGE = `usage:
-  hmcp audit verify <files|dirs...> [--key <public JWK or JWK Set file>] [--anchors <JSON Lines of checkpoint anchors>]
+  hmcp audit verify <files|dirs...> [--key <public JWK or JWK Set file>] [--anchors <JSON Lines of checkpoint anchors>] [--allow-empty]
                     [--allow-unsigned-tail] [--partial] [--format text|json]
   hmcp audit query [--patient ID] [--actor ID] [--outcome allowed|denied|blocked|failed] [--method M] [--type T]
                    [--since RFC3339] [--until RFC3339] [--limit N] [--format table|json] <files|dirs...>
@@ -108,7 +110,14 @@ async function verify(argv: string[], io: IO): Promise<number> {
   const { values, positionals } = parseArgs({
     args: argv,
     allowPositionals: true,
-    options: { key: { type: "string" }, anchors: { type: "string" }, "allow-unsigned-tail": { type: "boolean" }, partial: { type: "boolean" }, format: { type: "string" } },
+    options: {
+      key: { type: "string" },
+      anchors: { type: "string" },
+      "allow-unsigned-tail": { type: "boolean" },
+      "allow-empty": { type: "boolean" },
+      partial: { type: "boolean" },
+      format: { type: "string" },
+    },
   });
   const format = values.format ?? "text";
   if (format !== "text" && format !== "json") throw new UsageError("--format must be text or json");
@@ -136,9 +145,19 @@ async function verify(argv: string[], io: IO): Promise<number> {
   } catch (e) {
     throw new UsageError(`--key: ${(e as Error).message}`);
   }
+  // A trail holding no entry proves nothing: every file may have been emptied (truncated, rewritten). It verifies only
+  // when the caller says an empty trail is expected; anchors (--anchors) are what prove entries were removed.
+  const empty = result.ok && result.records + result.checkpoints === 0;
+  const emptyRefused = empty && values["allow-empty"] !== true;
   if (format === "json") {
-    io.out(JSON.stringify(result));
-    return result.ok ? 0 : 1;
+    io.out(JSON.stringify(emptyRefused ? { ...result, ok: false, empty: true } : empty ? { ...result, empty: true } : result));
+    return result.ok && !emptyRefused ? 0 : 1;
+  }
+  if (emptyRefused) {
+    io.out(
+      `FAILED: EMPTY TRAIL: ${list.length} file(s) hold no entry${publicKey !== undefined ? " although a checkpoint key was given (a signing sink writes a checkpoint at every close)" : ""}: the trail may have been emptied; verify against --anchors to prove what it held, or pass --allow-empty if no record was ever written`,
+    );
+    return 1;
   }
   if (result.ok) {
     // Records and checkpoints are both chain entries (each takes a seq), so the head seq counts both.

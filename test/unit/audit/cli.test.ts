@@ -137,6 +137,30 @@ describe("hmcp audit verify", () => {
     expect((await run("audit", "verify", d, "--anchors", anchorFile)).code).toBe(2);
   });
 
+  it("an emptied trail fails loudly (exit 1) unless --allow-empty; an anchor proves what it held", async () => {
+    const keys = await generateAuditSigningKey();
+    const d = await tempLogDir("audit-empty");
+    const anchors: unknown[] = [];
+    const sink = await FileAuditSink.open({ dir: d, signing: { privateKey: keys.privateJwk }, onCheckpoint: (a) => anchors.push(a) });
+    for (let i = 0; i < 3; i++) sink.append(sampleRecord(i));
+    await sink.close();
+    const f = path.join(d, (await readdir(d)).find((x) => x.endsWith(".jsonl"))!);
+    await writeFile(f, ""); // truncated to nothing
+    const key = path.join(d, "..", `${path.basename(d)}.pub.jwk`);
+    await writeFile(key, JSON.stringify(keys.publicJwk));
+    const r = await run("audit", "verify", d, "--key", key);
+    expect(r.code).toBe(1);
+    expect(r.out).toMatch(/^FAILED: EMPTY TRAIL: 1 file\(s\) hold no entry although a checkpoint key was given/);
+    const json = JSON.parse((await run("audit", "verify", d, "--format", "json")).out) as { ok: boolean; empty: boolean };
+    expect(json).toMatchObject({ ok: false, empty: true });
+    expect((await run("audit", "verify", d, "--allow-empty")).code).toBe(0);
+    const anchorFile = path.join(d, "..", `${path.basename(d)}.anchors.jsonl`);
+    await writeFile(anchorFile, anchors.map((a) => JSON.stringify(a)).join("\n") + "\n");
+    const anchored = await run("audit", "verify", d, "--allow-empty", "--anchors", anchorFile);
+    expect(anchored.code).toBe(1);
+    expect(anchored.out).toMatch(/anchor_missing/);
+  });
+
   it("exits 2 on usage errors", async () => {
     expect((await run("audit", "verify")).code).toBe(2);
     expect((await run("audit", "verify", path.join(dir, "missing.jsonl"))).code).toBe(2);
