@@ -141,7 +141,7 @@ describe("hmcp audit verify", () => {
     const keys = await generateAuditSigningKey();
     const d = await tempLogDir("audit-empty");
     const anchors: unknown[] = [];
-    const sink = await FileAuditSink.open({ dir: d, signing: { privateKey: keys.privateJwk }, onCheckpoint: (a) => anchors.push(a) });
+    const sink = await FileAuditSink.open({ dir: d, signing: { privateKey: keys.privateJwk }, onCheckpoint: (a) => void anchors.push(a) });
     for (let i = 0; i < 3; i++) sink.append(sampleRecord(i));
     await sink.close();
     const f = path.join(d, (await readdir(d)).find((x) => x.endsWith(".jsonl"))!);
