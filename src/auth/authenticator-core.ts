@@ -6,7 +6,7 @@ import type { BearerAuthenticator, BearerCheck, BearerFailureReason, VerifiedTok
 import { extractBearerToken } from "./bearer-request.js";
 import { bearerFailure } from "./www-authenticate.js";
 import type { ChallengeContext } from "./www-authenticate.js";
-import { requiredScopesForMethod } from "./method-scopes.js";
+import { DEFAULT_METHOD_SCOPES, requiredScopesForMethod } from "./method-scopes.js";
 import { parseScope, satisfiesAny } from "./scopes.js";
 import { resourceMetadataPathFor, resourceMetadataUrlFor } from "./resource-metadata.js";
 import type { ProtectedResourceMetadata } from "./resource-metadata.js";
@@ -84,8 +84,15 @@ export function buildBearerAuthenticator(cfg: CoreConfig): BearerAuthenticator {
   const methodTable = cfg.methodScopes === false ? undefined : cfg.methodScopes;
   const hasEntry = (method: string) => methodTable !== undefined && Object.prototype.hasOwnProperty.call(methodTable, method);
   const checkMethods = cfg.methodScopes !== false;
-  // On a 401, advertise what a client should ask for: the metadata's scopes_supported, else the baseline.
+  // On a 401, advertise what a client should ask for: the configured metadata's scopes_supported, else the baseline.
   const challengeScope = metadata.scopes_supported?.join(" ") ?? (required.length ? required.join(" ") : undefined);
+  // RFC 9728 §2 scopes_supported, unless configured: every scope this resource's checks name (the required scopes and
+  // the method table in effect), so a client can discover what to request
+  if (metadata.scopes_supported === undefined) {
+    const all = new Set<string>(required);
+    for (const list of Object.values({ ...DEFAULT_METHOD_SCOPES, ...(methodTable ?? {}) })) for (const sc of list) all.add(sc);
+    if (all.size > 0) metadata.scopes_supported = [...all].sort();
+  }
   const ctx401: ChallengeContext = { ...ctx };
   if (challengeScope) ctx401.defaultScope = challengeScope;
 

@@ -142,9 +142,14 @@ export async function startDevAuthorizationServer(options: DevAuthorizationServe
     byId.set(c.clientId, c);
   }
 
-  const ref: { handler?: (req: IncomingMessage, res: ServerResponse) => void } = {};
+  // every scope some client may be granted: advertised in the discovery documents (scopes_supported)
+  const scopesSupported = [...new Set(["openid", ...configs.flatMap((c) => c.scopes)])].sort();
+  const ref: { handler?: (req: IncomingMessage, res: ServerResponse) => void; smart?: string } = {};
   const server = createServer((req, res) => {
-    if (ref.handler) ref.handler(req, res);
+    if (req.method === "GET" && req.url === "/.well-known/smart-configuration" && ref.smart !== undefined) {
+      res.writeHead(200, { "content-type": "application/json", "cache-control": "no-store" });
+      res.end(ref.smart);
+    } else if (ref.handler) ref.handler(req, res);
     else {
       res.statusCode = 503;
       res.end();
@@ -209,7 +214,7 @@ export async function startDevAuthorizationServer(options: DevAuthorizationServe
         }
       },
       enabledJWA: { clientAuthSigningAlgValues: ["ES384", "RS384", "ES256", "RS256", "PS256", "EdDSA"] },
-      scopes: ["openid"],
+      scopes: scopesSupported,
       ttl: {
         ClientCredentials: (_ctx: unknown, token: { resourceServer?: { accessTokenTTL?: number } }) => token.resourceServer?.accessTokenTTL ?? 300,
       },
@@ -264,6 +269,20 @@ export async function startDevAuthorizationServer(options: DevAuthorizationServe
     return provider;
   };
   ref.handler = build().callback();
+  // SMART App Launch 2.x discovery (§ "Conformance / SMART on FHIR discovery", Backend Services): what a SMART client
+  // reads before asking for a token
+  ref.smart = JSON.stringify({
+    issuer,
+    jwks_uri: `${issuer}/jwks`,
+    token_endpoint: `${issuer}/token`,
+    introspection_endpoint: `${issuer}/token/introspection`,
+    revocation_endpoint: `${issuer}/token/revocation`,
+    grant_types_supported: ["client_credentials"],
+    token_endpoint_auth_methods_supported: ["private_key_jwt", "client_secret_basic"],
+    token_endpoint_auth_signing_alg_values_supported: ["ES384", "RS384"],
+    scopes_supported: scopesSupported,
+    capabilities: ["client-confidential-asymmetric", "client-confidential-symmetric", "permission-v1", "permission-v2"],
+  });
 
   return {
     issuer,

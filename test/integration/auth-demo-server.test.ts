@@ -30,6 +30,33 @@ function provider(clientId: string, scope: string, extra: Partial<Parameters<typ
   });
 }
 
+describe("discovery: what a SMART or OAuth client reads before asking for a token", () => {
+  it("serves /.well-known/smart-configuration (SMART App Launch 2.x, Backend Services) and advertises the clients' scopes", async () => {
+    const smart = (await (await fetch(`${as.issuer}/.well-known/smart-configuration`)).json()) as Record<string, unknown>;
+    expect(smart).toMatchObject({
+      issuer: as.issuer,
+      jwks_uri: as.jwksUri,
+      token_endpoint: as.tokenEndpoint,
+      grant_types_supported: ["client_credentials"],
+      token_endpoint_auth_methods_supported: ["private_key_jwt", "client_secret_basic"],
+      token_endpoint_auth_signing_alg_values_supported: ["ES384", "RS384"],
+    });
+    expect(smart["capabilities"]).toContain("client-confidential-asymmetric");
+    expect(smart["scopes_supported"]).toEqual(expect.arrayContaining(["hmcp:sample", "system/*.rs", "patient/hmcp:read", "hmcp:read"]));
+    const oidc = (await (await fetch(`${as.issuer}/.well-known/openid-configuration`)).json()) as { scopes_supported: string[] };
+    expect(oidc.scopes_supported).toEqual(smart["scopes_supported"]);
+  });
+
+  it("the agent's protected resource metadata lists the scopes its checks name (scopes_supported, RFC 9728 §2)", () => {
+    const bearer = createJwtBearerAuthenticator({ issuer: as.issuer, audience: RESOURCE, jwks: { uri: as.jwksUri } });
+    const prm = bearer.resourceMetadata();
+    expect(prm.scopes_supported).toEqual(expect.arrayContaining(["hmcp:sample", "hmcp:access", "hmcp:read", "hmcp:write", "patient/hmcp:read", "patient/hmcp:write"]));
+    // configured metadata wins
+    const own = createJwtBearerAuthenticator({ issuer: as.issuer, audience: RESOURCE, jwks: { uri: as.jwksUri }, resourceMetadata: { scopes_supported: ["hmcp:sample"] } });
+    expect(own.resourceMetadata().scopes_supported).toEqual(["hmcp:sample"]);
+  });
+});
+
 describe("demo authorization server + client credentials token provider", () => {
   it("issues an RFC 9068 at+jwt for the orchestrator via private_key_jwt, verified by the JWT authenticator", async () => {
     const tp = provider("orchestrator", "hmcp:sample system/Observation.cu system/*.rs hmcp:access");
