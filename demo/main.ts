@@ -2,11 +2,12 @@
  * `npm run demo [-- options]`: the HMCP EMR demo on Synthea patients. See `--help`.
  */
 import path from "node:path";
-import { createInterface } from "node:readline/promises";
 import { parseArgs } from "node:util";
 import type { ClientElicitationHandler } from "hmcp";
 import { runDemo, SHIPPED_DATA_DIR, writeReport } from "./run-demo.js";
+import { checkDatabaseUrl } from "./emr-store/sql.js";
 import { serveDemo } from "./serve.js";
+import { createTerminalApprover, type TerminalApprover } from "./runtime/approver.js";
 
 const HELP = `HMCP EMR demo: writes real (synthetic) FHIR data for Synthea patients through two HMCP agents.
 
@@ -54,31 +55,19 @@ async function main(): Promise<number> {
     return 0;
   }
   if (values.transport !== "http" && values.transport !== "stdio") throw new Error(`--transport must be http or stdio, not "${values.transport}"`);
-  const store = process.env["DATABASE_URL"] ? { databaseUrl: process.env["DATABASE_URL"] } : { dataDir: path.resolve(values.store ?? ".hmcp/emr") };
+  const databaseUrl = process.env["DATABASE_URL"];
+  // fail at start, naming DATABASE_URL, rather than after the approval step with a bare network error
+  if (databaseUrl) await checkDatabaseUrl(databaseUrl);
+  const store = databaseUrl ? { databaseUrl } : { dataDir: path.resolve(values.store ?? ".hmcp/emr") };
   const dataDir = path.resolve(values.data ?? SHIPPED_DATA_DIR);
   const auditRoot = path.resolve(values["audit-dir"] ?? ".hmcp/audit");
   if (values.serve) return serveDemo({ dataDir, store, auditRoot });
 
   let approve: ClientElicitationHandler | "auto" = "auto";
-  let rl: ReturnType<typeof createInterface> | undefined;
+  let terminal: TerminalApprover | undefined;
   if (values.interactive) {
-    // Lines are queued, so answers typed (or piped) ahead of the question are not lost; end of input = cancel.
-    rl = createInterface({ input: process.stdin });
-    const lines: string[] = [];
-    const waiting: Array<(line: string | undefined) => void> = [];
-    let ended = false;
-    rl.on("line", (l) => (waiting.length ? waiting.shift()!(l) : lines.push(l)));
-    rl.on("close", () => {
-      ended = true;
-      for (const w of waiting.splice(0)) w(undefined);
-    });
-    const nextLine = () => (lines.length ? Promise.resolve(lines.shift()) : ended ? Promise.resolve(undefined) : new Promise<string | undefined>((r) => waiting.push(r)));
-    approve = async (params) => {
-      process.stdout.write(`\napproval asked by the EMR agent (elicitation/create): ${params.message} [y = approve / n = decline / c = cancel] `);
-      const a = ((await nextLine()) ?? "c").trim().toLowerCase();
-      process.stdout.write(`${a}\n`);
-      return a.startsWith("y") ? { action: "accept", content: { approve: true } } : a.startsWith("n") ? { action: "decline" } : { action: "cancel" };
-    };
+    terminal = createTerminalApprover(process.stdin, process.stdout, !process.stdin.isTTY);
+    approve = terminal.approve;
   }
   try {
     const { report, ok } = await runDemo({
@@ -96,7 +85,7 @@ async function main(): Promise<number> {
     }
     return ok ? 0 : 1;
   } finally {
-    rl?.close();
+    terminal?.close();
   }
 }
 

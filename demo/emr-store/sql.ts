@@ -91,6 +91,32 @@ async function openPg(databaseUrl: string): Promise<SqlClient> {
   };
 }
 
+/**
+ * Checks `DATABASE_URL` before the demo starts: a postgres:// or postgresql:// URL with a host, and a server that
+ * answers `select 1` within 5 s. @throws Error naming DATABASE_URL, the host and port (never the password) and the cause
+ */
+export async function checkDatabaseUrl(databaseUrl: string): Promise<void> {
+  let u: URL;
+  try {
+    u = new URL(databaseUrl);
+  } catch {
+    throw new Error("DATABASE_URL is not a URL: expected postgres://user:password@host:5432/database");
+  }
+  if (u.protocol !== "postgres:" && u.protocol !== "postgresql:") throw new Error(`DATABASE_URL must start with postgres:// or postgresql://, not ${u.protocol}//`);
+  if (!u.hostname) throw new Error("DATABASE_URL names no host: expected postgres://user:password@host:5432/database");
+  const pg = (await import("pg")).default;
+  const client = new pg.Client({ connectionString: databaseUrl, connectionTimeoutMillis: 5000 });
+  try {
+    await client.connect();
+    await client.query("select 1");
+  } catch (e) {
+    const code = (e as { code?: string }).code;
+    throw new Error(`DATABASE_URL: cannot use PostgreSQL at ${u.hostname}:${u.port || 5432}${u.pathname}: ${code ? `${code} ` : ""}${(e as Error).message.replace(u.password, "***")}`);
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+}
+
 /** Opens the SQL back end for `location`. */
 export function openSql(location: StoreLocation): Promise<SqlClient> {
   return "databaseUrl" in location ? openPg(location.databaseUrl) : openPglite(location.dataDir);
