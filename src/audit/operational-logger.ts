@@ -173,7 +173,8 @@ function scrub(v: unknown, redact: Redactor, depth: number): unknown {
   if (depth > 8) return "[depth]";
   if (v instanceof Error) {
     const code: unknown = (v as NodeJS.ErrnoException).code;
-    return { name: safe(redact, String(v.name)), ...(code !== undefined && { code: typeof code === "string" ? safe(redact, code) : scrub(code, redact, depth + 1) }), message: safe(redact, String(v.message)) };
+    const keptCode = typeof code === "string" ? (MACHINE_CODE.test(code) ? code : safe(redact, code)) : scrub(code, redact, depth + 1);
+    return { name: safe(redact, String(v.name)), ...(code !== undefined && { code: keptCode }), message: safe(redact, String(v.message)) };
   }
   if (v instanceof Date) return safe(redact, Number.isNaN(v.getTime()) ? "Invalid Date" : v.toISOString());
   if (Array.isArray(v)) return v.map((x) => scrub(x, redact, depth + 1));
@@ -187,11 +188,30 @@ function scrub(v: unknown, redact: Redactor, depth: number): unknown {
   return out;
 }
 
+/**
+ * What is kept through redaction because it is the machine's, never a person's: loopback addresses (127.0.0.0/8,
+ * ::1, and the origin of a loopback URL; the server's own, which the IP and URL patterns took for a patient's) and
+ * SQLSTATE codes after the word SQLSTATE (five
+ * characters, which the ZIP pattern took for a postcode).
+ */
+const KEPT = /\bhttps?:\/\/(?:127(?:\.\d{1,3}){3}|\[::1\]|localhost)(?::\d{1,5})?|\b127(?:\.\d{1,3}){3}(?::\d{1,5})?\b|\[::1\](?::\d{1,5})?|(?<![\w:])::1\b|\bSQLSTATE[ =:]*[0-9A-Z]{5}\b/g;
+/** A machine code as an error's `code` carries it: a SQLSTATE (`23505`) or a Node / library code (`ECONNREFUSED`, `ERR_X`). */
+const MACHINE_CODE = /^(?:[0-9A-Z]{5}|[A-Z][A-Z0-9_]{2,63})$/;
+const KEEP_MARK = "\u0000k";
+
 function safe(redact: Redactor, text: string): string {
   try {
-    return redact(text);
+    if (!KEPT.test(text)) return redact(text);
+    KEPT.lastIndex = 0;
+    // the kept spans become numbered marks no pattern matches, and come back after redaction
+    const kept: string[] = [];
+    const marked = text.replace(KEPT, (m) => `${KEEP_MARK}${kept.push(m) - 1}\u0000`);
+    const out = redact(marked);
+    return out.replace(/\u0000k(\d+)\u0000/g, (m, i: string) => kept[Number(i)] ?? m);
   } catch {
     return "[redaction failed]";
+  } finally {
+    KEPT.lastIndex = 0;
   }
 }
 

@@ -36,6 +36,20 @@ describe("createOperationalLogger", () => {
     expect(e["timestamp"]).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
   });
 
+  it("keeps machine codes and the server's own loopback addresses, and still redacts what could be PHI around them", async () => {
+    const { redactPhiText } = await import("hmcp");
+    const mem = new Memory();
+    const logger = createOperationalLogger({ transports: [mem], redact: redactPhiText });
+    const err = Object.assign(new Error("duplicate key value (SQLSTATE 23505) for Jane Doe, phone 617-555-0123"), { code: "23505" });
+    logger.error("store write failed at 127.0.0.1:5432 from 10.1.2.3 via [::1]:3001", { error: err, listen: "http://127.0.0.1:41234/mcp", refused: Object.assign(new Error("connect"), { code: "ECONNREFUSED" }), zip: "02139" });
+    const e = JSON.parse(mem.lines[0]!) as Record<string, any>;
+    expect(e["message"]).toBe("store write failed at 127.0.0.1:5432 from [IP] via [::1]:3001");
+    expect(e["error"]).toEqual({ name: "Error", code: "23505", message: "duplicate key value (SQLSTATE 23505) for [NAME], phone [PHONE]" });
+    expect(e["refused"]).toMatchObject({ code: "ECONNREFUSED" });
+    expect(e["listen"]).toBe("http://127.0.0.1:41234/mcp");
+    expect(e["zip"]).toBe("[ZIP]");
+  });
+
   it("keeps a server-generated session id (it correlates with the audit trail) and redacts anything else under that key", async () => {
     const { redactPhiText } = await import("hmcp");
     const mem = new Memory();
