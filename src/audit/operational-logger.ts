@@ -198,6 +198,8 @@ const KEPT = /\bhttps?:\/\/(?:127(?:\.\d{1,3}){3}|\[::1\]|localhost)(?::\d{1,5})
 /** A machine code as an error's `code` carries it: a SQLSTATE (`23505`) or a Node / library code (`ECONNREFUSED`, `ERR_X`). */
 const MACHINE_CODE = /^(?:[0-9A-Z]{5}|[A-Z][A-Z0-9_]{2,63})$/;
 const KEEP_MARK = "\u0000k";
+/** A mark of {@link KEEP_MARK} (NUL, "k", the kept span's index, NUL): no redaction pattern matches it. */
+const KEEP_BACK = new RegExp(`${KEEP_MARK}(\\d+)\u0000`, "g");
 
 function safe(redact: Redactor, text: string): string {
   try {
@@ -207,7 +209,7 @@ function safe(redact: Redactor, text: string): string {
     const kept: string[] = [];
     const marked = text.replace(KEPT, (m) => `${KEEP_MARK}${kept.push(m) - 1}\u0000`);
     const out = redact(marked);
-    return out.replace(/\u0000k(\d+)\u0000/g, (m, i: string) => kept[Number(i)] ?? m);
+    return out.replace(KEEP_BACK, (m, i: string) => kept[Number(i)] ?? m);
   } catch {
     return "[redaction failed]";
   } finally {
