@@ -16,6 +16,7 @@ export {
   INFO_NEEDED_META_KEY,
   isInfoNeeded,
   REDACTIONS_META_KEY,
+  SAMPLING_TOOL_NAME,
 } from "./protocol/index.js";
 export type { HMCPErrorData, HMCPReason, HMCPCapability, InfoNeeded, Principal, TransportKind } from "./protocol/index.js";
 

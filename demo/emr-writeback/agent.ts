@@ -109,7 +109,8 @@ export function createEmrWritebackServer(options: EmrAgentOptions): HMCPServer {
     },
   );
 
-  server.sampling(async (params, ctx) => handle(params, ctx));
+  // also as the sampling tool, for hosts that cannot send sampling/createMessage (the MCP Inspector)
+  server.sampling(async (params, ctx) => handle(params, ctx), { tool: { title: "Write clinical resources to the EMR (after approval)" } });
 
   server.registerResource(
     "emr-resource",

@@ -52,6 +52,6 @@ export function createPatientDataServer(options: PatientDataAgentOptions): HMCPS
     }
     const answer: LookupAnswer = { status: "notFound" };
     return { content: { type: "text", text: r.message }, stopReason: "endTurn", _meta: { [LOOKUP_META_KEY]: answer } };
-  });
+  }, { tool: { title: "Find a patient's FHIR id by name and birth date" } });
   return server;
 }

@@ -7,6 +7,7 @@ import { extractBearerToken } from "./bearer-request.js";
 import { bearerFailure } from "./www-authenticate.js";
 import type { ChallengeContext } from "./www-authenticate.js";
 import { DEFAULT_METHOD_SCOPES, requiredScopesForMethod } from "./method-scopes.js";
+import { scopeMethodOf } from "../protocol/sampling-tool.js";
 import { parseScope, satisfiesAny } from "./scopes.js";
 import { resourceMetadataPathFor, resourceMetadataUrlFor } from "./resource-metadata.js";
 import type { ProtectedResourceMetadata } from "./resource-metadata.js";
@@ -53,7 +54,8 @@ function methodsOf(body: unknown): string[] {
   for (const m of items) {
     if (typeof m !== "object" || m === null) continue;
     const method = (m as { method?: unknown }).method;
-    if (typeof method === "string") out.push(method);
+    // the sampling tool is checked with sampling's scopes, not tools/call's (src/protocol/sampling-tool.ts)
+    if (typeof method === "string") out.push(scopeMethodOf(method, (m as { params?: unknown }).params));
   }
   return out;
 }

@@ -18,6 +18,8 @@ export const HMCPCapabilitySchema = z
     version: z.string().min(1),
     /** True when the server accepts client → server `sampling/createMessage`. */
     sampling: z.boolean(),
+    /** The name of the tool that runs the same sampling handler (`sampling_createMessage`), when the server exposes it. */
+    samplingTool: z.string().optional(),
     /** Guardrail stages in force: names of the guardrails per stage. */
     guardrails: z
       .object({ input: z.array(z.string()), output: z.array(z.string()) })

@@ -7,3 +7,4 @@ export type { InfoNeeded } from "./stop-reason.js";
 export type { Principal, TransportKind } from "./context.js";
 export { HMCPConfigError, closestKey, refuseUnknownOptions, unknownOptionMessage } from "./config-error.js";
 export { REDACTIONS_META_KEY, withRedactionsMeta } from "./redactions.js";
+export { SAMPLING_TOOL_NAME, scopeMethodOf } from "./sampling-tool.js";

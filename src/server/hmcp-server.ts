@@ -2,6 +2,7 @@
  * HMCPServer: an MCP server (the SDK's McpServer) whose every request runs through the HMCP pipeline, and which
  * answers client → server `sampling/createMessage` (HMCP's extension of MCP; see DESIGN.md §1).
  */
+import { z } from "zod";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
 import { SSEServerTransport } from "@modelcontextprotocol/sdk/server/sse.js";
@@ -10,14 +11,16 @@ import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import {
+  CreateMessageRequestParamsSchema,
   CreateMessageRequestSchema,
   CreateMessageResultSchema,
   ErrorCode,
   McpError,
+  type CallToolResult,
   type Implementation,
   type JSONRPCRequest,
 } from "@modelcontextprotocol/sdk/types.js";
-import { HMCPConfigError, HMCPError, HMCPErrorCode, HMCP_VERSION, refuseUnknownOptions, type HMCPCapability, type TransportKind } from "../protocol/index.js";
+import { HMCPConfigError, HMCPError, HMCPErrorCode, HMCP_VERSION, refuseUnknownOptions, SAMPLING_TOOL_NAME, type HMCPCapability, type TransportKind } from "../protocol/index.js";
 import { parseServerOptions, type HMCPServerOptions } from "./options.js";
 import { RequestPipeline, type HandlerExtra, type InnerHandler } from "./pipeline.js";
 import { hmcpContext, hmcpContextOrUndefined, type SamplingHandler } from "./context.js";
@@ -26,9 +29,41 @@ import { hmcpContext, hmcpContextOrUndefined, type SamplingHandler } from "./con
 export interface SamplingHandlerOptions {
   /** Scopes allowing a caller to use this handler (any-of). Default: `["hmcp:sample", "hmcp:access"]`. */
   requiredScopes?: string[];
+  /**
+   * Also expose the handler as the tool `sampling_createMessage` (`SAMPLING_TOOL_NAME`), for hosts that cannot send
+   * `sampling/createMessage` (the MCP Inspector, most MCP hosts). Its input schema is `CreateMessageRequest` params, its
+   * `structuredContent` the `CreateMessageResult` (and `content` the result's content), `isError` never set by HMCP. It
+   * runs the same handler with the same scopes (`requiredScopes`, checked instead of `tools/call`'s, over HTTP too),
+   * guardrails (the arguments on input, the result on output) and one audit record (method `tools/call`); an
+   * `infoNeeded` answer keeps its `stopReason` in `structuredContent`. `true` with the defaults, or the tool's
+   * `title` / `description`. Default false: the server lists no tool of its own.
+   */
+  tool?: boolean | { title?: string; description?: string };
 }
 
-const SAMPLING_OPTIONS: ReadonlySet<string> = new Set<keyof SamplingHandlerOptions>(["requiredScopes"]);
+/**
+ * The sampling tool's listed schemas: `CreateMessageRequest` params and `CreateMessageResult` in outline (the SDK's
+ * own schemas hold parts JSON Schema cannot express; the arguments are checked against them in full when called).
+ */
+const SAMPLING_TOOL_INPUT = z.looseObject({
+  messages: z.array(z.looseObject({ role: z.enum(["user", "assistant"]), content: z.union([z.looseObject({ type: z.string() }), z.array(z.looseObject({ type: z.string() }))]) })),
+  maxTokens: z.number().int().positive(),
+  systemPrompt: z.string().optional(),
+  temperature: z.number().optional(),
+  stopSequences: z.array(z.string()).optional(),
+  includeContext: z.enum(["none", "thisServer", "allServers"]).optional(),
+  modelPreferences: z.looseObject({}).optional(),
+  metadata: z.looseObject({}).optional(),
+});
+const SAMPLING_TOOL_OUTPUT = z.looseObject({
+  role: z.enum(["user", "assistant"]),
+  model: z.string(),
+  content: z.union([z.looseObject({ type: z.string() }), z.array(z.looseObject({ type: z.string() }))]),
+  stopReason: z.string().optional(),
+});
+
+const SAMPLING_OPTIONS: ReadonlySet<string> = new Set<keyof SamplingHandlerOptions>(["requiredScopes", "tool"]);
+const SAMPLING_TOOL_OPTIONS: ReadonlySet<string> = new Set(["title", "description"]);
 
 type RequestHandlerMap = Map<string, InnerHandler>;
 
@@ -52,6 +87,7 @@ export class HMCPServer extends McpServer {
   readonly #info: Implementation;
   #samplingHandler: SamplingHandler | undefined;
   #samplingScopes: string[] | undefined;
+  #samplingTool = false;
   #transportKind: TransportKind = "memory";
   /** Connected to a transport with no remote caller (stdio, the SDK's in-memory pair): `auth.localPrincipal` applies. */
   #localCaller = false;
@@ -69,6 +105,7 @@ export class HMCPServer extends McpServer {
       localCaller: () => this.#localCaller,
       clientCapabilities: () => this.server.getClientCapabilities(),
       methodScopes: (method) => (method === "sampling/createMessage" ? this.#samplingScopes : undefined),
+      samplingTool: () => this.#samplingTool,
     });
     this.#interceptRequestHandlers();
     this.#sanitizeToolErrors();
@@ -87,11 +124,44 @@ export class HMCPServer extends McpServer {
     if (scopes !== undefined && !(Array.isArray(scopes) && scopes.length > 0 && scopes.every((x) => typeof x === "string" && x !== ""))) {
       throw new HMCPConfigError("HMCPServer.sampling options: invalid 'requiredScopes': expected a non-empty list of scopes (any-of)", "requiredScopes");
     }
+    const tool = options.tool as unknown;
+    if (tool !== undefined && typeof tool !== "boolean") {
+      if (typeof tool !== "object" || tool === null) throw new HMCPConfigError("HMCPServer.sampling options: invalid 'tool': expected true, false or { title, description }", "tool");
+      refuseUnknownOptions("HMCPServer.sampling options", tool, SAMPLING_TOOL_OPTIONS, "tool");
+    }
     if (this.#samplingHandler) throw new Error("HMCPServer.sampling: a sampling handler is already registered");
     if (this.isConnected()) throw new Error("HMCPServer.sampling: register the handler before connect()");
     this.#samplingHandler = handler;
     this.#samplingScopes = options.requiredScopes;
+    if (options.tool) this.#registerSamplingTool(options.tool === true ? {} : options.tool);
     return this;
+  }
+
+  /** Registers the sampling tool: the sampling handler behind `tools/call` (see {@link SamplingHandlerOptions.tool}). */
+  #registerSamplingTool(meta: { title?: string; description?: string }): void {
+    this.#samplingTool = true;
+    this.registerTool(
+      SAMPLING_TOOL_NAME,
+      {
+        title: meta.title ?? `Ask ${this.#info.name} (HMCP sampling)`,
+        description:
+          meta.description ??
+          "HMCP sampling as a tool: the arguments are sampling/createMessage params (messages, maxTokens, systemPrompt ...), the result's structuredContent is the agent's CreateMessageResult.",
+        inputSchema: SAMPLING_TOOL_INPUT,
+        outputSchema: SAMPLING_TOOL_OUTPUT,
+      },
+      async (args: unknown, extra: object) => {
+        // the listed schema is the outline a host can render; the full CreateMessageRequest params check is here
+        const parsed = CreateMessageRequestParamsSchema.safeParse(args);
+        if (!parsed.success) throw new McpError(ErrorCode.InvalidParams, "Invalid arguments: expected sampling/createMessage params (messages, maxTokens)", { reason: "invalid_sampling_params" });
+        const result = await this.#runSampling(parsed.data as Parameters<SamplingHandler>[0], extra);
+        const blocks = (Array.isArray(result.content) ? result.content : [result.content]) as CallToolResult["content"];
+        // a tool result carries text, image and audio blocks; anything else (tool_use ...) is in structuredContent only
+        const content = blocks.filter((b) => b.type === "text" || b.type === "image" || b.type === "audio");
+        const out: CallToolResult = { content: content.length > 0 ? content : [{ type: "text", text: JSON.stringify(result.content) }], structuredContent: result };
+        return out;
+      },
+    );
   }
 
   /** The HMCP capability this server advertises (`capabilities.experimental.hmcp`). */
@@ -100,6 +170,7 @@ export class HMCPServer extends McpServer {
     return {
       version: HMCP_VERSION,
       sampling: this.#samplingHandler !== undefined,
+      ...(this.#samplingTool && { samplingTool: SAMPLING_TOOL_NAME }),
       ...(g && { guardrails: { input: g.names("input"), output: g.names("output") } }),
       audit: this.pipeline.auditing,
       ...(this.pipeline.authEnabled && { scopes: { sampling: [...this.pipeline.requiredScopes("sampling/createMessage")] } }),
@@ -128,8 +199,13 @@ export class HMCPServer extends McpServer {
         reason: "sampling_not_supported",
       });
     }
+    return this.#runSampling(params as Parameters<SamplingHandler>[0], extra);
+  }
+
+  /** Runs the sampling handler (from `sampling/createMessage` or the sampling tool) and checks its result. */
+  async #runSampling(params: Parameters<SamplingHandler>[0], extra: object) {
     const ctx = hmcpContext(extra);
-    const out = await handler(params as Parameters<SamplingHandler>[0], ctx);
+    const out = await this.#samplingHandler!(params, ctx);
     const result = { role: "assistant" as const, model: this.#info.name, ...out };
     // A handler bug (malformed result) is an internal error, not the caller's fault; the message is not echoed.
     return CreateMessageResultSchema.parse(result);

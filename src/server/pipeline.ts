@@ -12,7 +12,7 @@ import { defaultOperationalLogger, type OperationalLogger } from "./logger.js";
 import { ErrorCode, McpError, type JSONRPCRequest } from "@modelcontextprotocol/sdk/types.js";
 import type { RequestHandlerExtra } from "@modelcontextprotocol/sdk/shared/protocol.js";
 import type { ServerNotification, ServerRequest } from "@modelcontextprotocol/sdk/types.js";
-import { HMCPError, HMCPErrorCode, INTERNAL_ERROR, INVALID_PARAMS, toWireError, withRedactionsMeta, type Principal, type TransportKind } from "../protocol/index.js";
+import { HMCPError, HMCPErrorCode, INTERNAL_ERROR, INVALID_PARAMS, scopeMethodOf, toWireError, withRedactionsMeta, type Principal, type TransportKind } from "../protocol/index.js";
 import { checkAccess, satisfiesAny, type ScopeRequest } from "../auth/scopes.js";
 import { requiredScopesForMethod } from "../auth/method-scopes.js";
 import type { GuardrailDecisionSummary, GuardrailRunner, GuardrailStage } from "../guardrails/types.js";
@@ -130,6 +130,8 @@ export interface PipelineHost {
   readonly clientCapabilities: () => { sampling?: object; elicitation?: object } | undefined;
   /** Extra scope requirement for a method (e.g. the sampling handler's own), replacing the default. */
   readonly methodScopes: (method: string) => readonly string[] | undefined;
+  /** True when the server exposes its sampling handler as the sampling tool (SAMPLING_TOOL_NAME). */
+  readonly samplingTool: () => boolean;
 }
 
 /** The record digests of a request that got no reply: the request's only. */
@@ -338,9 +340,11 @@ export class RequestPipeline {
       throw new HMCPError(HMCPErrorCode.Unauthenticated, "Authentication required", { reason: "unauthenticated" });
     }
     // An unknown method needs only an authenticated caller: it is refused as "Method not found" next.
-    const required = unknownMethod ? [] : this.requiredScopes(request.method);
+    // the sampling tool (when this server exposes it) is checked with sampling's scopes, as its HTTP check was
+    const scopeMethod = this.#host.samplingTool() ? scopeMethodOf(request.method, request.params) : request.method;
+    const required = unknownMethod ? [] : this.requiredScopes(scopeMethod);
     if (!satisfiesAny(principal.scopes, required)) {
-      throw new HMCPError(HMCPErrorCode.InsufficientScope, `Insufficient scope for ${request.method}${ignoredNote(principal)}`, {
+      throw new HMCPError(HMCPErrorCode.InsufficientScope, `Insufficient scope for ${scopeMethod}${ignoredNote(principal)}`, {
         reason: "insufficient_scope",
         required: [...required],
         ...(principal.ignoredScopes && { ignoredScopes: [...principal.ignoredScopes] }),
