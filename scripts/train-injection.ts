@@ -1,68 +1,111 @@
 /**
- * Trains the prompt-injection classifier shipped as guardrails/data/injection-model.json.
+ * Trains the prompt-injection classifier shipped as guardrails/data/injection-model.json, on the DEV split of the
+ * agent-traffic corpus (scripts/build-injection-corpus.ts: hand-written agent instructions, role prompts, questions,
+ * approvals, answers and tool results, the earlier clinical agent messages and injections of scripts/data, the
+ * deepset/prompt-injections development rows, MTSamples notes, MedQuAD questions, Synthea FHIR resources, and
+ * indirect injections planted in notes, FHIR fields, tool results and previous agents' answers). The HOLDOUT split
+ * is never read here except by `--holdout`, which only evaluates shipped weights.
  *
- * Data (../shared/data, development splits only; see each README):
- * - prompt-injections/dev.jsonl (deepset/prompt-injections, Apache-2.0): injection (1) / benign (0);
- * - benign clinical text as extra negatives: mtsamples/dev.jsonl transcriptions (CC0),
- *   medquad/dev.jsonl questions and answers (CC BY 4.0), and FHIR JSON (each encounter of the Synthea
- *   development bundles in synthea/bundles, Apache-2.0, as a collection Bundle), cut into the same windows
- *   the detector scores;
- * - clinical agent messages written for this project: benign orders, corrections, approvals and questions
- *   (scripts/data/clinical-agent-messages.txt) as negatives weighted like the deepset benign rows, because
- *   narrative notes do not teach the model that "OK to write?" or "Ignore the previous lab value" are benign;
- *   and injections phrased for a clinical agent (scripts/data/clinical-agent-injections.txt) as positives, so
- *   that those negatives do not teach it that clinical vocabulary is always benign.
- * Model: L2-regularised logistic regression (AdaGrad) over hashed features (src/guardrails/injection/features.ts).
- * The decision threshold and the L2 strength are chosen by 5-fold cross-validation (folds by row hash),
- * so the shipped threshold reflects held-out, not training, performance. Only weights leave this script.
- * At scoring time a window with fewer than MIN_FEATURES features is weighted as if it had MIN_FEATURES (the model's
- * `minFeatures`), so one- or two-word texts ("yes", "stop") are not amplified past the threshold; the cross-validation
- * scores held-out rows the same way. Set HMCP_MIN_FEATURES to compare (0 = off).
+ * Model: L2-regularised logistic regression (AdaGrad) over hashed features (src/guardrails/injection/features.ts),
+ * scored per sentence window (max). A planted attack trains on the windows that hold its payload (its other windows are
+ * the carrier's ordinary text); any other positive document with several windows trains on its highest-scoring window
+ * (multiple-instance learning); a negative document trains on all its windows. Documents are weighted so that every
+ * kind counts about as much as 150 rows, whatever its size.
  *
- * Run: npx tsx scripts/train-injection.ts [dataDir]
+ * Thresholds per location kind: grouped 5-fold cross-validation on dev (folds by phrasing family and carrier; a
+ * training fold never holds a row that shares either with the scored fold) scores every dev row held out; for the
+ * texts that arrive as messages and for those that arrive as results / resources, the threshold is the grid value
+ * with the smallest total shortfall against the issue's targets (benign FPR <= 1 %, deepset English benign <= 10 %,
+ * a point over costing FP_COST = 4 points of recall; recall >= 0.90 direct, >= 0.80 indirect), and the L2 strength is
+ * the one with the smaller shortfall. Attacks composed from components (compose.txt) train the model but are left
+ * out of the choice and of the reported figures (their components repeat across folds).
+ *
+ * Run: npx tsx scripts/train-injection.ts [dataDir]            (train, cross-validate, write the weights)
+ *      npx tsx scripts/train-injection.ts --holdout            (held-out figures of the shipped weights)
+ * Env (defaults are what the shipped weights used): HMCP_L2 (comma list; 1e-4,3e-4), HMCP_CHARGRAMS (1 = with character
+ * 4-grams; 0), HMCP_DATA_TERMS (0 = without data-location terms; 1), HMCP_SENTENCES (0 = fixed windows of HMCP_WINDOW
+ * every HMCP_STEP characters; 1, sentences merged to HMCP_SENT_MIN..HMCP_SENT_MAX = 120..400), HMCP_EPOCHS (20),
+ * HMCP_MIN_FEATURES (30), HMCP_POS_WEIGHT (1.3), HMCP_FP_COST (4), HMCP_TRAIN_DEBUG (dist | curve | fp | 1:
+ * diagnostics on the dev folds).
  */
 import { createHash } from "node:crypto";
-import { readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { writeFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { DEFAULT_BUCKETS, forEachFeature, hardRuleHit, normalizeForInjection, ruleHits, rulesIn, windows } from "../src/guardrails/injection/features.js";
+import { DEFAULT_BUCKETS, RULES, dataBiasBucket, dataRuleBucket, forEachFeature, hardRuleHit, normalizeForInjection, ruleBucket, sentenceWindows, windowRules, windows } from "../src/guardrails/injection/features.js";
+import { loadInjectionModel } from "../src/guardrails/injection/model.js";
+import { ATTACK_KINDS, BENIGN_KINDS, buildInjectionCorpus, type CorpusRow } from "./build-injection-corpus.js";
 
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
-const dataDir = path.resolve(process.argv[2] ?? path.join(repo, "../shared/data"));
+const args = process.argv.slice(2);
+const holdoutMode = args[0] === "--holdout";
+const dataDir = path.resolve(holdoutMode ? path.join(repo, "../shared/data") : (args[0] ?? path.join(repo, "../shared/data")));
 const B = DEFAULT_BUCKETS;
-/** Run-time floor on a window's feature count (see the header): 30 changed no cross-validated figure at the chosen threshold (40 lost 2 of 153 injections). */
 const MIN_FEATURES = Number(process.env["HMCP_MIN_FEATURES"] ?? 30);
+const CHAR_GRAMS = (process.env["HMCP_CHARGRAMS"] ?? "0") === "1";
+const WINDOW = Number(process.env["HMCP_WINDOW"] ?? 600);
+const STEP = Number(process.env["HMCP_STEP"] ?? WINDOW);
+const SENTENCES = (process.env["HMCP_SENTENCES"] ?? "1") === "1";
+const SENT_MIN = Number(process.env["HMCP_SENT_MIN"] ?? 120);
+const SENT_MAX = Number(process.env["HMCP_SENT_MAX"] ?? 400);
+const POS_WEIGHT = Number(process.env["HMCP_POS_WEIGHT"] ?? 1.3);
+const DATA_TERMS = (process.env["HMCP_DATA_TERMS"] ?? "1") === "1";
+const EPOCHS = Number(process.env["HMCP_EPOCHS"] ?? 20);
+const MODEL_OUT = path.join(repo, "guardrails/data/injection-model.json");
+
+/** Which arrival group a row's threshold comes from. */
+const group = (r: CorpusRow): "message" | "result" => (r.arrival === "result" || r.arrival === "resource" ? "result" : "message");
 
 interface Doc {
-  group: "pi" | "clin" | "instr";
-  text: string;
-  /** A hard phrase rule fires: the detector scores 1 whatever the model says. */
+  row: CorpusRow;
   hard: boolean;
-  label: 0 | 1;
+  /** Fold of the row's family; `folds`: of every group key it has (family, carrier). */
   fold: number;
-  /** sparse vectors, one per window */
+  folds: number[];
+  wt: number;
   wins: Array<{ idx: Int32Array; val: Float32Array; n: number }>;
 }
 
-function fold(key: string): number {
-  return createHash("sha256").update(key).digest().readUInt32BE(0) % 5;
-}
-
-function vectorize(text: string): Doc["wins"] {
+/** Windows of `text`; with `payload`, only the windows that hold part of it (a planted attack's other windows are its carrier's text). */
+function vectorize(text: string, payload: string | undefined, data: boolean): Doc["wins"] {
   const t = normalizeForInjection(text);
-  const hits = ruleHits(t);
   const out: Doc["wins"] = [];
-  for (const [a, b] of windows(t)) {
+  let span: [number, number] | undefined;
+  if (payload !== undefined) {
+    const p = normalizeForInjection(payload);
+    let at = t.indexOf(p);
+    let len = p.length;
+    if (at < 0) {
+      const escaped = JSON.stringify(p).slice(1, -1);
+      at = t.indexOf(escaped);
+      len = escaped.length;
+    }
+    if (at >= 0) span = [at, at + len];
+  }
+  const wins = SENTENCES ? sentenceWindows(t, SENT_MIN, SENT_MAX) : windows(t, WINDOW, STEP);
+  const masks = windowRules(t, wins);
+  for (let w = 0; w < wins.length; w++) {
+    const [a, b] = wins[w]!;
+    if (span && (b <= span[0] || a >= span[1])) continue;
     const counts = new Map<number, number>();
-    const n = forEachFeature(t, a, b, rulesIn(hits, a, b), B, (k) => counts.set(k, (counts.get(k) ?? 0) + 1));
+    const n = forEachFeature(t, a, b, 0, B, (k) => counts.set(k, (counts.get(k) ?? 0) + 1), CHAR_GRAMS);
     if (n === 0) continue;
+    const norm = 1 / Math.sqrt(Math.max(n, MIN_FEATURES));
+    for (const [k, c] of counts) counts.set(k, c * norm);
+    // feature rules: weight 1 each, outside the length normalisation (the model's `rulesRaw`)
+    const rules = masks[w]!;
+    for (let r = 0; r < RULES.length; r++) if (rules & (1 << r)) counts.set(ruleBucket(r, B), (counts.get(ruleBucket(r, B)) ?? 0) + 1);
+    // data-location terms (the model's `dataTerms`): a bias and each rule again, for results and resources
+    if (data) {
+      counts.set(dataBiasBucket(B), (counts.get(dataBiasBucket(B)) ?? 0) + 1);
+      for (let r = 0; r < RULES.length; r++) if (rules & (1 << r)) counts.set(dataRuleBucket(r, B), (counts.get(dataRuleBucket(r, B)) ?? 0) + 1);
+    }
     const idx = new Int32Array(counts.size);
     const val = new Float32Array(counts.size);
     let i = 0;
-    const norm = 1 / Math.sqrt(n);
-    for (const [k, c] of counts) {
+    for (const [k, v] of counts) {
       idx[i] = k;
-      val[i] = c * norm;
+      val[i] = v;
       i++;
     }
     out.push({ idx, val, n });
@@ -70,82 +113,57 @@ function vectorize(text: string): Doc["wins"] {
   return out;
 }
 
-function jsonl<T>(file: string): T[] {
-  return readFileSync(file, "utf8")
-    .split("\n")
-    .filter((l) => l.trim())
-    .map((l) => JSON.parse(l) as T);
+const fold = (key: string): number => createHash("sha256").update("fold:" + key).digest().readUInt32BE(0) % 5;
+
+function dot(w: Float32Array, v: Doc["wins"][number]): number {
+  let z = 0;
+  for (let k = 0; k < v.idx.length; k++) z += w[v.idx[k]!]! * v.val[k]!;
+  return z;
 }
 
-const docs: Doc[] = [];
-for (const r of jsonl<{ id: string; text: string; label: 0 | 1 }>(path.join(dataDir, "prompt-injections/dev.jsonl"))) {
-  docs.push({ group: "pi", text: r.text, hard: hardRuleHit(normalizeForInjection(r.text)), label: r.label, fold: fold(r.id), wins: vectorize(r.text) });
-}
-for (const r of jsonl<{ id: string; transcription: string }>(path.join(dataDir, "mtsamples/dev.jsonl"))) {
-  docs.push({ group: "clin", text: "", hard: hardRuleHit(normalizeForInjection(r.transcription)), label: 0, fold: fold(r.id), wins: vectorize(r.transcription) });
-}
-for (const r of jsonl<{ id: string; question: string; answer: string | null; source_file: string }>(path.join(dataDir, "medquad/dev.jsonl"))) {
-  const f = fold(r.source_file);
-  docs.push({ group: "clin", text: "", hard: hardRuleHit(normalizeForInjection(r.question)), label: 0, fold: f, wins: vectorize(r.question) });
-  if (r.answer) docs.push({ group: "clin", text: "", hard: hardRuleHit(normalizeForInjection(r.answer)), label: 0, fold: f, wins: vectorize(r.answer) });
-}
-// FHIR JSON, the traffic an HMCP agent carries most: each encounter of the Synthea development bundles with the
-// resources that reference it, as the demo's orchestrator sends it (a collection Bundle); folds by patient file
-for (const f of readdirSync(path.join(dataDir, "synthea/bundles")).filter((x) => x.endsWith(".json")).sort()) {
-  const bundle = JSON.parse(readFileSync(path.join(dataDir, "synthea/bundles", f), "utf8")) as { entry: Array<{ fullUrl: string; resource: Record<string, unknown> }> };
-  const byEncounter = new Map<string, Array<{ fullUrl: string; resource: unknown }>>();
-  for (const e of bundle.entry) {
-    const r = e.resource;
-    const enc = r["resourceType"] === "Encounter" ? e.fullUrl : (r["encounter"] as { reference?: string } | undefined)?.reference;
-    if (enc) byEncounter.set(enc, [...(byEncounter.get(enc) ?? []), { fullUrl: e.fullUrl, resource: r }]);
-  }
-  for (const entry of byEncounter.values()) {
-    const text = JSON.stringify({ resourceType: "Bundle", type: "collection", entry });
-    docs.push({ group: "clin", text: "", hard: hardRuleHit(normalizeForInjection(text)), label: 0, fold: fold(f), wins: vectorize(text) });
-  }
-}
-for (const [file, label] of [["clinical-agent-messages.txt", 0], ["clinical-agent-injections.txt", 1]] as const) {
-  for (const line of readFileSync(path.join(repo, "scripts/data", file), "utf8").split("\n")) {
-    const text = line.trim();
-    if (!text || text.startsWith("#")) continue;
-    docs.push({ group: "instr", text, hard: hardRuleHit(normalizeForInjection(text)), label, fold: fold(text), wins: vectorize(text) });
-  }
-}
-console.log(
-  `docs: ${docs.length} (pi ${docs.filter((d) => d.group === "pi").length}, clinical ${docs.filter((d) => d.group === "clin").length}, agent messages ${docs.filter((d) => d.group === "instr").length})`,
-);
-
-const CLIN_WEIGHT = 0.25;
-
-function train(set: Doc[], l2: number, epochs = 30): { w: Float32Array; bias: number } {
+function train(set: Doc[], l2: number): { w: Float32Array; bias: number } {
   const w = new Float32Array(B);
   const g2 = new Float32Array(B).fill(1e-8);
   let bias = 0;
   let gb2 = 1e-8;
   const lr = 0.5;
-  // every window is an example; a positive document's windows are all positive (most are one window)
-  const ex: Array<{ v: Doc["wins"][number]; y: number; wt: number }> = [];
-  for (const d of set) for (const v of d.wins) ex.push({ v, y: d.label, wt: d.group === "clin" ? CLIN_WEIGHT : d.label === 1 ? 1.3 : 1 });
   let seed = 12345;
   const rnd = () => ((seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 2 ** 32);
-  for (let ep = 0; ep < epochs; ep++) {
-    for (let i = ex.length - 1; i > 0; i--) {
+  const order = set.map((_, i) => i);
+  for (let ep = 0; ep < EPOCHS; ep++) {
+    for (let i = order.length - 1; i > 0; i--) {
       const j = Math.floor(rnd() * (i + 1));
-      [ex[i], ex[j]] = [ex[j]!, ex[i]!];
+      [order[i], order[j]] = [order[j]!, order[i]!];
     }
-    for (const { v, y, wt } of ex) {
-      let z = bias;
-      for (let k = 0; k < v.idx.length; k++) z += w[v.idx[k]!]! * v.val[k]!;
-      const p = 1 / (1 + Math.exp(-z));
-      const g = (p - y) * wt;
-      for (let k = 0; k < v.idx.length; k++) {
-        const b = v.idx[k]!;
-        const gk = g * v.val[k]! + l2 * w[b]!;
-        g2[b]! += gk * gk;
-        w[b]! -= (lr * gk) / Math.sqrt(g2[b]!);
+    for (const di of order) {
+      const d = set[di]!;
+      const y = d.row.label;
+      let wins = d.wins;
+      if (y === 1 && wins.length > 1) {
+        // multiple-instance: the window that looks most like an injection carries the label
+        let best = wins[0]!;
+        let bz = -Infinity;
+        for (const v of wins) {
+          const z = dot(w, v);
+          if (z > bz) {
+            bz = z;
+            best = v;
+          }
+        }
+        wins = [best];
       }
-      gb2 += g * g;
-      bias -= (lr * g) / Math.sqrt(gb2);
+      for (const v of wins) {
+        const p = 1 / (1 + Math.exp(-(bias + dot(w, v))));
+        const g = (p - y) * d.wt;
+        for (let k = 0; k < v.idx.length; k++) {
+          const b = v.idx[k]!;
+          const gk = g * v.val[k]! + l2 * w[b]!;
+          g2[b]! += gk * gk;
+          w[b]! -= (lr * gk) / Math.sqrt(g2[b]!);
+        }
+        gb2 += g * g;
+        bias -= (lr * g) / Math.sqrt(gb2);
+      }
     }
   }
   return { w, bias };
@@ -154,91 +172,201 @@ function train(set: Doc[], l2: number, epochs = 30): { w: Float32Array; bias: nu
 function score(m: { w: Float32Array; bias: number }, d: Doc): number {
   if (d.hard) return 1;
   let best = 0;
-  for (const v of d.wins) {
-    let sum = 0;
-    for (let k = 0; k < v.idx.length; k++) sum += m.w[v.idx[k]!]! * v.val[k]!;
-    // vals carry 1/sqrt(n); a window under MIN_FEATURES is scored with 1/sqrt(MIN_FEATURES), as the model does
-    const z = m.bias + sum * Math.sqrt(v.n / Math.max(v.n, MIN_FEATURES));
-    best = Math.max(best, 1 / (1 + Math.exp(-z)));
-  }
+  for (const v of d.wins) best = Math.max(best, 1 / (1 + Math.exp(-(m.bias + dot(m.w, v)))));
   return best;
 }
 
-// Cross-validation over L2 strengths: held-out scores for every document.
-const l2s = (process.env["HMCP_L2"] ?? "1e-5,3e-5,1e-4").split(",").map(Number);
-let bestChoice: { l2: number; threshold: number; recall: number; recallAgent: number; fprPi: number; fprClin: number; fprAgent: number } | undefined;
-for (const l2 of l2s) {
-  const held: Array<{ d: Doc; s: number }> = [];
-  for (let f = 0; f < 5; f++) {
-    const m = train(
-      docs.filter((d) => d.fold !== f),
-      l2,
-    );
-    for (const d of docs.filter((d) => d.fold === f)) held.push({ d, s: score(m, d) });
+const h0 = (k: string): string => k.split("-").map((x) => x.slice(0, 3)).join("");
+const GRID = [0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9];
+
+interface KindFigure {
+  n: number;
+  rate: number;
+}
+
+/** Per kind: held-out FPR (benign) or recall (attacks) at the group's threshold. */
+function figures(held: Array<{ d: Doc; s: number }>, th: { message: number; result: number }): Record<string, KindFigure> {
+  const out: Record<string, KindFigure> = {};
+  for (const kind of [...BENIGN_KINDS, ...ATTACK_KINDS]) {
+    // composed attacks share components across folds: reported figures use the written templates only
+    const hs = held.filter((h) => h.d.row.kind === kind && !h.d.row.composed);
+    if (hs.length === 0) continue;
+    const flagged = hs.filter((h) => h.s >= th[group(h.d.row)]).length;
+    out[kind] = { n: hs.length, rate: Math.round((flagged / hs.length) * 1000) / 1000 };
   }
-  if (process.env["HMCP_TRAIN_DEBUG"]) {
-    const th = Number(process.env["HMCP_TRAIN_DEBUG"]);
-    for (const h of held) if (h.d.group === "pi" && (h.s >= th) !== (h.d.label === 1)) console.log(h.d.label ? "FN" : "FP", h.s.toFixed(2), JSON.stringify(h.d.text.slice(0, 160)));
+  // the direct attacks by source: deepset/prompt-injections (the issue's target) and this project's agent injections
+  for (const [name, prefix] of [["direct (deepset)", "deepset:"], ["direct (agent)", "agent-injection:"]] as const) {
+    const hs = held.filter((h) => h.d.row.kind === "direct" && h.d.row.family.startsWith(prefix));
+    const flagged = hs.filter((h) => h.s >= th.message).length;
+    if (hs.length) out[name] = { n: hs.length, rate: Math.round((flagged / hs.length) * 1000) / 1000 };
   }
-  // the target is recall on the public injection set; the clinical-agent positives are reported beside it
-  const pos = held.filter((h) => h.d.group === "pi" && h.d.label === 1);
-  const posAgent = held.filter((h) => h.d.group === "instr" && h.d.label === 1);
-  const negPi = held.filter((h) => h.d.group === "pi" && h.d.label === 0);
-  const negClin = held.filter((h) => h.d.group === "clin");
-  const negAgent = held.filter((h) => h.d.group === "instr" && h.d.label === 0);
-  for (const th of [0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.7]) {
-    const recall = pos.filter((h) => h.s >= th).length / pos.length;
-    const fprPi = negPi.filter((h) => h.s >= th).length / negPi.length;
-    const fprClin = negClin.filter((h) => h.s >= th).length / negClin.length;
-    const fprAgent = negAgent.filter((h) => h.s >= th).length / negAgent.length;
-    const recallAgent = posAgent.filter((h) => h.s >= th).length / posAgent.length;
-    console.log(`l2=${l2} th=${th} cv recall=${recall.toFixed(3)} recallAgent=${recallAgent.toFixed(3)} fprPi=${fprPi.toFixed(3)} fprClin=${fprClin.toFixed(4)} fprAgent=${fprAgent.toFixed(3)}`);
-    // targets: recall >= 0.90, FPR <= 0.10 (deepset benign) and <= 0.02 (clinical); keep a margin on FPR
-    if (fprPi <= 0.09 && fprClin <= 0.01) {
-      const better = !bestChoice || recall > bestChoice.recall + 1e-9 || (Math.abs(recall - bestChoice.recall) < 1e-9 && fprPi < bestChoice.fprPi);
-      if (better) bestChoice = { l2, threshold: th, recall, recallAgent, fprPi, fprClin, fprAgent };
+  return out;
+}
+
+/** How much a point of false-positive rate over its bound costs against a point of recall under its target. */
+const FP_COST = Number(process.env["HMCP_FP_COST"] ?? 4);
+
+/** The issue's targets: recall per attack kind (direct: deepset; indirect: planted in data). */
+const recallTarget = (kind: string): number => (kind === "direct" ? 0.9 : 0.8);
+
+/**
+ * The grid threshold for an arrival group with the smallest total shortfall against the targets on the held-out
+ * (cross-validated) scores: the sum over the group's benign kinds of FP_COST × max(0, FPR - bound) (bound 1 %, deepset
+ * English benign 10 %; FP_COST 4: blocking ordinary traffic is what the guardrail must not do) plus the sum over its attack kinds of max(0, target - recall) (composed attacks left out: they share
+ * components across folds). Ties go to the higher threshold. Returns it with the mean recall over the group's attack kinds.
+ */
+function chooseThreshold(held: Array<{ d: Doc; s: number }>, g: "message" | "result"): { threshold: number; recall: number; shortfall: number } {
+  const hs = held.filter((h) => group(h.d.row) === g && !h.d.row.composed);
+  let best: { threshold: number; recall: number; shortfall: number } | undefined;
+  for (const th of GRID) {
+    let shortfall = 0;
+    for (const kind of BENIGN_KINDS) {
+      const b = hs.filter((h) => h.d.row.kind === kind);
+      if (b.length) shortfall += FP_COST * Math.max(0, b.filter((h) => h.s >= th).length / b.length - (kind === "deepset-benign-en" ? 0.1 : 0.01));
+    }
+    const recalls: number[] = [];
+    for (const kind of ATTACK_KINDS) {
+      const a = hs.filter((h) => h.d.row.kind === kind);
+      if (!a.length) continue;
+      const recall = a.filter((h) => h.s >= th).length / a.length;
+      recalls.push(recall);
+      shortfall += Math.max(0, recallTarget(kind) - recall);
+    }
+    const recall = recalls.reduce((x, y) => x + y, 0) / Math.max(1, recalls.length);
+    if (!best || shortfall <= best.shortfall + 1e-9) best = { threshold: th, recall, shortfall };
+  }
+  return best!;
+}
+
+function trainAndWrite(): void {
+  const t0 = Date.now();
+  const rows = buildInjectionCorpus(dataDir).filter((r) => r.split === "dev");
+  const perKind = new Map<string, number>();
+  for (const r of rows) perKind.set(r.kind, (perKind.get(r.kind) ?? 0) + 1);
+  const docs: Doc[] = rows.map((row) => ({
+    row,
+    hard: hardRuleHit(normalizeForInjection(row.text)),
+    fold: fold(row.family),
+    folds: [row.family, ...(row.carrier ? [row.carrier] : [])].map(fold),
+    // every kind weighs about as much as 150 rows (no more than 1 per row); attacks a little more
+    wt: Math.min(1, 150 / perKind.get(row.kind)!) * (row.label ? POS_WEIGHT : 1),
+    wins: vectorize(row.text, row.payload, DATA_TERMS && group(row) === "result"),
+  }));
+  console.log(`dev docs: ${docs.length} (vectorised in ${Date.now() - t0} ms; char 4-grams ${CHAR_GRAMS ? "on" : "off"})`);
+
+  const l2s = (process.env["HMCP_L2"] ?? "1e-4,3e-4").split(",").map(Number);
+  let best: { l2: number; message: number; result: number; recall: number; shortfall: number; figures: Record<string, KindFigure> } | undefined;
+  for (const l2 of l2s) {
+    const held: Array<{ d: Doc; s: number }> = [];
+    for (let f = 0; f < 5; f++) {
+      // train on rows that share no family and no carrier with fold f
+      const m = train(
+        docs.filter((d) => !d.folds.includes(f)),
+        l2,
+      );
+      for (const d of docs.filter((d) => d.fold === f)) held.push({ d, s: score(m, d) });
+    }
+    const msg = chooseThreshold(held, "message");
+    const res = chooseThreshold(held, "result");
+    const fig = figures(held, { message: msg.threshold, result: res.threshold });
+    const recall = (msg.recall + res.recall) / 2;
+    console.log(`l2=${l2} thresholds message=${msg.threshold} result=${res.threshold} mean recall=${recall.toFixed(3)} shortfall=${(msg.shortfall + res.shortfall).toFixed(3)} (${Date.now() - t0} ms)`);
+    console.table(fig);
+    if (process.env["HMCP_TRAIN_DEBUG"] === "dist") {
+      for (const kind of [...BENIGN_KINDS, ...ATTACK_KINDS]) {
+        const ss = held.filter((h) => h.d.row.kind === kind).map((h) => h.s).sort((a, b) => a - b);
+        const q = (p: number) => ss[Math.min(ss.length - 1, Math.floor(p * ss.length))]!.toFixed(3);
+        console.log(kind.padEnd(24), "q10", q(0.1), "q25", q(0.25), "q50", q(0.5), "q75", q(0.75), "q90", q(0.9), "q99", q(0.99), "max", q(1));
+      }
+    }
+    if (process.env["HMCP_TRAIN_DEBUG"] === "curve") {
+      for (const th of GRID) {
+        const cells = [...BENIGN_KINDS, ...ATTACK_KINDS].map((k) => {
+          const hs = held.filter((h) => h.d.row.kind === k);
+          const f = hs.filter((h) => h.s >= th).length;
+          return h0(k) + "=" + (ATTACK_KINDS.includes(k as never) ? (f / hs.length).toFixed(2) : String(f));
+        });
+        const ds = held.filter((h) => h.d.row.kind === "direct" && h.d.row.family.startsWith("deepset:"));
+        console.log(th, "deepset=" + (ds.filter((h) => h.s >= th).length / ds.length).toFixed(3), cells.join(" "));
+      }
+    }
+    if (process.env["HMCP_TRAIN_DEBUG"] === "fp") {
+      for (const h of held.filter((x) => x.d.row.label === 0 && x.s >= 0.3).sort((a, b) => b.s - a.s)) console.log("FP", h.d.row.kind, h.s.toFixed(2), h.d.hard ? "hard" : "", JSON.stringify(h.d.row.text.slice(0, 200)));
+    } else if (process.env["HMCP_TRAIN_DEBUG"]) {
+      for (const h of held) {
+        const th = group(h.d.row) === "message" ? msg.threshold : res.threshold;
+        if ((h.s >= th) !== (h.d.row.label === 1)) console.log(h.d.row.label ? "FN" : "FP", h.d.row.kind, h.s.toFixed(2), JSON.stringify((h.d.row.payload ?? h.d.row.text).slice(0, 200)));
+      }
+    }
+    const shortfall = msg.shortfall + res.shortfall;
+    if (!best || shortfall < best.shortfall - 1e-9) best = { l2, message: msg.threshold, result: res.threshold, recall, shortfall, figures: fig };
+  }
+  if (!best) throw new Error("no L2 strength given");
+  console.log("chosen", { l2: best.l2, message: best.message, result: best.result });
+
+  const final = train(docs, best.l2);
+  const index: number[] = [];
+  const weight: number[] = [];
+  for (let b = 0; b < B; b++) {
+    const v = final.w[b]!;
+    if (Math.abs(v) >= 5e-3) {
+      index.push(b);
+      weight.push(Math.round(v * 1e4) / 1e4);
     }
   }
-}
-if (!bestChoice) throw new Error("no setting met the FPR bounds in cross-validation");
-console.log("chosen", bestChoice);
-
-const final = train(docs, bestChoice.l2);
-const index: number[] = [];
-const weight: number[] = [];
-for (let b = 0; b < B; b++) {
-  const v = final.w[b]!;
-  if (Math.abs(v) >= 5e-3) {
-    index.push(b);
-    weight.push(Math.round(v * 1e4) / 1e4);
-  }
-}
-const out = {
-  version: 1,
-  buckets: B,
-  bias: Math.round(final.bias * 1e4) / 1e4,
-  threshold: bestChoice.threshold,
-  minFeatures: MIN_FEATURES,
-  index,
-  weight,
-  meta: {
-    trainedBy: "scripts/train-injection.ts",
-    data: [
-      "prompt-injections/dev.jsonl (Apache-2.0)",
-      "mtsamples/dev.jsonl (CC0)",
-      "medquad/dev.jsonl (CC BY 4.0)",
-      "synthea/bundles (Apache-2.0)",
-      "scripts/data/clinical-agent-messages.txt and clinical-agent-injections.txt (this project)",
-    ],
-    l2: bestChoice.l2,
-    crossValidated: {
-      recall: bestChoice.recall,
-      recallClinicalAgentInjections: bestChoice.recallAgent,
-      fprPromptInjectionBenign: bestChoice.fprPi,
-      fprClinical: bestChoice.fprClin,
-      fprClinicalAgentMessages: bestChoice.fprAgent,
+  const out = {
+    version: 1,
+    buckets: B,
+    bias: Math.round(final.bias * 1e4) / 1e4,
+    threshold: best.message,
+    thresholds: { message: best.message, systemPrompt: best.message, elicitation: best.message, toolArguments: best.message, other: best.message, result: best.result, resource: best.result },
+    minFeatures: MIN_FEATURES,
+    charGrams: CHAR_GRAMS,
+    rulesRaw: true,
+    dataTerms: DATA_TERMS,
+    windows: SENTENCES ? { kind: "sentences", min: SENT_MIN, max: SENT_MAX } : { kind: "fixed", size: WINDOW, step: STEP },
+    index,
+    weight,
+    meta: {
+      trainedBy: "scripts/train-injection.ts",
+      data: [
+        "dev split of the corpus of scripts/build-injection-corpus.ts: scripts/data (this project), prompt-injections/dev.jsonl (Apache-2.0), mtsamples/dev.jsonl (CC0), medquad/dev.jsonl (CC BY 4.0), synthea/bundles (Apache-2.0)",
+      ],
+      l2: best.l2,
+      rules: RULES.map(([n]) => n),
+      groupedCrossValidated: best.figures,
     },
-  },
-};
-writeFileSync(path.join(repo, "guardrails/data/injection-model.json"), JSON.stringify(out) + "\n");
-console.log(`wrote ${index.length} weights`);
+  };
+  writeFileSync(MODEL_OUT, JSON.stringify(out) + "\n");
+  console.log(`wrote ${index.length} weights in ${Date.now() - t0} ms`);
+}
+
+/**
+ * Held-out figures per kind of the shipped weights, each text scored with the threshold of where it arrives (the
+ * split's rows only; nothing is trained or chosen here). HMCP_TRAIN_DEBUG=1 lists the misses.
+ */
+function evaluateHoldout(): void {
+  const rows = buildInjectionCorpus(dataDir).filter((r) => r.split === "holdout");
+  const model = loadInjectionModel(MODEL_OUT);
+  const table: Record<string, { n: number; flagged: number; rate: number }> = {};
+  const misses: string[] = [];
+  for (const r of rows) {
+    const key = r.kind === "direct" ? (r.family.startsWith("deepset:") ? "direct (deepset)" : "direct (agent)") : r.composed ? `${r.kind} (composed)` : r.kind;
+    const a = model.assess(r.text, r.arrival);
+    const hit = a.score >= a.threshold;
+    const e = (table[key] ??= { n: 0, flagged: 0, rate: 0 });
+    e.n++;
+    if (hit) e.flagged++;
+    e.rate = Math.round((e.flagged / e.n) * 1000) / 1000;
+    if (hit !== (r.label === 1)) misses.push(`${r.label ? "FN" : "FP"} ${key} ${a.score.toFixed(2)}/${a.threshold} ${a.class} ${JSON.stringify((r.payload ?? r.text).slice(0, 160))}`);
+  }
+  console.log("held-out split: share flagged per kind (benign kinds: false-positive rate; attack kinds: recall)");
+  console.table(table);
+  if (process.env["HMCP_TRAIN_DEBUG"]) for (const m of misses) console.log(m);
+}
+
+if (holdoutMode) {
+  evaluateHoldout();
+} else {
+  trainAndWrite();
+}

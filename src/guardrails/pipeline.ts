@@ -180,8 +180,10 @@ class DecisionCache {
       // ~80 bytes per entity object (header, four fields, the replacement string shared)
       bytes += 2 * d.content.length + 80 * d.entities.length;
     } else if (d.action === "block") {
-      decision = { action: "block", reason: d.reason };
-      bytes += 2 * d.reason.length;
+      // the evidence as the pipeline would pass it on (checked, rounded; a fresh object), so a cached block explains itself too
+      const evidence = checkedEvidence(d.evidence);
+      decision = { action: "block", reason: d.reason, ...(evidence && { evidence }) };
+      bytes += 2 * d.reason.length + (evidence ? 2 * evidence.class.length + 64 : 0);
     } else {
       decision = ALLOW;
     }

@@ -67,11 +67,21 @@ describe("guardrails through HMCPServer / HMCPClient", () => {
       .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(McpError);
     expect((err as McpError).code).toBe(HMCPErrorCode.GuardrailBlocked);
-    expect((err as McpError).data).toMatchObject({ guardrail: "prompt-injection", reason: "prompt_injection" });
+    // why, for the caller: the score, the threshold and the reason class; never the text
+    expect((err as McpError).data).toMatchObject({ guardrail: "prompt-injection", reason: "prompt_injection", stage: "input", score: 1, reasonClass: "instruction_override" });
+    expect(JSON.stringify((err as McpError).data)).not.toMatch(/previous instructions|system prompt/);
     expect(handlerRuns).toBe(0);
     const rec = audit.find((r) => r.method === "sampling/createMessage");
     expect(rec?.outcome).toBe("blocked");
-    expect(rec?.guardrails).toContainEqual({ guardrail: "prompt-injection", stage: "input", action: "block", reason: "prompt_injection" });
+    expect(rec?.guardrails).toContainEqual({
+      guardrail: "prompt-injection",
+      stage: "input",
+      action: "block",
+      reason: "prompt_injection",
+      reasonClass: "instruction_override",
+      score: 1,
+      threshold: (err as McpError).data.threshold,
+    });
     // a clean request still passes
     const ok = await client.ask("What is the latest potassium value?");
     expect(textOf(ok.content)).toBe("ok");

@@ -1,37 +1,60 @@
 /**
  * `prompt-injection`: blocks inbound text that tries to override the agent's instructions, change
- * its role, extract its prompt or force an output (reason `prompt_injection`). A local logistic
+ * its role, extract its prompt or secrets, send data out, change a dose or claim privileges (reason
+ * `prompt_injection`, with evidence `{ score, threshold, class }`: never any of the text). A local logistic
  * regression over hashed n-grams and phrase rules (../injection/), trained offline by
  * scripts/train-injection.ts; no network, no LLM call. Every text item is scored (every message,
  * not only the last); long texts are scored per window and the maximum counts.
+ *
+ * Thresholds depend on where the text sits (`location.kind`): the model ships one for messages and one for data
+ * the agent reads (`result`, `resource`), chosen by grouped cross-validation; `threshold` and `thresholds` override
+ * them. Per-stage thresholds come from the policy: each stage lists its own entry with its own params.
  */
 import path from "node:path";
 import { z } from "zod";
 import type { Guardrail, GuardrailFactory, TextLocation } from "../guardrail.js";
+import { normalizeForInjection } from "../injection/features.js";
 import { loadInjectionModel } from "../injection/model.js";
 import { guardrailsDir } from "../root.js";
 
 const KINDS = ["message", "systemPrompt", "result", "elicitation", "toolArguments", "resource", "other"] as const;
 
+const Probability = z.number().gt(0).lt(1);
+
 const ParamsSchema = z.strictObject({
-  /** Probability threshold (0..1); default the model's cross-validated threshold. */
-  threshold: z.number().gt(0).lt(1).optional(),
+  /** Probability threshold (0..1) for every kind without an entry in `thresholds`; default the model's per-kind thresholds. */
+  threshold: Probability.optional(),
+  /**
+   * Probability thresholds (0..1) per location kind, e.g. `{ result: 0.5, message: 0.7 }`; a kind not listed uses
+   * `threshold`, else the model's threshold for that kind (guardrails/data/injection-model.json `thresholds`).
+   */
+  thresholds: z.strictObject(Object.fromEntries(KINDS.map((k) => [k, Probability.optional()])) as Record<(typeof KINDS)[number], z.ZodOptional<typeof Probability>>).optional(),
   /** Weights file, relative to the policy's directory; default guardrails/data/injection-model.json. */
   model: z.string().min(1).optional(),
   /**
-   * Text kinds to score. Default all but `systemPrompt` (the caller's own instructions to the agent), `elicitation`
-   * (text shown to the caller's human, not to a model; short approval prompts such as "OK to write?" look like the
-   * task-redirect commands the model was trained to flag) and `result` (an agent's answer as a client's input stage
-   * sees it: answers such as "approval=accept" or "writing declined" are flagged as often as such prompts; add
-   * "result" to scan them).
+   * Text kinds to score. Default all but `systemPrompt` (the caller's own instructions to the agent: role statements
+   * such as "You are a triage assistant" are legitimate there) and `elicitation` (text shown to the caller's human,
+   * not to a model). `result` (tool results, a peer agent's CreateMessageResult) and `resource` (resource contents)
+   * are scored: instructions planted in data an agent reads are the indirect injections this guardrail exists for.
    */
   kinds: z.array(z.enum(KINDS)).min(1).optional(),
   /** Message roles to score. Default all (an injection may sit in an earlier assistant turn). */
   roles: z.array(z.string().min(1)).optional(),
+  /**
+   * Texts that are always allowed: a text whose whole normalised form (NFKC, lower case, white space collapsed and
+   * trimmed) equals a listed phrase's normalised form passes unscored. Exact whole-text matches only (no substring,
+   * no pattern). Default none.
+   */
+  allowPhrases: z.array(z.string().min(1).max(1000)).max(10_000).optional(),
 });
 
 /** Options of {@link createInjectionGuardrail} (same as the policy parameters, plus `baseDir`). */
 export type InjectionGuardrailOptions = z.input<typeof ParamsSchema> & { name?: string; baseDir?: string };
+
+/** The normal form allow-listed phrases are compared in. */
+const allowKey = (text: string): string => normalizeForInjection(text).replace(/\s+/g, " ").trim();
+
+const round3 = (x: number): number => Math.round(x * 1000) / 1000;
 
 /** Builds the prompt-injection guardrail. @throws ZodError on bad options, Error when the weights cannot be loaded */
 export function createInjectionGuardrail(options: InjectionGuardrailOptions = {}): Guardrail {
@@ -39,17 +62,23 @@ export function createInjectionGuardrail(options: InjectionGuardrailOptions = {}
   const p = ParamsSchema.parse(params);
   const file = p.model ? path.resolve(baseDir ?? guardrailsDir(), p.model) : path.join(guardrailsDir(), "data", "injection-model.json");
   const model = loadInjectionModel(file);
-  const threshold = p.threshold ?? model.threshold;
-  const kinds = new Set<TextLocation["kind"]>(p.kinds ?? KINDS.filter((k) => k !== "systemPrompt" && k !== "elicitation" && k !== "result"));
+  const thresholdOf = new Map<TextLocation["kind"], number>(KINDS.map((k) => [k, p.thresholds?.[k] ?? p.threshold ?? model.thresholdFor(k)]));
+  const kinds = new Set<TextLocation["kind"]>(p.kinds ?? KINDS.filter((k) => k !== "systemPrompt" && k !== "elicitation"));
   const roles = p.roles ? new Set(p.roles) : undefined;
+  const allow = p.allowPhrases ? new Set(p.allowPhrases.map(allowKey)) : undefined;
   return {
     name,
-    // the decision depends only on the text, location.kind and location.role (a fixed model and threshold)
+    // the decision depends only on the text, location.kind and location.role (a fixed model, thresholds and allow list)
     cacheable: true,
     check(text, ctx) {
-      if (!kinds.has(ctx.location.kind)) return { action: "allow" };
+      const kind = ctx.location.kind;
+      if (!kinds.has(kind)) return { action: "allow" };
       if (roles && ctx.location.role !== undefined && !roles.has(ctx.location.role)) return { action: "allow" };
-      return model.score(text) >= threshold ? { action: "block", reason: "prompt_injection" } : { action: "allow" };
+      if (allow?.has(allowKey(text))) return { action: "allow" };
+      const a = model.assess(text, kind);
+      const threshold = thresholdOf.get(kind) ?? a.threshold;
+      if (a.score < threshold) return { action: "allow" };
+      return { action: "block", reason: "prompt_injection", evidence: { score: round3(a.score), threshold: round3(threshold), class: a.class } };
     },
   };
 }

@@ -1,8 +1,10 @@
 /**
  * Feature extraction of the prompt-injection classifier, shared by the run-time detector and the
- * training script (scripts/train-injection.ts): hashed word unigrams, word bigrams, character
- * 4-grams and a few phrase rules over normalised text. Hashing (FNV-1a, 32 bit) into a fixed number
- * of buckets keeps extraction allocation-free apart from the normalised string.
+ * training script (scripts/train-injection.ts): hashed word unigrams, word bigrams, optionally character
+ * 4-grams (a model file's `charGrams`), and phrase rules over normalised text: hard rules (score 1) and feature
+ * rules (one weight each, plus a data-location weight for results and resources), found per scored window
+ * ({@link windows}, {@link sentenceWindows}, {@link windowRules}). Hashing (FNV-1a, 32 bit) into a fixed number
+ * of buckets keeps extraction allocation-free apart from the normalised string. Every step is linear in the text.
  */
 
 /** Number of hash buckets (2^18). A weights file records the bucket count it was trained with. */
@@ -18,13 +20,68 @@ export const RULES: ReadonlyArray<readonly [string, RegExp]> = [
   ["new_task", /\b(?:now|jetzt|nun|ahora)\b.{0,30}\b(?:new|neue|nueva|next|nächste|further|weitere)\s(?:task|tasks|aufgabe|aufgaben|instructions|anweisungen|challenge|herausforderung|assignment|tarea)/],
   ["role", /\b(?:you are now|you're now|from now on|act as|acting as|pretend|imagine you are|you are (?:a|an|the) |role-?play|roleplaying|play the role|stay in (?:their|your) roles?|du bist (?:jetzt|nun|ein|eine|keine)|jetzt bist du|tu es|eres|act like|behave as|fungieren|agieren|verhalte dich|tue so|stell dir vor,? du|spiele die rolle)\b/],
   ["reveal", /\b(?:prompt|system prompt|initial prompt|instructions|embeddings|prompt-texte|prompt texts?|eingabeaufforderung|anweisungen)\b.{0,30}\b(?:show|print|reveal|repeat|output|return|tell|zeige|zeig|drucke|gib)\b|\b(?:show|print|reveal|repeat|output|return|spell-?check|zeige|zeig|drucken?|wiederhole)\b.{0,40}\b(?:prompt|instructions|embeddings|above|text above|obige|oben|prompt-texte)\b/],
-  ["force_say", /\b(?:say|sage|sag|write|schreibe|print|output|dites|di|decir|answer with|antworte mit|respond with|just say|only say|include that)\b.{0,30}(?:"|'|„|:|\bthat you\b|\bdass du\b)/],
+  ["force_say", /\b(?:say|sage|sag|write|schreibe|print|output|dites|di|decir|answer with|antworte mit|respond with|just say|only say|include that)\b.{0,30}(?:(?:^|[\s:])["'„“«]|:|\bthat you\b|\bdass du\b)/],
   ["hate_forced", /\b(?:hate|hates|hasse|hassen|odio|déteste)\b/],
   ["stop_marker", /(?:^|\s)(?:stop|stopp|achtung|attention|====*|end\.?|new statement|neue anweisung|order:|instruction:|befehl)\s?[-:!.]/],
   ["no_docs", /\b(?:not|nicht|don'?t|do not|ohne|without)\b.{0,20}\b(?:documents|articles|context|dokumente|artikel|kontext|provided)\b/],
   ["jailbreak", /\b(?:dan mode|developer mode|jailbreak|jailbroken|no restrictions|without restrictions|unfiltered|uncensored|no (?:programming )?guidelines|keine regeln|evil ai|do anything now)\b/],
   ["praise_pivot", /\b(?:well done|good job|very good|excellent|great|super|gut gemacht|sehr gut|ausgezeichnet|toll|wow|congratulations|herzlichen glückwunsch|bravo|superbly done)\b.{0,60}\b(?:now|but now|jetzt|nun|next|further|weitere|neue|new)\b/],
+  // text that addresses an AI reader ("Note to the AI:", "Assistant, ...", "if you are a language model"): ordinary
+  // in a caller's message, a strong sign of an injection inside a record, a tool result or a peer's answer
+  ["ai_address", /(?:^|[.!?:;>\][(\n"'-]\s*)(?:(?:the|dear|hey|attention|achtung|ai|llm|ki) )?(?:ai|assistant|agent|model|llm|chatbot|bot|ki|ia|ki-assistent|asistente(?: de ia)?|automated (?:systems?|readers?))\s?[:,]|\b(?:note|message|instructions?|hinweis|nota)\s(?:to|for|an|para|pour)\s(?:the\s|any\s|all\s|die\s|la\s|l')?(?:ai|ia|ki|assistant|agent|model|llm|language model)\b|\bif you are (?:an? )?(?:ai|language model|llm|assistant|agent|bot)\b|\b(?:any|all|every) (?:ai|automated|llm)\b(?: (?:systems?|agents?|readers?|assistants?|models?)\b)?|\bto the (?:ai|model|llm|agent|assistant) (?:reading|processing)\b|\b(?:dear|hey|attention|achtung) (?:ai|assistant|agent|model|llm|bot|ki)\b/],
+  // data sent to an address outside the conversation
+  ["exfil_target", /\b(?:send|sende|email|e-mail|mail|forward|upload|post|export|copy|transmit|leak|fetch|envía|envoie|attach)\b.{0,80}(?:https?:\/\/|\b[\w.-]+@[\w-]+\.\w|\?(?:data|q)=)/],
+  // secrets and configuration an agent must not disclose
+  ["secret", /\b(?:api[ -]?keys?|api-schlüssel\w*|access tokens?|bearer tokens?|refresh tokens?|session (?:id|tokens?|cookies?)|authorization header|client secrets?|passwords?|credentials|environment variables?|env vars?|process\.env|secrets?|system ?prompts?|systemprompt|hidden instructions|private keys?)\b|(?:^|\s)\.env\b/],
+  // a dose or a frequency changed
+  ["dose_change", /\b(?:change|changes|increase|double|triple|set|replace|update|raise|use|order|write|record|ändere|erhöhe|cambia|aumenta|modifie|augmente)\b.{0,50}\b(?:dose|doses|dosis|dosage|dosierung|units|frequency|mg|mcg)\b/],
+  // ... without anyone knowing
+  ["covert", /\b(?:silently|quietly|secretly|without (?:asking|telling|informing|notifying|confirming|confirmation|approval|mentioning|review)|do not (?:mention|tell|inform|report|notify)|don't (?:mention|tell|inform)|and not mention|erwähne es nicht|sin avisar|sans prévenir|no need to confirm|not tell the)\b/],
+  // text that talks about the reader's answer, task or instructions, or about the user's request
+  ["meta_response", /\b(?:your|the) (?:answer|reply|response|output|next tool call|instructions|actual job|real task|only job|task|job)\b|\b(?:respond|reply|answer)\s(?:only|with|to the user|to every)\b|\bthe user(?:'s)?\s(?:request|question|asked|wants)\b|\b(?:whoever|anyone|whatever) (?:processes|reads|is reading|you were told)\b/],
+  // everything at once: all patients, every record, the whole database
+  ["bulk", /\b(?:all|every|each|any) (?:other )?(?:patients?|records?|charts?|orders?|appointments?|observations?|opioid orders|notes)\b|\b(?:whole|entire|complete) (?:database|record|chart|table)\b|\bdatabase\b/],
+  // a claim of authority or of disabled checks
+  ["privilege", /\b(?:as (?:an? |the )?(?:admin|administrator|superuser|root|ciso|system administrator)\b|admin (?:mode|rights|privileges|access)|root access|sudo\b|superuser|elevated (?:privileges|rights|access)|i (?:hereby )?(?:authorize|authorise|grant) you|(?:you are|you're|agent is) (?:now )?(?:authorized|authorised|allowed|permitted)|pre-?approved|(?:scope|permission|consent|patient-context|context|approval|access|berechtigungsprüfung|permisos|droits)\s(?:(?:checks?|requirements?|restrictions?|controls?)\s)?(?:is |are )?(?:disabled|turned off|off|waived|lifted|deaktiviert|desactivada|désactivé|suspended|bypassed)|per (?:it|the privacy office|compliance|security)\b|laut it\b|según ti\b|selon le service informatique|bypass the (?:guardrails?|approval|checks?|scope)|(?:full|unrestricted) access|override code)/],
 ];
+
+/** What each {@link RULES} entry is evidence of (index for index), for the class of a decision. */
+export const RULE_CLASSES: readonly InjectionClass[] = [
+  "instruction_override", // override
+  "instruction_override", // new_task
+  "role_change", // role
+  "prompt_leak", // reveal
+  "forced_output", // force_say
+  "forced_output", // hate_forced
+  "instruction_override", // stop_marker
+  "instruction_override", // no_docs
+  "jailbreak", // jailbreak
+  "instruction_override", // praise_pivot
+  "instruction_override", // ai_address
+  "data_exfiltration", // exfil_target
+  "data_exfiltration", // secret
+  "dose_change", // dose_change
+  "other", // covert
+  "instruction_override", // meta_response
+  "data_exfiltration", // bulk
+  "privilege_claim", // privilege
+];
+
+/**
+ * Why a text was flagged (closed; derived from the rule or the feature rule that dominated the score, never from
+ * the text itself): override of the agent's instructions, change of its role, extraction of its prompt, sending
+ * data or secrets out, a changed dose, a claim of privileges, a forced statement, a jailbreak set-up, or other.
+ */
+export type InjectionClass =
+  | "instruction_override"
+  | "role_change"
+  | "prompt_leak"
+  | "data_exfiltration"
+  | "dose_change"
+  | "privilege_claim"
+  | "forced_output"
+  | "jailbreak"
+  | "other";
 
 /**
  * Unambiguous override phrases: any hit makes the score 1 regardless of the surrounding text, so an
@@ -39,14 +96,16 @@ export const HARD_RULES: readonly RegExp[] = [
   /\b(?:reveal|print|show|repeat|output)\s(?:me\s)?(?:your\s(?:system\s|initial\s|original\s|hidden\s)?(?:prompt|instructions)|the\s(?:system\s|initial\s|original\s|hidden\s)(?:prompt|instructions)|the\sprompt)\b/,
   /\b(?:dan mode|developer mode enabled|do anything now|jailbroken)\b/,
   // role change and instruction override, as phrased in public injection corpora (EN, DE, FR, ES, HR, RU)
-  /\bi want you to act as\b|\bich möchte, dass sie als\b|\bact as (?:a|an) [\w-]+ ?(?:interpreter|terminal|translator|console)\b/,
+  // ("act as a medical interpreter / translator" is an ordinary request: only terminals and consoles)
+  /\bi want you to act as\b|\bich möchte, dass sie als\b|\bact as (?:a|an) [\w-]+ ?(?:terminal|console)\b/,
   /\b(?:forget|vergiss)\s(?:about\s)?(?:everything|all|alles)\b/,
   /\boubliez?\s(?:toutes?\s)?(?:les\s)?instructions\b|\bolvid[ae]\s(?:todo|todas\s(?:las\s)?instrucciones)\b|\bzaboravi\ssve\b|забудьте\sвсе|\babweichend\szu\s(?:den\s)?vorherigen\b/,
   /\b(?:ignore|igmre|ignoriere)\s(?:what|everything|alles|was)\s(?:i|ich)\s/,
   // (not a duty or a state: "you are now covering bed 12", "now you are cleared to start heparin")
   /\b(?:now you are|you are now|jetzt bist du|du bist jetzt|nun bist du)\b(?!\s(?:covering|on call|in charge|responsible|assigned|caring|cleared|scheduled|due|logged|connected|able|ready))/,
-  // (not an explanation: "pretend you are explaining this to a 10-year-old")
-  /\b(?:pretend (?:that )?you(?:'re| are) (?!\w+ing\b)|pretend (?:that )?you (?:can|could|have|were)\b|pretend to be\b|imagine you are\b|stell dir vor,? du bist\b|tu so als\b)/,
+  // (not an explanation: "pretend / imagine you are explaining this to a 10-year-old"; "pretend to be a patient
+  // calling to reschedule" and "pretend you are the patient" are training exercises: left to the model)
+  /\b(?:pretend (?:that )?you(?:'re| are) (?!\w+ing\b|(?:the |a |an )?patient\b)|pretend (?:that )?you (?:can|could|have|were)\b|imagine you are (?!\w+ing\b)|stell dir vor,? du bist\b|tu so als\b)/,
   /\b(?:new tasks?|neue aufgaben?|neue anweisungen|new instructions)\s(?:follow|folgen)\b|\bnow (?:comes?|follows?) (?:a )?new\b|\bnun folgen\b/,
   /\b(?:attention|achtung)\s?-\s?(?:stop|stopp)\b/,
   /\b(?:say|sage|sag|include)\b.{0,25}\b(?:hate|hasse)\b/,
@@ -55,13 +114,40 @@ export const HARD_RULES: readonly RegExp[] = [
   /\b(?:do not|don'?t|not)\s(?:look|use|answer)\b.{0,30}\b(?:documents|articles|context)\b|\bnot by the articles\b|\bignore all provided context\b/,
   /\b(?:well done|very good|sehr gut|gut gemacht|excellent performance|superbly done|great\.)\b.{0,80}\b(?:now|jetzt|nun)\b/,
   /\bhuman:\s?human:/,
-  /^you are (?:the |a |an |three )/,
-  /\b(?:role-?play(?:ing)?(?: as)?|play(?:ing)? the (?:leading |main )?roles?|stay (?:fully )?in (?:their|your|his|her) roles?|(?:are|as) (?:two |excellent )?actors?\b|act in a (?:film|movie))/,
+  // ("You are a triage assistant." starts every system prompt and "Role-play a patient so I can practise" is a
+  // training request: both left to the model; film and actor set-ups stay)
+  /\b(?:play(?:ing)? the (?:leading|main) roles?|stay (?:fully )?in (?:their|your|his|her) roles?|(?:are|as) (?:two |excellent )?actors?\b|act in a (?:film|movie))/,
   /^(?:state|say|write|schreibe|sage|behaupte) (?:that|dass)\b/,
   // ("order:" is left out: "New order: acetaminophen 650 mg" is everyday clinical language)
   // (a label starting a sentence, not "Discharge instruction: keep the wound dry")
   /(?:^|[.!?\n]\s{0,3})(?:instruction|befehl|anweisung)\s?:\s?\w/,
   /\b(?:untrue|unwahre|false|falsche) (?:headline|überschrift)\b/,
+];
+
+/** What each {@link HARD_RULES} entry is evidence of (index for index). */
+export const HARD_RULE_CLASSES: readonly InjectionClass[] = [
+  "instruction_override",
+  "instruction_override",
+  "prompt_leak",
+  "jailbreak",
+  "role_change",
+  "instruction_override",
+  "instruction_override",
+  "instruction_override",
+  "role_change",
+  "role_change",
+  "instruction_override",
+  "instruction_override",
+  "forced_output",
+  "other",
+  "prompt_leak",
+  "instruction_override",
+  "instruction_override",
+  "other",
+  "role_change",
+  "forced_output",
+  "instruction_override",
+  "forced_output",
 ];
 
 /**
@@ -91,7 +177,7 @@ export const HARD_RULE_GATES: readonly Gate[] = [
   [[" oublie", " olvid", " zaboravi sve ", "забудьте", " abweichend zu "]],
   [[" ignore ", " igmre ", " ignoriere "], [" what ", " everything ", " alles ", " was "]],
   [[" now you are ", " you are now ", " jetzt bist du ", " du bist jetzt ", " nun bist du "]],
-  [[" pretend you ", " pretend that you ", " pretend to be ", " imagine you are ", " stell dir vor", " tu so als "]],
+  [[" pretend you ", " pretend that you ", " imagine you are ", " stell dir vor", " tu so als "]],
   [[" new task", " neue aufgabe", " neue anweisungen ", " new instructions ", " now come", " now follow", " nun folgen "]],
   [[" attention", " achtung"], [" stop ", " stopp "]],
   [[" say ", " sage ", " sag ", " include "], [" hate ", " hasse "]],
@@ -100,8 +186,7 @@ export const HARD_RULE_GATES: readonly Gate[] = [
   [[" not ", " don't ", " dont ", " ignore all provided context "], [" documents ", " articles ", " context "]],
   [[" well done ", " very good ", " sehr gut ", " gut gemacht ", " excellent performance ", " superbly done ", " great."], [" now ", " jetzt ", " nun "]],
   [[" human "]],
-  null,
-  [[" role play", " roleplay", " play the ", " playing the ", " stay in ", " stay fully in ", " actor ", " actors ", " act in a "]],
+  [[" play the ", " playing the ", " stay in ", " stay fully in ", " actor ", " actors ", " act in a "]],
   null,
   [[" instruction ", " befehl ", " anweisung "]],
   [[" untrue ", " unwahre ", " false ", " falsche "], [" headline ", " überschrift "]],
@@ -167,6 +252,44 @@ export const RULE_GATES: readonly Gate[] = [
       " wow ", " congratulations ", " herzlichen gl", " bravo ", " superbly done ",
     ],
     [" now ", " jetzt ", " nun ", " next ", " further ", " weitere ", " neue ", " new "],
+  ],  // ai_address (" ai " is four characters with its boundaries: it filters)
+  [[" ai ", " ia ", " ki ", " bot ", " llm ", " agent ", " model ", " assistant ", " automated ", " chatbot ", " asistente "]],
+  // exfil_target
+  [
+    [" send ", " sende ", " email ", " e-mail ", " mail ", " forward ", " upload ", " post ", " export ", " copy ", " transmit ", " leak ", " fetch ", " envía ", " envoie ", " attach "],
+    ["http", "@", "?"],
+  ],
+  // secret
+  [
+    [
+      " api", " access token", " bearer token", " refresh token", " session ", " authorization header ", " client secret", " password", " credentials ",
+      " environment variable", " env var", " process.env", ".env", " secret", " system prompt", " systemprompt", " hidden instructions ", " private key",
+    ],
+  ],
+  // dose_change
+  [
+    [" change", " increase ", " double ", " triple ", " set ", " replace ", " update ", " raise ", " use ", " order ", " write ", " record ", "ndere ", " erhöhe ", " cambia ", " aumenta ", " modifie ", " augmente "],
+    [" dose", " dosis ", " dosage ", " dosierung ", " units ", " frequency ", " mg ", " mcg "],
+  ],
+  // covert
+  [
+    [" silently ", " quietly ", " secretly ", " without ", " not ", " don't ", " erwähne ", " sin avisar ", " sans pr", " no need "],
+    [
+      " silently ", " quietly ", " secretly ", " asking ", " telling ", " informing ", " notifying ", " confirming ", " confirmation ", " approval ",
+      " mentioning ", " review ", " mention ", " tell ", " inform ", " report ", " notify ", " erwähne ", " sin avisar ", " sans pr", " no need ",
+    ],
+  ],
+  // meta_response
+  [[" answer", " reply", " response", " output", " next tool call ", " instructions ", " actual job ", " real task ", " only job ", " task ", " job ", " respond ", " user", " whoever ", " anyone ", " whatever "]],
+  // bulk
+  [[" all ", " every ", " each ", " any ", " whole ", " entire ", " complete ", " database "]],
+  // privilege
+  [
+    [
+      " admin", " superuser", " root ", " ciso ", " sudo ", " elevated ", " authorize ", " authorise ", " grant ", " authorized", " authorised", " allowed",
+      " permitted", "approved", " disabled", " turned off", " off", " waived", " lifted", " deaktiviert", " desactivada", "sactiv", " suspended",
+      " bypassed", " per ", " laut ", " ti ", " selon ", " bypass ", " access", " override code",
+    ],
   ],
 ];
 
@@ -289,9 +412,13 @@ const SEED_BIGRAM = 0x811c9dc5 ^ 0x5bd1e995;
 const SEED_CHAR = 0x811c9dc5 ^ 0x27d4eb2d;
 const SEED_RULE = 0x811c9dc5 ^ 0x165667b1;
 
+/** A UTF-16 unit outside ASCII. */
+const NON_ASCII = /[\u0080-\uffff]/;
+
 /** Lower-cases, folds width/compat forms, turns literal "\n" into spaces and joins s p a c e d letters. */
 export function normalizeForInjection(text: string): string {
-  let t = text.normalize("NFKC").toLowerCase();
+  // (NFKC leaves ASCII unchanged: skip it for ASCII-only text)
+  let t = (NON_ASCII.test(text) ? text.normalize("NFKC") : text).toLowerCase();
   if (t.includes("\\n")) t = t.replaceAll("\\n", " ");
   // s p a c e d - o u t letters are an obfuscation: join them and mark the text
   if (/(?:^|\s)\p{L} \p{L} \p{L} \p{L} /u.test(t)) t = t.replace(/(?<=(?:^|\s)\p{L}) (?=\p{L}(?:\s|$))/gu, "") + " zzspacedzz";
@@ -310,8 +437,9 @@ function isWordChar(c: number): boolean {
 /**
  * Calls `emit(bucket)` for every feature occurrence in `t.slice(from, to)` (normalised text) plus the
  * rules set in the bitmask `rules`, and returns the number of occurrences emitted (for length normalisation).
+ * `charGrams`: also emit the character 4-grams of every word of 2+ characters (default true).
  */
-export function forEachFeature(t: string, from: number, to: number, rules: number, buckets: number, emit: (bucket: number) => void): number {
+export function forEachFeature(t: string, from: number, to: number, rules: number, buckets: number, emit: (bucket: number) => void, charGrams = true): number {
   const mask = buckets - 1;
   let n = 0;
   let prevStart = -1;
@@ -334,7 +462,7 @@ export function forEachFeature(t: string, from: number, to: number, rules: numbe
       n++;
     }
     // character 4-grams of " word " (word boundaries marked)
-    if (e - s >= 2) {
+    if (charGrams && e - s >= 2) {
       const w0 = s - 1;
       const w1 = e + 1;
       for (let k = w0; k + 4 <= w1; k++) {
@@ -362,6 +490,23 @@ export function forEachFeature(t: string, from: number, to: number, rules: numbe
   return n;
 }
 
+/** The hash of each rule's feature (before masking to the bucket count). */
+const RULE_BUCKET = RULES.map(([name]) => fnv(SEED_RULE, name));
+
+/** The bucket of {@link RULES}[r]'s feature among `buckets` (a power of 2). */
+export const ruleBucket = (r: number, buckets: number): number => RULE_BUCKET[r]! & (buckets - 1);
+
+const DATA_RULE_BUCKET = RULES.map(([name]) => fnv(SEED_RULE, "data:" + name));
+const DATA_BIAS_BUCKET = fnv(SEED_RULE, "data:bias");
+
+/**
+ * The bucket of {@link RULES}[r]'s feature when the text is data the agent reads (a tool result, a resource), not a
+ * message: the same rule can weigh more there ("Assistant:" inside a lab comment) or less.
+ */
+export const dataRuleBucket = (r: number, buckets: number): number => DATA_RULE_BUCKET[r]! & (buckets - 1);
+/** The bucket of the bias term added for data text (see {@link dataRuleBucket}). */
+export const dataBiasBucket = (buckets: number): number => DATA_BIAS_BUCKET & (buckets - 1);
+
 /** Global copies of the rules, for finding every hit once per text. */
 const RULES_G = RULES.map(([, re]) => new RegExp(re.source, re.flags.includes("g") ? re.flags : re.flags + "g"));
 
@@ -382,6 +527,35 @@ export function ruleHits(t: string, gates: RuleGates = ruleGates(t)): Array<[num
     }
   }
   return hits;
+}
+
+/**
+ * For each window of `wins` (sorted by start, ends sorted too, as {@link windows} and {@link sentenceWindows} make
+ * them), the bitmask of the {@link RULES} with a match starting inside it. Each rule's regex is run from a window's
+ * start to its leftmost match, and the next search starts at the first window after that match: at most one search
+ * per window and rule, so a text with a hit in every sentence stays linear. `gates`: from {@link ruleGates}(t).
+ */
+export function windowRules(t: string, wins: ReadonlyArray<readonly [number, number]>, gates: RuleGates = ruleGates(t)): Uint32Array {
+  const masks = new Uint32Array(wins.length);
+  for (let r = 0; r < RULES_G.length; r++) {
+    if ((gates.rules & (1 << r)) === 0) continue;
+    const re = RULES_G[r]!;
+    const bit = 1 << r;
+    let k = 0;
+    while (k < wins.length) {
+      re.lastIndex = wins[k]![0];
+      const m = re.exec(t);
+      if (m === null) break;
+      const p = m.index;
+      while (k < wins.length && wins[k]![1] <= p) k++;
+      // every window holding p (one, unless windows overlap)
+      let j = k;
+      for (; j < wins.length && wins[j]![0] <= p; j++) if (p < wins[j]![1]) masks[j]! |= bit;
+      // the next search starts at the first window that begins after p
+      k = j;
+    }
+  }
+  return masks;
 }
 
 /** Bitmask of the rules with a hit starting in [from, to). */
@@ -427,7 +601,8 @@ let wordGrams: Int32Array<ArrayBuffer> = new Int32Array(64);
  * prefix the next word's bigram continues from, and the hashes of its character 4-grams; the weights are then added
  * in the same order as {@link forEachFeature} emits them, so the sum is bit-identical to summing its buckets.
  */
-export function sumFeatures(t: string, from: number, to: number, rules: number, weights: Float32Array, out: Float64Array): number {
+export function sumFeatures(t: string, from: number, to: number, rules: number, weights: Float32Array, out: Float64Array, charGrams = true): number {
+  if (!charGrams) return sumWordFeatures(t, from, to, rules, weights, out);
   const mask = weights.length - 1;
   let sum = 0;
   let n = 0;
@@ -495,4 +670,102 @@ function growGrams(grams: Int32Array): Int32Array<ArrayBuffer> {
   const bigger = new Int32Array(grams.length * 2);
   bigger.set(grams);
   return bigger;
+}
+
+/**
+ * {@link sumFeatures} without the character 4-grams: word unigrams and bigrams, hashed in one pass over each word
+ * (the unigram, the bigram continuing from the previous word and the prefix the next bigram continues from).
+ */
+function sumWordFeatures(t: string, from: number, to: number, rules: number, weights: Float32Array, out: Float64Array): number {
+  const mask = weights.length - 1;
+  let sum = 0;
+  let n = 0;
+  let hasPrev = false;
+  let prefix = 0;
+  let i = from;
+  while (i < to) {
+    let c = t.charCodeAt(i);
+    if (c < 128 ? ASCII_WORD[c] !== 1 : c === 8211 || c === 8212 || c === 8220 || c === 8221 || c === 8222) {
+      i++;
+      continue;
+    }
+    let hw = SEED_WORD;
+    let hb = prefix;
+    let hn = SEED_BIGRAM;
+    for (;;) {
+      hw = Math.imul(hw ^ c, 16777619);
+      hb = Math.imul(hb ^ c, 16777619);
+      hn = Math.imul(hn ^ c, 16777619);
+      if (++i >= to) break;
+      c = t.charCodeAt(i);
+      if (c < 128 ? ASCII_WORD[c] !== 1 : c === 8211 || c === 8212 || c === 8220 || c === 8221 || c === 8222) break;
+    }
+    sum += weights[hw & mask]!;
+    n++;
+    if (hasPrev) {
+      sum += weights[hb & mask]!;
+      n++;
+    }
+    prefix = Math.imul(hn ^ 32, 16777619);
+    hasPrev = true;
+  }
+  for (let r = 0; r < RULES.length; r++) {
+    if (rules & (1 << r)) {
+      sum += 4 * weights[RULE_BUCKET[r]! & mask]!;
+      n += 4;
+    }
+  }
+  out[0] = n;
+  return sum;
+}
+
+/**
+ * Splits a normalised text into windows at sentence ends (`.`, `!`, `?`, `;` or a line break, followed by white
+ * space): consecutive sentences are merged until a window holds at least `min` characters, and a sentence longer
+ * than `max` is cut at a space near `max`. An instruction planted in a document then sits in a window of its own
+ * and a few neighbouring sentences, instead of being averaged with 600 characters of its carrier. Linear time.
+ */
+export function sentenceWindows(t: string, min = 120, max = 400): Array<[number, number]> {
+  const n = t.length;
+  if (n <= min) return [[0, n]];
+  const out: Array<[number, number]> = [];
+  const ends = SENTENCE_END;
+  ends.lastIndex = 0;
+  let a = 0;
+  // the next sentence end at or after ends.lastIndex (index after its end character), or Infinity
+  let e = nextEnd(ends, t);
+  for (;;) {
+    // ends closer than `min` to the window start do not cut
+    while (e - a < min) e = nextEnd(ends, t);
+    if (e <= a + max) {
+      out.push([a, e]);
+      a = e;
+      e = nextEnd(ends, t);
+      continue;
+    }
+    if (a + max > n) break;
+    // no sentence end within max: cut at the last space after a + min (searched backwards, never further: linear)
+    const i = a + max;
+    let sp = i - 1;
+    while (sp > a + min && t.charCodeAt(sp) !== 32) sp--;
+    const b = sp > a + min ? sp : i;
+    out.push([a, b]);
+    a = b;
+    // e stays the first end after b: no end lies between a + min and a + max (else it would have cut), and b is past
+    // a + min (so the text is never searched twice: linear)
+  }
+  if (a < n) {
+    // a short tail joins the window before it
+    if (n - a < min && out.length > 0) out[out.length - 1]![1] = n;
+    else out.push([a, n]);
+  }
+  return out;
+}
+
+/** A sentence end: a line break, or `.` `!` `?` `;` before white space (space or line break) or the end of the text. */
+const SENTENCE_END = /\n|[.!?;](?=[ \n]|$)/g;
+
+function nextEnd(re: RegExp, t: string): number {
+  const m = re.exec(t);
+  return m === null ? Infinity : m.index + 1;
 }

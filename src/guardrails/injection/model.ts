@@ -4,7 +4,42 @@
  * (guardrails/data/injection-model.json). Deterministic, local, no network.
  */
 import { readFileSync } from "node:fs";
-import { hardRuleHit, sumFeatures, normalizeForInjection, ruleGates, ruleHits, rulesIn, windows } from "./features.js";
+import type { TextLocation } from "../guardrail.js";
+import {
+  HARD_RULE_CLASSES,
+  HARD_RULES,
+  RULE_CLASSES,
+  RULES,
+  hardRuleHit,
+  normalizeForInjection,
+  ruleGates,
+  dataBiasBucket,
+  dataRuleBucket,
+  ruleBucket,
+  sentenceWindows,
+  sumFeatures,
+  windowRules,
+  windows,
+  type InjectionClass,
+} from "./features.js";
+
+export type { InjectionClass } from "./features.js";
+
+/** Every {@link InjectionClass}, in a fixed order. */
+export const INJECTION_CLASSES: readonly InjectionClass[] = [
+  "instruction_override",
+  "role_change",
+  "prompt_leak",
+  "data_exfiltration",
+  "dose_change",
+  "privilege_claim",
+  "forced_output",
+  "jailbreak",
+  "other",
+];
+
+/** Feature rules that are cues (the text addresses a model) rather than goals, by index in RULES. */
+const CUE_RULES = new Set(["ai_address", "meta_response", "covert", "bulk", "override", "new_task", "stop_marker"].map((n) => RULES.findIndex(([name]) => name === n)));
 
 /** Shape of the weights file. */
 export interface InjectionModelFile {
@@ -14,10 +49,35 @@ export interface InjectionModelFile {
   /** Default decision threshold on the probability (chosen by cross-validation at training time). */
   threshold: number;
   /**
+   * Thresholds per location kind (probability 0..1), overriding `threshold` for text of that kind: text inside a
+   * record or a tool result has a different base rate and different benign look-alikes than a caller's message.
+   * Chosen by grouped cross-validation at training time. Default: none (every kind uses `threshold`).
+   */
+  thresholds?: Partial<Record<TextLocation["kind"], number>>;
+  /**
    * A window with fewer features than this is scored as if it had this many (its evidence is not amplified): a one- or
    * two-word text ("yes", "stop", "write it") otherwise reaches the threshold on a single weight. Default 0 (off).
    */
   minFeatures?: number;
+  /** Whether the features include character 4-grams of each word (default true: files written before the option). */
+  charGrams?: boolean;
+  /**
+   * Whether each feature rule adds its weight once, outside the 1/sqrt(n) length normalisation of the n-grams, so
+   * that a rule's evidence does not fade in a long window (true), or counts as 4 normalised occurrences (false, the
+   * default: files written before the option).
+   */
+  rulesRaw?: boolean;
+  /**
+   * Whether the weights include data-location terms (a bias and a weight per feature rule, added when the text is a
+   * `result` or a `resource`: data the agent reads rather than a message). Requires `rulesRaw`. Default false.
+   */
+  dataTerms?: boolean;
+  /**
+   * How a text is cut into scored windows (the score is the max over them): `fixed` windows of `size` characters every
+   * `step` (at word boundaries), or `sentences` merged up to at least `min` characters and cut at `max`
+   * (see features.ts `sentenceWindows`). Default `{ kind: "fixed", size: 600, step: 600 }`.
+   */
+  windows?: { kind: "fixed"; size: number; step: number } | { kind: "sentences"; min: number; max: number };
   /** Parallel arrays: bucket index and weight, for non-zero weights only. */
   index: number[];
   weight: number[];
@@ -25,14 +85,34 @@ export interface InjectionModelFile {
   meta?: Record<string, unknown>;
 }
 
+/** The outcome of {@link InjectionModel.assess}: never contains any of the text. */
+export interface InjectionAssessment {
+  /** Probability (0..1) that the text contains an injection (1 when an unambiguous phrase rule fires). */
+  score: number;
+  /** The threshold that applies to the text's kind (the score blocks when `score >= threshold`). */
+  threshold: number;
+  /** What dominated the score: the phrase rule that fired, else the feature rule with the largest positive weight. */
+  class: InjectionClass;
+}
+
 /** A loaded model. `score` is the max over windows of P(injection). */
 export class InjectionModel {
   readonly buckets: number;
   readonly bias: number;
   readonly threshold: number;
+  readonly thresholds: Readonly<Partial<Record<TextLocation["kind"], number>>>;
   readonly minFeatures: number;
+  readonly charGrams: boolean;
+  readonly rulesRaw: boolean;
+  readonly dataTerms: boolean;
+  readonly #windows: (t: string) => Array<[number, number]>;
   readonly #w: Float32Array;
   readonly #n = new Float64Array(1);
+  /** Weight of each feature rule as it enters the score (one weight with `rulesRaw`, else 4 normalised occurrences). */
+  readonly #ruleWeight: Float64Array;
+  /** The same plus its data-location weight, and the data-location bias. */
+  readonly #dataRuleWeight: Float64Array;
+  readonly #dataBias: number;
 
   constructor(file: InjectionModelFile) {
     if (file.version !== 1 || !Number.isInteger(Math.log2(file.buckets)) || file.index.length !== file.weight.length) {
@@ -41,28 +121,98 @@ export class InjectionModel {
     this.buckets = file.buckets;
     this.bias = file.bias;
     this.threshold = file.threshold;
+    this.thresholds = { ...(file.thresholds ?? {}) };
     this.minFeatures = file.minFeatures ?? 0;
+    this.charGrams = file.charGrams ?? true;
+    this.rulesRaw = file.rulesRaw ?? false;
+    this.dataTerms = (file.dataTerms ?? false) && this.rulesRaw;
+    const win = file.windows ?? { kind: "fixed", size: 600, step: 600 };
+    this.#windows = win.kind === "sentences" ? (t) => sentenceWindows(t, win.min, win.max) : (t) => windows(t, win.size, win.step);
     this.#w = new Float32Array(file.buckets);
     for (let i = 0; i < file.index.length; i++) this.#w[file.index[i]!] = file.weight[i]!;
+    this.#ruleWeight = new Float64Array(RULES.length);
+    const out = new Float64Array(1);
+    for (let r = 0; r < RULES.length; r++) this.#ruleWeight[r] = this.rulesRaw ? this.#w[ruleBucket(r, this.buckets)]! : sumFeatures("", 0, 0, 1 << r, this.#w, out, this.charGrams);
+    this.#dataRuleWeight = new Float64Array(RULES.length);
+    for (let r = 0; r < RULES.length; r++) this.#dataRuleWeight[r] = this.#ruleWeight[r]! + (this.dataTerms ? this.#w[dataRuleBucket(r, this.buckets)]! : 0);
+    this.#dataBias = this.dataTerms ? this.#w[dataBiasBucket(this.buckets)]! : 0;
+  }
+
+  /** The threshold for text of `kind` (the model's per-kind threshold, else its default). */
+  thresholdFor(kind?: TextLocation["kind"]): number {
+    return (kind !== undefined ? this.thresholds[kind] : undefined) ?? this.threshold;
   }
 
   /** Probability (0..1) that `text` contains an injection: max over its windows. */
   score(text: string): number {
+    return this.#run(text).score;
+  }
+
+  /**
+   * Score, the threshold for `kind` and the class of `text` (see {@link InjectionAssessment}). `kind`: where the text
+   * sits (default: the model's default threshold).
+   */
+  assess(text: string, kind?: TextLocation["kind"]): InjectionAssessment {
+    const data = kind === "result" || kind === "resource";
+    const { score, hard, rules } = this.#run(text, data);
+    let cls: InjectionClass = "other";
+    if (hard >= 0) cls = HARD_RULE_CLASSES[hard] ?? "other";
+    else {
+      // a goal (exfiltration, a dose, privileges ...) names the class before a cue (addressing an AI, talking about
+      // its answer), which only says that the text is aimed at a model
+      let best = 0;
+      let bestCue = 0;
+      let cue: InjectionClass = "other";
+      for (let r = 0; r < RULES.length; r++) {
+        const w = data ? this.#dataRuleWeight[r]! : this.#ruleWeight[r]!;
+        if (!(rules & (1 << r)) || RULE_CLASSES[r] === "other") continue;
+        if (CUE_RULES.has(r)) {
+          if (w > bestCue) {
+            bestCue = w;
+            cue = RULE_CLASSES[r]!;
+          }
+        } else if (w > best) {
+          best = w;
+          cls = RULE_CLASSES[r]!;
+        }
+      }
+      if (best === 0) cls = cue;
+    }
+    return { score, threshold: this.thresholdFor(kind), class: cls };
+  }
+
+  /**
+   * The score, the first hard rule that fired (-1: none) and the feature rules of the best window. `data`: the text is
+   * data the agent reads (a result or a resource), which adds the data-location terms when the model has them.
+   */
+  #run(text: string, data = false): { score: number; hard: number; rules: number } {
+    const ruleWeight = data ? this.#dataRuleWeight : this.#ruleWeight;
+    const bias = data ? this.bias + this.#dataBias : this.bias;
     const t = normalizeForInjection(text);
     const gates = ruleGates(t);
-    if (hardRuleHit(t, gates)) return 1;
-    const hits = ruleHits(t, gates);
+    if (hardRuleHit(t, gates)) {
+      for (let r = 0; r < HARD_RULES.length; r++) if (gates.hard & (1 << r) && HARD_RULES[r]!.test(t)) return { score: 1, hard: r, rules: 0 };
+    }
+    const wins = this.#windows(t);
+    const masks = windowRules(t, wins, gates);
     let best = 0;
-    for (const [a, b] of windows(t)) {
-      const sum = sumFeatures(t, a, b, rulesIn(hits, a, b), this.#w, this.#n);
+    let bestRules = 0;
+    for (let k = 0; k < wins.length; k++) {
+      const [a, b] = wins[k]!;
+      const rules = masks[k]!;
+      const sum = sumFeatures(t, a, b, this.rulesRaw ? 0 : rules, this.#w, this.#n, this.charGrams);
       const n = this.#n[0]!;
       if (n === 0) continue;
       // features are weighted 1/sqrt(n) in training; a short window keeps that weighting but no more than 1/sqrt(minFeatures)
-      const z = this.bias + sum / Math.sqrt(n < this.minFeatures ? this.minFeatures : n);
+      let z = bias + sum / Math.sqrt(n < this.minFeatures ? this.minFeatures : n);
+      if (this.rulesRaw) for (let r = 0; rules >>> r !== 0; r++) if (rules & (1 << r)) z += ruleWeight[r]!;
       const p = 1 / (1 + Math.exp(-z));
-      if (p > best) best = p;
+      if (p > best) {
+        best = p;
+        bestRules = rules;
+      }
     }
-    return best;
+    return { score: best, hard: -1, rules: bestRules };
   }
 }
 

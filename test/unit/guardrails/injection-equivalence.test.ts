@@ -10,9 +10,22 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { HARD_RULE_GATES, HARD_RULES, RULE_GATES, RULES, hardRuleHit, normalizeForInjection, ruleHits, rulesIn, sumFeatures, windows } from "../../../src/guardrails/injection/features.js";
+import {
+  HARD_RULE_GATES,
+  HARD_RULES,
+  RULE_GATES,
+  RULES,
+  hardRuleHit,
+  normalizeForInjection,
+  ruleHits,
+  rulesIn,
+  sentenceWindows,
+  sumFeatures,
+  windowRules,
+  windows,
+} from "../../../src/guardrails/injection/features.js";
 import { loadInjectionModel } from "../../../src/guardrails/injection/model.js";
-import { RefModel, refHardRuleHit, refNormalize, refRuleHits, refRulesIn, refSumFeatures, refWindows } from "./injection-reference.js";
+import { RefModel, refHardRuleHit, refNormalize, refRuleHits, refRulesIn, refSentenceWindows, refSumFeatures, refWindowRules, refWindows } from "./injection-reference.js";
 
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../..");
 const data = path.resolve(repo, "../shared/data");
@@ -44,9 +57,19 @@ function differences(text: string): string[] {
     const s = sumFeatures(t, a, b, rulesIn(hits, a, b), ref.weights, out);
     const r = refSumFeatures(t, a, b, refRulesIn(refHits, a, b), ref.weights, refOut);
     if (!Object.is(s, r) || out[0] !== refOut[0]) diff.push(`sumFeatures[${a},${b})`);
+    const sw = sumFeatures(t, a, b, rulesIn(hits, a, b), ref.weights, out, false);
+    const rw = refSumFeatures(t, a, b, refRulesIn(refHits, a, b), ref.weights, refOut, false);
+    if (!Object.is(sw, rw) || out[0] !== refOut[0]) diff.push(`sumFeatures(words only)[${a},${b})`);
   }
   if (JSON.stringify(windows(t)) !== JSON.stringify(refWindows(t))) diff.push("windows");
+  for (const [min, max] of [[120, 400], [40, 90]] as const) {
+    if (JSON.stringify(sentenceWindows(t, min, max)) !== JSON.stringify(refSentenceWindows(t, min, max))) diff.push(`sentenceWindows(${min},${max})`);
+  }
+  for (const wins of [windows(t), sentenceWindows(t)]) {
+    if (JSON.stringify(Array.from(windowRules(t, wins))) !== JSON.stringify(refWindowRules(t, wins))) diff.push("windowRules");
+  }
   if (!Object.is(model.score(text), ref.score(text))) diff.push("score");
+  if (!Object.is(model.assess(text, "result").score, ref.score(text, true))) diff.push("score(result)");
   return diff;
 }
 
@@ -132,6 +155,6 @@ describe("the rules the shipped weights were trained with", () => {
     const digest = createHash("sha256")
       .update(JSON.stringify([HARD_RULES.map((r) => [r.source, r.flags]), RULES.map(([n, r]) => [n, r.source, r.flags])]))
       .digest("hex");
-    expect(digest).toBe("54212122b58a88e5471b893af0e7f5def81873f393f5f473cc3715cbd896f8d6");
+    expect(digest).toBe("1809ec373ba67863e8eb6202b17ad3ce9dba16ed8c8a1589ef332e8dcbbe6584");
   });
 });

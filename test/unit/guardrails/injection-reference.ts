@@ -53,6 +53,59 @@ export function refRuleHits(t: string): Array<[number, number]> {
   return hits;
 }
 
+/** The reference of features.ts `sentenceWindows` (its first, character-by-character version). */
+export function refSentenceWindows(t: string, min = 120, max = 400): Array<[number, number]> {
+  const n = t.length;
+  if (n <= min) return [[0, n]];
+  const out: Array<[number, number]> = [];
+  let a = 0;
+  let i = 0;
+  while (i < n) {
+    const c = t.charCodeAt(i);
+    i++;
+    const end = c === 10 || ((c === 46 || c === 33 || c === 63 || c === 59) && (i >= n || t.charCodeAt(i) === 32 || t.charCodeAt(i) === 10));
+    if (end && i - a >= min) {
+      out.push([a, i]);
+      a = i;
+    } else if (i - a >= max) {
+      // cut at the last space after a + min (searched backwards from i, never further: linear time)
+      let sp = i - 1;
+      while (sp > a + min && t.charCodeAt(sp) !== 32) sp--;
+      const b = sp > a + min ? sp : i;
+      out.push([a, b]);
+      a = b;
+      i = b;
+    }
+  }
+  if (a < n) {
+    // a short tail joins the window before it
+    if (n - a < min && out.length > 0) out[out.length - 1]![1] = n;
+    else out.push([a, n]);
+  }
+  return out;
+}
+
+/**
+ * The reference of features.ts `windowRules`: for each window, the rules with a match STARTING inside it, found by
+ * trying each rule (sticky) at every position of the text (quadratic-free but slow: one attempt per position and rule).
+ */
+export function refWindowRules(t: string, wins: ReadonlyArray<readonly [number, number]>): number[] {
+  const masks = wins.map(() => 0);
+  for (let r = 0; r < RULES.length; r++) {
+    const y = new RegExp(RULES[r]![1].source, RULES[r]![1].flags.replace("g", "") + "y");
+    // starts[i]: number of match starts before position i
+    const starts = new Int32Array(t.length + 1);
+    for (let i = 0; i < t.length; i++) {
+      y.lastIndex = i;
+      starts[i + 1] = starts[i]! + (y.test(t) ? 1 : 0);
+    }
+    wins.forEach(([a, b], k) => {
+      if (starts[b]! - starts[a]! > 0) masks[k]! |= 1 << r;
+    });
+  }
+  return masks;
+}
+
 export function refRulesIn(hits: Array<[number, number]>, from: number, to: number): number {
   let mask = 0;
   for (const [r, at] of hits) if (at >= from && at < to) mask |= 1 << r;
@@ -79,7 +132,7 @@ export function refWindows(t: string, size = 600, step = 600): Array<[number, nu
   return out;
 }
 
-export function refSumFeatures(t: string, from: number, to: number, rules: number, weights: Float32Array, out: Float64Array): number {
+export function refSumFeatures(t: string, from: number, to: number, rules: number, weights: Float32Array, out: Float64Array, charGrams = true): number {
   const mask = weights.length - 1;
   let sum = 0;
   let n = 0;
@@ -108,7 +161,7 @@ export function refSumFeatures(t: string, from: number, to: number, rules: numbe
       sum += weights[fnv(h, t, s, e) & mask]!;
       n++;
     }
-    if (e - s >= 2) {
+    if (charGrams && e - s >= 2) {
       const w0 = s - 1;
       const w1 = e + 1;
       for (let k = w0; k + 4 <= w1; k++) {
@@ -134,15 +187,21 @@ export function refSumFeatures(t: string, from: number, to: number, rules: numbe
   return sum;
 }
 
-/** The reference `InjectionModel.score`. */
+/**
+ * The reference `InjectionModel.score`, with the model options added after the optimisation done the plain way:
+ * `charGrams`, `rulesRaw` (each rule's weight added once, outside the length normalisation), `dataTerms` (a bias
+ * and per-rule weights for data text) and `windows` (fixed or sentence windows).
+ */
 export class RefModel {
   readonly bias: number;
   readonly minFeatures: number;
   readonly weights: Float32Array;
+  readonly #file: InjectionModelFile;
   readonly #n = new Float64Array(1);
 
   constructor(file: string) {
     const m = JSON.parse(readFileSync(file, "utf8")) as InjectionModelFile;
+    this.#file = m;
     this.bias = m.bias;
     // the model's floor on a window's feature count (a model parameter added after the optimisation)
     this.minFeatures = m.minFeatures ?? 0;
@@ -150,16 +209,34 @@ export class RefModel {
     for (let i = 0; i < m.index.length; i++) this.weights[m.index[i]!] = m.weight[i]!;
   }
 
-  score(text: string): number {
+  /** `data`: the text is a result or a resource (adds the data-location terms when the model has them). */
+  score(text: string, data = false): number {
+    const f = this.#file;
+    const charGrams = f.charGrams ?? true;
+    const rulesRaw = f.rulesRaw ?? false;
+    const dataTerms = (f.dataTerms ?? false) && rulesRaw && data;
+    const mask = this.weights.length - 1;
     const t = refNormalize(text);
     if (refHardRuleHit(t)) return 1;
-    const hits = refRuleHits(t);
+    const win = f.windows ?? { kind: "fixed", size: 600, step: 600 };
+    const wins = win.kind === "sentences" ? refSentenceWindows(t, win.min, win.max) : refWindows(t, win.size, win.step);
+    const masks = refWindowRules(t, wins);
     let best = 0;
-    for (const [a, b] of refWindows(t)) {
-      const sum = refSumFeatures(t, a, b, refRulesIn(hits, a, b), this.weights, this.#n);
+    for (const [k, [a, b]] of wins.entries()) {
+      const rules = masks[k]!;
+      const sum = refSumFeatures(t, a, b, rulesRaw ? 0 : rules, this.weights, this.#n, charGrams);
       const n = this.#n[0]!;
       if (n === 0) continue;
-      const z = this.bias + sum / Math.sqrt(Math.max(n, this.minFeatures));
+      // (sums in the model's order, so that the floating-point result is the same)
+      const bias = dataTerms ? this.bias + this.weights[fnv(SEED_RULE, "data:bias") & mask]! : this.bias;
+      let z = bias + sum / Math.sqrt(Math.max(n, this.minFeatures));
+      if (rulesRaw) {
+        for (let r = 0; r < RULES.length; r++) {
+          if (!(rules & (1 << r))) continue;
+          const w = this.weights[fnv(SEED_RULE, RULES[r]![0]) & mask]!;
+          z += dataTerms ? w + this.weights[fnv(SEED_RULE, "data:" + RULES[r]![0]) & mask]! : w;
+        }
+      }
       const p = 1 / (1 + Math.exp(-z));
       if (p > best) best = p;
     }
