@@ -1,6 +1,7 @@
 /**
  * `npm run demo -- --serve`: the authorization server and both agents, kept running until SIGINT / SIGTERM, with one
- * JSON line on stdout naming their URLs, so other MCP clients (MCP Inspector, your own) can connect.
+ * JSON line on stdout naming their URLs, so other MCP clients (MCP Inspector, your own) can connect, then a readable
+ * banner: the URLs, which client has which scopes, and a token command and a `curl` that work as printed.
  */
 import { mkdir, writeFile } from "node:fs/promises";
 import path from "node:path";
@@ -39,6 +40,10 @@ export async function serveDemo(options: { dataDir: string; store: StoreLocation
     privateJwk: auth.server.clients[c.clientId]?.privateJwk,
   }));
   await writeFile(clientsFile, `${JSON.stringify({ tokenEndpoint: auth.server.tokenEndpoint, clients }, null, 2)}\n`, { mode: 0o600 });
+  // one private JWK per client, for `hmcp token --private-key` (owner-only, this run only)
+  const keysDir = path.join(auditDir, "client-keys");
+  await mkdir(keysDir, { recursive: true, mode: 0o700 });
+  for (const c of clients) if (c.privateJwk) await writeFile(path.join(keysDir, `${c.clientId}.jwk`), `${JSON.stringify(c.privateJwk)}\n`, { mode: 0o600 });
   process.stdout.write(
     `${JSON.stringify({
       issuer: auth.issuer,
@@ -54,6 +59,18 @@ export async function serveDemo(options: { dataDir: string; store: StoreLocation
       clients: clientsFile,
     })}\n`,
   );
+  process.stdout.write(
+    serveBanner({
+      issuer: auth.issuer,
+      emrUrl: agents.emrUrl,
+      patientDataUrl: agents.patientDataUrl,
+      clients: demoClients(boundPatient),
+      keysDir,
+      auditDir,
+      publicKeyFile,
+      anchorsFile,
+    }),
+  );
   await new Promise<void>((resolve) => {
     process.once("SIGINT", () => resolve());
     process.once("SIGTERM", () => resolve());
@@ -62,4 +79,37 @@ export async function serveDemo(options: { dataDir: string; store: StoreLocation
   await auth.stop();
   await audit.close();
   return 0;
+}
+
+const shq = (v: string) => (/^[\w./:@=-]+$/.test(v) ? v : `'${v.replace(/'/g, `'\\''`)}'`);
+
+/** The readable part of `--serve`'s output (after its JSON line): what a person needs to make a first call. */
+export function serveBanner(o: {
+  issuer: string;
+  emrUrl: string;
+  patientDataUrl: string;
+  clients: Array<{ clientId: string; scopes: string[]; patient?: string }>;
+  keysDir: string;
+  auditDir: string;
+  publicKeyFile: string;
+  anchorsFile: string;
+}): string {
+  const orchestrator = o.clients.find((c) => c.clientId === "orchestrator") ?? o.clients[0]!;
+  const width = Math.max(...o.clients.map((c) => c.clientId.length));
+  const initialize = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "curl", version: "1" } } });
+  return [
+    "",
+    "HMCP demo agents are serving (Ctrl-C stops them):",
+    `  EMR-writeback agent   ${o.emrUrl}   (tool sampling_createMessage for hosts without sampling)`,
+    `  patient-data agent    ${o.patientDataUrl}`,
+    `  authorization server  ${o.issuer}   (SMART discovery: ${o.issuer}/.well-known/smart-configuration)`,
+    "clients (private_key_jwt; their keys: " + o.keysDir + "):",
+    ...o.clients.map((c) => `  ${c.clientId.padEnd(width)}  ${c.scopes.join(" ")}${c.patient !== undefined ? `  (bound to patient ${c.patient})` : ""}`),
+    "a token and a first call, as printed:",
+    `  TOKEN=$(npm run -s hmcp -- token --issuer ${o.issuer} --client-id ${orchestrator.clientId} --private-key ${shq(path.join(o.keysDir, `${orchestrator.clientId}.jwk`))} --resource ${o.emrUrl} --scope ${shq(orchestrator.scopes.join(" "))})`,
+    `  curl -s -H "authorization: Bearer $TOKEN" -H 'content-type: application/json' -H 'accept: application/json, text/event-stream' -d ${shq(initialize)} ${o.emrUrl}`,
+    "audit trail:",
+    `  npm run hmcp -- audit verify ${shq(o.auditDir)} --key ${shq(o.publicKeyFile)} --anchors ${shq(o.anchorsFile)}   (after Ctrl-C)`,
+    "",
+  ].join("\n");
 }

@@ -2,7 +2,7 @@
  * `npm run demo -- --serve`: one JSON line with the URLs; the endpoints answer (metadata public, MCP behind a bearer
  * token); SIGTERM stops everything and the process exits 0.
  */
-import { spawn } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
 import { readFile, stat } from "node:fs/promises";
 import path from "node:path";
 import type { JWK } from "jose";
@@ -26,15 +26,16 @@ describe("demo --serve", () => {
     });
     child.stderr.resume();
     const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
-    const line = await new Promise<string>((resolve, reject) => {
+    // the JSON line, then the readable banner (which ends with the audit trail's verify line)
+    const printed = await new Promise<string>((resolve, reject) => {
       let buf = "";
       child.stdout.setEncoding("utf8").on("data", (d: string) => {
         buf += d;
-        const i = buf.indexOf("\n");
-        if (i >= 0) resolve(buf.slice(0, i));
+        if (/\(after Ctrl-C\)\n/.test(buf)) resolve(buf);
       });
       void exited.then((code) => reject(new Error(`demo --serve exited early with ${code}`)));
     });
+    const line = printed.slice(0, printed.indexOf("\n"));
     const info = JSON.parse(line) as {
       issuer: string;
       agents: { emrWriteback: { mcp: string; protectedResourceMetadata: string }; patientData: { mcp: string; protectedResourceMetadata: string } };
@@ -66,6 +67,13 @@ describe("demo --serve", () => {
     await client.connect({ type: "http", url: info.agents.patientData.mcp });
     expect(client.serverCapability?.sampling).toBe(true);
     await client.close();
+    // the banner names each client's scopes, and its token command and curl work as printed (run by bash)
+    expect(printed).toMatch(/^ {2}reader +hmcp:sample hmcp:read system\/\*\.rs$/m);
+    const tokenLine = printed.split("\n").find((l) => l.trim().startsWith("TOKEN=$("))!.trim();
+    const curlLine = printed.split("\n").find((l) => l.trim().startsWith("curl "))!.trim();
+    const answer = execFileSync("bash", ["-c", `set -e\n${tokenLine}\n${curlLine}`], { cwd: repoRoot, encoding: "utf8", env: { ...process.env, NODE_OPTIONS: "" } });
+    expect(answer).toContain('"serverInfo":{"name":"emr-writeback"');
+    expect(answer).toContain('"samplingTool":"sampling_createMessage"');
     child.kill("SIGTERM");
     expect(await exited).toBe(0);
     const { verifyAuditFiles, expandAuditPaths } = await import("hmcp");

@@ -80,7 +80,7 @@ describe("guardrails through HMCPServer / HMCPClient", () => {
       reason: "prompt_injection",
       reasonClass: "instruction_override",
       score: 1,
-      threshold: (err as McpError).data.threshold,
+      threshold: ((err as McpError).data as { threshold: number }).threshold,
     });
     // a clean request still passes
     const ok = await client.ask("What is the latest potassium value?");
