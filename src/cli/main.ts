@@ -3,12 +3,13 @@
  * The `hmcp` command: `hmcp audit verify|query|export`, `hmcp guardrails eval`.
  * Exit codes: 0 success, 1 check failed (e.g. a broken audit chain), 2 usage error.
  */
+import { readFileSync } from "node:fs";
 import { runAuditCommand } from "./audit-command.js";
 import { runGuardrailsCommand } from "./guardrails-command.js";
 import { DEV_AUTH_USAGE, runDevAuthServerCommand } from "./dev-auth-command.js";
 import { runTokenCommand, TOKEN_USAGE } from "./token-command.js";
 
-const USAGE = `usage: hmcp <command> ...   (hmcp audit --help, hmcp guardrails --help: every option)
+const USAGE = `usage: hmcp <command> ...   (hmcp audit --help, hmcp guardrails --help: every option; hmcp --version)
   hmcp audit verify <files or dirs...> [--key <public JWK or JWK Set file>]
   hmcp audit query [--patient ID] [--actor ID] [--outcome O] [--method M] [--since T] [--until T] [--format table|json] <files or dirs...>
   hmcp audit export --format fhir <files or dirs...>
@@ -34,6 +35,11 @@ export async function main(argv: string[], io: { out: (s: string) => void; err: 
       return runDevAuthServerCommand(rest, io);
     case "token":
       return runTokenCommand(rest, io);
+    case "--version":
+    case "-v":
+    case "version":
+      io.out(packageVersion());
+      return 0;
     case undefined:
     case "help":
     case "--help":
@@ -44,4 +50,17 @@ export async function main(argv: string[], io: { out: (s: string) => void; err: 
       io.err(`hmcp: unknown command '${command}'\n${USAGE}`);
       return 2;
   }
+}
+
+/** This package's version, from its package.json (two folders up from src/cli and from dist/src/cli alike). */
+function packageVersion(): string {
+  for (const up of ["../../package.json", "../../../package.json"]) {
+    try {
+      const pkg = JSON.parse(readFileSync(new URL(up, import.meta.url), "utf8")) as { name?: string; version?: string };
+      if (pkg.name === "hmcp" && typeof pkg.version === "string") return pkg.version;
+    } catch {
+      // not there: try the next
+    }
+  }
+  return "unknown";
 }

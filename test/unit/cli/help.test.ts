@@ -35,4 +35,13 @@ describe("hmcp --help", () => {
     expect(r.code).toBe(2);
     expect(r.err).toMatch(/unknown command 'frobnicate'/);
   });
+
+  it("--version prints the package's version", async () => {
+    const { readFileSync } = await import("node:fs");
+    const pkg = JSON.parse(readFileSync(new URL("../../../package.json", import.meta.url), "utf8")) as { version: string };
+    for (const flag of ["--version", "-v"]) {
+      const r = await run([flag]);
+      expect([r.code, r.out, r.err]).toEqual([0, pkg.version, ""]);
+    }
+  });
 });
