@@ -270,7 +270,7 @@ export function createClientCredentialsTokenProvider(options: ClientCredentialsO
         const code = e.cause.map((c) => c.parameters.error).find((x): x is string => typeof x === "string" && /^[\x20-\x7e]{1,64}$/.test(x));
         if (code !== undefined) throw new TokenRequestError("token_request_failed", `Token request refused: ${code}`, { oauthError: code, status: e.status, cause: e });
       }
-      throw new TokenRequestError("token_request_failed", "Token request failed", { cause: e });
+      throw new TokenRequestError("token_request_failed", `Token request failed (${failureKind(e)})`, { cause: e });
     }
     if (result.token_type !== "bearer") {
       throw new TokenRequestError("token_request_failed", `Unsupported token_type "${result.token_type}" (only Bearer)`);
@@ -294,4 +294,16 @@ export function createClientCredentialsTokenProvider(options: ClientCredentialsO
       cached = undefined;
     },
   };
+}
+
+/**
+ * What kind of failure `e` is, for a message an operator can act on: the error's name and, for the token client's own
+ * errors, its code (e.g. `TimeoutError`, `TypeError: fetch failed`, `OperationProcessingError
+ * OAUTH_RESPONSE_IS_NOT_CONFORM`). Never the response body nor the request: they may carry credentials.
+ */
+function failureKind(e: unknown): string {
+  if (!(e instanceof Error)) return "unknown error";
+  const code = (e as { code?: unknown }).code;
+  const why = e.name === "TypeError" && e.message === "fetch failed" ? "TypeError: fetch failed (the authorization server did not answer)" : e.name;
+  return typeof code === "string" && /^[A-Z0-9_]{2,64}$/.test(code) ? `${why} ${code}` : why;
 }

@@ -1,13 +1,14 @@
 /**
  * `hmcp token --issuer <url> --client-id <id> (--client-secret <s> | --private-key <jwk file>) [--resource <url>]
- *   [--scope "<scopes>"] [--insecure]`
+ *   [--scope "<scopes>"] [--timeout-ms N] [--insecure]`
  *
  * Gets an access token with the OAuth 2.0 client credentials grant (RFC 6749 §4.4, through
  * `createClientCredentialsTokenProvider`: authorization server metadata discovery, RFC 8707 `resource`) and prints it
  * alone on stdout, so `TOKEN=$(hmcp token ...)` works. `--client-secret` may instead come from the environment
  * variable `HMCP_CLIENT_SECRET` (keeps it out of the shell history); `--private-key` names a file holding the client's
  * private JWK (private_key_jwt, as SMART Backend Services profiles it). An http issuer is allowed on loopback
- * (127.0.0.1, ::1, localhost) only, unless `--insecure`. Errors name the cause (the authorization server's OAuth
+ * (127.0.0.1, ::1, localhost) only, unless `--insecure`. `--timeout-ms`: per HTTP request (discovery, token), default
+ * 30,000 ms. Errors name the cause (the authorization server's OAuth
  * error code) and never print the secret. Exit codes: 0 printed, 1 no token (refused or unreachable), 2 usage.
  */
 import { readFileSync } from "node:fs";
@@ -17,7 +18,7 @@ import { createClientCredentialsTokenProvider, TokenRequestError, type ClientAut
 type IO = { out: (s: string) => void; err: (s: string) => void };
 
 export const TOKEN_USAGE =
-  'usage: hmcp token --issuer <url> --client-id <id> (--client-secret <secret> | --private-key <private JWK file>) [--resource <url>] [--scope "<scopes>"] [--insecure]';
+  'usage: hmcp token --issuer <url> --client-id <id> (--client-secret <secret> | --private-key <private JWK file>) [--resource <url>] [--scope "<scopes>"] [--timeout-ms N] [--insecure]';
 
 const LOOPBACK = new Set(["127.0.0.1", "localhost", "[::1]"]);
 
@@ -36,11 +37,13 @@ export async function runTokenCommand(argv: string[], io: IO, env: NodeJS.Proces
       continue;
     }
     const v = argv[i + 1];
-    if (!["--issuer", "--client-id", "--client-secret", "--private-key", "--resource", "--scope"].includes(a)) return usage(io, `unknown option ${a}`);
+    if (!["--issuer", "--client-id", "--client-secret", "--private-key", "--resource", "--scope", "--timeout-ms"].includes(a)) return usage(io, `unknown option ${a}`);
     if (v === undefined || v.startsWith("--")) return usage(io, `option ${a} needs a value`);
     opts[a.slice(2)] = v;
     i++;
   }
+  const timeoutMs = opts["timeout-ms"] === undefined ? 30_000 : Number(opts["timeout-ms"]);
+  if (!Number.isInteger(timeoutMs) || timeoutMs <= 0) return usage(io, "--timeout-ms must be a positive integer (milliseconds)");
   const issuer = opts["issuer"];
   const clientId = opts["client-id"];
   if (!issuer || !clientId) return usage(io, "--issuer and --client-id are required");
@@ -74,6 +77,7 @@ export async function runTokenCommand(argv: string[], io: IO, env: NodeJS.Proces
       ...(opts["scope"] !== undefined && { scope: opts["scope"] }),
       ...(opts["resource"] !== undefined && { resource: opts["resource"] }),
       allowInsecureRequests: url.protocol === "http:",
+      timeoutMs,
     });
     io.out(await provider.getToken());
     return 0;
