@@ -98,7 +98,7 @@ function sections(file: string): Map<string, string[]> {
 }
 
 /** Family of a hand-written benign line: its kind and first two content words (fillers and "you are a" dropped). */
-function lineFamily(kind: string, text: string): string {
+export function lineFamily(kind: string, text: string): string {
   const words = text
     .toLowerCase()
     .replace(/^(?:system:|instructions:|role:)\s*/, "")
@@ -348,6 +348,43 @@ export function buildInjectionCorpus(dataDir = path.resolve(repo, "../shared/dat
           const payload = fill(r, t.text);
           rows.push({ kind, label: 1, goal: t.goal, family: t.family, split, ...(t.composed ? { composed: true } : {}), arrival: "result", ...(role ? { role } : {}), carrier: f.family, payload, text: fill(r, f.text.replace("{payload}", payload)) });
         }
+      }
+    }
+  }
+
+  // more written attack templates (attacks-extra.txt), added after every other row with a generator of their own, so
+  // that the rows above (and the held-out split) are the same with or without them; only templates whose family falls
+  // in dev are used, planted in dev carriers only: they add development rows, never held-out ones
+  const r2 = rng(20261127);
+  const extra: Array<{ goal: AttackGoal; text: string; family: string }> = [];
+  for (const [goal, lines] of sections("attacks-extra.txt")) for (const text of lines) if (splitOf(`attack:${text}`) === "dev") extra.push({ goal: goal as AttackGoal, text, family: `attack:${text}` });
+  const devNotes = notes.filter((n) => splitOf(`mtsamples:${n.id}`) === "dev");
+  const devPatients = patients.filter((f) => splitOf(`synthea:${f}`) === "dev");
+  const devFrames = (section: string) => (frames.get(section) ?? []).filter((text) => splitOf(`frame:${text}`) === "dev");
+  for (const t of extra) {
+    for (let k = 0; k < 4; k++) {
+      const note = pick(r2, devNotes);
+      const payload = pick(r2, NOTE_WRAP).replace("{p}", fill(r2, t.text));
+      const text = plant(r2, note.transcription, payload, 400 + Math.floor(r2() * 2600));
+      rows.push({ kind: "indirect-note", label: 1, goal: t.goal, family: t.family, split: "dev", arrival: "message", carrier: `mtsamples:${note.id}`, payload, text });
+    }
+    for (let k = 0; k < 4; k++) {
+      const patient = devPatients[Math.floor(r2() * devPatients.length)]!;
+      const own = resourcesBy.get(patient)!;
+      const ctx = Array.from({ length: 1 + Math.floor(r2() * 4) }, () => pick(r2, own));
+      const payload = fill(r2, t.text);
+      const one = withNote(pick(r2, own), payload);
+      const text = r2() < 0.7 ? JSON.stringify(one) : JSON.stringify({ resourceType: "Bundle", type: "collection", entry: [...ctx, one].map((x) => ({ resource: x })) });
+      rows.push({ kind: "indirect-fhir", label: 1, goal: t.goal, family: t.family, split: "dev", arrival: r2() < 0.5 ? "result" : "resource", carrier: `synthea:${patient}`, payload, text });
+    }
+    for (const [section, kind, role] of [
+      ["tool-result", "indirect-tool-result", undefined],
+      ["agent-answer", "indirect-agent-answer", "assistant"],
+    ] as const) {
+      for (let k = 0; k < 3; k++) {
+        const f = pick(r2, devFrames(section));
+        const payload = fill(r2, t.text);
+        rows.push({ kind, label: 1, goal: t.goal, family: t.family, split: "dev", arrival: "result", ...(role ? { role } : {}), carrier: `frame:${f}`, payload, text: fill(r2, f.replace("{payload}", payload)) });
       }
     }
   }

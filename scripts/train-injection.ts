@@ -22,17 +22,18 @@
  *
  * Run: npx tsx scripts/train-injection.ts [dataDir]            (train, cross-validate, write the weights)
  *      npx tsx scripts/train-injection.ts --holdout            (held-out figures of the shipped weights)
- * Env (defaults are what the shipped weights used): HMCP_L2 (comma list; 1e-4,3e-4), HMCP_CHARGRAMS (1 = with character
- * 4-grams; 0), HMCP_DATA_TERMS (0 = without data-location terms; 1), HMCP_SENTENCES (0 = fixed windows of HMCP_WINDOW
- * every HMCP_STEP characters; 1, sentences merged to HMCP_SENT_MIN..HMCP_SENT_MAX = 120..400), HMCP_EPOCHS (20),
+ * Env (defaults are what the shipped weights used): HMCP_L2 (comma list; 1e-5,3e-6), HMCP_CHARGRAMS (1 = with character
+ * 4-grams; 0), HMCP_DATA_TERMS (0 = without data-location terms; 1), HMCP_DOC_TERMS (0 = without document terms; 1),
+ * HMCP_SENTENCES (0 = fixed windows of HMCP_WINDOW every HMCP_STEP characters; 1, sentences merged to
+ * HMCP_SENT_MIN..HMCP_SENT_MAX = 70..400), HMCP_EPOCHS (20),
  * HMCP_MIN_FEATURES (30), HMCP_POS_WEIGHT (1.3), HMCP_FP_COST (4), HMCP_TRAIN_DEBUG (dist | curve | fp | 1:
- * diagnostics on the dev folds).
+ * diagnostics on the dev folds), HMCP_MODEL_OUT (where the weights are written; guardrails/data/injection-model.json).
  */
 import { createHash } from "node:crypto";
 import { writeFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { DEFAULT_BUCKETS, RULES, dataBiasBucket, dataRuleBucket, forEachFeature, hardRuleHit, normalizeForInjection, ruleBucket, sentenceWindows, windowRules, windows } from "../src/guardrails/injection/features.js";
+import { DEFAULT_BUCKETS, RULES, dataBiasBucket, dataRuleBucket, docBiasBucket, docRuleBucket, forEachFeature, hardRuleHit, normalizeForInjection, ruleBucket, sentenceWindows, windowRules, windows } from "../src/guardrails/injection/features.js";
 import { loadInjectionModel } from "../src/guardrails/injection/model.js";
 import { ATTACK_KINDS, BENIGN_KINDS, buildInjectionCorpus, type CorpusRow } from "./build-injection-corpus.js";
 
@@ -46,12 +47,13 @@ const CHAR_GRAMS = (process.env["HMCP_CHARGRAMS"] ?? "0") === "1";
 const WINDOW = Number(process.env["HMCP_WINDOW"] ?? 600);
 const STEP = Number(process.env["HMCP_STEP"] ?? WINDOW);
 const SENTENCES = (process.env["HMCP_SENTENCES"] ?? "1") === "1";
-const SENT_MIN = Number(process.env["HMCP_SENT_MIN"] ?? 120);
+const SENT_MIN = Number(process.env["HMCP_SENT_MIN"] ?? 70);
 const SENT_MAX = Number(process.env["HMCP_SENT_MAX"] ?? 400);
 const POS_WEIGHT = Number(process.env["HMCP_POS_WEIGHT"] ?? 1.3);
 const DATA_TERMS = (process.env["HMCP_DATA_TERMS"] ?? "1") === "1";
 const EPOCHS = Number(process.env["HMCP_EPOCHS"] ?? 20);
-const MODEL_OUT = path.join(repo, "guardrails/data/injection-model.json");
+const DOC_TERMS = (process.env["HMCP_DOC_TERMS"] ?? "1") === "1";
+const MODEL_OUT = process.env["HMCP_MODEL_OUT"] ?? path.join(repo, "guardrails/data/injection-model.json");
 
 /** Which arrival group a row's threshold comes from. */
 const group = (r: CorpusRow): "message" | "result" => (r.arrival === "result" || r.arrival === "resource" ? "result" : "message");
@@ -95,6 +97,11 @@ function vectorize(text: string, payload: string | undefined, data: boolean): Do
     // feature rules: weight 1 each, outside the length normalisation (the model's `rulesRaw`)
     const rules = masks[w]!;
     for (let r = 0; r < RULES.length; r++) if (rules & (1 << r)) counts.set(ruleBucket(r, B), (counts.get(ruleBucket(r, B)) ?? 0) + 1);
+    // document terms (the model's `docTerms`): a bias and each rule again, for texts of more than one window
+    if (DOC_TERMS && wins.length > 1) {
+      counts.set(docBiasBucket(B), (counts.get(docBiasBucket(B)) ?? 0) + 1);
+      for (let r = 0; r < RULES.length; r++) if (rules & (1 << r)) counts.set(docRuleBucket(r, B), (counts.get(docRuleBucket(r, B)) ?? 0) + 1);
+    }
     // data-location terms (the model's `dataTerms`): a bias and each rule again, for results and resources
     if (data) {
       counts.set(dataBiasBucket(B), (counts.get(dataBiasBucket(B)) ?? 0) + 1);
@@ -254,7 +261,7 @@ function trainAndWrite(): void {
   }));
   console.log(`dev docs: ${docs.length} (vectorised in ${Date.now() - t0} ms; char 4-grams ${CHAR_GRAMS ? "on" : "off"})`);
 
-  const l2s = (process.env["HMCP_L2"] ?? "1e-4,3e-4").split(",").map(Number);
+  const l2s = (process.env["HMCP_L2"] ?? "1e-5,3e-6").split(",").map(Number);
   let best: { l2: number; message: number; result: number; recall: number; shortfall: number; figures: Record<string, KindFigure> } | undefined;
   for (const l2 of l2s) {
     const held: Array<{ d: Doc; s: number }> = [];
@@ -324,6 +331,7 @@ function trainAndWrite(): void {
     charGrams: CHAR_GRAMS,
     rulesRaw: true,
     dataTerms: DATA_TERMS,
+    docTerms: DOC_TERMS,
     windows: SENTENCES ? { kind: "sentences", min: SENT_MIN, max: SENT_MAX } : { kind: "fixed", size: WINDOW, step: STEP },
     index,
     weight,

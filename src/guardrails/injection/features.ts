@@ -28,7 +28,7 @@ export const RULES: ReadonlyArray<readonly [string, RegExp]> = [
   ["praise_pivot", /\b(?:well done|good job|very good|excellent|great|super|gut gemacht|sehr gut|ausgezeichnet|toll|wow|congratulations|herzlichen glückwunsch|bravo|superbly done)\b.{0,60}\b(?:now|but now|jetzt|nun|next|further|weitere|neue|new)\b/],
   // text that addresses an AI reader ("Note to the AI:", "Assistant, ...", "if you are a language model"): ordinary
   // in a caller's message, a strong sign of an injection inside a record, a tool result or a peer's answer
-  ["ai_address", /(?:^|[.!?:;>\][(\n"'-]\s*)(?:(?:the|dear|hey|attention|achtung|ai|llm|ki) )?(?:ai|assistant|agent|model|llm|chatbot|bot|ki|ia|ki-assistent|asistente(?: de ia)?|automated (?:systems?|readers?))\s?[:,]|\b(?:note|message|instructions?|hinweis|nota)\s(?:to|for|an|para|pour)\s(?:the\s|any\s|all\s|die\s|la\s|l')?(?:ai|ia|ki|assistant|agent|model|llm|language model)\b|\bif you are (?:an? )?(?:ai|language model|llm|assistant|agent|bot)\b|\b(?:any|all|every) (?:ai|automated|llm)\b(?: (?:systems?|agents?|readers?|assistants?|models?)\b)?|\bto the (?:ai|model|llm|agent|assistant) (?:reading|processing)\b|\b(?:dear|hey|attention|achtung) (?:ai|assistant|agent|model|llm|bot|ki)\b/],
+  ["ai_address", /(?:^|[.!?:;>\][(\n"'-]\s*)(?:(?:the|dear|hey|attention|achtung|ai|llm|ki) )?(?:ai|assistant|agent|model|llm|chatbot|bot|ki|ia|ki-assistent|asistente(?: de ia)?|automated (?:systems?|readers?))\s?[:,]|\b(?:note|message|instructions?|hinweis|nota)\s(?:to|for|an|para|pour)\s(?:the\s|any\s|all\s|die\s|la\s|l')?(?:ai|ia|ki|assistant|agent|model|llm|language model)\b|\bif you are (?:an? )?(?:ai|language model|llm|assistant|agent|bot)\b|\b(?:any|all|every) (?:ai|automated|llm)\b(?: (?:systems?|agents?|readers?|assistants?|models?)\b)?|\bto the (?:ai|model|llm|agent|assistant) (?:reading|processing)\b|\b(?:dear|hey|attention|achtung) (?:ai|assistant|agent|model|llm|bot|ki)\b|\b(?:chat)?gpt\b/],
   // data sent to an address outside the conversation
   ["exfil_target", /\b(?:send|sende|email|e-mail|mail|forward|upload|post|export|copy|transmit|leak|fetch|envía|envoie|attach)\b.{0,80}(?:https?:\/\/|\b[\w.-]+@[\w-]+\.\w|\?(?:data|q)=)/],
   // secrets and configuration an agent must not disclose
@@ -43,6 +43,23 @@ export const RULES: ReadonlyArray<readonly [string, RegExp]> = [
   ["bulk", /\b(?:all|every|each|any) (?:other )?(?:patients?|records?|charts?|orders?|appointments?|observations?|opioid orders|notes)\b|\b(?:whole|entire|complete) (?:database|record|chart|table)\b|\bdatabase\b/],
   // a claim of authority or of disabled checks
   ["privilege", /\b(?:as (?:an? |the )?(?:admin|administrator|superuser|root|ciso|system administrator)\b|admin (?:mode|rights|privileges|access)|root access|sudo\b|superuser|elevated (?:privileges|rights|access)|i (?:hereby )?(?:authorize|authorise|grant) you|(?:you are|you're|agent is) (?:now )?(?:authorized|authorised|allowed|permitted)|pre-?approved|(?:scope|permission|consent|patient-context|context|approval|access|berechtigungsprüfung|permisos|droits)\s(?:(?:checks?|requirements?|restrictions?|controls?)\s)?(?:is |are )?(?:disabled|turned off|off|waived|lifted|deaktiviert|desactivada|désactivé|suspended|bypassed)|per (?:it|the privacy office|compliance|security)\b|laut it\b|según ti\b|selon le service informatique|bypass the (?:guardrails?|approval|checks?|scope)|(?:full|unrestricted) access|override code)/],
+  // the agent's own rules and checks as the object ("your instructions", "the safety checks", "deine Anweisungen"):
+  // what an override talks about, where a caller's task talks about a chart or a note
+  ["agent_rules", /\b(?:your|the|previous|prior|above|earlier|original|system|current|usual|normal|standard|safety|deine|ihre|bisherigen|vorherigen|obigen|tus|vos)\s(?:instructions?|rules|guidelines|prompt|directives?|restrictions?|constraints?|policies|programming|guardrails?|filters?|scopes?|checks|safety checks?|anweisungen|regeln|vorgaben|richtlinien|informationen|instrucciones|reglas|consignes)\b|\b(?:previous|prior|above|vorherigen|bisherigen|obigen) (?:information|informationen|context|kontext|text|texte)\b/],
+  // a task replaced ("instead", "no longer", "stattdessen")
+  ["instead", /\b(?:instead|stattdessen|anstatt|en (?:lugar|vez) de|au lieu de|no longer|nicht mehr|ya no|ne plus)\b/],
+  // a check waived ("without confirmation", "no approval needed", "ohne Rückfrage", "skip the audit")
+  ["no_check", /\b(?:no|without|ohne|sin|sans)\s(?:(?:the|any|further|prior|a|an|need for)\s)?(?:confirmation|approval|consent|review|checks?|verification|authori[sz]ation|rückfrage|bestätigung|prüfung|freigabe|consultar|confirmación|vérification)\b|\b(?:skip|bypass|disable|turn off)\s(?:the\s)?(?:\w+\s)?(?:check|checks|audit|approval|review|verification|consent)\b/],
+  // deletion of records in bulk or of clinical facts
+  ["destroy", /\b(?:delete|erase|wipe|purge|cancel|remove|lösche|löschen|borra|elimina|supprime|annule)\b.{0,40}\b(?:all|every|each|everything|whole|records?|notes?|diagnos\w*|allerg\w*|appointments?|alle|todas?|tous|toutes)\b/],
+  // an answer reduced to a token ("answer only with", "say yes", "antworte nur mit")
+  ["answer_only", /\b(?:answer|reply|respond|antworte|responde|réponds)\b.{0,30}\b(?:only|just|nur|solo|seulement)\b|\b(?:only|nur|solo|seulement|just)\s(?:answer|reply|respond|say|write|output|antworte|sage|schreibe)\b|\b(?:say|sage|sag)\s(?:yes|no|ja|nein)\b/],
+  // fiction and actor set-ups of public jailbreaks (EN, DE)
+  ["fiction", /\b(?:schauspieler(?:in|innen)?|hauptrollen?|actors?|actress|fictional|fiktive[nrs]?|hypothetical|hypothetische[nrs]?|theoretical world|theoretischen welt|in (?:einem|a) (?:film|movie)|über einen film|screenplay|drehbuch)\b/],
+  // an obligation put on the reader ("you must", "you no longer need", "du musst")
+  ["you_must", /\byou (?:must|should|shall|need to|have to|are (?:required|instructed|expected) to|are to|will now|may now|can now|can ignore|may ignore|no longer need)\b|\bdu (?:musst|sollst|darfst)\b|\bsie (?:müssen|sollen|dürfen)\b/],
+  // chat-template and markup turns planted in text ("<|im_start|>system", "[INST]", "<!-- ... -->", "### System:")
+  ["turn_marker", /<\|im_(?:start|end)\|>|\[\/?inst\]|\[system\]|<!--|<\/?system>|###\s?(?:system|instruction|assistant)|(?:^|[\n.!?\]]\s{0,3})(?:system|assistant|user|human)\s?:/],
 ];
 
 /** What each {@link RULES} entry is evidence of (index for index), for the class of a decision. */
@@ -65,6 +82,14 @@ export const RULE_CLASSES: readonly InjectionClass[] = [
   "instruction_override", // meta_response
   "data_exfiltration", // bulk
   "privilege_claim", // privilege
+  "instruction_override", // agent_rules
+  "instruction_override", // instead
+  "privilege_claim", // no_check
+  "other", // destroy
+  "forced_output", // answer_only
+  "role_change", // fiction
+  "instruction_override", // you_must
+  "instruction_override", // turn_marker
 ];
 
 /**
@@ -90,10 +115,11 @@ export type InjectionClass =
  */
 export const HARD_RULES: readonly RegExp[] = [
   // ("orders" only with all/any/your/my: "disregard the prior orders for bed 12" is a clinical correction)
-  /\b(?:ignore|disregard|forget|override|bypass)\s(?:all\s|any\s|the\s|your\s|my\s|of\s)?(?:the\s)?(?:previous\s|prior\s|above\s|earlier\s|preceding\s|former\s|original\s|system\s)?(?:instructions|prompts?|rules|directions|guidelines|assignments)\b|\b(?:ignore|disregard|forget|override|bypass)\s(?:all\s|any\s|your\s|my\s)(?:previous\s|prior\s|above\s|earlier\s|preceding\s)?orders\b/,
+  // (not a quoted phrase: `Translate "ignore previous instructions" into German`, `the phrase "disregard your rules"`)
+  /(?<!\b(?:phrase|sentence|string|words?|text|translate|quote|term|example|like)\s?:?\s?["'“„«‘])\b(?:ignore|disregard|forget|override|bypass)\s(?:all\s|any\s|the\s|your\s|my\s|of\s)?(?:the\s)?(?:previous\s|prior\s|above\s|earlier\s|preceding\s|former\s|original\s|system\s)?(?:instructions|prompts?|rules|directions|guidelines|assignments)\b|\b(?:ignore|disregard|forget|override|bypass)\s(?:all\s|any\s|your\s|my\s)(?:previous\s|prior\s|above\s|earlier\s|preceding\s)?orders\b/,
   /\b(?:ignoriere|vergiss|missachte)\s(?:alle\s)?(?:vorherigen\s|bisherigen\s|obigen\s)?(?:anweisungen|instruktionen|aufträge|aufgaben|regeln)\b|\bvergiss\s(?:alles|jetzt alles)\b/,
   // ("the instructions" only as the system / initial / original / hidden ones: "repeat the instructions to the patient")
-  /\b(?:reveal|print|show|repeat|output)\s(?:me\s)?(?:your\s(?:system\s|initial\s|original\s|hidden\s)?(?:prompt|instructions)|the\s(?:system\s|initial\s|original\s|hidden\s)(?:prompt|instructions)|the\sprompt)\b/,
+  /\b(?:reveal|print|show|repeat|output)\s(?:me\s)?(?:your\s(?:system\s|initial\s|original\s|hidden\s)?(?:prompt|instructions)|the\s(?:system\s|initial\s|original\s|hidden\s)(?:prompt|instructions)|the\sprompt(?!\s(?:templates?|library|field|box|design)))\b/,
   /\b(?:dan mode|developer mode enabled|do anything now|jailbroken)\b/,
   // role change and instruction override, as phrased in public injection corpora (EN, DE, FR, ES, HR, RU)
   // ("act as a medical interpreter / translator" is an ordinary request: only terminals and consoles)
@@ -112,7 +138,9 @@ export const HARD_RULES: readonly RegExp[] = [
   /zzspacedzz/,
   /\b(?:print|spell-?check|zeige|drucken)\b.{0,30}\b(?:above|obige|prompt)/,
   /\b(?:do not|don'?t|not)\s(?:look|use|answer)\b.{0,30}\b(?:documents|articles|context)\b|\bnot by the articles\b|\bignore all provided context\b/,
-  /\b(?:well done|very good|sehr gut|gut gemacht|excellent performance|superbly done|great\.)\b.{0,80}\b(?:now|jetzt|nun)\b/,
+  // (praise, then a pivot away from the task: "Very good. That is done. Now write ...", "Sehr gut. Nun folgen neue
+  // Anweisungen"; not a caller moving on: "Well done, now please check the next encounter")
+  /\b(?:well done|very good|sehr gut|gut gemacht|excellent performance|superbly done|great\.)\b.{0,80}\b(?:that is (?:enough|done)|that's (?:enough|done)|das (?:genügt|reicht|ist erledigt)|now (?:comes?|follows?|further|new)|but now|nun folgen|(?:jetzt|nun) (?:kommt|folgen)|forget|vergiss|ignore|ignoriere|neue (?:aufgabe|anweisung)|new (?:tasks?|instructions?))\b/,
   /\bhuman:\s?human:/,
   // ("You are a triage assistant." starts every system prompt and "Role-play a patient so I can practise" is a
   // training request: both left to the model; film and actor set-ups stay)
@@ -184,13 +212,19 @@ export const HARD_RULE_GATES: readonly Gate[] = [
   [["zzspacedzz"]],
   [[" print ", " spell", " zeige ", " drucken "], [" above", " obige", " prompt"]],
   [[" not ", " don't ", " dont ", " ignore all provided context "], [" documents ", " articles ", " context "]],
-  [[" well done ", " very good ", " sehr gut ", " gut gemacht ", " excellent performance ", " superbly done ", " great."], [" now ", " jetzt ", " nun "]],
+  [
+    [" well done ", " very good ", " sehr gut ", " gut gemacht ", " excellent performance ", " superbly done ", " great."],
+    [" that is ", " that's ", " das ", " now ", " jetzt ", " nun ", " forget ", " vergiss ", " ignore ", " ignoriere ", " neue ", " new "],
+  ],
   [[" human "]],
   [[" play the ", " playing the ", " stay in ", " stay fully in ", " actor ", " actors ", " act in a "]],
   null,
   [[" instruction ", " befehl ", " anweisung "]],
   [[" untrue ", " unwahre ", " false ", " falsche "], [" headline ", " überschrift "]],
 ];
+
+/** Every "a b" of `as` × `bs`, between word boundaries: gate alternatives for two-word phrases. */
+const cross = (as: readonly string[], bs: readonly string[]): string[] => as.flatMap((a) => bs.map((b) => ` ${a} ${b} `));
 
 /** Gates of {@link RULES}, index for index. */
 export const RULE_GATES: readonly Gate[] = [
@@ -253,7 +287,7 @@ export const RULE_GATES: readonly Gate[] = [
     ],
     [" now ", " jetzt ", " nun ", " next ", " further ", " weitere ", " neue ", " new "],
   ],  // ai_address (" ai " is four characters with its boundaries: it filters)
-  [[" ai ", " ia ", " ki ", " bot ", " llm ", " agent ", " model ", " assistant ", " automated ", " chatbot ", " asistente "]],
+  [[" ai ", " ia ", " ki ", " bot ", " llm ", " agent ", " model ", " assistant ", " automated ", " chatbot ", " asistente ", " gpt ", " chatgpt "]],
   // exfil_target
   [
     [" send ", " sende ", " email ", " e-mail ", " mail ", " forward ", " upload ", " post ", " export ", " copy ", " transmit ", " leak ", " fetch ", " envía ", " envoie ", " attach "],
@@ -273,24 +307,84 @@ export const RULE_GATES: readonly Gate[] = [
   ],
   // covert
   [
-    [" silently ", " quietly ", " secretly ", " without ", " not ", " don't ", " erwähne ", " sin avisar ", " sans pr", " no need "],
     [
-      " silently ", " quietly ", " secretly ", " asking ", " telling ", " informing ", " notifying ", " confirming ", " confirmation ", " approval ",
-      " mentioning ", " review ", " mention ", " tell ", " inform ", " report ", " notify ", " erwähne ", " sin avisar ", " sans pr", " no need ",
+      " silently ", " quietly ", " secretly ",
+      ...cross(["without"], ["asking", "telling", "informing", "notifying", "confirming", "confirmation", "approval", "mentioning", "review"]),
+      ...cross(["do not"], ["mention", "tell", "inform", "report", "notify"]),
+      ...cross(["don't"], ["mention", "tell", "inform"]),
+      " and not mention ", " erwähne es nicht ", " sin avisar ", " sans pr", " no need to confirm ", " not tell the ",
     ],
   ],
   // meta_response
   [[" answer", " reply", " response", " output", " next tool call ", " instructions ", " actual job ", " real task ", " only job ", " task ", " job ", " respond ", " user", " whoever ", " anyone ", " whatever "]],
   // bulk
-  [[" all ", " every ", " each ", " any ", " whole ", " entire ", " complete ", " database "]],
-  // privilege
   [
     [
-      " admin", " superuser", " root ", " ciso ", " sudo ", " elevated ", " authorize ", " authorise ", " grant ", " authorized", " authorised", " allowed",
-      " permitted", "approved", " disabled", " turned off", " off", " waived", " lifted", " deaktiviert", " desactivada", "sactiv", " suspended",
-      " bypassed", " per ", " laut ", " ti ", " selon ", " bypass ", " access", " override code",
+      ...cross(["all", "every", "each", "any"], ["other", "patient", "record", "chart", "order", "appointment", "observation", "opioid", "notes"]).map((a) => a.trimEnd()),
+      ...cross(["whole", "entire", "complete"], ["record", "chart", "table"]).map((a) => a.trimEnd()),
+      " database ",
     ],
   ],
+  // privilege (each alternative of the rule by its own words; "off" only after the words it follows in the rule)
+  [
+    [
+      " admin", " superuser", " as root ", " as the root ", " as a root ", " as an root ", " ciso ", " sudo ", " root access", " elevated privileges",
+      " elevated rights", " elevated access", " authorize you", " authorise you", " grant you",
+      // ("you are", "you're", "agent is", "now": "re" is inside "are", no boundary before it)
+      ...cross(["re", "is", "now"], ["authori", "allowed", "permitted"]).map((a) => a.trim()),
+      " pre approved", " preapproved", " disabled", " turned off", " waived", " lifted", " deaktiviert", " desactivada", "sactiv", " suspended", " bypassed",
+      ...cross(
+        ["scope", "permission", "consent", "context", "approval", "access", "fung", "permisos", "droits", "check", "checks", "requirement", "requirements", "restriction", "restrictions", "control", "controls", "is", "are"],
+        ["off"],
+      ).map((a) => a.trimEnd()),
+      " per it ", " per the privacy office", " per compliance ", " per security ", " laut it ", " seg n ti ", " selon le service informatique", " bypass the ",
+      " full access", " unrestricted access", " override code",
+    ],
+  ],
+  // agent_rules
+  [
+    [
+      " your ", " the ", " previous ", " prior ", " above ", " earlier ", " original ", " system ", " current ", " usual ", " normal ", " standard ",
+      " safety ", " deine ", " ihre ", " bisherigen ", " vorherigen ", " obigen ", " tus ", " vos ",
+    ],
+    [
+      " instruction", " rules ", " guidelines ", " prompt ", " directive", " restriction", " constraint", " policies ", " programming ", " guardrail",
+      " filter", " scope", " checks ", " check ", " anweisungen ", " regeln ", " vorgaben ", " richtlinien ", " instrucciones ", " reglas ", " consignes ",
+      " informationen ", " information ", " context ", " kontext ", " text ", " texte ",
+    ],
+  ],
+  // instead
+  [[" instead ", " stattdessen ", " anstatt ", " lugar de ", " vez de ", " au lieu de ", " no longer ", " nicht mehr ", " ya no ", " ne plus "]],
+  // no_check
+  [
+    [" no ", " without ", " ohne ", " sin ", " sans ", " skip ", " bypass ", " disable ", " turn off "],
+    [
+      " confirmation ", " approval ", " consent ", " review ", " check", " verification ", " authori", " rückfrage ", " bestätigung ", " prüfung ",
+      " freigabe ", " consultar ", " confirmación ", " vérification ", " audit ",
+    ],
+  ],
+  // destroy
+  [[" delete ", " erase ", " wipe ", " purge ", " cancel ", " remove ", " lösche ", " löschen ", " borra ", " elimina ", " supprime ", " annule "]],
+  // answer_only
+  [
+    [
+      " answer ", " reply ", " respond ", " antworte ", " responde ", " réponds ",
+      ...cross(["only", "nur", "solo", "seulement", "just"], ["answer", "reply", "respond", "say", "write", "output", "antworte", "sage", "schreibe"]),
+      ...cross(["say", "sage", "sag"], ["yes", "no", "ja", "nein"]),
+    ],
+    [" only ", " just ", " nur ", " solo ", " seulement ", " yes ", " no ", " ja ", " nein ", " answer ", " reply ", " respond ", " say ", " write ", " output ", " antworte ", " sage ", " schreibe "],
+  ],
+  // fiction
+  [
+    [
+      " schauspieler", " hauptroll", " actor", " actress ", " fictional ", " fiktive", " hypothetical ", " hypothetische", " theoretical world ", " theoretischen welt ",
+      " film ", " movie ", " screenplay ", " drehbuch ",
+    ],
+  ],
+  // you_must
+  [[" you ", " du ", " sie "], [" must ", " should ", " shall ", " need to ", " have to ", " are ", " will now ", " may ", " can ", " no longer need ", " musst ", " sollst ", " darfst ", " müssen ", " sollen ", " dürfen "]],
+  // turn_marker
+  [["<|im_", "[inst]", "[/inst]", "[system]", "<!--", "system>", "###", " system:", " assistant:", " user:", " human:"]],
 ];
 
 /**
@@ -306,26 +400,41 @@ const GATE_CLASS = new Uint8Array(128);
 }
 const gateClass = (c: number): number => (c < 128 ? GATE_CLASS[c]! : 0);
 
-/** Bit of a 4-gram of gate classes (24 bits) in the 2^16-bit set. */
-const gramBit = (v: number): number => Math.imul(v, 0x9e3779b1) >>> 16;
+/**
+ * The hash of a 4-gram of gate classes (24 bits) for the text's blocked Bloom filter: its top bits pick a 32-bit word
+ * (the top `32 - gramShift - 5`, so the same hash serves every filter size) and {@link gramBits} two bits in it.
+ */
+const gramHash = (v: number): number => Math.imul(v, 0x9e3779b1) >>> 0;
+/** The two bits of a 4-gram inside its word (from its hash mixed again: the low bits of a product are weak). */
+function gramBits(h: number): number {
+  const m = Math.imul(h ^ (h >>> 15), 0x85ebca6b);
+  return (1 << (m & 31)) | (1 << ((m >>> 5) & 31));
+}
 
-/** Scratch set of the gram bits of the text being gated (filled and read within one {@link ruleGates} call). */
-const GRAMS = new Uint32Array(1 << 11);
+/** Largest filter: 2^18 bits (texts over about 8 KB share it; a saturated filter only lets more rules through). */
+const GRAMS_MAX_LOG = 18;
+/** Scratch Bloom filter of the text being gated (cleared, filled and read within one {@link ruleGates} call). */
+const GRAMS = new Int32Array(1 << (GRAMS_MAX_LOG - 5));
+/** 32 - log2(bits of the filter in use) for the text being gated. */
+let gramShift = 16;
 
-/** A compiled alternative: the bits of its 4-grams (none: always present), or a verbatim string. */
-type Alternative = Int32Array | string;
+/** A compiled alternative: the hash and the in-word bits of each of its 4-grams (none: always present), or a verbatim string. */
+type Alternative = Uint32Array | string;
 
 function compileAlternative(alternative: string): Alternative {
-  const bits: number[] = [];
+  const hashes: number[] = [];
   let v = 0;
   let word = false;
   for (let i = 0; i < alternative.length; i++) {
     const k = gateClass(alternative.charCodeAt(i));
     if (k !== 0) word = true;
     v = ((v << 6) | k) & 0xffffff;
-    if (i >= 3) bits.push(gramBit(v));
+    if (i >= 3) {
+      const h = gramHash(v);
+      hashes.push(h, gramBits(h));
+    }
   }
-  return word ? Int32Array.from(bits) : alternative;
+  return word ? Uint32Array.from(hashes) : alternative;
 }
 
 const compileGates = (gates: readonly Gate[]): Array<Alternative[][] | null> =>
@@ -335,10 +444,10 @@ const RULE_GATES_C = compileGates(RULE_GATES);
 
 function present(t: string, alt: Alternative): boolean {
   if (typeof alt === "string") return t.includes(alt);
-  const bits = alt;
-  for (let i = 0; i < bits.length; i++) {
-    const b = bits[i]!;
-    if ((GRAMS[b >>> 5]! & (1 << (b & 31))) === 0) return false;
+  const shift = gramShift + 5;
+  for (let i = 0; i < alt.length; i += 2) {
+    const bits = alt[i + 1]! | 0;
+    if ((GRAMS[alt[i]! >>> shift]! & bits) !== bits) return false;
   }
   return true;
 }
@@ -376,18 +485,26 @@ export interface RuleGates {
 
 /**
  * Evaluates every rule's keyword gate over `t` in one pass (every 4-gram of the text's gate classes, edges counted
- * as non-word characters, goes into a 2^16-bit set; an alternative is present when all its 4-grams are).
+ * as non-word characters, goes into a Bloom filter of about 32 bits per character, two bits per 4-gram; an
+ * alternative is present when all its 4-grams are).
  * A clear bit means the rule cannot match `t`; a set bit means it may.
  */
 export function ruleGates(t: string): RuleGates {
-  GRAMS.fill(0);
-  let v = 0;
   const n = t.length;
+  // about 16 bits per 4-gram (two set per 4-gram, in one word: a missing 4-gram looks present about 2 % of the time),
+  // at least 2^12 and at most 2^18 bits
+  let log = 12;
+  while (log < GRAMS_MAX_LOG && 1 << log < (n + 1) * 16) log++;
+  gramShift = 32 - log;
+  const shift = gramShift + 5;
+  GRAMS.fill(0, 0, 1 << (log - 5));
+  let v = 0;
   for (let i = 0; i <= n; i++) {
     const c = i < n ? t.charCodeAt(i) : 0;
     v = ((v << 6) | (c < 128 ? GATE_CLASS[c]! : 0)) & 0xffffff;
-    const b = Math.imul(v, 0x9e3779b1) >>> 16;
-    GRAMS[b >>> 5]! |= 1 << (b & 31);
+    const h = Math.imul(v, 0x9e3779b1) >>> 0;
+    const m = Math.imul(h ^ (h >>> 15), 0x85ebca6b);
+    GRAMS[h >>> shift]! |= (1 << (m & 31)) | (1 << ((m >>> 5) & 31));
   }
   return { hard: gateMask(t, HARD_GATES), rules: gateMask(t, RULE_GATES_C) };
 }
@@ -506,6 +623,18 @@ const DATA_BIAS_BUCKET = fnv(SEED_RULE, "data:bias");
 export const dataRuleBucket = (r: number, buckets: number): number => DATA_RULE_BUCKET[r]! & (buckets - 1);
 /** The bucket of the bias term added for data text (see {@link dataRuleBucket}). */
 export const dataBiasBucket = (buckets: number): number => DATA_BIAS_BUCKET & (buckets - 1);
+
+const DOC_RULE_BUCKET = RULES.map(([name]) => fnv(SEED_RULE, "doc:" + name));
+const DOC_BIAS_BUCKET = fnv(SEED_RULE, "doc:bias");
+
+/**
+ * The bucket of {@link RULES}[r]'s feature when the text is a document (more than one scored window: a pasted note, a
+ * bundle), wherever it arrives: an instruction inside a document is rarer, and weighs differently, than in a short
+ * message.
+ */
+export const docRuleBucket = (r: number, buckets: number): number => DOC_RULE_BUCKET[r]! & (buckets - 1);
+/** The bucket of the bias term added for documents (see {@link docRuleBucket}). */
+export const docBiasBucket = (buckets: number): number => DOC_BIAS_BUCKET & (buckets - 1);
 
 /** Global copies of the rules, for finding every hit once per text. */
 const RULES_G = RULES.map(([, re]) => new RegExp(re.source, re.flags.includes("g") ? re.flags : re.flags + "g"));

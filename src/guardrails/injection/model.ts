@@ -15,6 +15,8 @@ import {
   ruleGates,
   dataBiasBucket,
   dataRuleBucket,
+  docBiasBucket,
+  docRuleBucket,
   ruleBucket,
   sentenceWindows,
   sumFeatures,
@@ -39,7 +41,7 @@ export const INJECTION_CLASSES: readonly InjectionClass[] = [
 ];
 
 /** Feature rules that are cues (the text addresses a model) rather than goals, by index in RULES. */
-const CUE_RULES = new Set(["ai_address", "meta_response", "covert", "bulk", "override", "new_task", "stop_marker"].map((n) => RULES.findIndex(([name]) => name === n)));
+const CUE_RULES = new Set(["ai_address", "meta_response", "covert", "bulk", "override", "new_task", "stop_marker", "agent_rules", "instead"].map((n) => RULES.findIndex(([name]) => name === n)));
 
 /** Shape of the weights file. */
 export interface InjectionModelFile {
@@ -73,6 +75,11 @@ export interface InjectionModelFile {
    */
   dataTerms?: boolean;
   /**
+   * Whether the weights include document terms (a bias and a weight per feature rule, added to every window of a text
+   * cut into more than one window: a pasted note, a bundle). Requires `rulesRaw`. Default false.
+   */
+  docTerms?: boolean;
+  /**
    * How a text is cut into scored windows (the score is the max over them): `fixed` windows of `size` characters every
    * `step` (at word boundaries), or `sentences` merged up to at least `min` characters and cut at `max`
    * (see features.ts `sentenceWindows`). Default `{ kind: "fixed", size: 600, step: 600 }`.
@@ -105,6 +112,7 @@ export class InjectionModel {
   readonly charGrams: boolean;
   readonly rulesRaw: boolean;
   readonly dataTerms: boolean;
+  readonly docTerms: boolean;
   readonly #windows: (t: string) => Array<[number, number]>;
   readonly #w: Float32Array;
   readonly #n = new Float64Array(1);
@@ -113,6 +121,9 @@ export class InjectionModel {
   /** The same plus its data-location weight, and the data-location bias. */
   readonly #dataRuleWeight: Float64Array;
   readonly #dataBias: number;
+  /** Document weight of each feature rule, and the document bias (zero without `docTerms`). */
+  readonly #docRuleWeight: Float64Array;
+  readonly #docBias: number;
 
   constructor(file: InjectionModelFile) {
     if (file.version !== 1 || !Number.isInteger(Math.log2(file.buckets)) || file.index.length !== file.weight.length) {
@@ -136,6 +147,10 @@ export class InjectionModel {
     this.#dataRuleWeight = new Float64Array(RULES.length);
     for (let r = 0; r < RULES.length; r++) this.#dataRuleWeight[r] = this.#ruleWeight[r]! + (this.dataTerms ? this.#w[dataRuleBucket(r, this.buckets)]! : 0);
     this.#dataBias = this.dataTerms ? this.#w[dataBiasBucket(this.buckets)]! : 0;
+    this.docTerms = (file.docTerms ?? false) && this.rulesRaw;
+    this.#docRuleWeight = new Float64Array(RULES.length);
+    if (this.docTerms) for (let r = 0; r < RULES.length; r++) this.#docRuleWeight[r] = this.#w[docRuleBucket(r, this.buckets)]!;
+    this.#docBias = this.docTerms ? this.#w[docBiasBucket(this.buckets)]! : 0;
   }
 
   /** The threshold for text of `kind` (the model's per-kind threshold, else its default). */
@@ -195,6 +210,8 @@ export class InjectionModel {
     }
     const wins = this.#windows(t);
     const masks = windowRules(t, wins, gates);
+    const doc = this.docTerms && wins.length > 1;
+    const winBias = doc ? bias + this.#docBias : bias;
     let best = 0;
     let bestRules = 0;
     for (let k = 0; k < wins.length; k++) {
@@ -204,8 +221,8 @@ export class InjectionModel {
       const n = this.#n[0]!;
       if (n === 0) continue;
       // features are weighted 1/sqrt(n) in training; a short window keeps that weighting but no more than 1/sqrt(minFeatures)
-      let z = bias + sum / Math.sqrt(n < this.minFeatures ? this.minFeatures : n);
-      if (this.rulesRaw) for (let r = 0; rules >>> r !== 0; r++) if (rules & (1 << r)) z += ruleWeight[r]!;
+      let z = winBias + sum / Math.sqrt(n < this.minFeatures ? this.minFeatures : n);
+      if (this.rulesRaw) for (let r = 0; rules >>> r !== 0; r++) if (rules & (1 << r)) z += doc ? ruleWeight[r]! + this.#docRuleWeight[r]! : ruleWeight[r]!;
       const p = 1 / (1 + Math.exp(-z));
       if (p > best) {
         best = p;

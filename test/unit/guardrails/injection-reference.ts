@@ -190,7 +190,8 @@ export function refSumFeatures(t: string, from: number, to: number, rules: numbe
 /**
  * The reference `InjectionModel.score`, with the model options added after the optimisation done the plain way:
  * `charGrams`, `rulesRaw` (each rule's weight added once, outside the length normalisation), `dataTerms` (a bias
- * and per-rule weights for data text) and `windows` (fixed or sentence windows).
+ * and per-rule weights for data text), `docTerms` (the same for texts of more than one window) and `windows` (fixed or
+ * sentence windows).
  */
 export class RefModel {
   readonly bias: number;
@@ -228,13 +229,17 @@ export class RefModel {
       const n = this.#n[0]!;
       if (n === 0) continue;
       // (sums in the model's order, so that the floating-point result is the same)
-      const bias = dataTerms ? this.bias + this.weights[fnv(SEED_RULE, "data:bias") & mask]! : this.bias;
+      const base = dataTerms ? this.bias + this.weights[fnv(SEED_RULE, "data:bias") & mask]! : this.bias;
+      // document terms: a bias and per-rule weights when the text has more than one window
+      const doc = (f.docTerms ?? false) && rulesRaw && wins.length > 1;
+      const bias = doc ? base + this.weights[fnv(SEED_RULE, "doc:bias") & mask]! : base;
       let z = bias + sum / Math.sqrt(Math.max(n, this.minFeatures));
       if (rulesRaw) {
         for (let r = 0; r < RULES.length; r++) {
           if (!(rules & (1 << r))) continue;
           const w = this.weights[fnv(SEED_RULE, RULES[r]![0]) & mask]!;
-          z += dataTerms ? w + this.weights[fnv(SEED_RULE, "data:" + RULES[r]![0]) & mask]! : w;
+          const wd = dataTerms ? w + this.weights[fnv(SEED_RULE, "data:" + RULES[r]![0]) & mask]! : w;
+          z += doc ? wd + this.weights[fnv(SEED_RULE, "doc:" + RULES[r]![0]) & mask]! : wd;
         }
       }
       const p = 1 / (1 + Math.exp(-z));
