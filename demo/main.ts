@@ -16,6 +16,7 @@ Usage: npm run demo -- [options]
   --data <dir>          folder of Synthea FHIR R4 bundles (default: the shipped sample, demo/data/bundles)
   --store <dir>         EMR data directory, embedded Postgres (default: .hmcp/emr); DATABASE_URL=postgres://… uses PostgreSQL instead
   --report <file.json>  write a machine-readable report (mode 0600: it names the patients)
+  --json                print that report on stdout instead of the summary (progress goes to stderr)
   --audit-dir <dir>     where each run's audit trail goes, one sub-folder per run (default: .hmcp/audit)
   --transport <kind>    http (default: agents on loopback ports) or stdio (agents as child processes)
   --interactive         ask on the terminal before each write (default: approvals are automatic)
@@ -30,7 +31,7 @@ function optionsTakenByNpm(names: string[]): string[] {
 }
 
 async function main(): Promise<number> {
-  const swallowed = optionsTakenByNpm(["all", "data", "store", "report", "audit-dir", "transport", "interactive", "serve", "help"]);
+  const swallowed = optionsTakenByNpm(["all", "data", "store", "report", "audit-dir", "transport", "interactive", "json", "serve", "help"]);
   if (swallowed.length > 0) {
     const flags = swallowed.map((n) => `--${n}`).join(" ");
     process.stderr.write(`npm took ${flags} as its own option, so the demo never saw it. Put the demo's options after "--":\n  npm run demo -- ${flags} ...\n`);
@@ -45,6 +46,7 @@ async function main(): Promise<number> {
       "audit-dir": { type: "string" },
       transport: { type: "string", default: "http" },
       interactive: { type: "boolean", default: false },
+      json: { type: "boolean", default: false },
       serve: { type: "boolean", default: false },
       help: { type: "boolean", default: false },
     },
@@ -78,7 +80,10 @@ async function main(): Promise<number> {
       transport: values.transport,
       approve,
       ...(values.interactive && { verbose: true, bars: false, timeoutMs: 600_000 }),
+      // --json: stdout carries the report alone, the progress and summary a person reads go to stderr
+      ...(values.json && { out: process.stderr }),
     });
+    if (values.json) process.stdout.write(`${JSON.stringify(report)}\n`);
     if (values.report) {
       await writeReport(values.report, report);
       process.stdout.write(`Report: ${values.report}\n`);

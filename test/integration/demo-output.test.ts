@@ -11,7 +11,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { main as hmcpCli } from "../../src/cli/main.js";
 import { runDemo, type DemoOptions } from "../../demo/run-demo.js";
 import type { DemoReport } from "../../demo/orchestrator/report.js";
-import { shippedData, tempDir } from "./demo-helpers.js";
+import { repoRoot, shippedData, tempDir } from "./demo-helpers.js";
 
 const cleanup: Array<() => Promise<void>> = [];
 afterAll(async () => {
@@ -108,5 +108,25 @@ describe("demo console output", () => {
     const cut = await cli([...command, "--allow-unsigned-tail", "--format", "json"]);
     expect(cut.code).not.toBe(0);
     expect(cut.out).toContain("anchor_missing");
+  });
+
+  it("--json prints the report alone on stdout; what a person reads goes to stderr", { timeout: 120_000 }, async () => {
+    const opts = await onePatient("hmcp-demo-json-");
+    const { spawn } = await import("node:child_process");
+    const child = spawn(
+      process.execPath,
+      ["--import", "tsx", path.join(repoRoot, "demo/main.ts"), "--json", "--data", opts.dataDir, "--store", (opts.store as { dataDir: string }).dataDir, "--audit-dir", opts.auditRoot!],
+      { cwd: repoRoot, env: { ...process.env, NODE_OPTIONS: "" }, stdio: ["ignore", "pipe", "pipe"] },
+    );
+    let stdout = "";
+    let stderr = "";
+    child.stdout.setEncoding("utf8").on("data", (d: string) => (stdout += d));
+    child.stderr.setEncoding("utf8").on("data", (d: string) => (stderr += d));
+    const code = await new Promise<number | null>((resolve) => child.on("exit", (c) => resolve(c)));
+    expect(code).toBe(0);
+    const report = JSON.parse(stdout) as DemoReport;
+    expect(report.patients.map((p) => p.name)).toEqual(["Claudie Walsh"]);
+    expect(report.defences).toEqual({ injectionBlocked: true, insufficientScopeRefused: true, crossPatientRefused: true });
+    expect(stderr).toMatch(/^Defences: prompt injection blocked: yes/m);
   });
 });
