@@ -283,7 +283,7 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
     emr: "dataDir" in store ? { dataDir: store.dataDir } : { databaseUrl: db.location && "databaseUrl" in db.location ? db.location.databaseUrl : "postgres" },
     durationMs: Date.now() - started,
   };
-  if (display) display.line(`\n${renderSummary(report)}`);
+  if (display) display.line(`\n${renderSummary(report, (options.out ?? process.stdout).columns || 80)}`);
   // A clinician's decline or cancel is a legitimate outcome, not a failure of the run.
   const ok = runs.every((r) => r.patientId && (!r.problem || r.problem.startsWith("approval "))) && defences.insufficientScopeRefused && defences.crossPatientRefused && verified && defences.injectionBlocked;
   return { report, runs, ok };

@@ -123,27 +123,55 @@ const sum = (counts: Record<string, number>): number => Object.values(counts).re
 
 /**
  * The final summary: a table of what the EMR holds from this input (patients, resources by type, refusals), how much
- * of it this run newly wrote, refusals, defences, audit, time.
+ * of it this run newly wrote, refusals, defences, audit, time. `columns` (default 80): the terminal's width; a table
+ * wider than that gets short resource type heads and a legend.
  */
-export function renderSummary(report: DemoReport): string {
+export function renderSummary(report: DemoReport, columns = 80): string {
   const types = [...new Set(report.patients.flatMap((p) => Object.keys(p.written)))].sort();
-  const t = new Table({ head: ["Patient", "Born", ...types, "Refused"], style: { head: [], border: [] } });
-  for (const p of report.patients) {
-    t.push([p.name, p.birthDate, ...types.map((x) => String(p.written[x] ?? 0)), String(p.refused.reduce((a, r) => a + (r.count ?? 1), 0))]);
+  const table = (heads: string[], compact = false) => {
+    // compact: no borders, one space between columns (what fits 80 columns with every resource type)
+    const t = new Table({
+      head: ["Patient", "Born", ...heads, "Refused"],
+      style: { head: [], border: [], ...(compact && { "padding-left": 0, "padding-right": 1 }) },
+      ...(compact && { chars: COMPACT_CHARS }),
+    });
+    for (const p of report.patients) {
+      t.push([p.name, p.birthDate, ...types.map((x) => String(p.written[x] ?? 0)), String(p.refused.reduce((a, r) => a + (r.count ?? 1), 0))]);
+    }
+    const totals = types.map((x) => String(report.patients.reduce((a, p) => a + (p.written[x] ?? 0), 0)));
+    t.push(["Total", "", ...totals, String(report.patients.reduce((a, p) => a + p.refused.reduce((b, r) => b + (r.count ?? 1), 0), 0))]);
+    return t.toString();
+  };
+  // resource types as column heads, shortened (with a legend) when the table would not fit the terminal
+  let rendered = table(types);
+  let legend: string | undefined;
+  if (Math.max(...rendered.split("\n").map((l) => l.length)) > columns) {
+    rendered = table(
+      types.map((x) => SHORT_TYPE[x] ?? x),
+      true,
+    )
+      .split("\n")
+      .map((l) => l.trimEnd())
+      .filter((l) => l !== "")
+      .join("\n");
+    legend = types.filter((x) => SHORT_TYPE[x] !== undefined).map((x) => `${SHORT_TYPE[x]} = ${x}`).join(", ");
   }
-  const totals = types.map((x) => String(report.patients.reduce((a, p) => a + (p.written[x] ?? 0), 0)));
-  t.push(["Total", "", ...totals, String(report.patients.reduce((a, p) => a + p.refused.reduce((b, r) => b + (r.count ?? 1), 0), 0))]);
   const reasons = new Map<string, number>();
   for (const p of report.patients) for (const r of p.refused) reasons.set(`${r.resourceType}: ${r.reason}`, (reasons.get(`${r.resourceType}: ${r.reason}`) ?? 0) + (r.count ?? 1));
   const held = report.patients.reduce((a, p) => a + sum(p.written), 0);
   const created = report.patients.reduce((a, p) => a + sum(p.created), 0);
   const d = report.defences;
   const mark = (b: boolean) => (b ? "yes" : "NO");
+  // prose lines wrap at the terminal's width (continuation lines indented by two spaces); commands never do
+  const wrap = (line: string) => wrapLine(line, columns);
   return [
-    t.toString(),
-    `Written: ${created} new this run, ${held - created} already in the EMR (writes are idempotent; the table counts what the EMR holds from this input)`,
-    reasons.size ? `Refusals: ${[...reasons].map(([k, n]) => `${k} ×${n}`).join("; ")}` : "Refusals: none",
-    `Defences: prompt injection blocked: ${mark(d.injectionBlocked)} · read-only client refused (insufficient_scope): ${mark(d.insufficientScopeRefused)} · patient-bound client refused another patient: ${mark(d.crossPatientRefused)}`,
+    rendered,
+    ...(legend ? [wrap(legend)] : []),
+    wrap(`Written: ${created} new this run, ${held - created} already in the EMR (writes are idempotent; the table counts what the EMR holds from this input)`),
+    wrap(reasons.size ? `Refusals: ${[...reasons].map(([k, n]) => `${k} ×${n}`).join("; ")}` : "Refusals: none"),
+    wrap(
+      `Defences: prompt injection blocked: ${mark(d.injectionBlocked)} · read-only client refused (insufficient_scope): ${mark(d.insufficientScopeRefused)} · patient-bound client refused another patient: ${mark(d.crossPatientRefused)}`,
+    ),
     report.audit.files.length > 1
       ? `Audit: ${report.audit.records} records in ${report.audit.files.length} files (${chainCount(report.audit.files)} chains: one per agent process) in ${report.audit.dir}, every chain verified: ${mark(report.audit.verified)}`
       : `Audit: ${report.audit.records} records in ${report.audit.file}, chain verified: ${mark(report.audit.verified)}`,
@@ -151,6 +179,40 @@ export function renderSummary(report: DemoReport): string {
     `EMR: ${"dataDir" in report.emr ? report.emr.dataDir : report.emr.databaseUrl} · time ${(report.durationMs / 1000).toFixed(1)} s`,
   ].join("\n");
 }
+
+/** `line` broken at spaces into lines of at most `columns` characters (a longer word stays whole); continuations start with two spaces. */
+export function wrapLine(line: string, columns: number): string {
+  if (line.length <= columns) return line;
+  const out: string[] = [];
+  let cur = "";
+  for (const word of line.split(" ")) {
+    const next = cur === "" ? word : `${cur} ${word}`;
+    const limit = out.length === 0 ? columns : columns - 2;
+    if (next.length > limit && cur !== "") {
+      out.push(cur);
+      cur = word;
+    } else cur = next;
+  }
+  out.push(cur);
+  return out.map((l, i) => (i === 0 ? l : `  ${l}`)).join("\n");
+}
+
+/** cli-table3 characters of a table without borders. */
+const COMPACT_CHARS = Object.fromEntries(
+  ["top", "top-mid", "top-left", "top-right", "bottom", "bottom-mid", "bottom-left", "bottom-right", "left", "left-mid", "mid", "mid-mid", "right", "right-mid", "middle"].map((k) => [k, ""]),
+);
+
+/** Short column heads for the summary table when the full resource type names do not fit. */
+const SHORT_TYPE: Record<string, string> = {
+  AllergyIntolerance: "Allrg",
+  CarePlan: "Plan",
+  Condition: "Cond",
+  DiagnosticReport: "DxRpt",
+  Immunization: "Imm",
+  MedicationRequest: "MedRq",
+  Observation: "Obs",
+  Procedure: "Proc",
+};
 
 /** Chains among audit files: files are `<chain prefix>-<YYYYMMDD>-<NNNNNN>.jsonl`. */
 function chainCount(files: string[]): number {

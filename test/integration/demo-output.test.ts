@@ -67,7 +67,11 @@ describe("demo console output", () => {
     expect(at("model summary")).toMatch(/orchestrator's model \(sampling\/createMessage from the EMR agent\): Encounter 2020-10-28: 5 Observation/);
 
     expect(lines.at(-1)).toBe("✔ Claudie Walsh: 7 newly written, 0 already in the EMR, 2 refused");
-    expect(first.text).toMatch(/^Written: 7 new this run, 0 already in the EMR \(writes are idempotent; the table counts what the EMR holds from this input\)$/m);
+    // prose lines wrap at 80 columns with a two-space continuation indent; every line fits
+    const summary = first.text.slice(first.text.lastIndexOf("┌"));
+    expect(Math.max(...summary.split("\n").filter((l) => !l.includes("re-verify:") && !l.startsWith("EMR:")).map((l) => l.length))).toBeLessThanOrEqual(80);
+    const unwrapped = (t: string) => t.replace(/\n {2}(?=\S)/g, " ");
+    expect(unwrapped(first.text)).toMatch(/^Written: 7 new this run, 0 already in the EMR \(writes are idempotent; the table counts what the EMR holds from this input\)$/m);
     expect(first.report.patients[0]).toMatchObject({ written: { Observation: 5, Procedure: 1, Immunization: 1 }, created: { Observation: 5, Procedure: 1, Immunization: 1 } });
 
     // A rerun on the same store writes nothing new, and says so; an approval given by a person (--interactive) says so.
@@ -115,7 +119,7 @@ describe("demo console output", () => {
     const { spawn } = await import("node:child_process");
     const child = spawn(
       process.execPath,
-      ["--import", "tsx", path.join(repoRoot, "demo/main.ts"), "--json", "--data", opts.dataDir, "--store", (opts.store as { dataDir: string }).dataDir, "--audit-dir", opts.auditRoot!],
+      ["--import", "tsx", path.join(repoRoot, "demo/main.ts"), "--json", "--data", opts.dataDir!, "--store", (opts.store as { dataDir: string }).dataDir, "--audit-dir", opts.auditRoot!],
       { cwd: repoRoot, env: { ...process.env, NODE_OPTIONS: "" }, stdio: ["ignore", "pipe", "pipe"] },
     );
     let stdout = "";

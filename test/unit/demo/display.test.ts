@@ -47,4 +47,22 @@ describe("the demo's audit summary line", () => {
     const stdio = ["emr_writeback-20261122-000001.jsonl", "emr_writeback-20261122-000002.jsonl", "patient_data-20261122-000001.jsonl"].map((f) => `/a/run-1/${f}`);
     expect(auditLine(report(stdio))).toBe("Audit: 29 records in 3 files (2 chains: one per agent process) in /a/run-1, every chain verified: yes");
   });
+
+  it("fits the summary table to the terminal: short resource type heads and a legend when the full names do not fit", () => {
+    const written = { AllergyIntolerance: 1, CarePlan: 2, Condition: 3, DiagnosticReport: 4, Immunization: 5, MedicationRequest: 6, Observation: 70, Procedure: 8 };
+    const patient = { name: "Claudie Walsh", birthDate: "1970-01-01", sent: {}, acknowledged: {}, written, created: written, refused: [], sourceKeys: [], summaries: [] };
+    const r = { ...report(["/a/run-1/demo-20261122-000001.jsonl"]), patients: [patient] } as unknown as DemoReport;
+    const narrow = renderSummary(r, 80).split("\n");
+    const tableLines = narrow.slice(0, narrow.findIndex((l) => l.startsWith("Allrg = ")));
+    expect(Math.max(...tableLines.map((l) => l.length))).toBeLessThanOrEqual(80);
+    // the legend wraps at 80 columns like every prose line
+    expect(narrow.every((l) => l.length <= 80 || l.includes("re-verify:"))).toBe(true);
+    expect(narrow.join("\n").replace(/\n {2}(?=\S)/g, " ")).toContain(
+      "Allrg = AllergyIntolerance, Plan = CarePlan, Cond = Condition, DxRpt = DiagnosticReport, Imm = Immunization, MedRq = MedicationRequest, Obs = Observation, Proc = Procedure",
+    );
+    // a wide terminal keeps the full names and needs no legend
+    const wide = renderSummary(r, 200);
+    expect(wide).toContain("AllergyIntolerance");
+    expect(wide).not.toContain("Allrg = ");
+  });
 });
