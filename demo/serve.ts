@@ -106,10 +106,10 @@ export function serveBanner(o: {
     "clients (private_key_jwt; their keys: " + o.keysDir + "):",
     ...o.clients.map((c) => `  ${c.clientId.padEnd(width)}  ${c.scopes.join(" ")}${c.patient !== undefined ? `  (bound to patient ${c.patient})` : ""}`),
     "a token and a first call, as printed:",
-    `  TOKEN=$(npm run -s hmcp -- token --issuer ${o.issuer} --client-id ${orchestrator.clientId} --private-key ${shq(path.join(o.keysDir, `${orchestrator.clientId}.jwk`))} --resource ${o.emrUrl} --scope ${shq(orchestrator.scopes.join(" "))})`,
+    `  TOKEN=$(npx hmcp token --issuer ${o.issuer} --client-id ${orchestrator.clientId} --private-key ${shq(path.join(o.keysDir, `${orchestrator.clientId}.jwk`))} --resource ${o.emrUrl} --scope ${shq(orchestrator.scopes.join(" "))})`,
     `  curl -s -H "authorization: Bearer $TOKEN" -H 'content-type: application/json' -H 'accept: application/json, text/event-stream' -d ${shq(initialize)} ${o.emrUrl}`,
     "audit trail:",
-    `  npm run hmcp -- audit verify ${shq(o.auditDir)} --key ${shq(o.publicKeyFile)} --anchors ${shq(o.anchorsFile)}   (after Ctrl-C)`,
+    `  npx hmcp audit verify ${shq(o.auditDir)} --key ${shq(o.publicKeyFile)} --anchors ${shq(o.anchorsFile)}   (after Ctrl-C)`,
     "",
   ].join("\n");
 }

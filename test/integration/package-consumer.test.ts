@@ -1,5 +1,6 @@
 /**
- * The package as a consumer gets it: `npm pack` (which builds dist/), installed from the tarball into a fresh project
+ * The package as a consumer gets it: `npm pack` of the built dist/ (`npm ci` builds it; run `npm run build` after
+ * changing src/), installed from the tarball into a fresh project
  * (dependencies from the npm cache `npm ci` filled, else the registry), then the README's embedding example run as
  * ESM, type-checked as TypeScript with `skipLibCheck: false`, loaded through `require` (Node >= 20.19 loads ES modules
  * synchronously), and every relative link of the shipped README resolved inside the installed package; then the
@@ -33,7 +34,8 @@ const run = (cmd: string, args: string[], cwd: string) => execFileSync(cmd, args
 
 beforeAll(() => {
   work = mkdtempSync(path.join(tmpdir(), "hmcp-consumer-"));
-  run(npm, ["pack", "--pack-destination", work], repo);
+  // the dist/ that `npm ci` built (prepare): not rebuilt here, since other test files run the built CLI meanwhile
+  run(npm, ["pack", "--ignore-scripts", "--pack-destination", work], repo);
   const tarball = readdirSync(work).find((f) => f.endsWith(".tgz"));
   if (!tarball) throw new Error("npm pack wrote no tarball");
   consumer = path.join(work, "app");
