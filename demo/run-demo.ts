@@ -144,10 +144,8 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
   const transport = options.transport ?? "http";
   if (transport === "http") {
     auditSink = await FileAuditSink.open({ dir: auditDir, prefix: "demo", signing: { privateKey: auditKey.privateJwk }, onCheckpoint: appendAnchorTo(anchorsFile) });
-    const a = await startHttpAgents({ store, patients: patients.map((p) => p.patient), auth: true, audit: auditSink, guardrails });
-    auth = await startDemoAuth({ resources: [a.emrUrl, a.patientDataUrl], boundPatient });
-    a.setBearers(auth.bearerFor(a.emrUrl), auth.bearerFor(a.patientDataUrl));
-    const au = auth;
+    const au = (auth = await startDemoAuth({ boundPatient }));
+    const a = await startHttpAgents({ store, patients: patients.map((p) => p.patient), bearerFor: au.bearerFor, audit: auditSink, guardrails });
     endpoints = {
       async emrClient(clientId) {
         const c = makeClient(`${clientId}-emr`, au.tokenProvider(clientId, a.emrUrl));

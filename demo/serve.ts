@@ -24,10 +24,9 @@ export async function serveDemo(options: { dataDir: string; store: StoreLocation
   await mkdir(path.dirname(anchorsFile), { recursive: true, mode: 0o700 });
   const audit = await FileAuditSink.open({ dir: auditDir, prefix: "demo", signing: { privateKey: key.privateJwk }, onCheckpoint: appendAnchorTo(anchorsFile) });
   const guardrails = demoGuardrails();
-  const agents = await startHttpAgents({ store: options.store, patients: patients.map((p) => p.patient), auth: true, audit, guardrails });
   const boundPatient = patients[0]?.patient.id ?? "none";
-  const auth = await startDemoAuth({ resources: [agents.emrUrl, agents.patientDataUrl], boundPatient });
-  agents.setBearers(auth.bearerFor(agents.emrUrl), auth.bearerFor(agents.patientDataUrl));
+  const auth = await startDemoAuth({ boundPatient });
+  const agents = await startHttpAgents({ store: options.store, patients: patients.map((p) => p.patient), bearerFor: auth.bearerFor, audit, guardrails });
   // What an outside client needs, next to the trail: the checkpoint public key (to verify it) and the demo clients'
   // private keys for private_key_jwt (readable by the owner only; they exist for this run only).
   const publicKeyFile = path.join(auditDir, "checkpoint-keys.jwks.json");

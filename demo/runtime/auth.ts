@@ -17,20 +17,26 @@ export interface DemoAuth {
   stop(): Promise<void>;
 }
 
-export async function startDemoAuth(options: { resources: string[]; boundPatient: string; port?: number }): Promise<DemoAuth> {
+/**
+ * Starts the authorization server; resources are registered as their agents bind (`bearerFor`), or up front.
+ */
+export async function startDemoAuth(options: { resources?: string[]; boundPatient: string; port?: number }): Promise<DemoAuth> {
   const clients = demoClients(options.boundPatient);
-  const server = await startDemoAuthorizationServer({ resources: options.resources, clients, ...(options.port !== undefined && { port: options.port }) });
+  const server = await startDemoAuthorizationServer({ resources: options.resources ?? [], clients, ...(options.port !== undefined && { port: options.port }) });
   return {
     issuer: server.issuer,
     server,
-    bearerFor: (resourceUrl) =>
-      createJwtBearerAuthenticator({
+    bearerFor(resourceUrl) {
+      // the agent's URL becomes a resource this server issues tokens for (RFC 8707), and its bearer check's audience
+      server.addResource(resourceUrl);
+      return createJwtBearerAuthenticator({
         issuer: server.issuer,
         audience: resourceUrl,
         jwks: { uri: server.jwksUri },
         // Method-level scopes are left to each agent's pipeline, so refusals arrive as JSON-RPC errors with data.
         methodScopes: false,
-      }),
+      });
+    },
     tokenProvider(clientId, resourceUrl) {
       const c = server.clients[clientId];
       const cfg = clients.find((x) => x.clientId === clientId);

@@ -3,7 +3,7 @@
  * One HMCPServer per MCP session (the SDK's model); the EMR store, the patient index, the guardrails and the
  * audit sink are shared by all sessions.
  */
-import { createHttpApp, listen, type AuditSink, type GuardrailRunner, type HMCPServerOptions, type HttpAppOptions, type Listening } from "hmcp";
+import { createHttpApp, listen, type AuditSink, type BearerAuthenticator, type GuardrailRunner, type HMCPServerOptions, type Listening } from "hmcp";
 import { EmrStore } from "../emr-store/store.js";
 import type { StoreLocation } from "../emr-store/sql.js";
 import { createEmrWritebackServer } from "../emr-writeback/agent.js";
@@ -11,20 +11,18 @@ import { createPatientDataServer } from "../patient-data/agent.js";
 import { PatientIndex } from "../patient-data/patient-index.js";
 import type { FhirResource } from "../fhir/resource.js";
 
-/** The HTTP layer's bearer check (the library's BearerAuthenticator, taken from the public HttpAppOptions type). */
-export type BearerAuthenticator = Exclude<HttpAppOptions["bearer"], false>;
-
+/** The HTTP layer's bearer check (the library's BearerAuthenticator). */
+export type { BearerAuthenticator } from "hmcp";
 
 export interface HttpAgentsOptions {
   store: StoreLocation;
   /** Patient resources for the patient-data agent's index. */
   patients: readonly FhirResource[];
   /**
-   * true: bearer tokens are required; the checks are set with {@link RunningAgents.setBearers} once the URLs (the
-   * resource identifiers) are known, and every request is refused until then. false: no authentication
-   * (development only).
+   * The bearer check of the agent at a resource identifier (its URL, known once its port is bound: `listen()` calls
+   * this through `createHttpApp`'s bearer factory). Absent: no authentication (development only).
    */
-  auth: boolean;
+  bearerFor?: (resource: string) => BearerAuthenticator;
   audit?: AuditSink;
   guardrails?: GuardrailRunner;
   /** Ask for approval before writes. Default true. */
@@ -36,27 +34,10 @@ export interface HttpAgentsOptions {
 export interface RunningAgents {
   emrUrl: string;
   patientDataUrl: string;
-  /** Sets the agents' bearer checks (when started with `auth: true`). */
-  setBearers(emr: BearerAuthenticator, patientData: BearerAuthenticator): void;
   /** The shared EMR store (opened on first use). */
   store(): Promise<EmrStore>;
   /** Closes sessions, listeners, the store. Idempotent. */
   close(): Promise<void>;
-}
-
-const METADATA_PATH = "/.well-known/oauth-protected-resource/mcp";
-
-/** A bearer check that is set once the listener's URL (the resource identifier) is known. */
-class DeferredBearer implements BearerAuthenticator {
-  inner: BearerAuthenticator | undefined;
-  readonly resourceMetadataPath = METADATA_PATH;
-  async check(request: Parameters<BearerAuthenticator["check"]>[0]) {
-    if (!this.inner) throw new Error("bearer check used before it was configured");
-    return this.inner.check(request);
-  }
-  resourceMetadata() {
-    return this.inner?.resourceMetadata() ?? {};
-  }
 }
 
 export async function startHttpAgents(options: HttpAgentsOptions): Promise<RunningAgents> {
@@ -65,24 +46,25 @@ export async function startHttpAgents(options: HttpAgentsOptions): Promise<Runni
   // Open (and on first use, initialise) the store while the rest starts; errors surface at first use.
   store().catch(() => undefined);
   const index = new PatientIndex(options.patients);
-  const authOn = options.auth;
+  const bearerFor = options.bearerFor;
+  const authOn = bearerFor !== undefined;
   const serverOptions: HMCPServerOptions = {
     auth: authOn ? {} : false,
     ...(options.guardrails && { guardrails: options.guardrails }),
     ...(options.audit && { audit: options.audit }),
   };
-  const emrBearer = new DeferredBearer();
-  const pdBearer = new DeferredBearer();
+  // bound late: listen() hands each app the URL it got, which is its resource identifier (RFC 8707 audience)
+  const bearer = bearerFor ? (resource: URL) => bearerFor(resource.href) : false;
   const emrApp = createHttpApp({
     createServer: () => createEmrWritebackServer({ store, server: serverOptions, ...(options.requireApproval === false && { requireApproval: false }) }),
-    bearer: authOn ? emrBearer : false,
+    bearer,
     agentName: "emr-writeback",
     bodyLimitBytes: 4 * 1024 * 1024,
     ...(options.audit && { audit: options.audit }),
   });
   const pdApp = createHttpApp({
     createServer: () => createPatientDataServer({ index, server: serverOptions }),
-    bearer: authOn ? pdBearer : false,
+    bearer,
     agentName: "patient-data",
     ...(options.audit && { audit: options.audit }),
   });
@@ -99,11 +81,7 @@ export async function startHttpAgents(options: HttpAgentsOptions): Promise<Runni
     listening.push(await listen(pdApp, { port: options.ports?.patientData ?? 0 }));
     const emrUrl = new URL("/mcp", listening[0]!.url).href;
     const patientDataUrl = new URL("/mcp", listening[1]!.url).href;
-    const setBearers = (emr: BearerAuthenticator, pd: BearerAuthenticator) => {
-      emrBearer.inner = emr;
-      pdBearer.inner = pd;
-    };
-    return { emrUrl, patientDataUrl, setBearers, store, close };
+    return { emrUrl, patientDataUrl, store, close };
   } catch (e) {
     await close();
     throw e;

@@ -56,7 +56,10 @@ export interface DevAuthorizationServerOptions {
   port?: number;
   /** Registered clients. Default {@link defaultDevClients}(). */
   clients?: DevClientConfig[];
-  /** Resources tokens may be issued for (identifiers or configs). At least one. */
+  /**
+   * Resources tokens may be issued for (identifiers or configs). May be empty when they are added later with
+   * {@link DevAuthorizationServer.addResource} (an agent whose port is chosen after the server starts).
+   */
   resources: Array<string | DevResourceConfig>;
   /**
    * Most entries (stored tokens, client assertion `jti`s, ...) the in-memory store holds at once. Default 10,000.
@@ -97,6 +100,11 @@ export interface DevAuthorizationServer {
    * @returns the new key's `kid`
    */
   rotateSigningKey(options?: { keepPrevious?: boolean }): Promise<string>;
+  /**
+   * Registers another resource tokens may be issued for (e.g. an agent's `http://127.0.0.1:<port>/mcp` once bound).
+   * @throws Error when the identifier is not an absolute URL
+   */
+  addResource(resource: string | DevResourceConfig): void;
   /** Stops the HTTP server. */
   stop(): Promise<void>;
 }
@@ -125,7 +133,7 @@ function listen(server: Server, port: number): Promise<number> {
 
 /**
  * Starts the development authorization server on 127.0.0.1 (its issuer is `http://127.0.0.1:<port>`).
- * @throws Error when the port is in use, no resource or no client is given, or a client id repeats
+ * @throws Error when the port is in use, no client is given, or a client id repeats
  */
 export async function startDevAuthorizationServer(options: DevAuthorizationServerOptions): Promise<DevAuthorizationServer> {
   const resources = new Map<string, DevResourceConfig>();
@@ -133,7 +141,7 @@ export async function startDevAuthorizationServer(options: DevAuthorizationServe
     const cfg = typeof r === "string" ? { identifier: r } : r;
     resources.set(cfg.identifier, cfg);
   }
-  if (resources.size === 0) throw new Error("startDevAuthorizationServer: at least one resource is required");
+
   const configs = options.clients ?? [];
   if (configs.length === 0) throw new Error("startDevAuthorizationServer: at least one client is required");
   const byId = new Map<string, DevClientConfig>();
@@ -291,6 +299,11 @@ export async function startDevAuthorizationServer(options: DevAuthorizationServe
     introspectionEndpoint: `${issuer}/token/introspection`,
     clients,
     issuedTokens: () => issued,
+    addResource(r) {
+      const cfg = typeof r === "string" ? { identifier: r } : r;
+      if (!URL.canParse(cfg.identifier)) throw new Error(`addResource: '${cfg.identifier}' is not an absolute URL`);
+      resources.set(cfg.identifier, cfg);
+    },
     async rotateSigningKey(options = {}) {
       const next = await newSigningKey();
       signingKeys = options.keepPrevious === false ? [next] : [next, signingKeys[0]!];

@@ -24,9 +24,12 @@ export interface HttpAppOptions {
   /**
    * The bearer check (src/auth). Required: pass `false` explicitly to serve without authentication (local
    * development only; requests then reach the pipeline with no principal and are refused unless the server
-   * runs with `auth: false`).
+   * runs with `auth: false`). A function `(resource: URL) => BearerAuthenticator` binds the resource identifier late:
+   * {@link listen} calls it once with the URL actually bound (`http://127.0.0.1:<port>/mcp`), so the audience need not be
+   * known before the port is chosen (or call {@link HttpApp.bindResource} when serving the app yourself). Until then
+   * the endpoint answers 503 and the metadata 404.
    */
-  bearer: BearerAuthenticator | false;
+  bearer: BearerAuthenticator | false | ((resource: URL) => BearerAuthenticator);
   /** Path of the MCP endpoint. Default "/mcp". */
   path?: string;
   /** Host header names accepted (DNS rebinding protection). Default: `["localhost", "127.0.0.1", "[::1]"]`. */
@@ -67,6 +70,15 @@ export interface HttpAppOptions {
 /** The app and its lifecycle. */
 export interface HttpApp {
   readonly app: Express;
+  /**
+   * For an app created with a bearer factory: builds the bearer check for `base` + the endpoint's path (e.g.
+   * `http://127.0.0.1:3001` → resource `http://127.0.0.1:3001/mcp`); {@link listen} calls it. Returns the resource
+   * identifier (present on every app `createHttpApp` returns). @throws HMCPConfigError when the app has no bearer
+   * factory or was bound already
+   */
+  bindResource?(base: URL): URL;
+  /** True while an app created with a bearer factory waits for {@link HttpApp.bindResource}. */
+  readonly awaitingResource?: boolean;
   /** Open MCP sessions. */
   readonly sessionCount: number;
   /**
@@ -137,7 +149,9 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
     throw new HMCPConfigError("createHttpApp: 'bearer' is required (a BearerAuthenticator, or false to serve without authentication)", "bearer");
   }
   const path = options.path ?? "/mcp";
-  const bearer = options.bearer;
+  const bearerFactory = typeof options.bearer === "function" ? options.bearer : undefined;
+  // the bearer check in force: false (none), undefined (a factory not yet bound: 503), or the authenticator
+  let bearer: BearerAuthenticator | false | undefined = bearerFactory ? undefined : (options.bearer as BearerAuthenticator | false);
   const agent = options.agentName ?? "hmcp";
   const maxSessions = options.maxSessions ?? 10_000;
   const maxPerPrincipal = options.maxSessionsPerPrincipal ?? Math.min(1_000, maxSessions);
@@ -223,9 +237,12 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
   app.get("/healthz", (_req, res) => {
     res.json({ status: "ok", sessions: sessions.size });
   });
-  if (bearer) {
-    app.get(bearer.resourceMetadataPath, (_req, res) => {
-      res.set("cache-control", "public, max-age=300").json(bearer.resourceMetadata());
+  if (options.bearer !== false) {
+    // RFC 9728 protected resource metadata, at the path of the bearer check in force (known once a factory is bound)
+    app.get(/^\/\.well-known\/oauth-protected-resource(?:\/.*)?$/, (req, res, next) => {
+      const b = bearer;
+      if (!b || req.path !== b.resourceMetadataPath) return next();
+      res.set("cache-control", "public, max-age=300").json(b.resourceMetadata());
     });
   }
 
@@ -234,8 +251,15 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
   app.use(path, express.json({ limit: options.bodyLimitBytes ?? 1024 * 1024 }));
 
   // Without a bearer authenticator the session handler sets an anonymous AuthInfo itself (one middleware less).
-  if (bearer) app.use(path, async (req: Request, res: Response, next: NextFunction) => {
+  if (options.bearer !== false) app.use(path, async (req: Request, res: Response, next: NextFunction) => {
     const sourceAddress = req.socket.remoteAddress;
+    const bearerNow = bearer;
+    if (!bearerNow) {
+      // a bearer factory not yet bound to the resource identifier (listen() binds it): fail closed
+      refused(req, res, 503, "resource_not_bound", "failed");
+      res.status(503).set("retry-after", "1").json(jsonRpcError(-32000, "Not ready: the resource identifier is not bound yet"));
+      return;
+    }
     const authorization: string[] = [];
     for (let i = 0; i < req.rawHeaders.length; i += 2) {
       if (req.rawHeaders[i]!.toLowerCase() === "authorization") authorization.push(req.rawHeaders[i + 1]!);
@@ -249,7 +273,7 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
       // scopes opening it did.
       const sid = req.headers["mcp-session-id"];
       const session = typeof sid === "string" && req.method === "POST" ? sessions.get(sid) : undefined;
-      check = await bearer.check({
+      check = await bearerNow.check({
         authorization,
         url: req.originalUrl,
         contentType: req.headers["content-type"],
@@ -449,6 +473,16 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
 
   return {
     app,
+    bindResource(base: URL): URL {
+      if (!bearerFactory) throw new HMCPConfigError("createHttpApp: bindResource needs a bearer factory ((resource: URL) => BearerAuthenticator)", "bearer");
+      if (bearer) throw new HMCPConfigError("createHttpApp: the resource identifier is bound already", "bearer");
+      const resource = new URL(path, base);
+      bearer = bearerFactory(resource);
+      return resource;
+    },
+    get awaitingResource() {
+      return bearerFactory !== undefined && !bearer;
+    },
     get sessionCount() {
       return sessions.size;
     },
@@ -509,6 +543,8 @@ export async function listen(httpApp: HttpApp, options: { port?: number; host?: 
   });
   const { port } = server.address() as AddressInfo;
   const url = new URL(`http://${host.includes(":") ? `[${host}]` : host}:${port}`);
+  // a bearer factory gets the resource identifier of the address actually bound
+  if (httpApp.awaitingResource) httpApp.bindResource!(url);
   return {
     url,
     server,

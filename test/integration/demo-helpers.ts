@@ -40,9 +40,13 @@ export interface DemoStack {
 export async function startStack(options: { extraPatients?: Resource[] } = {}): Promise<DemoStack> {
   const patients = await loadPatientBundles(shippedData);
   const store = await tempDir("hmcp-demo-flow-");
-  const agents = await startHttpAgents({ store: { dataDir: store.dir }, patients: [...patients.map((p) => p.patient), ...(options.extraPatients ?? [])], auth: true, guardrails: demoGuardrails() });
-  const auth = await startDemoAuth({ resources: [agents.emrUrl, agents.patientDataUrl], boundPatient: patients[0]!.patient.id! });
-  agents.setBearers(auth.bearerFor(agents.emrUrl), auth.bearerFor(agents.patientDataUrl));
+  const auth = await startDemoAuth({ boundPatient: patients[0]!.patient.id! });
+  const agents = await startHttpAgents({
+    store: { dataDir: store.dir },
+    patients: [...patients.map((p) => p.patient), ...(options.extraPatients ?? [])],
+    bearerFor: auth.bearerFor,
+    guardrails: demoGuardrails(),
+  });
   const clients: HMCPClient[] = [];
   const model = new RuleBasedModelProvider();
   return {
