@@ -62,7 +62,7 @@ describe("the MCP Inspector CLI against the demo (--serve)", () => {
     const listed = (await inspector(info.agents.patientData.mcp, token, "--method", "tools/list")) as { tools: Array<{ name: string }> };
     expect(listed.tools.map((t) => t.name)).toContain("sampling_createMessage");
 
-    const patient = (await loadPatientBundles(shippedData))[0]!.patient as { id: string; birthDate: string; name: Array<{ given: string[]; family: string }> };
+    const patient = (await loadPatientBundles(shippedData))[0]!.patient as unknown as { id: string; birthDate: string; name: Array<{ given: string[]; family: string }> };
     const name = `${patient.name[0]!.given.join(" ")} ${patient.name[0]!.family}`;
     const messages = JSON.stringify([{ role: "user", content: { type: "text", text: `patient identifier for ${name} born ${patient.birthDate}` } }]);
     const called = (await inspector(info.agents.patientData.mcp, token, "--method", "tools/call", "--tool-name", "sampling_createMessage", "--tool-arg", `messages=${messages}`, "--tool-arg", "maxTokens=100")) as {
