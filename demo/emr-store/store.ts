@@ -175,6 +175,12 @@ export class EmrStore {
     return rows.map(toRow);
   }
 
+  /** At most `limit` stored rows, newest ids last (ordered by type and id, for a stable listing). */
+  async listSome(limit: number): Promise<StoredRow[]> {
+    const rows = await this.sql.query<RowShape>("SELECT id, resource_type, patient_id, source_key, resource FROM emr_resource ORDER BY resource_type, id LIMIT $1", [limit]);
+    return rows.map(toRow);
+  }
+
   /** Total number of stored rows. */
   async count(): Promise<number> {
     const rows = await this.sql.query<{ n: number | string }>("SELECT count(*)::int AS n FROM emr_resource");

@@ -114,7 +114,19 @@ export function createEmrWritebackServer(options: EmrAgentOptions): HMCPServer {
 
   server.registerResource(
     "emr-resource",
-    new ResourceTemplate(`${EMR_URI_PREFIX}{resourceType}/{id}`, { list: undefined }),
+    new ResourceTemplate(`${EMR_URI_PREFIX}{resourceType}/{id}`, {
+      // what a host lists (resources/list): the resources written so far that the caller may read, its patient's alone
+      // for a patient-bound token; at most 200
+      list: async (extra) => {
+        const ctx = hmcpContext(extra);
+        const rows = ctx.patient !== undefined ? await (await store()).listByPatient(ctx.patient) : await (await store()).listSome(200);
+        const readable = rows.filter((r) => isClinicalType(r.resourceType) && ctx.can({ action: "r", resourceType: r.resourceType, patient: r.patientId })).slice(0, 200);
+        for (const r of new Set(readable.map((x) => x.patientId))) ctx.assertPatient(r);
+        return {
+          resources: readable.map((r) => ({ uri: `${EMR_URI_PREFIX}${r.resourceType}/${r.id}`, name: `${r.resourceType}/${r.id}`, mimeType: "application/fhir+json" })),
+        };
+      },
+    }),
     { title: "A clinical resource stored in the demo EMR", mimeType: "application/fhir+json" },
     async (uri, variables, extra) => {
       const ctx = hmcpContext(extra);

@@ -122,6 +122,10 @@ describe("EMR agent: write", () => {
     // Readable behind the same scopes: the read-only client (system/*.rs) may read it too.
     const reader = await stack.emrClient("reader");
     await expect(reader.sdk.readResource({ uri: links[0]!.uri })).resolves.toBeTruthy();
+    // and listed to a host (resources/list), as a host such as the MCP Inspector shows them
+    const listed = await reader.sdk.listResources();
+    expect(listed.resources.map((x) => x.uri)).toEqual(expect.arrayContaining(links.map((l) => l.uri)));
+    expect(listed.resources.find((x) => x.uri === links[0]!.uri)).toMatchObject({ mimeType: "application/fhir+json" });
 
     // Retrying the same request writes nothing new.
     const again = outcomeOf(await emr.ask(body(patient.patient.id, batch), { patient: patient.patient.id! }));
