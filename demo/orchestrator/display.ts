@@ -45,8 +45,12 @@ export function createDisplay(options: { totalResources: number; verbose: boolea
   let stopped = false;
   const print = (t: string) => (multi && !stopped ? multi.log(`${t}\n`) : out.write(`${t}\n`));
   // One step a line, labelled in a column: what happened, and which MCP message carried it.
+  // on a terminal a long step wraps under its text column (a pipe or a file gets whole lines)
+  const columns = out.isTTY === true && out.columns > 40 ? out.columns : undefined;
   const step = (label: string, text: string) => {
-    if (options.verbose) print(`  ${label.padEnd(14)} ${text}`);
+    if (!options.verbose) return;
+    const line = `  ${label.padEnd(14)} ${text}`;
+    print(columns === undefined ? line : wrapLine(line, columns, 17));
   };
   let progressSteps: string[] = [];
   let summarised = false;
@@ -180,21 +184,25 @@ export function renderSummary(report: DemoReport, columns = 80): string {
   ].join("\n");
 }
 
-/** `line` broken at spaces into lines of at most `columns` characters (a longer word stays whole); continuations start with two spaces. */
-export function wrapLine(line: string, columns: number): string {
+/**
+ * `line` broken at spaces into lines of at most `columns` characters (a longer word stays whole); continuations start
+ * with `indent` spaces (default 2).
+ */
+export function wrapLine(line: string, columns: number, indent = 2): string {
   if (line.length <= columns) return line;
   const out: string[] = [];
-  let cur = "";
-  for (const word of line.split(" ")) {
-    const next = cur === "" ? word : `${cur} ${word}`;
-    const limit = out.length === 0 ? columns : columns - 2;
-    if (next.length > limit && cur !== "") {
+  const lead = /^ */.exec(line)![0];
+  let cur = lead;
+  for (const word of line.slice(lead.length).split(" ")) {
+    const next = cur === lead && out.length === 0 ? `${lead}${word}` : cur === "" ? word : `${cur} ${word}`;
+    const limit = out.length === 0 ? columns : columns - indent;
+    if (next.length > limit && cur.trim() !== "") {
       out.push(cur);
       cur = word;
     } else cur = next;
   }
   out.push(cur);
-  return out.map((l, i) => (i === 0 ? l : `  ${l}`)).join("\n");
+  return out.map((l, i) => (i === 0 ? l : `${" ".repeat(indent)}${l}`)).join("\n");
 }
 
 /** cli-table3 characters of a table without borders. */

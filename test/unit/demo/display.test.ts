@@ -1,6 +1,6 @@
 import { PassThrough } from "node:stream";
 import { describe, expect, it } from "vitest";
-import { createDisplay, renderSummary } from "../../../demo/orchestrator/display.js";
+import { createDisplay, renderSummary, wrapLine } from "../../../demo/orchestrator/display.js";
 import type { DemoReport } from "../../../demo/orchestrator/report.js";
 import type { PatientRun } from "../../../demo/orchestrator/orchestrator.js";
 import { shippedPatients } from "./fixtures.js";
@@ -64,5 +64,13 @@ describe("the demo's audit summary line", () => {
     const wide = renderSummary(r, 200);
     expect(wide).toContain("AllergyIntolerance");
     expect(wide).not.toContain("Allrg = ");
+  });
+
+  it("wraps a long line at spaces under its indent, keeps a longer word whole, leaves a short line alone", () => {
+    expect(wrapLine("short", 80)).toBe("short");
+    expect(wrapLine("  approval       EMR agent asks: Approve writing 7 resources? → approved automatically", 40, 17)).toBe(
+      ["  approval       EMR agent asks: Approve", "                 writing 7 resources? →", "                 approved automatically"].join("\n"),
+    );
+    expect(wrapLine(`a ${"x".repeat(50)} b`, 20)).toBe(`a\n  ${"x".repeat(50)}\n  b`);
   });
 });
