@@ -5,7 +5,8 @@
 import type { Found } from "./entities.js";
 import { NOT_ADDR_AFTER_NUM } from "./patterns.js";
 import type { WordSet } from "./lexicon.js";
-import { isUpper } from "./text.js";
+import type { Candidates, StartRule } from "./prefilter.js";
+import { isUpper, isWs } from "./text.js";
 
 // ---------------------------------------------------------------------------------------------
 // Free-form street addresses (international): a house number followed by street words and another
@@ -18,7 +19,35 @@ const ADDR_NUM_START = /(?<![\w.,/:+-])\d{1,6}(?:\s\d{1,6})?\s(?=[\p{Lu}]|(?:ul|
 const ADDR_TOKEN =
   /(?:[ \t]{0,4}|,[ \t]{0,4}|\n[ \t>?]{0,6}|\n,[ \t]{0,4})(?:[\p{Lu}][\p{L}\p{M}'’.-]*|\d{1,6}[A-Za-z]?(?:-\d{1,4})?|(?:apt|apartment|suite|ste|unit|box|postbox|p\.o\.|po)\b\.?|(?:and|de|du|del|dei|der|van|von|u|ul|str|st|la|le|do|da|di|dos|das|y|of|the|corner|street|road|avenue|lane|drive|place|square|terrace|way|court)\b\.?|\((?:[\p{Lu}][\p{L}]*)\)|[\p{Ll}][\p{L}\p{M}'’-]{0,30}\.?)/uy;
 const ADDR_SUFFIX = /^(?:út|ul|avda|aleja|põik|iela|gatve|street|st|avenue|ave|road|rd|boulevard|blvd|lane|ln|drive|dr|court|ct|way|place|pl|terrace|sq|square|squares|loop|pass|club|union|strasse|straße|str|vej|katu|kuja|tie|rua|rue|via|vicolo|calle|gate|gata|gatan|vegen|veien|terrasse|trg|kapu|útja|utca|ulica|avenida|rúa|praia|plaza|piazza|allee|gasse|weg|laan|straat)\.?$/i;
+/**
+ * Start rules (./prefilter.ts) of {@link ADDR_TRIGGER} and {@link ADDR_NUM_START}: they run at these positions only. The
+ * detector scans for them together with the patterns' rules (one pass) and passes the candidates to {@link scanAddresses}.
+ */
+export const ADDR_TRIGGER_START: StartRule = { lead: /^(?:ad|li|lo|of|is|se|de|ma|re|mo|co|me|st|dr|ar|en|no|so|it|in)/i, prev: "alnum", fold: true };
+export const ADDR_NUM_START_RULE: StartRule = { lead: /^\d/, prev: "alnum" };
+const ADDR_TRIGGER_AT = new RegExp(ADDR_TRIGGER.source, "iuy");
+const ADDR_NUM_START_AT = new RegExp(ADDR_NUM_START.source, "uy");
 const UNIT_WORD = /^(?:apt|apartment|suite|ste|unit|box|postbox|p\.o\.|po)\.?$/i;
+
+const UPPER_START = /^[\p{Lu}]/u;
+const LOWER_START = /^[\p{Ll}]/u;
+/** `w` without trailing full stops and apostrophes (and hyphens when `hyphens`): `/[.'’-]+$/` or `/[.'’]+$/` removed. */
+function trimEnd(w: string, hyphens: boolean): string {
+  let e = w.length;
+  for (let c = w.charCodeAt(e - 1); e > 0 && (c === 46 || c === 39 || c === 0x2019 || (hyphens && c === 45)); c = w.charCodeAt(e - 1)) e--;
+  return e === w.length ? w : w.slice(0, e);
+}
+/** A house number and its separator at the start of a run. */
+const NUM_PREFIX = /\d{1,6}(?:\s\d{1,6})?\s/y;
+/** The longest word of {@link NOT_ADDR_AFTER_NUM} ("overnight") and the character after it fit in this many. */
+const UNIT_LOOK = 16;
+/** {@link NOT_ADDR_AFTER_NUM} at `at` (a dose, unit or time word follows: not an address), on a bounded slice. */
+const unitAfter = (text: string, at: number): boolean => NOT_ADDR_AFTER_NUM.test(text.slice(at, at + UNIT_LOOK));
+/** The first position at or after `at` that is not white space (as `trimStart` skips). */
+function skipWs(text: string, at: number): number {
+  while (at < text.length && isWs(text.charCodeAt(at))) at++;
+  return at;
+}
 
 /** Share of upper-case letters among the first 2,000 letters (clinical notes are often all caps). */
 function upperShare(text: string): number {
@@ -64,7 +93,11 @@ interface AddrToken {
   lowerEndable: boolean;
 }
 
-export function scanAddresses(text: string, found: Found[], common: WordSet): void {
+/**
+ * Finds free-form street addresses. `cand` holds the candidate positions of {@link ADDR_TRIGGER_START} (bit `triggerBit`)
+ * and {@link ADDR_NUM_START_RULE} (bit `numBit`) in `text`.
+ */
+export function scanAddresses(text: string, found: Found[], common: WordSet, cand: Candidates, triggerBit: number, numBit: number): void {
   const upperText = upperShare(text) > 0.5;
   // Estonian "tee" (road) only in lower case: upper-case "TEE" is a transesophageal echo
   const isSuffix = (tok: string) => ADDR_SUFFIX.test(tok) || tok === "tee";
@@ -85,29 +118,35 @@ export function scanAddresses(text: string, found: Found[], common: WordSet): vo
     }
     const raw = m[0];
     const next = ADDR_TOKEN.lastIndex;
-    const tok = raw.replace(/^[\s,>?]+/, "");
+    // the token without its separator; first-character classes by char code (ASCII), by regex only outside ASCII
+    let i0 = 0;
+    for (let c = raw.charCodeAt(0); i0 < raw.length && (isWs(c) || c === 44 || c === 62 || c === 63); c = raw.charCodeAt(++i0));
+    const tok = i0 > 0 ? raw.slice(i0) : raw;
+    const c0 = tok.charCodeAt(0);
     const suffix = isSuffix(tok);
     const unit = UNIT_WORD.test(tok);
-    const num = /^\d/.test(tok);
-    const upper = !num && /^[\p{Lu}]/u.test(tok);
-    const lowerStart = /^[\p{Ll}]/u.test(tok);
-    const core = tok.replace(/[.'’-]+$/, "");
+    const num = c0 >= 48 && c0 <= 57;
+    const lu = c0 < 128 ? c0 >= 65 && c0 <= 90 : UPPER_START.test(tok);
+    const upper = !num && lu;
+    const lowerStart = c0 < 128 ? c0 >= 97 && c0 <= 122 : LOWER_START.test(tok);
+    const core = trimEnd(tok, true);
     const lowerWord = lowerStart && !unit && !suffix && !/^(?:and|de|du|del|dei|der|van|von|u|ul|str|st|la|le|do|da|di|dos|das|y|of|the|corner|na)\.?$/.test(tok);
+    const rc0 = raw.charCodeAt(0);
     const t: AddrToken = {
       next,
-      sep: /^[\s,]/.test(raw),
+      sep: isWs(rc0) || rc0 === 44,
       nl: raw.includes("\n"),
       num,
-      numStop: num && NOT_ADDR_AFTER_NUM.test(text.slice(next).trimStart()),
-      upperCommonStop: upper && upperText && !suffix && !unit && common.has(tok.toLowerCase().replace(/[.'’]+$/, "")),
+      numStop: num && unitAfter(text, skipWs(text, next)),
+      upperCommonStop: upper && upperText && !suffix && !unit && common.has(trimEnd(tok.toLowerCase(), false)),
       // street words are capitalised words; an all-capital acronym (PEEP, PSV) counts only in all-capital text
       cap: upper && ((core.length >= 3 && !common.has(core.toLowerCase()) && (upperText || !isUpper(core))) || suffix),
       suffix,
       unit,
       lowerWord,
-      lowerCommon: lowerWord && common.has(tok.toLowerCase().replace(/[.'’]+$/, "")),
-      sentenceEnd: tok.endsWith(".") && tok.length > 3 && !unit && !suffix && /^\s/.test(text.slice(next, next + 1)),
-      strong: /^[\p{Lu}\d(]/u.test(tok),
+      lowerCommon: lowerWord && common.has(trimEnd(tok.toLowerCase(), false)),
+      sentenceEnd: tok.endsWith(".") && tok.length > 3 && !unit && !suffix && next < text.length && isWs(text.charCodeAt(next)),
+      strong: num || lu || c0 === 40,
       lowerEndable: lowerStart && !/^(?:and|de|of|the|na|y)$/.test(tok),
     };
     at[pos] = tokens.push(t);
@@ -169,25 +208,37 @@ export function scanAddresses(text: string, found: Found[], common: WordSet): vo
       if ((caps >= 1 || suffix) && (nums >= 1 || caps >= 2 || suffix)) return end;
       return start;
     }
-    const afterNum = text.slice(start).replace(/^\d{1,6}(?:\s\d{1,6})?\s/, "");
-    if (NOT_ADDR_AFTER_NUM.test(afterNum)) return start;
+    // the words after the house number (a bounded look: the whole rest of the text per candidate was quadratic)
+    NUM_PREFIX.lastIndex = start;
+    const num = NUM_PREFIX.exec(text);
+    if (unitAfter(text, num ? start + num[0].length : start)) return start;
     if (upperText ? caps >= 1 && (suffix || unit) : (caps >= 1 || (suffix && lower > 0)) && (suffix || unit || (nums >= 2 && caps >= 2)) && first.length > 6) return end;
     return start;
   };
-  ADDR_NUM_START.lastIndex = 0;
+  // both regexes run as sticky twins at their candidate positions only (./prefilter.ts), in the order and with the
+  // resumption of the global scans they replace
   let m: RegExpExecArray | null;
   let covered = 0;
-  while ((m = ADDR_NUM_START.exec(text)) !== null) {
+  let from = 0;
+  for (let i = 0; i < cand.n; i++) {
+    if ((cand.mask[i]! & numBit) === 0 || cand.pos[i]! < from) continue;
+    ADDR_NUM_START_AT.lastIndex = cand.pos[i]!;
+    if ((m = ADDR_NUM_START_AT.exec(text)) === null) continue;
+    from = m.index + m[0].length;
     if (m.index < covered) continue;
     const e = tryRun(m.index, false);
     if (e > m.index) {
       found.push({ s: m.index, e, type: "ADDRESS" });
       covered = e;
-      ADDR_NUM_START.lastIndex = e;
+      from = e;
     }
   }
-  ADDR_TRIGGER.lastIndex = 0;
-  while ((m = ADDR_TRIGGER.exec(text)) !== null) {
+  from = 0;
+  for (let i = 0; i < cand.n; i++) {
+    if ((cand.mask[i]! & triggerBit) === 0 || cand.pos[i]! < from) continue;
+    ADDR_TRIGGER_AT.lastIndex = cand.pos[i]!;
+    if ((m = ADDR_TRIGGER_AT.exec(text)) === null) continue;
+    from = m.index + m[0].length;
     const s = m.index + m[0].length;
     const trig = m[0].toLowerCase().replace(/[\s:]+$/, "");
     const weak = trig === "in" || trig === "it is" || trig === "is at" || trig === "is on";
@@ -208,15 +259,27 @@ export function addressLines(text: string, found: Found[]): void {
   for (const a of streets) {
     let end = a.e;
     for (let k = 0; k < 4; k++) {
-      const nl = text.indexOf("\n", end);
-      if (nl < 0 || nl - end > 30) break;
+      // the line break must come within 30 characters, and the next line be at most 40 long: search only that far
+      // (an unbounded indexOf per street made text without line breaks quadratic)
+      const nl = newlineWithin(text, end, 31);
+      if (nl < 0) break;
       if (/\S/.test(text.slice(end, nl)) && !/^[\s,]*(?:[\p{L}\d.'-]+\s?){0,4}$/u.test(text.slice(end, nl))) break;
-      let lineEnd = text.indexOf("\n", nl + 1);
-      if (lineEnd < 0) lineEnd = text.length;
+      let lineEnd = newlineWithin(text, nl + 1, 41);
+      if (lineEnd < 0) {
+        if (text.length - (nl + 1) > 40) break;
+        lineEnd = text.length;
+      }
       const line = text.slice(nl + 1, lineEnd);
       if (line.trim().length === 0 || line.length > 40 || /[:?!]|\.\s|@|https?:/.test(line)) break;
       end = lineEnd;
     }
     if (end > a.e) found.push({ s: a.s, e: end, type: "ADDRESS" });
   }
+}
+
+/** Index of the first line break in `text[from, from + span)`, or -1 (a bounded `indexOf("\n", from)`). */
+function newlineWithin(text: string, from: number, span: number): number {
+  const hi = Math.min(text.length, from + span);
+  for (let i = from; i < hi; i++) if (text.charCodeAt(i) === 10) return i;
+  return -1;
 }

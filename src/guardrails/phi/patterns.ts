@@ -4,6 +4,7 @@
  * fields), each with an optional cheap gate and a validity check on the match.
  */
 import type { PhiEntityType } from "./entities.js";
+import type { StartRule } from "./prefilter.js";
 
 // ---------------------------------------------------------------------------------------------
 // Pattern recognizers. Every pattern starts at a boundary (lookbehind) so that a failed attempt is
@@ -21,7 +22,11 @@ export interface Pattern {
   group?: number;
   /** Cheap pre-check on the whole text; the pattern runs only when it returns true. */
   gate?: (text: string) => boolean;
+  /** Where a match may start (./prefilter.ts): the pattern then runs only at those positions. */
+  start?: StartRule;
 }
+
+const MONTH_LEAD: StartRule = { lead: /^(?:ja|fe|ma|ap|ju|au|se|oc|no|de)/i, prev: "alnum" };
 
 function luhn(digits: string): boolean {
   let sum = 0;
@@ -76,19 +81,19 @@ function fractionNotDate(m: RegExpExecArray, a: number, b: number): boolean {
 
 export const PATTERNS: Pattern[] = [
   { type: "EMAIL", gate: (t) => t.includes("@"), re: /(?<![\w.%+-])[A-Za-z0-9][A-Za-z0-9._%+-]{0,63}@[A-Za-z0-9][A-Za-z0-9-]{0,62}(?:\.[A-Za-z0-9-]{1,63}){0,4}\.[A-Za-z]{2,24}\b/g },
-  { type: "URL", re: /(?<![\w/])(?:https?:\/\/|www\.)[^\s<>"'|]{1,2000}/gi },
+  { type: "URL", start: { lead: /^(?:ht|ww)/i, prev: "alnum" }, re: /(?<![\w/])(?:https?:\/\/|www\.)[^\s<>"'|]{1,2000}/gi },
   { type: "URL", gate: (t) => DOMAIN_GATE.test(t), re: /(?<![\w@.-])(?:[a-z0-9-]{1,63}\.){1,4}(?:com|org|net|edu|gov|mil|info|biz|io)(?![\w-])\/?/g },
   { type: "IP", re: /(?<![\w.])(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(?:\.(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)){3}(?![\w.]\w)/g },
   { type: "IP", gate: (t) => IPV6_GATE.test(t), re: /(?<![\w:])(?:[0-9A-Fa-f]{1,4}:){7}[0-9A-Fa-f]{1,4}(?![\w:])/g },
   { type: "IP", gate: (t) => t.includes("::"), re: /(?<![\w:])(?:[0-9A-Fa-f]{1,4}:){1,6}:(?:[0-9A-Fa-f]{1,4}(?::[0-9A-Fa-f]{1,4}){0,5})?(?![\w:])/g },
   { type: "SSN", re: /(?<![\w-])\d{3}-\d{2}-\d{4}(?![\w-])/g },
-  { type: "SSN", re: /\b(?:ssn|social security(?: number)?)\W{0,4}(?:is\W{1,2})?(\d{9}|\d{3} \d{2} \d{4})\b/gi, group: 1 },
+  { type: "SSN", start: { lead: /^(?:ss|so)/i, prev: "alnum" }, re: /\b(?:ssn|social security(?: number)?)\W{0,4}(?:is\W{1,2})?(\d{9}|\d{3} \d{2} \d{4})\b/gi, group: 1 },
   {
     type: "ACCOUNT",
     re: /(?<![\w.-])\d(?:[ -]?\d){11,18}(?![\w-])/g,
     valid: (m) => luhn(m[0].replace(/\D/g, "")),
   },
-  { type: "ACCOUNT", re: /\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,3})?\b/g },
+  { type: "ACCOUNT", start: { lead: /^[A-Z]{2}/, prev: "alnum" }, re: /\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,3})?\b/g },
   // Phone and fax: North American forms, international +CC forms, and grouped digits.
   {
     type: "PHONE",
@@ -98,6 +103,7 @@ export const PATTERNS: Pattern[] = [
   { type: "PHONE", re: /(?<![\w./-])\d{2,5}(?:[ .]\d{2,4}){2,5}(?![\w/]|\.\d)/g, valid: (m) => m[0].replace(/\D/g, "").length >= 8 },
   {
     type: "PHONE",
+    start: { lead: /^(?:pa|be|pg|ce|ph|te|fa|mo|de|ho|wo|of|ca)/i, prev: "alnum" },
     re: /\b(?:pager|beeper|pgr|cell(?:ular)?|phone|tel|telephone|fax|mobile|desk|home|work|office|call(?: me)?(?: at| on)?)\s?(?:#|no\.?|number)?\s?[:#-]?\s?(\(?\d[\d() .-]{3,16}\d)(?!\w)/gi,
     group: 1,
     valid: (m) => m[1]!.replace(/\D/g, "").length >= 4,
@@ -149,25 +155,27 @@ export const PATTERNS: Pattern[] = [
   },
   {
     type: "DATE",
+    start: MONTH_LEAD,
     re: new RegExp(`\\b${MONTH}\\.?\\s{1,2}(?:0?[1-9]|[12]\\d|3[01])(?:st|nd|rd|th)?\\b(?:,?\\s{1,2}(?:19|20)\\d{2}\\b)?`, "gi"),
     valid: (m) => !/^may\s/i.test(m[0]) || /\d{4}|[a-z]{2}$/i.test(m[0]) || /^May/.test(m[0]),
   },
   { type: "DATE", re: new RegExp(`\\b(?:0?[1-9]|[12]\\d|3[01])(?:st|nd|rd|th)?\\s{1,2}(?:of\\s{1,2})?${MONTH}\\b\\.?(?:,?\\s{1,2}(?:19|20)\\d{2}\\b)?`, "gi") },
-  { type: "DATE", re: new RegExp(`\\b${MONTH}\\.?,?\\s{1,2}(?:of\\s)?(?:19|20)\\d{2}\\b`, "gi"), valid: (m) => !/^may\s/i.test(m[0]) || /^May/.test(m[0]) },
+  { type: "DATE", start: MONTH_LEAD, re: new RegExp(`\\b${MONTH}\\.?,?\\s{1,2}(?:of\\s)?(?:19|20)\\d{2}\\b`, "gi"), valid: (m) => !/^may\s/i.test(m[0]) || /^May/.test(m[0]) },
   // A year after an article or "in"/"of" ("in 1975", "a 2017 film", "born 1948"). Safe Harbor would allow keeping a
   // year; in running text it narrows down who is meant, and data sets of PII (Presidio) label it. Not a clock time
   // (nursing notes write "at 1900", "from 2000 to 0700"), a quantity ("2000 mg") or a range ("1990-1995" is two years).
   {
     type: "DATE",
+    start: { lead: /^(?:in|of|a\s|an|th|ye|bo|ci|ar|du)/i, prev: "alnum" },
     re: /\b(?:in|of|a|an|the|year|born|circa|around|during)\s{1,2}((?:19\d\d|20[0-3]\d))(?![\w/%]|[.,:-]\d|\s?(?:mg|mcg|ml|cc|kg|g|units?|hrs?|hours?|cal|kcal|meq|u)\b)/gi,
     group: 1,
   },
   // a year written with an apostrophe in a history ("'09 PTCA", "CVA 74'", "may 15'"); not feet and inches (5'7")
   { type: "DATE", re: /(?<![\w'’])['’]\d{2}(?![\w'’"]|[.,]\d)/g },
-  { type: "DATE", re: /(?<=[A-Za-z]{2}\s{1,2})\d{2}['’](?![\w'’"]|\s?\d)/g },
+  { type: "DATE", start: { lead: /^\d\d/, prev: "alnum" }, re: /(?<=[A-Za-z]{2}\s{1,2})\d{2}['’](?![\w'’"]|\s?\d)/g },
   // Ages over 89.
   { type: "AGE", re: /\b(?:9\d|1[01]\d)(?=\s?-?\s?(?:yo|y\/o|y\.o\.?|yrs?|years?|year-old|yr-old|-year-old)\b)/gi },
-  { type: "AGE", re: /\b(?:age[d:]?|aged)\s{1,2}(9\d|1[01]\d)\b/gi, group: 1 },
+  { type: "AGE", start: { lead: /^ag/i, prev: "alnum" }, re: /\b(?:age[d:]?|aged)\s{1,2}(9\d|1[01]\d)\b/gi, group: 1 },
   // Addresses.
   {
     type: "ADDRESS",
@@ -181,34 +189,36 @@ export const PATTERNS: Pattern[] = [
     // English "via" ("access via 2 PIVs") is not a street; "Via Roma 12" is caught by the street-type-first pattern
     valid: (m) => STREET_WORD_SUFFIX.test(m[1]!) && m[1]!.toLowerCase() !== "via",
   },
-  { type: "ADDRESS", re: /\b(?:apt\.?|apartment|suite|ste\.?|unit|room|rm\.?|box|psc|p\.?\s?o\.?\s?box)\s{0,2}#?\s?\d{1,6}[A-Z]?\b/gi },
-  { type: "ADDRESS", re: /\b(?:APO|FPO|DPO)\s{1,2}(?:AA|AE|AP)\s{1,2}\d{5}\b/g },
+  { type: "ADDRESS", start: { lead: /^(?:ap|su|st|un|ro|rm|bo|ps|p\.|p\s|po)/i, prev: "alnum" }, re: /\b(?:apt\.?|apartment|suite|ste\.?|unit|room|rm\.?|box|psc|p\.?\s?o\.?\s?box)\s{0,2}#?\s?\d{1,6}[A-Z]?\b/gi },
+  { type: "ADDRESS", start: { lead: /^(?:AP|FP|DP)/, prev: "alnum" }, re: /\b(?:APO|FPO|DPO)\s{1,2}(?:AA|AE|AP)\s{1,2}\d{5}\b/g },
   // US military mail: ship name or unit before the APO/FPO/DPO line ("USNS Mercy FPO AP 96677", "PSC 5420, Box 2708 APO AA 33879")
   { type: "ADDRESS", gate: (t) => MILITARY_GATE.test(t), re: /\b(?:usns|usnv|uss|uscgc)\s{1,2}[\p{L}][\p{L}'’-]{1,30}(?:\s{1,2}[\p{L}][\p{L}'’-]{1,30})?\s{1,3}(?:apo|fpo|dpo)\s{1,2}(?:aa|ae|ap)\s{1,2}\d{5}\b/giu },
   { type: "ADDRESS", gate: (t) => MILITARY_GATE.test(t), re: /\b(?:psc|unit)\s{1,2}\d{3,5},?\s{1,2}box\s{1,2}\d{3,5}\s{1,3}(?:apo|fpo|dpo)\s{1,2}(?:aa|ae|ap)\s{1,2}\d{5}\b/gi },
   {
     // street type first, then the street's name and the house number ("Rua João Pessoa 1636", "C/ Señores Curas 88", "ul. Północna 73")
     type: "ADDRESS",
+    start: { lead: /^(?:[Rr]u|[Vv]i|[Cc]a|[Aa]v|[Uu]l|[Ss]t|[Pp]i|[Pp]r|[Ll]a|[Tt]r|[Ee]s|[Pp]a|[Pp]l|[Aa]l)/, prev: "alnum" },
     re: /(?<![\p{L}\d])(?:[Rr]ua|[Rr]úa|[Rr]ue|[Vv]iale|[Cc]alle|[Aa]venida|[Aa]vda\.|[Uu]l\.|[Uu]lica|[Ss]trada|[Pp]iazza|[Pp]raça|[Ll]argo|[Tt]ravessa|[Ee]strada|[Cc]arrer|[Pp]aseo|[Pp]laza|[Cc]amino|[Aa]leja|[Tt]rg)\s{1,2}(?:(?:[\p{Lu}][\p{Ll}][\p{L}'’.-]*|de|do|da|dos|das|del|di|la|le|des|du)\s{1,2}){1,4}\d{1,5}[A-Za-z]?\b(?![.,]\d)(?:\.(?!\d))?/gu,
     valid: (m) => !NOT_ADDR_AFTER_NUM.test(m.input.slice(m.index + m[0].length).trimStart()),
   },
   // ZIP codes: after a state code or a ZIP label, or a standalone 5-digit number.
-  { type: "ZIP", re: /\b(?:zip(?:\s?code)?|postal\s?code|postcode)\s?(?:is\s)?:?\s{0,2}([A-Z0-9]{2,5}(?:[ -][A-Z0-9]{2,4})?)\b/gi, group: 1 },
-  { type: "ZIP", re: /\b[A-Z]{2}\s{1,2}(\d{5}(?:-\d{4})?)\b/g, group: 1 },
+  { type: "ZIP", start: { lead: /^(?:zi|po)/i, prev: "alnum" }, re: /\b(?:zip(?:\s?code)?|postal\s?code|postcode)\s?(?:is\s)?:?\s{0,2}([A-Z0-9]{2,5}(?:[ -][A-Z0-9]{2,4})?)\b/gi, group: 1 },
+  { type: "ZIP", start: { lead: /^[A-Z]{2}/, prev: "alnum" }, re: /\b[A-Z]{2}\s{1,2}(\d{5}(?:-\d{4})?)\b/g, group: 1 },
   { type: "ZIP", re: /(?<![\w.,/:-])\d{5}(?:-\d{4})?(?![\w./:%]|,\d|-\d)/g },
-  { type: "LOCATION", re: /\b(?:University|UNIVERSITY|Univ\.?|U) (?:of|OF) [A-Z][A-Za-z]{1,20}(?: [A-Z][A-Za-z]{2,20})?\b/g },
-  { type: "LOCATION", re: new RegExp(`\\b(?:U|Univ\\.?|University) (?:of )?(?:${US_STATES})\\b`, "gi") },
-  { type: "LOCATION", re: /(?<!\d\s{1,2})\b(?:(?:St|ST)\.\s?|(?:Saint|SAINT)\s)[A-Z][A-Za-z]{2,20}(?:'s)?\b/g },
+  { type: "LOCATION", start: { lead: /^U[nN ]/, prev: "alnum" }, re: /\b(?:University|UNIVERSITY|Univ\.?|U) (?:of|OF) [A-Z][A-Za-z]{1,20}(?: [A-Z][A-Za-z]{2,20})?\b/g },
+  { type: "LOCATION", start: { lead: /^u[n ]/i, prev: "alnum" }, re: new RegExp(`\\b(?:U|Univ\\.?|University) (?:of )?(?:${US_STATES})\\b`, "gi") },
+  { type: "LOCATION", start: { lead: /^(?:St|ST|Sa|SA)/, prev: "alnum" }, re: /(?<!\d\s{1,2})\b(?:(?:St|ST)\.\s?|(?:Saint|SAINT)\s)[A-Z][A-Za-z]{2,20}(?:'s)?\b/g },
   // Record, account, licence and other identifying numbers in context, and long digit runs.
   {
     type: "ID",
+    start: { lead: /^(?:mr|me|ac|re|li|dl|dr|pa|po|id|np|de)/i, prev: "alnum" },
     re: /\b(?:mrn|mr#|medical record(?:\s(?:no\.?|number|#))?|acct|account(?:\s(?:no\.?|number|#))?|ref(?:erence)?(?:\s?#|\sno\.?|\snumber)?|record\s?#|licen[cs]e(?:\snumber)?(?:\sis)?|dl|driver'?s licen[cs]e(?:\snumber)?(?:\sis)?|patient\sid|member\sid|policy\s(?:no\.?|number|#)|id\s?#|id:|npi|dea|passport(?:\snumber)?(?:\sis)?)\s?[:#]?\s?((?=[A-Z0-9-]{0,20}\d)[A-Z0-9][A-Z0-9-]{3,20})\b/gi,
     group: 1,
   },
   { type: "ID", re: /(?<![\w.,-])\d{7,}(?![\w.,]|-\d)/g },
   // UUIDs (FHIR resource and record ids) and letter-framed licence / passport numbers ("S99991568", "X43747560X")
   { type: "ID", gate: (t) => UUID_GATE.test(t), re: /\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b/g },
-  { type: "ID", re: /\b[A-Z]{1,2}\d{7,9}[A-Z]?\b/g },
+  { type: "ID", start: { lead: /^[A-Z][A-Z\d]/, prev: "alnum" }, re: /\b[A-Z]{1,2}\d{7,9}[A-Z]?\b/g },
   // FHIR JSON address fields (the state is not a Safe Harbor identifier and is kept)
   { type: "LOCATION", gate: (t) => t.includes('"city"') || t.includes('"district"'), re: /"(?:city|district)"\s{0,4}:\s{0,4}"([^"\n]{1,80})"/g, group: 1 },
   { type: "ZIP", gate: (t) => t.includes('"postalCode"'), re: /"postalCode"\s{0,4}:\s{0,4}"([^"\n]{1,20})"/g, group: 1 },

@@ -18,10 +18,10 @@ export function charClass(cp: number): number {
 /**
  * The name rules' words, as a global unicode regex of `[\p{L}][\p{L}\p{M}'’-]*` would find them (a letter, then letters, marks,
  * apostrophes and hyphens; stepping one code point where no word starts), by a scan of char codes: ASCII is decided
- * inline and other code points by {@link charClass}. Calls `word(start, end, asciiLower)` for each, `asciiLower` true
- * when every character is ASCII and none is upper case (the word is its own lower case).
+ * inline and other code points by {@link charClass}. Calls `word(start, end, asciiLower, ascii)` for each, `asciiLower` true
+ * when every character is ASCII and none is upper case (the word is its own lower case), `ascii` when every character is ASCII.
  */
-export function scanWords(text: string, word: (start: number, end: number, asciiLower: boolean) => void): void {
+export function scanWords(text: string, word: (start: number, end: number, asciiLower: boolean, ascii: boolean) => void): void {
   const n = text.length;
   let i = 0;
   while (i < n) {
@@ -46,6 +46,7 @@ export function scanWords(text: string, word: (start: number, end: number, ascii
       lower = false;
     }
     const start = i;
+    let ascii = c < 128;
     i += size;
     while (i < n) {
       const d = text.charCodeAt(i);
@@ -61,15 +62,17 @@ export function scanWords(text: string, word: (start: number, end: number, ascii
       if (d === 0x2019) {
         // ’
         lower = false;
+        ascii = false;
         i++;
         continue;
       }
       const cp = text.codePointAt(i)!;
       if (charClass(cp) < 2) break;
       lower = false;
+      ascii = false;
       i += cp > 0xffff ? 2 : 1;
     }
-    word(start, i, lower);
+    word(start, i, lower, ascii);
   }
 }
 
@@ -80,10 +83,15 @@ export interface Tok {
   lower: string;
   /** Index in the token list. */
   i: number;
-  /** The text between the previous token and this one ("" for the first). */
-  g: string;
-  /** Lexicon bits (F_*) of `lower`. */
+  /** Start of the text between the previous token and this one (its end; `s` for the first token): the gap is `[ge, s)`. */
+  ge: number;
+  /** Lexicon and word-class bits (F_*, W_*) of `lower`. */
   f: number;
+  /** Shape of `w`, computed once: {@link isTitleCase}, {@link isUpper}, {@link isNameCase}, {@link isCap}. */
+  tc: boolean;
+  up: boolean;
+  nc: boolean;
+  cap: boolean;
 }
 
 export const isUp = (c: number) => c >= 65 && c <= 90;
@@ -162,5 +170,15 @@ export function wsGap(g: string, lo: number, hi: number, lead = -1, leadRequired
   const k = g.length - i;
   if (k < lo || k > hi) return false;
   for (; i < g.length; i++) if (!isWs(g.charCodeAt(i))) return false;
+  return true;
+}
+/** {@link wsGap} on `text[from, to)`, without building the substring. */
+export function wsGapAt(text: string, from: number, to: number, lo: number, hi: number, lead = -1, leadRequired = false): boolean {
+  let i = from;
+  if (lead >= 0 && to > from && text.charCodeAt(from) === lead) i = from + 1;
+  else if (leadRequired) return false;
+  const k = to - i;
+  if (k < lo || k > hi) return false;
+  for (; i < to; i++) if (!isWs(text.charCodeAt(i))) return false;
   return true;
 }

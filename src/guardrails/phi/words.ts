@@ -74,3 +74,50 @@ export const NOT_NAMES = new Set([
 ]);
 
 export const STRONG_LOC_PREFIX = /\b(?:transferr?ed (?:back )?(?:to|from)|transfer(?:red)? (?:back )?to|admitted to|presented to|went to|go to|lives in|live in|living in|resides in|nearby in|moved to|moved from|called to|discharged to|adm(?:itted)? (?:to|from)|sent to|brought to|tx to|taken to|flighted to|enroute to|arrival to|retired from|rec(?:ie|ei)ved from|transfer)\s{1,2}(?:the\s)?$/i;
+
+// Word-class bits: each set above as one bit of the lexicon's word -> bits map (./lexicon.ts), above the lexicon's own
+// classes (bits 0-7), so one hash lookup per token answers every "is this word a title / relation / unit ..." question.
+export const W_TITLES = 1 << 8;
+export const W_RELATIONS = 1 << 9;
+export const W_ROLE_ABBR = 1 << 10;
+export const W_WEAK_RELATIONS = 1 << 11;
+export const W_CUE_WORDS = 1 << 12;
+export const W_CREDENTIAL_WORDS = 1 << 13;
+export const W_CREDENTIALS = 1 << 14;
+export const W_UNIT_ACRONYMS = 1 << 15;
+export const W_HOSPITAL_WORDS = 1 << 16;
+export const W_CENTER_WORDS = 1 << 17;
+export const W_LOC_PREPOSITIONS = 1 << 18;
+export const W_HOSPITAL_MODIFIERS = 1 << 19;
+export const W_WARD_PREV = 1 << 20;
+export const W_ROLE_WORDS = 1 << 21;
+export const W_SUBJECT_VERBS = 1 << 22;
+export const W_NAME_PREV = 1 << 23;
+export const W_LOC_PREV = 1 << 24;
+export const W_NAMED_FACILITY = 1 << 25;
+export const W_FACILITY_WORDS = 1 << 26;
+export const W_NOT_NAMES = 1 << 27;
+
+/** The word sets that become bits of every lexicon map. */
+export const WORD_CLASSES: ReadonlyArray<readonly [ReadonlySet<string>, number]> = [
+  [TITLES, W_TITLES],
+  [RELATIONS, W_RELATIONS],
+  [ROLE_ABBR, W_ROLE_ABBR],
+  [WEAK_RELATIONS, W_WEAK_RELATIONS],
+  [CUE_WORDS, W_CUE_WORDS],
+  [CREDENTIAL_WORDS, W_CREDENTIAL_WORDS],
+  [CREDENTIALS, W_CREDENTIALS],
+  [UNIT_ACRONYMS, W_UNIT_ACRONYMS],
+  [HOSPITAL_WORDS, W_HOSPITAL_WORDS],
+  [CENTER_WORDS, W_CENTER_WORDS],
+  [LOC_PREPOSITIONS, W_LOC_PREPOSITIONS],
+  [HOSPITAL_MODIFIERS, W_HOSPITAL_MODIFIERS],
+  [WARD_PREV, W_WARD_PREV],
+  [ROLE_WORDS, W_ROLE_WORDS],
+  [SUBJECT_VERBS, W_SUBJECT_VERBS],
+  [NAME_PREV, W_NAME_PREV],
+  [LOC_PREV, W_LOC_PREV],
+  [NAMED_FACILITY, W_NAMED_FACILITY],
+  [FACILITY_WORDS, W_FACILITY_WORDS],
+  [NOT_NAMES, W_NOT_NAMES],
+];
