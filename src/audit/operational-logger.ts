@@ -190,13 +190,15 @@ function scrub(v: unknown, redact: Redactor, depth: number): unknown {
 
 /**
  * What is kept through redaction because it is the machine's, never a person's: loopback addresses (127.0.0.0/8,
- * ::1, and the origin of a loopback URL; the server's own, which the IP and URL patterns took for a patient's) and
+ * ::1, and a loopback URL that is an origin or one of HMCP's own endpoints: /mcp, /token, /jwks, /healthz, the
+ * well-known metadata; the server's own, which the IP and URL patterns took for a patient's; any other path is
+ * redacted whole, as before) and
  * SQLSTATE codes after the word SQLSTATE (five
  * characters, which the ZIP pattern took for a postcode).
  */
-const KEPT = /\bhttps?:\/\/(?:127(?:\.\d{1,3}){3}|\[::1\]|localhost)(?::\d{1,5})?|\b127(?:\.\d{1,3}){3}(?::\d{1,5})?\b|\[::1\](?::\d{1,5})?|(?<![\w:])::1\b|\bSQLSTATE[ =:]*[0-9A-Z]{5}\b/g;
+const KEPT = /\bhttps?:\/\/(?:127(?:\.\d{1,3}){3}|\[::1\]|localhost)(?::\d{1,5})?(?:\/(?:mcp|token|jwks|healthz|\.well-known\/[a-z-]+(?:\/mcp)?))?(?=$|[\s"'<>,;)\]])|\b127(?:\.\d{1,3}){3}(?::\d{1,5})?\b|\[::1\](?::\d{1,5})?|(?<![\w:])::1\b|\bSQLSTATE[ =:]*[0-9A-Z]{5}\b/g;
 /** A machine code as an error's `code` carries it: a SQLSTATE (`23505`) or a Node / library code (`ECONNREFUSED`, `ERR_X`). */
-const MACHINE_CODE = /^(?:[0-9A-Z]{5}|[A-Z][A-Z0-9_]{2,63})$/;
+const MACHINE_CODE = /^(?:[0-9A-Z]{5}|E[A-Z0-9]{2,31}|ERR_[A-Z0-9_]{1,60})$/;
 const KEEP_MARK = "\u0000k";
 /** A mark of {@link KEEP_MARK} (NUL, "k", the kept span's index, NUL): no redaction pattern matches it. */
 const KEEP_BACK = new RegExp(`${KEEP_MARK}(\\d+)\u0000`, "g");

@@ -187,7 +187,7 @@ export class HMCPClient {
       transport = target.transport;
     }
     this.#transport = transport;
-    await this.sdk.connect(transport).catch((e: unknown) => Promise.reject(typedHttpRefusal(e)));
+    await this.sdk.connect(transport).catch((e: unknown) => Promise.reject(typedHttpRefusal(e, this.#endpoint())));
   }
 
   /**
@@ -262,9 +262,9 @@ export class HMCPClient {
         await this.#reconnecting?.catch(() => undefined);
         await this.#ready();
       } else {
-        throw typedHttpRefusal(error);
+        throw typedHttpRefusal(error, this.#endpoint());
       }
-      result = await send().catch((e: unknown) => Promise.reject(typedHttpRefusal(e)));
+      result = await send().catch((e: unknown) => Promise.reject(typedHttpRefusal(e, this.#endpoint())));
     }
     // what the server sent back passes this side's input stage, as the requests servers send do
     return this.#guard("input", result, "sampling/createMessage", options.signal ?? new AbortController().signal);
@@ -298,7 +298,7 @@ export class HMCPClient {
         ...(options.timeoutMs !== undefined && { timeout: options.timeoutMs }),
         ...(options.signal && { signal: options.signal }),
       })
-      .catch((e: unknown) => Promise.reject(typedHttpRefusal(e)))) as CallToolResult;
+      .catch((e: unknown) => Promise.reject(typedHttpRefusal(e, this.#endpoint())))) as CallToolResult;
     return this.#guard("input", result, "tools/call", options.signal ?? new AbortController().signal);
   }
 
@@ -314,7 +314,7 @@ export class HMCPClient {
         ...(options.timeoutMs !== undefined && { timeout: options.timeoutMs }),
         ...(options.signal && { signal: options.signal }),
       })
-      .catch((e: unknown) => Promise.reject(typedHttpRefusal(e)));
+      .catch((e: unknown) => Promise.reject(typedHttpRefusal(e, this.#endpoint())));
     return this.#guard("input", result, "resources/read", options.signal ?? new AbortController().signal);
   }
 
@@ -350,6 +350,12 @@ export class HMCPClient {
     }
     // an answer this client redacted says so (REDACTIONS_META_KEY), as a server's redacted result does
     return stage === "output" ? withRedactionsMeta(outcome.payload, outcome.redactions) : outcome.payload;
+  }
+
+  /** The HTTP endpoint this client connects to, if any (a refusal's metadata URL is kept only on its origin). */
+  #endpoint(): URL | undefined {
+    const t = this.#target;
+    return t?.type === "http" ? new URL(t.url) : undefined;
   }
 
   /** fetch that adds the bearer token and retries once after a 401 carrying `WWW-Authenticate` (RFC 6750 §3). */
@@ -396,7 +402,7 @@ function checkClientOptions(options: HMCPClientOptions): void {
  * e.g. the audience it expects). Both carry `data.status` and, when the server named it, `data.resourceMetadata` (the
  * RFC 9728 metadata URL); the original error is the `cause`. Anything else is returned unchanged.
  */
-function typedHttpRefusal(error: unknown): unknown {
+function typedHttpRefusal(error: unknown, endpoint?: URL): unknown {
   if (!(error instanceof StreamableHTTPError) || (error.code !== 401 && error.code !== 403)) return error;
   let body: Record<string, unknown> = {};
   const brace = error.message.indexOf("{");
@@ -408,12 +414,15 @@ function typedHttpRefusal(error: unknown): unknown {
       // not our server's JSON body: the status alone is known
     }
   }
-  const str = (k: string) => (typeof body[k] === "string" ? (body[k] as string) : undefined);
-  const resourceMetadata = str("resource_metadata");
+  // the server's strings, as far as they are safe to show and to act on: printable, at most 256 characters; a scope
+  // as RFC 6749 §3.3 spells one; a metadata URL only on the endpoint's own origin
+  const str = (k: string) => (typeof body[k] === "string" && /^[\x20-\x7e]{1,256}$/.test(body[k] as string) ? (body[k] as string) : undefined);
+  const metadataUrl = str("resource_metadata");
+  const resourceMetadata = metadataUrl !== undefined && endpoint !== undefined && URL.canParse(metadataUrl) && new URL(metadataUrl).origin === endpoint.origin ? metadataUrl : undefined;
   const description = str("error_description");
   const common = { status: error.code, ...(resourceMetadata !== undefined && { resourceMetadata }) };
   if (error.code === 403) {
-    const required = (str("scope") ?? "").split(" ").filter(Boolean);
+    const required = (str("scope") ?? "").split(" ").filter((x) => /^[\x21\x23-\x5b\x5d-\x7e]{1,128}$/.test(x));
     return new HMCPError(HMCPErrorCode.InsufficientScope, `Insufficient scope${required.length > 0 ? `: needs one of ${required.join(", ")}` : ""}`, { reason: "insufficient_scope", required, ...common }, { cause: error });
   }
   return new HMCPError(

@@ -139,7 +139,6 @@ export class HMCPServer extends McpServer {
 
   /** Registers the sampling tool: the sampling handler behind `tools/call` (see {@link SamplingHandlerOptions.tool}). */
   #registerSamplingTool(meta: { title?: string; description?: string }): void {
-    this.#samplingTool = true;
     this.registerTool(
       SAMPLING_TOOL_NAME,
       {
@@ -162,6 +161,8 @@ export class HMCPServer extends McpServer {
         return out;
       },
     );
+    // only once registered: a name already taken throws above, and must not get sampling's scopes
+    this.#samplingTool = true;
   }
 
   /** The HMCP capability this server advertises (`capabilities.experimental.hmcp`). */

@@ -272,8 +272,16 @@ export class RequestPipeline {
       this.#authorize(ctx, request, options.unknownMethod === true);
       if (this.#hooks.authorize) await this.#hooks.authorize(ctx);
       if (this.#guardrails && INPUT_CONTENT_METHODS.has(request.method) && request.params) {
-        const params = await this.#guard(ctx, "input", request.params);
-        if (params !== request.params) req = { ...request, params: params as JSONRPCRequest["params"] };
+        const args = (request.params as { arguments?: unknown }).arguments;
+        if (this.#host.samplingTool() && scopeMethodOf(request.method, request.params) === "sampling/createMessage" && typeof args === "object" && args !== null) {
+          // the sampling tool's arguments are sampling params: checked as a sampling request (messages, maxTokens,
+          // model hints, content types), not as free JSON, so the limits and per-kind settings hold as for the method
+          const checked = await this.#guard(ctx, "input", args, "sampling/createMessage");
+          if (checked !== args) req = { ...request, params: { ...request.params, arguments: checked } as JSONRPCRequest["params"] };
+        } else {
+          const params = await this.#guard(ctx, "input", request.params);
+          if (params !== request.params) req = { ...request, params: params as JSONRPCRequest["params"] };
+        }
       }
       attachContext(extra, ctx);
       result = await inner(req, extra);
@@ -354,14 +362,14 @@ export class RequestPipeline {
     if (meta !== undefined && meta !== null && typeof meta === "object" && PATIENT_META_KEY in meta) ctx.assertPatient(checkPatientId(meta[PATIENT_META_KEY]));
   }
 
-  async #guard(ctx: Ctx, stage: GuardrailStage, payload: unknown): Promise<unknown> {
+  async #guard(ctx: Ctx, stage: GuardrailStage, payload: unknown, method = ctx.method): Promise<unknown> {
     const runner = this.#guardrails!;
     let outcome;
     try {
       outcome = await runner.evaluate(stage, payload, {
         stage,
         side: "server",
-        method: ctx.method,
+        method,
         patient: ctx.patient,
         principal: ctx.principal,
         ...(ctx.sessionId !== undefined && { sessionId: ctx.sessionId }),

@@ -94,6 +94,13 @@ describe("explainable guardrail blocks", () => {
     }
   });
 
+  it("a custom guardrail's free-text reason does not reach the caller (only code-like reasons do)", async () => {
+    const chatty: Guardrail = { name: "chatty", check: (t) => (t.includes("warfarin") ? { action: "block", reason: "Jane Doe asked for 20 mg warfarin" } : { action: "allow" }) };
+    const { client } = await connect({ auth: { localPrincipal: TEST_PRINCIPAL }, guardrails: new GuardrailPipeline({ input: [{ guardrail: chatty }] }) }, { guardrails: false });
+    const err = await client.ask(SECRET).catch((e: unknown) => e);
+    expect((err as McpError).data).toEqual({ reason: "guardrail_blocked", guardrail: "chatty", stage: "input" });
+  });
+
   it("a client's input stage inspects tool results (callTool) and resource contents (readResource)", async () => {
     const register = (server: HMCPServer) => {
       server.registerTool("lookup", { inputSchema: { q: z.string() } }, ({ q }) => ({

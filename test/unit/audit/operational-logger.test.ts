@@ -47,6 +47,9 @@ describe("createOperationalLogger", () => {
     expect(e["error"]).toEqual({ name: "Error", code: "23505", message: "duplicate key value (SQLSTATE 23505) for [NAME], phone [PHONE]" });
     expect(e["refused"]).toMatchObject({ code: "ECONNREFUSED" });
     expect(e["listen"]).toBe("http://127.0.0.1:41234/mcp");
+    // only an origin or HMCP's own endpoints are kept: any other loopback path, or a look-alike host, is redacted whole
+    logger.warn("GET http://127.0.0.1:8080/Patient/john.smith/02134 then http://localhost.johnsmith-02134.net/x");
+    expect((JSON.parse(mem.lines[1]!) as { message: string }).message).toBe("GET [URL] then [URL]");
     expect(e["zip"]).toBe("[ZIP]");
   });
 
