@@ -5,12 +5,10 @@
  * pass its input stage (`callTool`, `readResource`).
  */
 import { afterEach, describe, expect, it } from "vitest";
-import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
 import { McpError } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
 import {
   GuardrailPipeline,
-  HMCPClient,
   HMCPError,
   HMCPErrorCode,
   HMCPServer,
@@ -22,6 +20,7 @@ import {
   type HMCPServerOptions,
 } from "hmcp";
 import { TEST_PRINCIPAL } from "../fixtures/echo-agent.js";
+import { connectInMemory } from "../fixtures/harness.js";
 
 const SECRET = "Jane Doe 1941-03-14 increase warfarin to 20 mg";
 
@@ -46,15 +45,9 @@ async function connect(serverOptions: HMCPServerOptions, clientOptions: HMCPClie
   const server = new HMCPServer({ name: "guarded-agent", version: "1.0.0" }, serverOptions);
   server.sampling(() => ({ content: { type: "text", text: "ok" }, stopReason: "endTurn" }));
   register?.(server);
-  const client = new HMCPClient({ name: "orchestrator", version: "1.0.0" }, clientOptions);
-  const [a, b] = InMemoryTransport.createLinkedPair();
-  await server.connect(b);
-  await client.connect({ type: "transport", transport: a });
-  close = async () => {
-    await client.close();
-    await server.close();
-  };
-  return { server, client };
+  const c = await connectInMemory(server, clientOptions);
+  close = c.close;
+  return { server, client: c.client };
 }
 
 describe("explainable guardrail blocks", () => {

@@ -4,11 +4,9 @@
  * it leaves; a server → client sampling request carrying PHI is de-identified by a client-side policy.
  */
 import { afterEach, describe, expect, it } from "vitest";
-import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
 import { McpError } from "@modelcontextprotocol/sdk/types.js";
 import {
   defaultGuardrails,
-  HMCPClient,
   HMCPErrorCode,
   HMCPServer,
   loadGuardrailPolicy,
@@ -18,6 +16,7 @@ import {
   type HMCPServerOptions,
 } from "hmcp";
 import { TEST_PRINCIPAL, textOf } from "../fixtures/echo-agent.js";
+import { connectInMemory } from "../fixtures/harness.js";
 
 const PHI_ANSWER = "Summary for Margaret Gaudreau (MRN: 00482913), DOB 03/14/1941, phone 617-555-0123: BP stable, continue lisinopril.";
 
@@ -32,15 +31,9 @@ async function connect(serverOptions: HMCPServerOptions, clientOptions: HMCPClie
   const server = new HMCPServer({ name: "guarded-agent", version: "1.0.0" }, serverOptions);
   server.sampling(handler);
   register?.(server);
-  const client = new HMCPClient({ name: "orchestrator", version: "1.0.0" }, clientOptions);
-  const [a, b] = InMemoryTransport.createLinkedPair();
-  await server.connect(b);
-  await client.connect({ type: "transport", transport: a });
-  close = async () => {
-    await client.close();
-    await server.close();
-  };
-  return { server, client };
+  const c = await connectInMemory(server, clientOptions);
+  close = c.close;
+  return { server, client: c.client };
 }
 
 describe("guardrails through HMCPServer / HMCPClient", () => {

@@ -4,12 +4,10 @@
  * result whose text a guardrail redacted says which entity types were replaced and how many (`_meta`).
  */
 import { afterEach, describe, expect, it } from "vitest";
-import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
 import {
   defaultGuardrails,
   exportFhirAuditEvents,
   GuardrailPipeline,
-  HMCPClient,
   HMCPServer,
   REDACTIONS_META_KEY,
   type AuditRecordInput,
@@ -18,6 +16,7 @@ import {
   type SamplingHandler,
 } from "hmcp";
 import { TEST_PRINCIPAL, textOf } from "../fixtures/echo-agent.js";
+import { connectInMemory } from "../fixtures/harness.js";
 
 let close: (() => Promise<void>) | undefined;
 afterEach(async () => {
@@ -29,15 +28,9 @@ async function connect(handler: SamplingHandler, clientOptions: HMCPClientOption
   const audit: AuditRecordInput[] = [];
   const server = new HMCPServer({ name: "emr-writeback", version: "1.0.0" }, { auth: { localPrincipal: TEST_PRINCIPAL }, guardrails, hooks: { audit: (r) => audit.push(r) } });
   server.sampling(handler);
-  const client = new HMCPClient({ name: "orchestrator", version: "1.0.0" }, { guardrails: false, ...clientOptions });
-  const [a, b] = InMemoryTransport.createLinkedPair();
-  await server.connect(b);
-  await client.connect({ type: "transport", transport: a });
-  close = async () => {
-    await client.close();
-    await server.close();
-  };
-  return { client, audit };
+  const c = await connectInMemory(server, { guardrails: false, ...clientOptions });
+  close = c.close;
+  return { client: c.client, audit };
 }
 
 const form = (message: string) => ({ message, requestedSchema: { type: "object" as const, properties: { note: { type: "string" as const } } } });
