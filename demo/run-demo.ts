@@ -12,8 +12,12 @@ import {
   HMCPClient,
   HMCPErrorCode,
   generateAuditSigningKey,
+  loadGuardrailPolicy,
+  policyPath,
+  REDACTIONS_META_KEY,
   verifyAuditFiles,
   type ClientElicitationHandler,
+  type GuardrailRunner,
   type TokenProvider,
 } from "hmcp";
 import { McpError, type CreateMessageRequest, type ElicitResult } from "@modelcontextprotocol/sdk/types.js";
@@ -78,7 +82,8 @@ export function batchesFor(p: PatientInput, all: boolean): EncounterBatch[] {
 }
 
 interface Endpoints {
-  emrClient(clientId: string): Promise<HMCPClient>;
+  /** A client of the EMR agent; `policy`: its own guardrails (default the demo's). */
+  emrClient(clientId: string, policy?: GuardrailRunner): Promise<HMCPClient>;
   patientDataClient(): Promise<HMCPClient>;
   /** Ends the agents (and what they hold open). */
   close(): Promise<void>;
@@ -132,8 +137,8 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
     if (r.content.type === "text") show({ type: "model-summary", model: r.model, text: r.content.text.split("\n")[0] ?? "" });
     return r;
   };
-  const makeClient = (name: string, tokenProvider?: TokenProvider) => {
-    const c = new HMCPClient({ name, version: "0.1.0" }, { ...(tokenProvider && { tokenProvider }), guardrails, onSampling, onElicitation });
+  const makeClient = (name: string, tokenProvider?: TokenProvider, policy: GuardrailRunner = guardrails) => {
+    const c = new HMCPClient({ name, version: "0.1.0" }, { ...(tokenProvider && { tokenProvider }), guardrails: policy, onSampling, onElicitation });
     clients.push(c);
     return c;
   };
@@ -147,8 +152,8 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
     const au = (auth = await startDemoAuth({ boundPatient }));
     const a = await startHttpAgents({ store, patients: patients.map((p) => p.patient), bearerFor: au.bearerFor, audit: auditSink, guardrails });
     endpoints = {
-      async emrClient(clientId) {
-        const c = makeClient(`${clientId}-emr`, au.tokenProvider(clientId, a.emrUrl));
+      async emrClient(clientId, policy) {
+        const c = makeClient(`${clientId}-emr`, au.tokenProvider(clientId, a.emrUrl), policy);
         await c.connect({ type: "http", url: a.emrUrl });
         return c;
       },
@@ -162,13 +167,13 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
     };
   } else {
     const tsx = path.join(demoDir, "..", "node_modules", "tsx", "dist", "loader.mjs");
-    const spawnAgent = async (agent: "emr-writeback" | "patient-data", clientId: string, prefix: string) => {
+    const spawnAgent = async (agent: "emr-writeback" | "patient-data", clientId: string, prefix: string, policy?: GuardrailRunner) => {
       const cfg: AgentProcessConfig = {
         ...(agent === "emr-writeback" ? { store } : { dataDir }),
         audit: { dir: auditDir, prefix, anchors: anchorsFile },
         principal: localPrincipal(clientId, boundPatient),
       };
-      const c = makeClient(`${clientId}-${agent}`);
+      const c = makeClient(`${clientId}-${agent}`, undefined, policy);
       await c.connect({
         type: "stdio",
         command: process.execPath,
@@ -179,7 +184,8 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
     };
     let n = 0;
     endpoints = {
-      emrClient: (clientId) => spawnAgent("emr-writeback", clientId, clientId === ORCHESTRATOR ? "emr_writeback" : `emr_writeback_${clientId.replace(/[^A-Za-z0-9]/g, "_")}_${++n}`),
+      emrClient: (clientId, policy) =>
+        spawnAgent("emr-writeback", clientId, clientId === ORCHESTRATOR && !policy ? "emr_writeback" : `emr_writeback_${clientId.replace(/[^A-Za-z0-9]/g, "_")}_${++n}`, policy),
       patientDataClient: () => spawnAgent("patient-data", ORCHESTRATOR, "patient_data"),
       close: async () => undefined,
       auditFiles: () => listAudit(auditDir),
@@ -189,7 +195,7 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
   const display = options.out === null ? undefined : createDisplay({ totalResources: patients.reduce((n, p) => n + batchesFor(p, all).reduce((m, b) => m + b.entries.length, 0), 0), verbose: options.verbose ?? !all, out: options.out ?? process.stdout, ...(options.bars !== undefined && { bars: options.bars }) });
   if (display) show = (e) => display.onEvent(e);
   const runs: PatientRun[] = [];
-  const defences = { injectionBlocked: false, insufficientScopeRefused: false, crossPatientRefused: false };
+  const defences: DemoReport["defences"] = { injectionBlocked: false, insufficientScopeRefused: false, crossPatientRefused: false, deidentified: false };
   try {
     let emr = await endpoints.emrClient(ORCHESTRATOR);
     const pd = await endpoints.patientDataClient();
@@ -240,6 +246,23 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
         defences.crossPatientRefused = codeOf(e) === HMCPErrorCode.PatientContextViolation;
       }
       await app.close();
+      // A record read for an outside model: a client on guardrails/external-model.yaml de-identifies what it receives,
+      // and the result says what was replaced (`_meta["hmcp/redactions"]`)
+      // over stdio the EMR agent is a process holding the store: the orchestrator's ends first
+      if (transport === "stdio") await emr.close();
+      const outside = await endpoints.emrClient(ORCHESTRATOR, loadGuardrailPolicy(policyPath("external-model")));
+      try {
+        const { resources } = await outside.sdk.listResources();
+        const uri = resources.find((r) => r.uri.includes("/Observation/"))?.uri ?? resources[0]?.uri;
+        if (uri) {
+          const read = await outside.readResource({ uri });
+          const counts = (read._meta?.[REDACTIONS_META_KEY] ?? {}) as Record<string, number>;
+          defences.deidentified = Object.keys(counts).length > 0 && !/\d{4}-\d\d-\d\d/.test(JSON.stringify(read.contents));
+          defences.redactions = counts;
+        }
+      } finally {
+        await outside.close();
+      }
     }
   } finally {
     display?.stop();
@@ -283,7 +306,7 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
   };
   if (display) display.line(`\n${renderSummary(report, (options.out ?? process.stdout).columns || 80)}`);
   // A clinician's decline or cancel is a legitimate outcome, not a failure of the run.
-  const ok = runs.every((r) => r.patientId && (!r.problem || r.problem.startsWith("approval "))) && defences.insufficientScopeRefused && defences.crossPatientRefused && verified && defences.injectionBlocked;
+  const ok = runs.every((r) => r.patientId && (!r.problem || r.problem.startsWith("approval "))) && defences.insufficientScopeRefused && defences.crossPatientRefused && verified && defences.injectionBlocked && defences.deidentified;
   return { report, runs, ok };
 }
 

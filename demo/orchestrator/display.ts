@@ -174,7 +174,7 @@ export function renderSummary(report: DemoReport, columns = 80): string {
     wrap(`Written: ${created} new this run, ${held - created} already in the EMR (writes are idempotent; the table counts what the EMR holds from this input)`),
     wrap(reasons.size ? `Refusals: ${[...reasons].map(([k, n]) => `${k} ×${n}`).join("; ")}` : "Refusals: none"),
     wrap(
-      `Defences: prompt injection blocked: ${mark(d.injectionBlocked)} · read-only client refused (insufficient_scope): ${mark(d.insufficientScopeRefused)} · patient-bound client refused another patient: ${mark(d.crossPatientRefused)}`,
+      `Defences: prompt injection blocked: ${mark(d.injectionBlocked)} · read-only client refused (insufficient_scope): ${mark(d.insufficientScopeRefused)} · patient-bound client refused another patient: ${mark(d.crossPatientRefused)} · record read for an outside model de-identified: ${mark(d.deidentified)}${d.redactions && Object.keys(d.redactions).length > 0 ? ` (${Object.entries(d.redactions).map(([t, n]) => `${t} ×${n}`).join(", ")})` : ""}`,
     ),
     report.audit.files.length > 1
       ? `Audit: ${report.audit.records} records in ${report.audit.files.length} files (${chainCount(report.audit.files)} chains: one per agent process) in ${report.audit.dir}, every chain verified: ${mark(report.audit.verified)}`

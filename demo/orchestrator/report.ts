@@ -19,7 +19,15 @@ export interface DemoReport {
     /** One entry per (type, reason); `count` says how many resources (an extension of the issue's shape). */
     refused: Array<{ resourceType: string; reason: string; count: number }>;
   }>;
-  defences: { injectionBlocked: boolean; insufficientScopeRefused: boolean; crossPatientRefused: boolean };
+  /** The defences shown after the writes; `deidentified`: a record read for an outside model came back de-identified. */
+  defences: {
+    injectionBlocked: boolean;
+    insufficientScopeRefused: boolean;
+    crossPatientRefused: boolean;
+    deidentified: boolean;
+    /** What the outside model's client replaced in that record (`_meta["hmcp/redactions"]`: entity type → count). */
+    redactions?: Record<string, number>;
+  };
   /**
    * `files`, `dir`, `publicKey` (the checkpoint key, to re-verify with `hmcp audit verify`), `anchors` (the JSON Lines
    * file of checkpoint anchors, kept outside `dir`) and `anchored` (anchors in it) extend the issue's shape.

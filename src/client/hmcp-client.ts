@@ -267,7 +267,7 @@ export class HMCPClient {
       result = await send().catch((e: unknown) => Promise.reject(typedHttpRefusal(e, this.#endpoint())));
     }
     // what the server sent back passes this side's input stage, as the requests servers send do
-    return this.#guard("input", result, "sampling/createMessage", options.signal ?? new AbortController().signal);
+    return this.#guard("input", result, "sampling/createMessage", options.signal ?? new AbortController().signal, true);
   }
 
   /**
@@ -299,7 +299,7 @@ export class HMCPClient {
         ...(options.signal && { signal: options.signal }),
       })
       .catch((e: unknown) => Promise.reject(typedHttpRefusal(e, this.#endpoint())))) as CallToolResult;
-    return this.#guard("input", result, "tools/call", options.signal ?? new AbortController().signal);
+    return this.#guard("input", result, "tools/call", options.signal ?? new AbortController().signal, true);
   }
 
   /**
@@ -315,7 +315,7 @@ export class HMCPClient {
         ...(options.signal && { signal: options.signal }),
       })
       .catch((e: unknown) => Promise.reject(typedHttpRefusal(e, this.#endpoint())));
-    return this.#guard("input", result, "resources/read", options.signal ?? new AbortController().signal);
+    return this.#guard("input", result, "resources/read", options.signal ?? new AbortController().signal, true);
   }
 
   /**
@@ -334,7 +334,11 @@ export class HMCPClient {
     await this.sdk.close();
   }
 
-  async #guard<T>(stage: "input" | "output", payload: T, method: string, signal: AbortSignal): Promise<T> {
+  /**
+   * Runs this client's guardrails on `payload`. `received`: a result this client got back (its own call's), which says
+   * in its `_meta` what the input stage redacted, as an answer this client sends back does.
+   */
+  async #guard<T>(stage: "input" | "output", payload: T, method: string, signal: AbortSignal, received = false): Promise<T> {
     const g = this.#options.guardrails === false ? undefined : (this.#options.guardrails ??= defaultGuardrails());
     if (!g) return payload;
     let outcome;
@@ -349,7 +353,7 @@ export class HMCPClient {
       throw new HMCPError(HMCPErrorCode.GuardrailBlocked, `Blocked by guardrail '${b.guardrail}'`, guardrailBlockData(b, stage));
     }
     // an answer this client redacted says so (REDACTIONS_META_KEY), as a server's redacted result does
-    return stage === "output" ? withRedactionsMeta(outcome.payload, outcome.redactions) : outcome.payload;
+    return stage === "output" || received ? withRedactionsMeta(outcome.payload, outcome.redactions) : outcome.payload;
   }
 
   /** The HTTP endpoint this client connects to, if any (a refusal's metadata URL is kept only on its origin). */

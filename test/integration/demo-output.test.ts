@@ -130,7 +130,10 @@ describe("demo console output", () => {
     expect(code).toBe(0);
     const report = JSON.parse(stdout) as DemoReport;
     expect(report.patients.map((p) => p.name)).toEqual(["Claudie Walsh"]);
-    expect(report.defences).toEqual({ injectionBlocked: true, insufficientScopeRefused: true, crossPatientRefused: true });
+    // the fourth defence: a record read for an outside model came back de-identified, and says what was replaced
+    expect(report.defences).toMatchObject({ injectionBlocked: true, insufficientScopeRefused: true, crossPatientRefused: true, deidentified: true });
+    expect(report.defences.redactions?.["DATE"]).toBeGreaterThan(0);
+    expect(stderr.replace(/\n {2}(?=\S)/g, " ")).toMatch(/record read for an outside model de-identified: yes \(.*DATE ×\d+/);
     expect(stderr).toMatch(/^Defences: prompt injection blocked: yes/m);
   });
 });

@@ -35,7 +35,7 @@ describe("the demo's per-patient line", () => {
 describe("the demo's audit summary line", () => {
   const report = (files: string[]): DemoReport => ({
     patients: [],
-    defences: { injectionBlocked: true, insufficientScopeRefused: true, crossPatientRefused: true },
+    defences: { injectionBlocked: true, insufficientScopeRefused: true, crossPatientRefused: true, deidentified: true },
     audit: { file: files[0]!, files, records: 29, verified: true, dir: "/a/run-1", publicKey: "/a/run-1/checkpoint-keys.jwks.json", anchors: "/a/anchors/run-1.jsonl", anchored: 1 },
     emr: { dataDir: "/e" },
     durationMs: 1000,
