@@ -6,7 +6,6 @@
  */
 import { afterEach, describe, expect, it } from "vitest";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { CallToolResultSchema, ElicitRequestSchema, McpError } from "@modelcontextprotocol/sdk/types.js";
 import {
@@ -23,6 +22,7 @@ import {
   type Principal,
 } from "hmcp";
 import { bearerFor, makeKeys, mint, TEST_RESOURCE } from "../fixtures/bearer.js";
+import { connectPlainClient } from "../fixtures/harness.js";
 
 const closers: Array<() => Promise<void>> = [];
 afterEach(async () => {
@@ -41,16 +41,10 @@ function agent(audit: AuditRecordInput[], principal?: Principal) {
   );
 }
 
+/** An unmodified SDK client (as the MCP Inspector is one) that accepts every elicitation. */
 async function plainClient(server: HMCPServer): Promise<Client> {
-  const client = new Client({ name: "inspector-like", version: "1.0.0" }, { capabilities: { elicitation: {} } });
+  const client = await connectPlainClient(server, closers, { elicitation: {} });
   client.setRequestHandler(ElicitRequestSchema, () => ({ action: "accept", content: {} }));
-  const [a, b] = InMemoryTransport.createLinkedPair();
-  await server.connect(b);
-  await client.connect(a);
-  closers.push(async () => {
-    await client.close();
-    await server.close();
-  });
   return client;
 }
 
