@@ -32,7 +32,6 @@ export type InnerHandler = (request: JSONRPCRequest, extra: HandlerExtra) => Pro
 /** `_meta` key by which a client declares the patient a request is about (checked against the launch context). */
 export const PATIENT_META_KEY = "hmcp/patient";
 
-
 /** Methods whose params carry content checked by the input stage. */
 const INPUT_CONTENT_METHODS = new Set(["sampling/createMessage", "tools/call"]);
 /** Methods whose results carry content checked by the output stage. */
@@ -269,11 +268,13 @@ export class RequestPipeline {
         const d = digestOrRefuse(request.params, "params");
         if (d !== undefined) digests["request"] = d;
       }
-      this.#authorize(ctx, request, options.unknownMethod === true);
+      // the method whose scopes apply: sampling/createMessage for the sampling tool (when this server exposes it)
+      const scopeMethod = this.#host.samplingTool() ? scopeMethodOf(request.method, request.params) : request.method;
+      this.#authorize(ctx, request, scopeMethod, options.unknownMethod === true);
       if (this.#hooks.authorize) await this.#hooks.authorize(ctx);
       if (this.#guardrails && INPUT_CONTENT_METHODS.has(request.method) && request.params) {
         const args = (request.params as { arguments?: unknown }).arguments;
-        if (this.#host.samplingTool() && scopeMethodOf(request.method, request.params) === "sampling/createMessage" && typeof args === "object" && args !== null) {
+        if (scopeMethod !== request.method && typeof args === "object" && args !== null) {
           // the sampling tool's arguments are sampling params: checked as a sampling request (messages, maxTokens,
           // model hints, content types), not as free JSON, so the limits and per-kind settings hold as for the method
           const checked = await this.#guard(ctx, "input", args, "sampling/createMessage");
@@ -341,15 +342,14 @@ export class RequestPipeline {
     return new Ctx(request, extra, principal, sourceAddress, this, this.#host);
   }
 
-  #authorize(ctx: Ctx, request: JSONRPCRequest, unknownMethod: boolean): void {
+  #authorize(ctx: Ctx, request: JSONRPCRequest, scopeMethod: string, unknownMethod: boolean): void {
     if (this.#auth === false) return;
     const principal = ctx.principal;
     if (!principal) {
       throw new HMCPError(HMCPErrorCode.Unauthenticated, "Authentication required", { reason: "unauthenticated" });
     }
     // An unknown method needs only an authenticated caller: it is refused as "Method not found" next.
-    // the sampling tool (when this server exposes it) is checked with sampling's scopes, as its HTTP check was
-    const scopeMethod = this.#host.samplingTool() ? scopeMethodOf(request.method, request.params) : request.method;
+    // the sampling tool is checked with sampling's scopes, as its HTTP check was
     const required = unknownMethod ? [] : this.requiredScopes(scopeMethod);
     if (!satisfiesAny(principal.scopes, required)) {
       throw new HMCPError(HMCPErrorCode.InsufficientScope, `Insufficient scope for ${scopeMethod}${ignoredNote(principal)}`, {
@@ -418,7 +418,8 @@ export class RequestPipeline {
       digests,
       guardrails,
       id: randomUUID(),
-      ...(ctx.interactions.length > 0 && { interactions: ctx.interactions.map((i) => ({ kind: i.kind, outcome: i.outcome })) }),
+      // a copy: a question asked after the record is written (an abandoned request) must not change it
+      ...(ctx.interactions.length > 0 && { interactions: [...ctx.interactions] }),
       latencyMs,
       method: auditIdentifier(ctx.method),
       outcome,
@@ -580,12 +581,17 @@ class Ctx implements RequestContext {
     if (!this.#host.clientCapabilities()?.sampling) {
       throw new HMCPError(HMCPErrorCode.SamplingNotSupported, "The client does not support sampling", { reason: "sampling_not_supported" });
     }
+    return this.#recorded("sampling", this.#extra.sendRequest({ method: "sampling/createMessage", params }, CreateMessageResultSchema, requestOptions(options)), () => "answered");
+  }
+
+  /** Awaits a question asked back and records its outcome (`outcomeOf` the answer, or `failed`), never its content. */
+  async #recorded<T>(kind: "elicitation" | "sampling", asked: Promise<T>, outcomeOf: (answer: T) => string): Promise<T> {
     try {
-      const result = await this.#extra.sendRequest({ method: "sampling/createMessage", params }, CreateMessageResultSchema, requestOptions(options));
-      this.interactions.push({ kind: "sampling", outcome: "answered" });
-      return result;
+      const answer = await asked;
+      this.interactions.push({ kind, outcome: outcomeOf(answer) });
+      return answer;
     } catch (e) {
-      this.interactions.push({ kind: "sampling", outcome: "failed" });
+      this.interactions.push({ kind, outcome: "failed" });
       throw e;
     }
   }
@@ -595,15 +601,8 @@ class Ctx implements RequestContext {
       throw new HMCPError(HMCPErrorCode.SamplingNotSupported, "The client does not support elicitation", { reason: "elicitation_not_supported" });
     }
     const formParams = "mode" in params && params.mode ? params : { ...params, mode: "form" as const };
-    try {
-      const result = await this.#extra.sendRequest({ method: "elicitation/create", params: formParams }, ElicitResultSchema, requestOptions(options));
-      // the human's decision (accept, decline, cancel), never what they entered
-      this.interactions.push({ kind: "elicitation", outcome: result.action });
-      return result;
-    } catch (e) {
-      this.interactions.push({ kind: "elicitation", outcome: "failed" });
-      throw e;
-    }
+    // the human's decision (accept, decline, cancel), never what they entered
+    return this.#recorded("elicitation", this.#extra.sendRequest({ method: "elicitation/create", params: formParams }, ElicitResultSchema, requestOptions(options)), (r) => r.action);
   }
 }
 
