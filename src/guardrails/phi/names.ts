@@ -358,7 +358,7 @@ function speakerLabels(c: NameContext): void {
 function lowerCaseText(c: NameContext): void {
   const { text, toks, n, isName, known, isCommon } = c;
   // all-lower-case text (case says nothing): a first name and the word after it ("olga krylova", "leone mazzi")
-  if (!/\p{Lu}/u.test(text)) {
+  if (c.lowerText) {
     for (let i = 0; i + 1 < n; i++) {
       const t = toks[i]!;
       const nx = toks[i + 1]!;
@@ -379,7 +379,7 @@ function everyMention(c: NameContext): void {
   const { text, toks, n, isName, weak, known, isCommon, sentenceStart } = c;
   // one name, every mention: a word found as a name elsewhere in the text is a name wherever it is written the same way
   const seen = new Set<string>();
-  const lowerText = !/\p{Lu}/u.test(text);
+  const lowerText = c.lowerText;
   for (let i = 0; i < n; i++) {
     const t = toks[i]!;
     // only names found by a strong cue, a dictionary name, or a capitalised word with letters outside ASCII:

@@ -4,6 +4,7 @@
  * fields), each with an optional cheap gate and a validity check on the match.
  */
 import type { PhiEntityType } from "./entities.js";
+import { domainGate, ipv6Gate, militaryGate, streetNumberGate, uuidGate } from "./gates.js";
 import type { StartRule } from "./prefilter.js";
 
 // ---------------------------------------------------------------------------------------------
@@ -56,13 +57,7 @@ export const US_STATES =
   "alabama|alaska|arizona|arkansas|california|colorado|connecticut|delaware|florida|georgia|hawaii|idaho|illinois|indiana|iowa|kansas|kentucky|louisiana|maine|maryland|massachusetts|michigan|minnesota|mississippi|missouri|montana|nebraska|nevada|new hampshire|new jersey|new mexico|new york|north carolina|north dakota|ohio|oklahoma|oregon|pennsylvania|rhode island|south carolina|south dakota|tennessee|texas|utah|vermont|virginia|washington|west virginia|wisconsin|wyoming";
 const STREET_WORD_SUFFIX =
   /(?:tie|katu|kuja|polku|vej|gade|straße|strasse|str\.|weg|gasse|laan|straat|plein|vägen|gatan|veien|gata|utca|ulica|ul\.|rue|calle|avenida|rua|via|viale|piazza|street|road|avenue|maantee|puiestee)$/i;
-// Gates: cheap scans that start on a literal character, so the costlier pattern runs only when it can match.
-const IPV6_GATE = /:[0-9A-Fa-f]{1,4}:[0-9A-Fa-f]{1,4}:/;
-const MILITARY_GATE = /[OoPp]\s{1,2}[Aa][AaEePp]\s{1,2}\d{5}/;
-const UUID_GATE = /-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-/;
-/** A street word's suffix right before a space and a digit (the street-word pattern needs one). */
-const STREET_NUMBER_GATE = /(?:tie|katu|kuja|polku|vej|gade|straße|strasse|str\.|weg|gasse|laan|straat|plein|vägen|gatan|veien|gata|utca|ulica|ul\.|rue|calle|avenida|rua|via|viale|piazza|street|road|avenue|tee|maantee|puiestee)\s{1,2}\d/i;
-const DOMAIN_GATE = /\.(?:com|org|net|edu|gov|mil|info|biz|io)\b/;
+// Gates (./gates.ts): cheap scans, so the costlier pattern runs only when it can match.
 
 /** A month/day (or month/2-digit year) match `a/b` that is a fraction, a ventilator setting or a score, not a date. */
 function fractionNotDate(m: RegExpExecArray, a: number, b: number): boolean {
@@ -82,9 +77,9 @@ function fractionNotDate(m: RegExpExecArray, a: number, b: number): boolean {
 export const PATTERNS: Pattern[] = [
   { type: "EMAIL", gate: (t) => t.includes("@"), re: /(?<![\w.%+-])[A-Za-z0-9][A-Za-z0-9._%+-]{0,63}@[A-Za-z0-9][A-Za-z0-9-]{0,62}(?:\.[A-Za-z0-9-]{1,63}){0,4}\.[A-Za-z]{2,24}\b/g },
   { type: "URL", start: { lead: /^(?:ht|ww)/i, prev: "alnum" }, re: /(?<![\w/])(?:https?:\/\/|www\.)[^\s<>"'|]{1,2000}/gi },
-  { type: "URL", gate: (t) => DOMAIN_GATE.test(t), re: /(?<![\w@.-])(?:[a-z0-9-]{1,63}\.){1,4}(?:com|org|net|edu|gov|mil|info|biz|io)(?![\w-])\/?/g },
+  { type: "URL", gate: domainGate, re: /(?<![\w@.-])(?:[a-z0-9-]{1,63}\.){1,4}(?:com|org|net|edu|gov|mil|info|biz|io)(?![\w-])\/?/g },
   { type: "IP", re: /(?<![\w.])(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(?:\.(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)){3}(?![\w.]\w)/g },
-  { type: "IP", gate: (t) => IPV6_GATE.test(t), re: /(?<![\w:])(?:[0-9A-Fa-f]{1,4}:){7}[0-9A-Fa-f]{1,4}(?![\w:])/g },
+  { type: "IP", gate: ipv6Gate, re: /(?<![\w:])(?:[0-9A-Fa-f]{1,4}:){7}[0-9A-Fa-f]{1,4}(?![\w:])/g },
   { type: "IP", gate: (t) => t.includes("::"), re: /(?<![\w:])(?:[0-9A-Fa-f]{1,4}:){1,6}:(?:[0-9A-Fa-f]{1,4}(?::[0-9A-Fa-f]{1,4}){0,5})?(?![\w:])/g },
   { type: "SSN", re: /(?<![\w-])\d{3}-\d{2}-\d{4}(?![\w-])/g },
   { type: "SSN", start: { lead: /^(?:ss|so)/i, prev: "alnum" }, re: /\b(?:ssn|social security(?: number)?)\W{0,4}(?:is\W{1,2})?(\d{9}|\d{3} \d{2} \d{4})\b/gi, group: 1 },
@@ -185,15 +180,15 @@ export const PATTERNS: Pattern[] = [
     // a street word ending in a street suffix of many languages, then a house number ("Puruntie 82", "Mellemvej 32")
     type: "ADDRESS",
     re: /(?<![\p{L}\d-])(?:\d{1,6}\s{1,2})?([\p{L}][\p{L}.-]{1,30})\s{1,2}\d{1,5}[A-Za-z]?\b/gu,
-    gate: (t) => STREET_NUMBER_GATE.test(t),
+    gate: streetNumberGate,
     // English "via" ("access via 2 PIVs") is not a street; "Via Roma 12" is caught by the street-type-first pattern
     valid: (m) => STREET_WORD_SUFFIX.test(m[1]!) && m[1]!.toLowerCase() !== "via",
   },
   { type: "ADDRESS", start: { lead: /^(?:ap|su|st|un|ro|rm|bo|ps|p\.|p\s|po)/i, prev: "alnum" }, re: /\b(?:apt\.?|apartment|suite|ste\.?|unit|room|rm\.?|box|psc|p\.?\s?o\.?\s?box)\s{0,2}#?\s?\d{1,6}[A-Z]?\b/gi },
   { type: "ADDRESS", start: { lead: /^(?:AP|FP|DP)/, prev: "alnum" }, re: /\b(?:APO|FPO|DPO)\s{1,2}(?:AA|AE|AP)\s{1,2}\d{5}\b/g },
   // US military mail: ship name or unit before the APO/FPO/DPO line ("USNS Mercy FPO AP 96677", "PSC 5420, Box 2708 APO AA 33879")
-  { type: "ADDRESS", gate: (t) => MILITARY_GATE.test(t), re: /\b(?:usns|usnv|uss|uscgc)\s{1,2}[\p{L}][\p{L}'’-]{1,30}(?:\s{1,2}[\p{L}][\p{L}'’-]{1,30})?\s{1,3}(?:apo|fpo|dpo)\s{1,2}(?:aa|ae|ap)\s{1,2}\d{5}\b/giu },
-  { type: "ADDRESS", gate: (t) => MILITARY_GATE.test(t), re: /\b(?:psc|unit)\s{1,2}\d{3,5},?\s{1,2}box\s{1,2}\d{3,5}\s{1,3}(?:apo|fpo|dpo)\s{1,2}(?:aa|ae|ap)\s{1,2}\d{5}\b/gi },
+  { type: "ADDRESS", gate: militaryGate, re: /\b(?:usns|usnv|uss|uscgc)\s{1,2}[\p{L}][\p{L}'’-]{1,30}(?:\s{1,2}[\p{L}][\p{L}'’-]{1,30})?\s{1,3}(?:apo|fpo|dpo)\s{1,2}(?:aa|ae|ap)\s{1,2}\d{5}\b/giu },
+  { type: "ADDRESS", gate: militaryGate, re: /\b(?:psc|unit)\s{1,2}\d{3,5},?\s{1,2}box\s{1,2}\d{3,5}\s{1,3}(?:apo|fpo|dpo)\s{1,2}(?:aa|ae|ap)\s{1,2}\d{5}\b/gi },
   {
     // street type first, then the street's name and the house number ("Rua João Pessoa 1636", "C/ Señores Curas 88", "ul. Północna 73")
     type: "ADDRESS",
@@ -217,7 +212,7 @@ export const PATTERNS: Pattern[] = [
   },
   { type: "ID", re: /(?<![\w.,-])\d{7,}(?![\w.,]|-\d)/g },
   // UUIDs (FHIR resource and record ids) and letter-framed licence / passport numbers ("S99991568", "X43747560X")
-  { type: "ID", gate: (t) => UUID_GATE.test(t), re: /\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b/g },
+  { type: "ID", gate: uuidGate, re: /\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b/g },
   { type: "ID", start: { lead: /^[A-Z][A-Z\d]/, prev: "alnum" }, re: /\b[A-Z]{1,2}\d{7,9}[A-Z]?\b/g },
   // FHIR JSON address fields (the state is not a Safe Harbor identifier and is kept)
   { type: "LOCATION", gate: (t) => t.includes('"city"') || t.includes('"district"'), re: /"(?:city|district)"\s{0,4}:\s{0,4}"([^"\n]{1,80})"/g, group: 1 },

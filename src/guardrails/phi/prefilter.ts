@@ -189,6 +189,47 @@ export interface Candidates {
   mask: Int32Array;
 }
 
+/**
+ * Candidate positions grouped by rule ({@link byRule}): rule `b`'s positions, ascending, are `pos[from[b]]` up to
+ * `pos[from[b + 1] - 1]`. A pattern then visits its own candidates only, instead of every candidate of every rule.
+ */
+export interface RuleLists {
+  from: Int32Array;
+  pos: Int32Array;
+}
+
+let listsOut: RuleLists = { from: new Int32Array(33), pos: new Int32Array(1024) };
+
+/**
+ * `c` grouped by rule (a counting sort over the set bits of each mask; positions keep their order). The arrays are
+ * reused by the next call, like those of {@link StartIndex.scan}.
+ */
+export function byRule(c: Candidates): RuleLists {
+  const { n, pos, mask } = c;
+  const from = listsOut.from;
+  from.fill(0);
+  let total = 0;
+  for (let i = 0; i < n; i++) {
+    for (let m = mask[i]!; m !== 0; m &= m - 1) {
+      from[31 - Math.clz32(m & -m) + 1]!++;
+      total++;
+    }
+  }
+  for (let b = 0; b < 32; b++) from[b + 1]! += from[b]!;
+  let out = listsOut.pos;
+  if (out.length < total) out = new Int32Array(Math.max(total, out.length * 2));
+  // fill with a moving cursor per rule (cursor[b] starts at from[b])
+  const cursor = CURSOR;
+  cursor.set(from.subarray(0, 32));
+  for (let i = 0; i < n; i++) {
+    const p = pos[i]!;
+    for (let m = mask[i]!; m !== 0; m &= m - 1) out[cursor[31 - Math.clz32(m & -m)]!++] = p;
+  }
+  listsOut = { from, pos: out };
+  return listsOut;
+}
+const CURSOR = new Int32Array(32);
+
 /** A copy of `a` twice as long. */
 function grow(a: Int32Array): Int32Array {
   const b = new Int32Array(a.length * 2);

@@ -39,6 +39,8 @@ export interface NameContext {
   allCapsText: (i: number) => boolean;
   /** Token t (at i) looks like a name. */
   nameLike: (t: Tok, i: number) => boolean;
+  /** The text has no upper-case letter (`\p{Lu}`), so case says nothing about names (tested once per text). */
+  lowerText: boolean;
 }
 
 /** Tokenises `text` and builds the rules' context. */
@@ -132,5 +134,6 @@ export function nameContext(text: string, lx: Lexicon, extra: ReadonlySet<string
     // lower case: only dictionary names
     return known(t) && !allCapsText(i);
   };
-  return { text, toks, n, isName, weak, first, common, ambiguous, cities: lx.cities, known, onlyIntl, isCommon, commonParts, gap, sentenceStart, allCapsText, nameLike };
+  const lowerText = !/\p{Lu}/u.test(text);
+  return { text, toks, n, isName, weak, first, common, ambiguous, cities: lx.cities, known, onlyIntl, isCommon, commonParts, gap, sentenceStart, allCapsText, nameLike, lowerText };
 }
