@@ -4,7 +4,7 @@ import tseslint from "typescript-eslint";
 import globals from "globals";
 
 export default tseslint.config(
-  { ignores: ["dist/**", "node_modules/**", "coverage/**", "bench/results/**"] },
+  { ignores: ["dist/**", "node_modules/**", "coverage/**", "bench/results/**", "docs/api/**"] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

@@ -34,10 +34,9 @@ import os from "node:os";
 import path from "node:path";
 import express from "express";
 import { z } from "zod";
-import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
-import { createMcpExpressApp } from "@modelcontextprotocol/sdk/server/express.js";
-import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
-import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js";
+import { NodeStreamableHTTPServerTransport } from "@modelcontextprotocol/node";
+import { createMcpExpressApp } from "@modelcontextprotocol/express";
+import { McpServer, isInitializeRequest } from "@modelcontextprotocol/server";
 import type { JWK } from "jose";
 import { parse as parseYaml } from "yaml";
 import type { AuditSink, GuardrailRunner, Listening } from "../src/index.js";
@@ -141,11 +140,11 @@ async function startCeiling(): Promise<string> {
 /** The plain SDK: one McpServer and one stateful transport per session (the SDK's documented pattern). */
 async function startSdk(): Promise<string> {
   const app = createMcpExpressApp();
-  const transports = new Map<string, StreamableHTTPServerTransport>();
+  const transports = new Map<string, NodeStreamableHTTPServerTransport>();
   sessionCount = () => transports.size;
   const newServer = () => {
     const server = new McpServer(INFO);
-    server.registerTool("echo", { description: "Echoes text", inputSchema: { text: z.string() } }, ({ text }) => {
+    server.registerTool("echo", { description: "Echoes text", inputSchema: z.object({ text: z.string() }) }, ({ text }) => {
       served++;
       return { content: [{ type: "text", text }] };
     });
@@ -166,7 +165,7 @@ async function startSdk(): Promise<string> {
       res.status(400).json({ jsonrpc: "2.0", error: { code: -32000, message: "Bad Request" }, id: null });
       return;
     }
-    const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
+    const transport: NodeStreamableHTTPServerTransport = new NodeStreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
       enableJsonResponse: true,
       onsessioninitialized: (id) => {

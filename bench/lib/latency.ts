@@ -3,8 +3,7 @@
  * against HMCP servers, the SDK `Client.callTool` against the plain SDK baseline). Configurations are interleaved in
  * chunks so machine noise falls on all of them alike.
  */
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 import { loadHmcp } from "./hmcp.js";
 import { PATIENT } from "./fixtures.js";
 import { latencySummary, round, type LatencySummary } from "./stats.js";

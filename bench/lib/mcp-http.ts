@@ -3,7 +3,7 @@
  * probe a request's answer, close a session with DELETE. Plain fetch, so the measured client is only autocannon or
  * the SDK/HMCP client where a figure says so.
  */
-import { LATEST_PROTOCOL_VERSION } from "@modelcontextprotocol/sdk/types.js";
+import { LATEST_PROTOCOL_VERSION } from "@modelcontextprotocol/server";
 
 export interface OpenSession {
   sessionId: string;

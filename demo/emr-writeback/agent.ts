@@ -12,8 +12,8 @@
  * The written resources are MCP resources of this agent, `emr://fhir/{resourceType}/{id}`, readable behind the
  * same SMART scopes (read access to that type for that patient).
  */
-import { ResourceTemplate } from "@modelcontextprotocol/sdk/server/mcp.js";
-import { McpError, type ResourceLink } from "@modelcontextprotocol/sdk/types.js";
+import { ResourceTemplate, ProtocolError } from "@modelcontextprotocol/server";
+import type { ResourceLink } from "@modelcontextprotocol/server";
 import {
   HMCPError,
   HMCPServer,
@@ -132,11 +132,11 @@ export function createEmrWritebackServer(options: EmrAgentOptions): HMCPServer {
       const ctx = hmcpContext(extra);
       const type = String(variables["resourceType"]);
       const id = String(variables["id"]);
-      if (!isClinicalType(type)) throw new McpError(-32002, "Resource not found");
+      if (!isClinicalType(type)) throw new ProtocolError(-32002, "Resource not found");
       // Type-level check before the lookup, so an unauthorised caller learns nothing about what exists.
       ctx.require({ action: "r", resourceType: type, ...(ctx.patient !== undefined && { patient: ctx.patient }) });
       const row = await (await store()).read(type, id);
-      if (!row) throw new McpError(-32002, "Resource not found");
+      if (!row) throw new ProtocolError(-32002, "Resource not found");
       ctx.require({ action: "r", resourceType: type, patient: row.patientId });
       ctx.assertPatient(row.patientId);
       return { contents: [{ uri: uri.href, mimeType: "application/fhir+json", text: JSON.stringify(row.resource) }] };
@@ -148,7 +148,7 @@ export function createEmrWritebackServer(options: EmrAgentOptions): HMCPServer {
     try {
       req = parseWritebackRequest(requestText(params));
     } catch (e) {
-      if (e instanceof WritebackRequestError) throw new McpError(INVALID_PARAMS, e.message);
+      if (e instanceof WritebackRequestError) throw new ProtocolError(INVALID_PARAMS, e.message);
       throw e;
     }
     const patientId = req.patientId ?? ctx.patient;
@@ -259,7 +259,7 @@ export function createEmrWritebackServer(options: EmrAgentOptions): HMCPServer {
         if (r.content.type === "text") summary = r.content.text.split("\n")[0];
       } catch (e) {
         // No model on the caller's side (or it failed): the write stands; the summary is just omitted.
-        if (!(e instanceof HMCPError) && !(e instanceof McpError)) throw e;
+        if (!(e instanceof HMCPError) && !(e instanceof ProtocolError)) throw e;
       }
     }
     return finish(summary ? `${summary}\n${tally}` : tally, links);

@@ -6,7 +6,7 @@
  * "encounter_summary" request (a JSON object in the last user message), and answers anything else with a
  * fixed sentence that says it has no rule for it.
  */
-import type { CreateMessageRequest, CreateMessageResult } from "@modelcontextprotocol/sdk/types.js";
+import type { CreateMessageRequest, CreateMessageResult } from "@modelcontextprotocol/server";
 
 export interface ModelProvider {
   /** Model name reported in `CreateMessageResult.model`. */

@@ -5,7 +5,8 @@
  * summary). The two HMCPClients come connected; their sampling / elicitation handlers are the caller's.
  */
 import { HMCPErrorCode, isInfoNeeded, type HMCPClient } from "hmcp";
-import { McpError, type CreateMessageResult } from "@modelcontextprotocol/sdk/types.js";
+import { ProtocolError } from "@modelcontextprotocol/server";
+import type { CreateMessageResult } from "@modelcontextprotocol/server";
 import { WRITEBACK_META_KEY, type WritebackOutcome } from "../emr-writeback/agent.js";
 import { LOOKUP_META_KEY, type LookupAnswer } from "../patient-data/agent.js";
 import type { EncounterBatch, PatientInput } from "../fhir/synthea.js";
@@ -132,7 +133,7 @@ export class Orchestrator {
         r = await this.send(batch, answer.patientId, (d, t) => emit({ type: "progress", patient, done: done + d, total, notification: { progress: d, total: t } }));
       } catch (e) {
         // A guardrail refused this encounter: report it and go on with the next one. Anything else stops the run.
-        if (!(e instanceof McpError) || e.code !== HMCPErrorCode.GuardrailBlocked) throw e;
+        if (!(e instanceof ProtocolError) || e.code !== HMCPErrorCode.GuardrailBlocked) throw e;
         const guardrail = (e.data as { guardrail?: string } | undefined)?.guardrail ?? "unknown";
         for (const x of batch.entries) addRefusal(run.refused, x.resource.resourceType, `blocked_by_guardrail:${guardrail}`);
         run.problem = "some encounters were blocked by a guardrail";

@@ -4,28 +4,11 @@
  * attaches an OAuth access token from a token provider to every HTTP request.
  */
 import { randomUUID } from "node:crypto";
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StdioClientTransport, type StdioServerParameters } from "@modelcontextprotocol/sdk/client/stdio.js";
-import { StreamableHTTPClientTransport, StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
-import {
-  CallToolResultSchema,
-  CreateMessageRequestSchema,
-  CreateMessageResultSchema,
-  ElicitRequestSchema,
-  ErrorCode,
-  McpError,
-  type CallToolRequest,
-  type CallToolResult,
-  type CreateMessageRequest,
-  type CreateMessageResult,
-  type ElicitRequest,
-  type ElicitResult,
-  type Implementation,
-  type Progress,
-  type ReadResourceRequest,
-  type ReadResourceResult,
-} from "@modelcontextprotocol/sdk/types.js";
+import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
+import type { StdioServerParameters } from "@modelcontextprotocol/client/stdio";
+import { Client, StreamableHTTPClientTransport, SdkErrorCode, SdkError, SdkHttpError, InsufficientScopeError } from "@modelcontextprotocol/client";
+import type { Transport, CallToolRequest, CallToolResult, CreateMessageRequest, CreateMessageResult, ElicitRequest, ElicitResult, Implementation, Progress, ReadResourceRequest, ReadResourceResult } from "@modelcontextprotocol/client";
+import { CreateMessageResultSchema } from "@modelcontextprotocol/core";
 import { HMCPConfigError, HMCPError, HMCPErrorCode, readHMCPCapability, refuseUnknownOptions, withRedactionsMeta, type HMCPCapability } from "../protocol/index.js";
 import type { GuardrailRunner } from "../guardrails/types.js";
 import type { TokenProvider } from "../auth/token-provider.js";
@@ -127,21 +110,21 @@ export class HMCPClient {
     checkClientOptions(options);
     this.#options = { ...options };
     this.sdk = new Client(clientInfo, { capabilities: { sampling: {}, elicitation: { form: {} } } });
-    this.sdk.setRequestHandler(CreateMessageRequestSchema, async (request, extra) => {
+    this.sdk.setRequestHandler('sampling/createMessage', async (request, ctx) => {
       const handler = this.#options.onSampling;
       if (!handler) {
         throw new HMCPError(HMCPErrorCode.SamplingNotSupported, "This client has no sampling handler", { reason: "sampling_not_supported" });
       }
-      const params = await this.#guard("input", request.params, "sampling/createMessage", extra.signal);
-      const result = await handler(params, { signal: extra.signal, server: this.sdk.getServerVersion()?.name });
-      return this.#guard("output", result, "sampling/createMessage", extra.signal);
+      const params = await this.#guard("input", request.params, "sampling/createMessage", ctx.mcpReq.signal);
+      const result = await handler(params, { signal: ctx.mcpReq.signal, server: this.sdk.getServerVersion()?.name });
+      return this.#guard("output", result, "sampling/createMessage", ctx.mcpReq.signal);
     });
-    this.sdk.setRequestHandler(ElicitRequestSchema, async (request, extra) => {
+    this.sdk.setRequestHandler('elicitation/create', async (request, ctx) => {
       const handler = this.#options.onElicitation;
       if (!handler) return { action: "decline" } satisfies ElicitResult;
-      const params = await this.#guard("input", request.params, "elicitation/create", extra.signal);
-      const result = await handler(params, { signal: extra.signal, server: this.sdk.getServerVersion()?.name });
-      return this.#guard("output", result, "elicitation/create", extra.signal);
+      const params = await this.#guard("input", request.params, "elicitation/create", ctx.mcpReq.signal);
+      const result = await handler(params, { signal: ctx.mcpReq.signal, server: this.sdk.getServerVersion()?.name });
+      return this.#guard("output", result, "elicitation/create", ctx.mcpReq.signal);
     });
   }
 
@@ -224,13 +207,13 @@ export class HMCPClient {
   /**
    * Sends `sampling/createMessage` to the server (HMCP client → server sampling).
    * @throws HMCPError `SamplingNotSupported` (locally, nothing sent) when the server did not advertise
-   *   `experimental.hmcp.sampling`; McpError with the server's code (e.g. GuardrailBlocked, InsufficientScope) when
+   *   `experimental.hmcp.sampling`; ProtocolError with the server's code (e.g. GuardrailBlocked, InsufficientScope) when
    *   the server refuses; HMCPError `GuardrailBlocked` (`data.stage` "input") when this client's guardrails block the
-   *   result (e.g. it names another patient than the client's); McpError `RequestTimeout` (-32001) after `timeoutMs`
+   *   result (e.g. it names another patient than the client's); SdkError `RequestTimeout` after `timeoutMs`
    *   without progress; over HTTP, when the HTTP layer refuses the request before any server sees it: HMCPError
    *   `InsufficientScope` for a 403 (`data.required`, `data.status`, `data.resourceMetadata`), `Unauthenticated` for
    *   a 401 (`data.reason` `invalid_token` or `unauthenticated`, `data.description`), else the SDK's
-   *   `StreamableHTTPError` (`code` = the HTTP status: 413, 429, 503).
+   *   `SdkHttpError` (`status` = the HTTP status: 413, 429, 503).
    */
   async createMessage(params: CreateMessageParams, options: CreateMessageOptions = {}): Promise<CreateMessageResult> {
     await this.#ready();
@@ -254,10 +237,10 @@ export class HMCPClient {
       result = await send();
     } catch (error) {
       if (this.#target?.type !== "http" || this.#closed) throw error;
-      if (error instanceof StreamableHTTPError && error.code === 404) {
+      if (error instanceof SdkHttpError && error.status === 404) {
         // 404 to a session id: the server does not know the session (restart, ended) and ran nothing; start a new one
         await this.#renewSession(generation);
-      } else if (error instanceof McpError && error.code === ErrorCode.ConnectionClosed && (this.#reconnecting !== undefined || this.#generation !== generation)) {
+      } else if (error instanceof SdkError && error.code === SdkErrorCode.ConnectionClosed && (this.#reconnecting !== undefined || this.#generation !== generation)) {
         // pending on a session another request found gone (404): closed by the renewal, never run by the server
         await this.#reconnecting?.catch(() => undefined);
         await this.#ready();
@@ -288,13 +271,13 @@ export class HMCPClient {
    * prompt injection hides (see docs/guardrails.md, "Where prompt-injection applies"). `timeoutMs` defaults to the SDK's
    * 60,000 ms.
    * @throws HMCPError `GuardrailBlocked` (`data.stage` "input", with `score`, `threshold` and `reasonClass` when the
-   *   guardrail gave them) when this client's guardrails block the result; McpError with the server's code when it
-   *   refuses; over HTTP, the SDK's `StreamableHTTPError` as for {@link createMessage}.
+   *   guardrail gave them) when this client's guardrails block the result; ProtocolError with the server's code when it
+   *   refuses; over HTTP, the SDK's `SdkHttpError` as for {@link createMessage}.
    */
   async callTool(params: CallToolRequest["params"], options: { signal?: AbortSignal; timeoutMs?: number } = {}): Promise<CallToolResult> {
     await this.#ready();
     const result = (await this.sdk
-      .callTool(params, CallToolResultSchema, {
+      .callTool(params, {
         ...(options.timeoutMs !== undefined && { timeout: options.timeoutMs }),
         ...(options.signal && { signal: options.signal }),
       })
@@ -399,7 +382,8 @@ function checkClientOptions(options: HMCPClientOptions): void {
 }
 
 /**
- * An HTTP-level refusal (the SDK's `StreamableHTTPError` 401 or 403, whose message carries the response body) as the
+ * An HTTP-level refusal (the SDK's `SdkHttpError` 401 or 403, whose `data.text` carries the response body, or its
+ * `InsufficientScopeError` for a 403 `insufficient_scope` challenge) as the
  * typed HMCP error a caller can act on, the same as a refusal inside the MCP pipeline: 403 → `InsufficientScope`
  * (-32051, `data.required`: the scopes the challenge names, any one of which would do), 401 → `Unauthenticated`
  * (-32054, `data.reason` `invalid_token` or `unauthenticated`, `data.description`: the server's error description,
@@ -407,16 +391,27 @@ function checkClientOptions(options: HMCPClientOptions): void {
  * RFC 9728 metadata URL); the original error is the `cause`. Anything else is returned unchanged.
  */
 function typedHttpRefusal(error: unknown, endpoint?: URL): unknown {
-  if (!(error instanceof StreamableHTTPError) || (error.code !== 401 && error.code !== 403)) return error;
+  let status: 401 | 403;
   let body: Record<string, unknown> = {};
-  const brace = error.message.indexOf("{");
-  if (brace >= 0) {
-    try {
-      const parsed: unknown = JSON.parse(error.message.slice(brace));
-      if (typeof parsed === "object" && parsed !== null) body = parsed as Record<string, unknown>;
-    } catch {
-      // not our server's JSON body: the status alone is known
+  if (error instanceof InsufficientScopeError) {
+    // SDK v2 raises a 403 `insufficient_scope` challenge as this typed error when no OAuth provider can step up
+    status = 403;
+    body = { scope: error.requiredScope, resource_metadata: error.resourceMetadataUrl?.toString(), error_description: error.errorDescription };
+  } else if (error instanceof SdkHttpError && (error.status === 401 || error.status === 403)) {
+    status = error.status;
+    const data = error.data as { text?: unknown } | undefined;
+    const text = typeof data?.text === "string" ? data.text : error.message;
+    const brace = text.indexOf("{");
+    if (brace >= 0) {
+      try {
+        const parsed: unknown = JSON.parse(text.slice(brace));
+        if (typeof parsed === "object" && parsed !== null) body = parsed as Record<string, unknown>;
+      } catch {
+        // not our server's JSON body: the status alone is known
+      }
     }
+  } else {
+    return error;
   }
   // the server's strings, as far as they are safe to show and to act on: printable, at most 256 characters; a scope
   // as RFC 6749 §3.3 spells one; a metadata URL only on the endpoint's own origin
@@ -424,8 +419,8 @@ function typedHttpRefusal(error: unknown, endpoint?: URL): unknown {
   const metadataUrl = str("resource_metadata");
   const resourceMetadata = metadataUrl !== undefined && endpoint !== undefined && URL.canParse(metadataUrl) && new URL(metadataUrl).origin === endpoint.origin ? metadataUrl : undefined;
   const description = str("error_description");
-  const common = { status: error.code, ...(resourceMetadata !== undefined && { resourceMetadata }) };
-  if (error.code === 403) {
+  const common = { status, ...(resourceMetadata !== undefined && { resourceMetadata }) };
+  if (status === 403) {
     const required = (str("scope") ?? "").split(" ").filter((x) => /^[\x21\x23-\x5b\x5d-\x7e]{1,128}$/.test(x));
     return new HMCPError(HMCPErrorCode.InsufficientScope, `Insufficient scope${required.length > 0 ? `: needs one of ${required.join(", ")}` : ""}`, { reason: "insufficient_scope", required, ...common }, { cause: error });
   }

@@ -6,10 +6,10 @@ import { randomUUID } from "node:crypto";
 import type { Server as NodeHttpServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import express, { type Express, type NextFunction, type Request, type Response } from "express";
-import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
-import { hostHeaderValidation } from "@modelcontextprotocol/sdk/server/middleware/hostHeaderValidation.js";
-import type { AuthInfo } from "@modelcontextprotocol/sdk/server/auth/types.js";
-import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js";
+import { isInitializeRequest } from "@modelcontextprotocol/server";
+import type { AuthInfo } from "@modelcontextprotocol/server";
+import { hostHeaderValidation } from "@modelcontextprotocol/express";
+import { NodeStreamableHTTPServerTransport } from "@modelcontextprotocol/node";
 import { HMCPConfigError, HMCPErrorCode, refuseUnknownOptions, type Principal } from "../protocol/index.js";
 import type { BearerAuthenticator } from "../auth/types.js";
 import { AUDIT_RECORD_VERSION, markInternalRecord, type AuditRecordInput, type AuditSink } from "../audit/record.js";
@@ -98,7 +98,7 @@ export interface HttpApp {
 }
 
 interface Session {
-  transport: StreamableHTTPServerTransport;
+  transport: NodeStreamableHTTPServerTransport;
   eventStore: BoundedEventStore | undefined;
   server: HMCPServer;
   /** Who may use the session: {@link ownerOf} its opener. */
@@ -397,7 +397,7 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
   const openSession = async (req: Request, res: Response, principal: Principal | undefined, owner: string, holder: string, onInitialized: () => void) => {
     const server = options.createServer();
     const eventStore = options.eventStore === false ? undefined : new BoundedEventStore(options.eventStore ?? {}, Date.now, eventBudget);
-    const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
+    const transport: NodeStreamableHTTPServerTransport = new NodeStreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
       ...(eventStore && { eventStore }),
       ...(options.enableJsonResponse && { enableJsonResponse: true }),

@@ -3,8 +3,7 @@
  * Resumability and Redelivery"). Unlike the SDK example store it is bounded (events, bytes, age) and replays only
  * the events of the stream that the `Last-Event-ID` belongs to.
  */
-import type { EventStore } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
-import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
+import type { EventStore, JSONRPCMessage } from "@modelcontextprotocol/server";
 
 /** Limits of a {@link BoundedEventStore}. */
 export interface EventStoreLimits {

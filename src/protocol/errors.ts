@@ -8,7 +8,7 @@
  * Every HMCP error carries a machine-readable `data` object (`{ reason, ... }`) and never PHI:
  * messages and data name guardrails, scopes and reason codes, never message content.
  */
-import { McpError } from "@modelcontextprotocol/sdk/types.js";
+import { ProtocolError } from "@modelcontextprotocol/server";
 
 /** The closed set of HMCP error codes (wire values). */
 export const HMCPErrorCode = {
@@ -58,13 +58,13 @@ export interface HMCPErrorData {
 
 /**
  * An error that leaves the HMCP pipeline as a JSON-RPC error with a stable code.
- * Extends the SDK's `McpError`, so the SDK serialises `code`, `message` and `data` unchanged.
+ * Extends the SDK's `ProtocolError`, so the SDK serialises `code`, `message` and `data` unchanged.
  *
  * @param code - one of {@link HMCPErrorCode}
  * @param message - a fixed, PHI-free sentence a caller can show
  * @param data - machine-readable details; `reason` is required
  */
-export class HMCPError extends McpError {
+export class HMCPError extends ProtocolError {
   override readonly data: HMCPErrorData;
   constructor(code: HMCPErrorCode, message: string, data: HMCPErrorData, options?: { cause?: unknown }) {
     super(code, message, data);
@@ -75,8 +75,8 @@ export class HMCPError extends McpError {
 }
 
 /** True when `e` is an error that the pipeline may send to the wire as-is (HMCP or SDK protocol error). */
-export function isWireError(e: unknown): e is McpError {
-  return e instanceof McpError;
+export function isWireError(e: unknown): e is ProtocolError {
+  return e instanceof ProtocolError;
 }
 
 /**
@@ -84,7 +84,7 @@ export function isWireError(e: unknown): e is McpError {
  * through; anything else becomes JSON-RPC internal error `-32603` with the fixed message
  * "Internal error" and no `data`, so the original message (which may contain PHI) never leaves.
  */
-export function toWireError(e: unknown): McpError {
+export function toWireError(e: unknown): ProtocolError {
   if (isWireError(e)) return e;
-  return new McpError(INTERNAL_ERROR, "Internal error");
+  return new ProtocolError(INTERNAL_ERROR, "Internal error");
 }

@@ -1,12 +1,7 @@
 /**
  * What a handler sees: the request context the pipeline builds once per request.
  */
-import type {
-  CreateMessageRequest,
-  CreateMessageResult,
-  ElicitRequest,
-  ElicitResult,
-} from "@modelcontextprotocol/sdk/types.js";
+import type { CreateMessageRequest, CreateMessageResult, ElicitRequest, ElicitResult } from "@modelcontextprotocol/server";
 import type { Principal, TransportKind } from "../protocol/index.js";
 import type { ScopeRequest } from "../auth/scopes.js";
 import type { GuardrailDecisionSummary, GuardrailStage } from "../guardrails/types.js";
@@ -50,7 +45,7 @@ export interface RequestContext {
 
   /**
    * Records that this request touches `patientId` (a FHIR Patient id) and checks it against the patient launch context.
-   * @throws McpError -32602 (`data.reason` "invalid_patient_id") when `patientId` is not a FHIR id
+   * @throws ProtocolError -32602 (`data.reason` "invalid_patient_id") when `patientId` is not a FHIR id
    *   (`[A-Za-z0-9-.]{1,64}`, FHIR R4 §2.24.0.1; nothing is recorded then);
    *   HMCPError `PatientContextViolation` when the caller's token is bound to another patient.
    */
@@ -63,7 +58,7 @@ export interface RequestContext {
   /**
    * Like {@link can}, but throws.
    * @throws HMCPError `InsufficientScope` (`data.required` names the scope that would allow it), or
-   *   `PatientContextViolation` when the act names another patient than the launch context; McpError -32602
+   *   `PatientContextViolation` when the act names another patient than the launch context; ProtocolError -32602
    *   (`invalid_patient_id`) when `request.patient` is not a FHIR Patient id.
    */
   require(request: ScopeRequest): void;

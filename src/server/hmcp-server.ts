@@ -3,25 +3,14 @@
  * answers client → server `sampling/createMessage` (HMCP's extension of MCP; see DESIGN.md §1).
  */
 import { z } from "zod";
-import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
-import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
-import { SSEServerTransport } from "@modelcontextprotocol/sdk/server/sse.js";
-import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
-import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
-import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
-import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
-import {
-  CreateMessageRequestParamsSchema,
-  CreateMessageRequestSchema,
-  CreateMessageResultSchema,
-  ErrorCode,
-  McpError,
-  type CallToolResult,
-  type Implementation,
-  type JSONRPCRequest,
-} from "@modelcontextprotocol/sdk/types.js";
+import { CreateMessageRequestParamsSchema, CreateMessageResultSchema } from "@modelcontextprotocol/core";
+import { StdioServerTransport } from "@modelcontextprotocol/server/stdio";
+import { InMemoryTransport as ClientInMemoryTransport } from "@modelcontextprotocol/client";
+import { McpServer, InMemoryTransport, ProtocolError, ProtocolErrorCode } from "@modelcontextprotocol/server";
+import type { Transport, CallToolResult, Implementation, JSONObject, JSONRPCRequest } from "@modelcontextprotocol/server";
 import { HMCPConfigError, HMCPError, HMCPErrorCode, HMCP_VERSION, refuseUnknownOptions, SAMPLING_TOOL_NAME, type HMCPCapability, type TransportKind } from "../protocol/index.js";
 import { parseServerOptions, type HMCPServerOptions } from "./options.js";
+import { specParamsError } from "./spec-params.js";
 import { RequestPipeline, type HandlerExtra, type InnerHandler } from "./pipeline.js";
 import { hmcpContext, hmcpContextOrUndefined, type SamplingHandler } from "./context.js";
 
@@ -149,11 +138,11 @@ export class HMCPServer extends McpServer {
         inputSchema: SAMPLING_TOOL_INPUT,
         outputSchema: SAMPLING_TOOL_OUTPUT,
       },
-      async (args: unknown, extra: object) => {
+      async (args: unknown, ctx: object) => {
         // the listed schema is the outline a host can render; the full CreateMessageRequest params check is here
         const parsed = CreateMessageRequestParamsSchema.safeParse(args);
-        if (!parsed.success) throw new McpError(ErrorCode.InvalidParams, "Invalid arguments: expected sampling/createMessage params (messages, maxTokens)", { reason: "invalid_sampling_params" });
-        const result = await this.#runSampling(parsed.data as Parameters<SamplingHandler>[0], extra);
+        if (!parsed.success) throw new ProtocolError(ProtocolErrorCode.InvalidParams, "Invalid arguments: expected sampling/createMessage params (messages, maxTokens)", { reason: "invalid_sampling_params" });
+        const result = await this.#runSampling(parsed.data as Parameters<SamplingHandler>[0], ctx);
         const blocks = (Array.isArray(result.content) ? result.content : [result.content]) as CallToolResult["content"];
         // a tool result carries text, image and audio blocks; anything else (tool_use ...) is in structuredContent only
         const content = blocks.filter((b) => b.type === "text" || b.type === "image" || b.type === "audio");
@@ -180,16 +169,18 @@ export class HMCPServer extends McpServer {
 
   /** Connects to a transport; advertises the HMCP capability first. */
   override async connect(transport: Transport): Promise<void> {
-    const http = transport instanceof StreamableHTTPServerTransport || transport instanceof WebStandardStreamableHTTPServerTransport || transport instanceof SSEServerTransport;
-    this.#transportKind = http ? "http" : transport instanceof StdioServerTransport ? "stdio" : "memory";
-    // An allowlist: any other transport (HTTP served some other way, a custom one) may carry a remote caller, who must
-    // then not run as the server's local principal.
-    this.#localCaller = transport instanceof StdioServerTransport || transport instanceof InMemoryTransport;
+    // An allowlist: stdio and the in-memory pair have no remote caller (`auth.localPrincipal` applies); any other
+    // transport (Streamable HTTP, the deprecated SSE, a custom one) may carry one, and must then not run as the
+    // server's local principal. (SDK v2's client and server packages each ship their own in-memory pair.)
+    const stdio = transport instanceof StdioServerTransport;
+    const memory = transport instanceof InMemoryTransport || transport instanceof ClientInMemoryTransport;
+    this.#transportKind = stdio ? "stdio" : memory ? "memory" : "http";
+    this.#localCaller = stdio || memory;
     // registerCapabilities merges `experimental` one level deep, so other experimental capabilities are kept.
-    this.server.registerCapabilities({ experimental: { hmcp: this.hmcpCapability } });
+    this.server.registerCapabilities({ experimental: { hmcp: this.hmcpCapability as JSONObject } });
     // sampling/createMessage always has a handler, so a server without one answers with a clear HMCP error
     // (and the request is audited) instead of "Method not found".
-    this.server.setRequestHandler(CreateMessageRequestSchema, (request, extra) => this.#onSampling(request.params, extra));
+    this.server.setRequestHandler('sampling/createMessage', (request, ctx) => this.#onSampling(request.params, ctx));
     return super.connect(transport);
   }
 
@@ -216,7 +207,7 @@ export class HMCPServer extends McpServer {
    * The SDK reports a tool callback's exception to the client as an `isError` result carrying the exception's
    * message, which may hold PHI. Callbacks registered with `registerTool` are wrapped: the exception is kept on the
    * request context (the pipeline audits it, and re-raises HMCP refusals as JSON-RPC errors) and the client sees
-   * "Tool execution failed". McpErrors keep their message (they are protocol errors, written for the caller).
+   * "Tool execution failed". ProtocolErrors keep their message (they are protocol errors, written for the caller).
    */
   #sanitizeToolErrors(): void {
     const register = this.registerTool.bind(this) as (...args: unknown[]) => unknown;
@@ -228,7 +219,7 @@ export class HMCPServer extends McpServer {
           const extra = args[args.length - 1] as object;
           const ctx = hmcpContextOrUndefined(extra);
           if (ctx) (ctx as unknown as { toolError: unknown }).toolError = error;
-          if (error instanceof McpError) throw error;
+          if (error instanceof ProtocolError) throw error;
           throw new Error("Tool execution failed");
         }
       });
@@ -236,7 +227,7 @@ export class HMCPServer extends McpServer {
 
   /**
    * Routes every registered request handler through the pipeline. The SDK keeps handlers in a per-instance map
-   * (`Protocol._requestHandlers`, SDK 1.x); wrapping the map's entries, rather than the handlers passed to
+   * (`Protocol._requestHandlers`, SDK 1.x and 2.x); wrapping the map's entries, rather than the handlers passed to
    * `setRequestHandler`, puts the pipeline before the SDK's own params parsing, so malformed requests are refused
    * by the pipeline (as `-32602`) and audited like any other outcome.
    */
@@ -248,13 +239,22 @@ export class HMCPServer extends McpServer {
     };
     const map = inner._requestHandlers;
     if (!(map instanceof Map)) {
-      throw new Error("HMCPServer: unsupported @modelcontextprotocol/sdk version (no request handler map)");
+      throw new Error("HMCPServer: unsupported @modelcontextprotocol/server version (no request handler map)");
     }
     const wrapped = new WeakSet<InnerHandler>();
     const wrap = (method: string) => {
       const h = map.get(method);
       if (!h || wrapped.has(h)) return;
-      const w: InnerHandler = (request, extra) => this.pipeline.handle(request, extra, h);
+      // SDK 2.x reports malformed params as a plain Error: tell them from a server fault (see spec-params.ts)
+      const checked: InnerHandler = async (request, extra) => {
+        try {
+          return await h(request, extra);
+        } catch (error) {
+          if (error instanceof ProtocolError) throw error;
+          throw specParamsError(request) ?? error;
+        }
+      };
+      const w: InnerHandler = (request, extra) => this.pipeline.handle(request, extra, checked);
       wrapped.add(w);
       map.set(method, w);
     };
@@ -262,19 +262,18 @@ export class HMCPServer extends McpServer {
     const original = inner.setRequestHandler.bind(inner);
     inner.setRequestHandler = (...args: unknown[]) => {
       // Re-registering a method (e.g. sampling on reconnect) replaces the previous handler.
-      const schema = args[0] as { shape?: { method?: { value?: unknown } } };
-      const method = schema?.shape?.method?.value;
+      const method = args[0];
       if (typeof method === "string") map.delete(method);
       original(...args);
       if (typeof method === "string") wrap(method);
     };
     // Unknown methods also pass the pipeline (authenticated, audited), then get JSON-RPC "Method not found".
-    inner.fallbackRequestHandler = (request, extra) =>
+    inner.fallbackRequestHandler = (request, ctx) =>
       this.pipeline.handle(
         request,
-        extra,
+        ctx,
         async () => {
-          throw new McpError(ErrorCode.MethodNotFound, "Method not found");
+          throw new ProtocolError(ProtocolErrorCode.MethodNotFound, "Method not found");
         },
         { unknownMethod: true },
       );

@@ -2,7 +2,7 @@
  * HMCPServer options: validated with zod at construction (STYLE.md habit 8). Unknown keys are an error naming the key.
  */
 import { z } from "zod";
-import type { ServerCapabilities } from "@modelcontextprotocol/sdk/types.js";
+import type { ServerCapabilities } from "@modelcontextprotocol/server";
 import { HMCPConfigError, unknownOptionMessage, type Principal } from "../protocol/index.js";
 import type { GuardrailRunner } from "../guardrails/types.js";
 import type { AuditRecordInput, AuditSink } from "../audit/record.js";

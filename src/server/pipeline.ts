@@ -9,9 +9,9 @@
 import { createHash, randomUUID } from "node:crypto";
 import { contentDigest } from "../audit/canonical-json.js";
 import { defaultOperationalLogger, type OperationalLogger } from "./logger.js";
-import { ErrorCode, McpError, type JSONRPCRequest } from "@modelcontextprotocol/sdk/types.js";
-import type { RequestHandlerExtra } from "@modelcontextprotocol/sdk/shared/protocol.js";
-import type { ServerNotification, ServerRequest } from "@modelcontextprotocol/sdk/types.js";
+import { CreateMessageResultSchema } from "@modelcontextprotocol/core";
+import { ProtocolError, ProtocolErrorCode, SdkError, SdkErrorCode } from "@modelcontextprotocol/server";
+import type { JSONRPCRequest, ServerContext } from "@modelcontextprotocol/server";
 import { HMCPError, HMCPErrorCode, INTERNAL_ERROR, INVALID_PARAMS, scopeMethodOf, toWireError, withRedactionsMeta, type Principal, type TransportKind } from "../protocol/index.js";
 import { checkAccess, satisfiesAny, type ScopeRequest } from "../auth/scopes.js";
 import { requiredScopesForMethod } from "../auth/method-scopes.js";
@@ -22,10 +22,8 @@ import { AUDIT_RECORD_VERSION, markInternalRecord, type AuditOutcome, type Audit
 import { AuditSinkError } from "../audit/chain-sink.js";
 import type { HMCPServerOptions, PipelineHooks } from "./options.js";
 import { attachContext, type BackRequestOptions, type RequestContext } from "./context.js";
-import { CreateMessageResultSchema, ElicitResultSchema } from "@modelcontextprotocol/sdk/types.js";
-
 /** The SDK's handler `extra`. */
-export type HandlerExtra = RequestHandlerExtra<ServerRequest, ServerNotification>;
+export type HandlerExtra = ServerContext;
 /** A registered SDK request handler. */
 export type InnerHandler = (request: JSONRPCRequest, extra: HandlerExtra) => Promise<unknown>;
 
@@ -65,8 +63,8 @@ function digestOrRefuse(value: unknown, what: "params" | "result"): string | und
     return contentDigest(value);
   } catch {
     throw what === "params"
-      ? new McpError(INVALID_PARAMS, "Invalid params: not representable as canonical JSON (lone surrogate or nesting too deep)", { reason: "unserialisable_params" })
-      : new McpError(INTERNAL_ERROR, "Result withheld: not representable as canonical JSON", { reason: "unserialisable_result" });
+      ? new ProtocolError(INVALID_PARAMS, "Invalid params: not representable as canonical JSON (lone surrogate or nesting too deep)", { reason: "unserialisable_params" })
+      : new ProtocolError(INTERNAL_ERROR, "Result withheld: not representable as canonical JSON", { reason: "unserialisable_result" });
   }
 }
 
@@ -78,7 +76,7 @@ function ignoredNote(p: Principal): string {
 /** Refuses a patient id that is not a FHIR id (it would be neither checkable nor recordable). */
 function checkPatientId(id: unknown): string {
   if (typeof id !== "string" || !FHIR_ID.test(id)) {
-    throw new McpError(INVALID_PARAMS, "Invalid params: a patient must be a FHIR Patient id ([A-Za-z0-9-.]{1,64})", { reason: "invalid_patient_id" });
+    throw new ProtocolError(INVALID_PARAMS, "Invalid params: a patient must be a FHIR Patient id ([A-Za-z0-9-.]{1,64})", { reason: "invalid_patient_id" });
   }
   return id;
 }
@@ -249,7 +247,6 @@ export class RequestPipeline {
       if (this.#running.size === 0) for (const w of this.#idleWaiters.splice(0)) w();
     }
   }
-
   async #handle(ctx: Ctx, request: JSONRPCRequest, extra: HandlerExtra, inner: InnerHandler, options: { unknownMethod?: boolean }): Promise<unknown> {
     const auditing = this.auditing;
     // the record's content digests, computed where the content is final: a request or result that cannot be digested
@@ -333,12 +330,12 @@ export class RequestPipeline {
   }
 
   #context(request: JSONRPCRequest, extra: HandlerExtra): Ctx {
-    const fromHttp = principalFromAuthInfo(extra.authInfo);
+    const fromHttp = principalFromAuthInfo(extra.http?.authInfo);
     // localPrincipal is the caller only on stdio and the in-memory pair: over HTTP (or any other transport) the caller is
     // whom the bearer check verified, or no one (an app with `bearer: false`), never the server's local principal.
     const local = this.#auth === false || !this.#host.localCaller() ? undefined : this.#auth.localPrincipal;
     const principal = fromHttp ?? local;
-    const sourceAddress = typeof extra.authInfo?.extra?.["sourceAddress"] === "string" ? (extra.authInfo.extra["sourceAddress"] as string) : undefined;
+    const sourceAddress = typeof extra.http?.authInfo?.extra?.["sourceAddress"] === "string" ? (extra.http?.authInfo.extra["sourceAddress"] as string) : undefined;
     return new Ctx(request, extra, principal, sourceAddress, this, this.#host);
   }
 
@@ -425,7 +422,7 @@ export class RequestPipeline {
       outcome,
       patients: [...ctx.patientsTouched],
     };
-    // reason codes are kept; free text (a handler's McpError data.reason, say) is digested: records carry no content
+    // reason codes are kept; free text (a handler's ProtocolError data.reason, say) is digested: records carry no content
     if (reason !== undefined) record["reason"] = auditIdentifier(reason);
     record["requestId"] = auditRequestId(ctx.requestId);
     record["scopes"] = p?.scopes ?? [];
@@ -521,7 +518,7 @@ class Ctx implements RequestContext {
     this.sessionId = extra.sessionId;
     this.transport = host.transport();
     this.patient = principal?.patient;
-    this.signal = extra.signal;
+    this.signal = extra.mcpReq.signal;
     this.#extra = extra;
     this.#pipeline = pipeline;
     this.#host = host;
@@ -569,9 +566,9 @@ class Ctx implements RequestContext {
   }
 
   async progress(done: number, total?: number, message?: string): Promise<void> {
-    const token = this.#extra._meta?.progressToken;
+    const token = this.#extra.mcpReq._meta?.progressToken;
     if (token === undefined) return;
-    await this.#extra.sendNotification({
+    await this.#extra.mcpReq.notify({
       method: "notifications/progress",
       params: { progressToken: token, progress: done, ...(total !== undefined && { total }), ...(message !== undefined && { message }) },
     });
@@ -581,7 +578,7 @@ class Ctx implements RequestContext {
     if (!this.#host.clientCapabilities()?.sampling) {
       throw new HMCPError(HMCPErrorCode.SamplingNotSupported, "The client does not support sampling", { reason: "sampling_not_supported" });
     }
-    return this.#recorded("sampling", this.#extra.sendRequest({ method: "sampling/createMessage", params }, CreateMessageResultSchema, requestOptions(options)), () => "answered");
+    return this.#recorded("sampling", this.#extra.mcpReq.send({ method: "sampling/createMessage", params }, CreateMessageResultSchema, requestOptions(options)), () => "answered");
   }
 
   /** Awaits a question asked back and records its outcome (`outcomeOf` the answer, or `failed`), never its content. */
@@ -602,7 +599,7 @@ class Ctx implements RequestContext {
     }
     const formParams = "mode" in params && params.mode ? params : { ...params, mode: "form" as const };
     // the human's decision (accept, decline, cancel), never what they entered
-    return this.#recorded("elicitation", this.#extra.sendRequest({ method: "elicitation/create", params: formParams }, ElicitResultSchema, requestOptions(options)), (r) => r.action);
+    return this.#recorded("elicitation", this.#extra.mcpReq.send({ method: "elicitation/create", params: formParams }, requestOptions(options)), (r) => r.action);
   }
 }
 
@@ -611,7 +608,7 @@ function requestOptions(options: BackRequestOptions | undefined) {
 }
 
 /** Maps the SDK's AuthInfo (set by the HTTP layer) to a Principal. */
-function principalFromAuthInfo(info: HandlerExtra["authInfo"]): Principal | undefined {
+function principalFromAuthInfo(info: NonNullable<HandlerExtra["http"]>["authInfo"]): Principal | undefined {
   if (!info) return undefined;
   const p = info.extra?.["principal"] as Principal | undefined;
   if (p) return p;
@@ -620,33 +617,42 @@ function principalFromAuthInfo(info: HandlerExtra["authInfo"]): Principal | unde
 }
 
 /** Local → wire error mapping, in one place (STYLE.md habit 4). Never echoes an unknown error's message. */
-function mapError(error: unknown): McpError {
+function mapError(error: unknown): ProtocolError {
   return withCleanMessage(toWire(error));
 }
 
 /**
- * The SDK's McpError prefixes "MCP error <code>: " to its message, and an error that crossed agents (e.g. a client's
+ * SDK 1.x's McpError prefixed "MCP error <code>: " to its message (a peer on 1.x still does), and an error that crossed agents (e.g. a client's
  * refusal of a request this agent sent back) carries one prefix per hop. The wire message is the sentence alone.
  */
-function withCleanMessage(e: McpError): McpError {
+function withCleanMessage(e: ProtocolError): ProtocolError {
   const clean = e.message.replace(/^(MCP error -?\d+: )+/, "");
   if (clean === e.message) return e;
-  return Object.assign(Object.create(Object.getPrototypeOf(e) as object), e, { message: clean }) as McpError;
+  return Object.assign(Object.create(Object.getPrototypeOf(e) as object), e, { message: clean }) as ProtocolError;
 }
 
-function toWire(error: unknown): McpError {
+function toWire(error: unknown): ProtocolError {
   if (isZodError(error)) {
     const paths = error.issues.slice(0, 5).map((i) => (i.path.length ? i.path.join(".") : "(root)"));
-    return new McpError(INVALID_PARAMS, `Invalid params at ${paths.join(", ")}`, { reason: "invalid_params", paths });
+    return new ProtocolError(INVALID_PARAMS, `Invalid params at ${paths.join(", ")}`, { reason: "invalid_params", paths });
   }
+  // SDK v2 raises local failures of a request sent back to the caller (timeout, connection closed) as SdkError with a
+  // string code; on the wire they keep the JSON-RPC codes SDK 1.x gave them
+  if (error instanceof SdkError && error.code === SdkErrorCode.RequestTimeout) return new ProtocolError(REQUEST_TIMEOUT, "Request timed out", { reason: "timeout" });
+  if (error instanceof SdkError && error.code === SdkErrorCode.ConnectionClosed) return new ProtocolError(CONNECTION_CLOSED, "Connection closed", { reason: "connection_closed" });
   return toWireError(error);
 }
+
+/** JSON-RPC code of a request that timed out (SDK 1.x `ErrorCode.RequestTimeout`). */
+const REQUEST_TIMEOUT = -32001;
+/** JSON-RPC code of a connection closed under a pending request (SDK 1.x `ErrorCode.ConnectionClosed`). */
+const CONNECTION_CLOSED = -32000;
 
 function isZodError(e: unknown): e is { issues: Array<{ path: PropertyKey[] }> } {
   return typeof e === "object" && e !== null && Array.isArray((e as { issues?: unknown }).issues) && (e as Error).name?.includes("ZodError");
 }
 
-function outcomeOf(e: McpError): AuditOutcome {
+function outcomeOf(e: ProtocolError): AuditOutcome {
   switch (e.code) {
     case HMCPErrorCode.InsufficientScope:
     case HMCPErrorCode.PatientContextViolation:
@@ -661,21 +667,21 @@ function outcomeOf(e: McpError): AuditOutcome {
   }
 }
 
-function reasonOf(e: McpError): string {
+function reasonOf(e: ProtocolError): string {
   const reason = (e.data as { reason?: unknown } | undefined)?.reason;
   if (typeof reason === "string") return reason;
   switch (e.code) {
-    case ErrorCode.MethodNotFound:
+    case ProtocolErrorCode.MethodNotFound:
       return "method_not_found";
-    case ErrorCode.InvalidParams:
+    case ProtocolErrorCode.InvalidParams:
       return "invalid_params";
-    case ErrorCode.InvalidRequest:
+    case ProtocolErrorCode.InvalidRequest:
       return "invalid_request";
-    case ErrorCode.RequestTimeout:
+    case REQUEST_TIMEOUT:
       return "timeout";
-    case ErrorCode.ConnectionClosed:
+    case CONNECTION_CLOSED:
       return "connection_closed";
-    case ErrorCode.InternalError:
+    case ProtocolErrorCode.InternalError:
       return "internal_error";
     default:
       return `error_${e.code}`;

@@ -2,7 +2,7 @@
  * Runs an HMCPServer over stdin/stdout (MCP spec 2025-06-18, "Transports: stdio"). stdio has no HTTP auth: requests
  * run under the server's configured `auth.localPrincipal` (DESIGN.md §2).
  */
-import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
+import { StdioServerTransport } from "@modelcontextprotocol/server/stdio";
 import type { HMCPServer } from "./hmcp-server.js";
 
 /**

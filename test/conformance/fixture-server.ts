@@ -15,15 +15,8 @@
 import { pathToFileURL } from "node:url";
 import { crc32, deflateSync } from "node:zlib";
 import { z } from "zod";
-import { ResourceTemplate } from "@modelcontextprotocol/sdk/server/mcp.js";
-import { completable } from "@modelcontextprotocol/sdk/server/completable.js";
-import {
-  SetLevelRequestSchema,
-  SubscribeRequestSchema,
-  UnsubscribeRequestSchema,
-  type LoggingLevel,
-  type ServerNotification,
-} from "@modelcontextprotocol/sdk/types.js";
+import { ResourceTemplate, completable } from "@modelcontextprotocol/server";
+import type { LoggingLevel, ServerNotification } from "@modelcontextprotocol/server";
 import { HMCPServer, createHttpApp, hmcpContext, listen } from "hmcp";
 
 /** A valid 1×1 PNG (one red RGBA pixel), built here so that the bytes are checked by construction (PNG spec, ISO/IEC 15948). */
@@ -80,7 +73,7 @@ const JSON_SCHEMA_2020_12_INPUT = z.strictObject({
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 interface Extra {
-  sendNotification: (notification: ServerNotification) => Promise<void>;
+  mcpReq: { notify: (notification: ServerNotification) => Promise<void> };
 }
 
 /** One HMCPServer per MCP session (createHttpApp calls this on every initialize). */
@@ -98,14 +91,14 @@ export function createConformanceServer(): HMCPServer {
 
   // --- logging: the session's minimum level, set by logging/setLevel; log notifications below it are dropped.
   let minLevel: LoggingLevel = "info";
-  server.server.setRequestHandler(SetLevelRequestSchema, async (request) => {
+  server.server.setRequestHandler('logging/setLevel', async (request) => {
     minLevel = request.params.level;
     return {};
   });
   /** Sends a log notification on the current request's stream (so it reaches the caller before the result). */
   const log = async (extra: Extra, level: LoggingLevel, data: string) => {
     if (LEVELS.indexOf(level) < LEVELS.indexOf(minLevel)) return;
-    await extra.sendNotification({ method: "notifications/message", params: { level, logger: "conformance-fixture", data } });
+    await extra.mcpReq.notify({ method: "notifications/message", params: { level, logger: "conformance-fixture", data } });
   };
 
   // --- tools
@@ -167,9 +160,9 @@ export function createConformanceServer(): HMCPServer {
 
   server.registerTool(
     "test_sampling",
-    { description: "Asks the caller's model (sampling/createMessage back to the client)", inputSchema: { prompt: z.string() } },
-    async ({ prompt }, extra) => {
-      const result = await hmcpContext(extra).sample({
+    { description: "Asks the caller's model (sampling/createMessage back to the client)", inputSchema: z.object({ prompt: z.string() }) },
+    async ({ prompt }, ctx) => {
+      const result = await hmcpContext(ctx).sample({
         messages: [{ role: "user", content: { type: "text", text: prompt } }],
         maxTokens: 100,
       });
@@ -180,9 +173,9 @@ export function createConformanceServer(): HMCPServer {
 
   server.registerTool(
     "test_elicitation",
-    { description: "Asks the caller's human (elicitation/create back to the client)", inputSchema: { message: z.string() } },
-    async ({ message }, extra) => {
-      const result = await hmcpContext(extra).elicit({
+    { description: "Asks the caller's human (elicitation/create back to the client)", inputSchema: z.object({ message: z.string() }) },
+    async ({ message }, ctx) => {
+      const result = await hmcpContext(ctx).elicit({
         message,
         requestedSchema: {
           type: "object",
@@ -310,11 +303,11 @@ export function createConformanceServer(): HMCPServer {
 
   // resources/subscribe and resources/unsubscribe (McpServer has no high-level API for them).
   const subscriptions = new Set<string>();
-  server.server.setRequestHandler(SubscribeRequestSchema, async (request) => {
+  server.server.setRequestHandler('resources/subscribe', async (request) => {
     subscriptions.add(request.params.uri);
     return {};
   });
-  server.server.setRequestHandler(UnsubscribeRequestSchema, async (request) => {
+  server.server.setRequestHandler('resources/unsubscribe', async (request) => {
     subscriptions.delete(request.params.uri);
     return {};
   });
@@ -328,12 +321,12 @@ export function createConformanceServer(): HMCPServer {
     "test_prompt_with_arguments",
     {
       description: "A prompt with two arguments",
-      argsSchema: {
-        arg1: completable(z.string().describe("First test argument"), (value) =>
-          ["paris", "park", "party", "test", "testValue1"].filter((v) => v.startsWith(value)),
-        ),
-        arg2: z.string().describe("Second test argument"),
-      },
+      argsSchema: z.object({
+              arg1: completable(z.string().describe("First test argument"), (value) =>
+                ["paris", "park", "party", "test", "testValue1"].filter((v) => v.startsWith(value)),
+              ),
+              arg2: z.string().describe("Second test argument"),
+            }),
     },
     ({ arg1, arg2 }) => ({
       messages: [{ role: "user", content: { type: "text", text: `Prompt with arguments: arg1='${arg1}', arg2='${arg2}'` } }],
@@ -342,7 +335,7 @@ export function createConformanceServer(): HMCPServer {
 
   server.registerPrompt(
     "test_prompt_with_embedded_resource",
-    { description: "A prompt embedding a resource", argsSchema: { resourceUri: z.string().describe("URI of the resource to embed") } },
+    { description: "A prompt embedding a resource", argsSchema: z.object({ resourceUri: z.string().describe("URI of the resource to embed") }) },
     ({ resourceUri }) => ({
       messages: [
         { role: "user", content: { type: "resource", resource: { uri: resourceUri, mimeType: "text/plain", text: "Embedded resource content for testing." } } },

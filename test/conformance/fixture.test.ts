@@ -3,7 +3,7 @@
  * surface `npm run conformance` tests is there, plus what the official scenarios do not check.
  */
 import { afterEach, describe, expect, it } from "vitest";
-import { LoggingMessageNotificationSchema, type LoggingMessageNotification } from "@modelcontextprotocol/sdk/types.js";
+import type { LoggingMessageNotification } from "@modelcontextprotocol/server";
 import { createConformanceServer } from "./fixture-server.js";
 import { connectPlainClient } from "../fixtures/harness.js";
 
@@ -60,7 +60,7 @@ describe("conformance fixture", () => {
   it("logging/setLevel filters the log notifications a tool sends", async () => {
     const client = await connect();
     const logs: LoggingMessageNotification["params"][] = [];
-    client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => {
+    client.setNotificationHandler('notifications/message', (n) => {
       logs.push(n.params);
     });
     await client.setLoggingLevel("error");

@@ -1,6 +1,6 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { readFile, readdir } from "node:fs/promises";
-import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
+import { InMemoryTransport } from "@modelcontextprotocol/server";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";

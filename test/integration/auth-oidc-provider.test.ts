@@ -3,8 +3,9 @@
  * private_key_jwt (oauth4webapi) → HMCPClient → createHttpApp + JWT bearer authenticator (jose, remote JWKS) →
  * HMCPServer pipeline → sampling handler.
  */
+import { InsufficientScopeError } from "@modelcontextprotocol/client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { McpError } from "@modelcontextprotocol/sdk/types.js";
+import { ProtocolError } from "@modelcontextprotocol/server";
 import {
   HMCPClient,
   HMCPError,
@@ -177,8 +178,9 @@ describe("authorization end to end with oidc-provider", () => {
   it("the read-only client is refused a write (tools/call) with 403 insufficient_scope naming the scopes", async () => {
     const c = await connect("reader", "hmcp:read system/*.rs");
     const err = await c.sdk.callTool({ name: "write-observation", arguments: {} }).catch((e: unknown) => e);
-    expect((err as { code?: unknown }).code).toBe(403);
-    expect(String(err)).toContain("insufficient_scope");
+    // SDK v2 raises a 403 insufficient_scope challenge it cannot step up as InsufficientScopeError, with the scopes
+    expect(err).toBeInstanceOf(InsufficientScopeError);
+    expect((err as InsufficientScopeError).requiredScope).toBe("hmcp:access hmcp:write patient/hmcp:write");
     // The same request on the wire: the challenge names the scopes that would allow it.
     const token = await tokenProvider("reader", "hmcp:read system/*.rs", agent.endpoint).getToken();
     const res = await fetch(agent.endpoint, {
@@ -214,17 +216,17 @@ describe("authorization end to end with oidc-provider", () => {
   it("with HTTP method checks off, the server's method check refuses the write as JSON-RPC InsufficientScope", async () => {
     const c = await connect("reader", "hmcp:read system/*.rs", lenient);
     const err = await c.sdk.callTool({ name: "write-observation", arguments: {} }).catch((e: unknown) => e);
-    expect(err).toBeInstanceOf(McpError);
-    expect((err as McpError).code).toBe(HMCPErrorCode.InsufficientScope);
-    expect((err as McpError).data).toMatchObject({ reason: "insufficient_scope", required: expect.arrayContaining(["hmcp:write"]) });
+    expect(err).toBeInstanceOf(ProtocolError);
+    expect((err as ProtocolError).code).toBe(HMCPErrorCode.InsufficientScope);
+    expect((err as ProtocolError).data).toMatchObject({ reason: "insufficient_scope", required: expect.arrayContaining(["hmcp:write"]) });
   });
 
   it("a client that may sample but not write FHIR is refused the Observation write by the handler check", async () => {
     const before = agent.ran.length;
     const c = await connect("sampler-readonly", "hmcp:sample system/*.rs");
     const err = await c.createMessage(message, { patient: "p-1" }).catch((e: unknown) => e);
-    expect((err as McpError).code).toBe(HMCPErrorCode.InsufficientScope);
-    expect((err as McpError).data).toMatchObject({ reason: "insufficient_scope", required: expect.arrayContaining(["system/Observation.c"]) });
+    expect((err as ProtocolError).code).toBe(HMCPErrorCode.InsufficientScope);
+    expect((err as ProtocolError).data).toMatchObject({ reason: "insufficient_scope", required: expect.arrayContaining(["system/Observation.c"]) });
     expect(agent.ran.length).toBe(before);
   });
 
@@ -241,9 +243,9 @@ describe("authorization end to end with oidc-provider", () => {
     });
     const before = agent.ran.length;
     const err = await c.createMessage(message, { patient: "p-999" }).catch((e: unknown) => e);
-    expect(err).toBeInstanceOf(McpError);
-    expect((err as McpError).code).toBe(HMCPErrorCode.PatientContextViolation);
-    expect(JSON.stringify((err as McpError).data)).not.toContain(PATIENT);
+    expect(err).toBeInstanceOf(ProtocolError);
+    expect((err as ProtocolError).code).toBe(HMCPErrorCode.PatientContextViolation);
+    expect(JSON.stringify((err as ProtocolError).data)).not.toContain(PATIENT);
     expect(agent.ran.length).toBe(before);
     expect(agent.records.at(-1)).toMatchObject({ outcome: "denied", reason: "patient_context_mismatch", actor: { clientId: "patient-app" } });
   });

@@ -94,7 +94,7 @@ describe("HMCPClient sessions over HTTP", () => {
     starting.use((req, res) => (req.headers["mcp-session-id"] ? res.status(404).json({ jsonrpc: "2.0", id: null, error: { code: -32001, message: "Session not found" } }) : res.status(503).end()));
     const tmp = starting.listen(port, "127.0.0.1");
     await new Promise((r) => tmp.once("listening", r));
-    await expect(client.ask("potassium 4.1")).rejects.toMatchObject({ code: 503 });
+    await expect(client.ask("potassium 4.1")).rejects.toMatchObject({ status: 503 });
     await new Promise<void>((r) => {
       tmp.close(() => r());
       tmp.closeAllConnections();

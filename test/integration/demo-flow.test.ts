@@ -3,7 +3,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { HMCPErrorCode, INFO_NEEDED, INFO_NEEDED_META_KEY } from "hmcp";
-import { McpError, type ElicitResult, type Progress } from "@modelcontextprotocol/sdk/types.js";
+import { ProtocolError } from "@modelcontextprotocol/server";
+import type { ElicitResult, Progress } from "@modelcontextprotocol/server";
 import { RESOURCE_LINKS_META_KEY, WRITEBACK_META_KEY, type WritebackOutcome } from "../../demo/emr-writeback/agent.js";
 import { LOOKUP_META_KEY } from "../../demo/patient-data/agent.js";
 import { bundleOf } from "../../demo/orchestrator/orchestrator.js";
@@ -32,11 +33,11 @@ afterAll(async () => {
 
 const outcomeOf = (r: { _meta?: Record<string, unknown> }) => r._meta?.[WRITEBACK_META_KEY] as WritebackOutcome;
 const body = (patientId: string | undefined, b: EncounterBatch) => JSON.stringify(patientId ? { patient_id: patientId, clinical_data: bundleOf(b) } : bundleOf(b));
-async function errorOf(p: Promise<unknown>): Promise<McpError> {
+async function errorOf(p: Promise<unknown>): Promise<ProtocolError> {
   try {
     await p;
   } catch (e) {
-    if (e instanceof McpError) return e;
+    if (e instanceof ProtocolError) return e;
     throw e;
   }
   throw new Error("expected a JSON-RPC error");

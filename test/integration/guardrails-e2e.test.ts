@@ -4,7 +4,7 @@
  * it leaves; a server → client sampling request carrying PHI is de-identified by a client-side policy.
  */
 import { afterEach, describe, expect, it } from "vitest";
-import { McpError } from "@modelcontextprotocol/sdk/types.js";
+import { ProtocolError } from "@modelcontextprotocol/server";
 import {
   defaultGuardrails,
   HMCPErrorCode,
@@ -58,11 +58,11 @@ describe("guardrails through HMCPServer / HMCPClient", () => {
         maxTokens: 200,
       })
       .catch((e: unknown) => e);
-    expect(err).toBeInstanceOf(McpError);
-    expect((err as McpError).code).toBe(HMCPErrorCode.GuardrailBlocked);
+    expect(err).toBeInstanceOf(ProtocolError);
+    expect((err as ProtocolError).code).toBe(HMCPErrorCode.GuardrailBlocked);
     // why, for the caller: the score, the threshold and the reason class; never the text
-    expect((err as McpError).data).toMatchObject({ guardrail: "prompt-injection", reason: "prompt_injection", stage: "input", score: 1, reasonClass: "instruction_override" });
-    expect(JSON.stringify((err as McpError).data)).not.toMatch(/previous instructions|system prompt/);
+    expect((err as ProtocolError).data).toMatchObject({ guardrail: "prompt-injection", reason: "prompt_injection", stage: "input", score: 1, reasonClass: "instruction_override" });
+    expect(JSON.stringify((err as ProtocolError).data)).not.toMatch(/previous instructions|system prompt/);
     expect(handlerRuns).toBe(0);
     const rec = audit.find((r) => r.method === "sampling/createMessage");
     expect(rec?.outcome).toBe("blocked");
@@ -73,7 +73,7 @@ describe("guardrails through HMCPServer / HMCPClient", () => {
       reason: "prompt_injection",
       reasonClass: "instruction_override",
       score: 1,
-      threshold: ((err as McpError).data as { threshold: number }).threshold,
+      threshold: ((err as ProtocolError).data as { threshold: number }).threshold,
     });
     // a clean request still passes
     const ok = await client.ask("What is the latest potassium value?");
@@ -127,8 +127,8 @@ describe("guardrails through HMCPServer / HMCPClient", () => {
       },
     );
     const err = await client.ask('Write this note: {"resourceType":"Observation","subject":{"reference":"Patient/pat-2"}}').catch((e: unknown) => e);
-    expect((err as McpError).code).toBe(HMCPErrorCode.GuardrailBlocked);
-    expect((err as McpError).data).toMatchObject({ guardrail: "patient-context", reason: "patient_context_mismatch" });
+    expect((err as ProtocolError).code).toBe(HMCPErrorCode.GuardrailBlocked);
+    expect((err as ProtocolError).data).toMatchObject({ guardrail: "patient-context", reason: "patient_context_mismatch" });
     expect(handlerRuns).toBe(0);
   });
 

@@ -1,7 +1,6 @@
 import { request } from "node:http";
 import { afterEach, describe, expect, it } from "vitest";
-import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
-import { CreateMessageResultSchema } from "@modelcontextprotocol/sdk/types.js";
+import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/server";
 import { HMCPErrorCode, HMCPServer, createHttpApp, listen, type AuditRecordInput, type Listening } from "hmcp";
 import { TEST_PRINCIPAL, createEchoAgent } from "../fixtures/echo-agent.js";
 import { connectPlainClient } from "../fixtures/harness.js";
@@ -202,7 +201,7 @@ describe("Streamable HTTP app", () => {
     // The same server in memory runs the request as its localPrincipal.
     const closers: Array<() => Promise<void>> = [];
     const client = await connectPlainClient(agent(), closers, { sampling: {} });
-    await client.request({ method: "sampling/createMessage", params: { messages: [{ role: "user", content: { type: "text", text: "hi" } }], maxTokens: 5 } }, CreateMessageResultSchema);
+    await client.request({ method: "sampling/createMessage", params: { messages: [{ role: "user", content: { type: "text", text: "hi" } }], maxTokens: 5 } });
     for (const c of closers) await c();
     expect(ran).toEqual(["test-client"]);
   });

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { McpError } from "@modelcontextprotocol/sdk/types.js";
+import { ProtocolError } from "@modelcontextprotocol/server";
 import { HMCPErrorCode, INFO_NEEDED, isInfoNeeded, type HMCPClientOptions } from "hmcp";
 import { connectEcho, type Connected, type TransportName } from "../fixtures/harness.js";
 import { textOf } from "../fixtures/echo-agent.js";
@@ -54,9 +54,9 @@ describe.each(transports)("bidirectional sampling over %s", (kind) => {
   it("an exception in the handler becomes an internal error that does not echo its message", async () => {
     conn = await connectEcho(kind, recordingClient().options);
     const err = await conn.client.ask("boom").catch((e: unknown) => e);
-    expect(err).toBeInstanceOf(McpError);
-    expect((err as McpError).code).toBe(-32603);
-    expect(String((err as McpError).message)).not.toMatch(/secret|John|123-45/);
+    expect(err).toBeInstanceOf(ProtocolError);
+    expect((err as ProtocolError).code).toBe(-32603);
+    expect(String((err as ProtocolError).message)).not.toMatch(/secret|John|123-45/);
     // and the server keeps serving
     expect(textOf((await conn.client.ask("need-info")).content)).toMatch(/patient_id/);
   });
@@ -64,10 +64,10 @@ describe.each(transports)("bidirectional sampling over %s", (kind) => {
   it("a server → client request without a client handler is refused, and the agent's failure is reported", async () => {
     conn = await connectEcho(kind, {});
     const err = await conn.client.ask("hello").catch((e: unknown) => e);
-    expect(err).toBeInstanceOf(McpError);
+    expect(err).toBeInstanceOf(ProtocolError);
     // the echo agent's ctx.sample() got SamplingNotSupported from the client; the handler did not catch it
-    expect((err as McpError).code).toBe(HMCPErrorCode.SamplingNotSupported);
-    // the refusal crossed two hops (client → agent → client) but carries one "MCP error" prefix, not one per hop
-    expect((err as McpError).message).toBe("MCP error -32050: This client has no sampling handler");
+    expect((err as ProtocolError).code).toBe(HMCPErrorCode.SamplingNotSupported);
+    // the refusal crossed two hops (client → agent → client) but carries the sentence alone, no prefix per hop
+    expect((err as ProtocolError).message).toBe("This client has no sampling handler");
   });
 });

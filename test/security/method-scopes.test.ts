@@ -22,7 +22,7 @@ afterEach(async () => {
 /** An agent with a privileged tool and a sampling handler; `runs` counts what ran. */
 function agent(runs: { n: number }, sampling: SamplingHandlerOptions = {}) {
   const s = new HMCPServer({ name: "scoped-agent", version: "1" }, { guardrails: false });
-  s.registerTool("delete_everything", { description: "a privileged act", inputSchema: { x: z.number() } }, async () => {
+  s.registerTool("delete_everything", { description: "a privileged act", inputSchema: z.object({ x: z.number() }) }, async () => {
     runs.n++;
     return { content: [{ type: "text", text: "done" }] };
   });

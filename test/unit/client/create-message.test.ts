@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js";
+import { ProtocolError, SdkErrorCode, SdkError } from "@modelcontextprotocol/server";
 import { HMCPErrorCode } from "hmcp";
 import { connectEcho, type Connected } from "../../fixtures/harness.js";
 
@@ -13,8 +13,8 @@ describe("HMCPClient.createMessage", () => {
   it("times out after timeoutMs without progress", async () => {
     conn = await connectEcho("memory");
     const e = await conn.client.ask("slow:20", { timeoutMs: 50 }).catch((x: unknown) => x);
-    expect(e).toBeInstanceOf(McpError);
-    expect((e as McpError).code).toBe(ErrorCode.RequestTimeout);
+    expect(e).toBeInstanceOf(SdkError);
+    expect((e as SdkError).code).toBe(SdkErrorCode.RequestTimeout);
   });
 
   it("progress resets the timeout: a long request that reports progress completes", async () => {
@@ -50,8 +50,8 @@ describe("a patient-bound HMCPClient", () => {
     // the echo agent samples back "summarise: <text>": a FHIR reference to another patient is refused by the
     // client's patient-context guardrail before the client's model sees it
     const e = await conn.client.ask('{"subject":{"reference":"Patient/p-2"}}').catch((x: unknown) => x);
-    expect(e).toBeInstanceOf(McpError);
-    expect((e as McpError).code).toBe(HMCPErrorCode.GuardrailBlocked);
+    expect(e).toBeInstanceOf(ProtocolError);
+    expect((e as ProtocolError).code).toBe(HMCPErrorCode.GuardrailBlocked);
     expect(seen).toEqual([]);
     const ok = await conn.client.ask('{"subject":{"reference":"Patient/p-1"}}');
     expect(ok.content).toMatchObject({ type: "text" });

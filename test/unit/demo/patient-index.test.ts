@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
+import { InMemoryTransport } from "@modelcontextprotocol/server";
 import { HMCPClient, HMCPErrorCode, type AuditRecordInput, type Principal } from "hmcp";
 import { PatientIndex, parsePatientQuery } from "../../../demo/patient-data/patient-index.js";
 import { createPatientDataServer } from "../../../demo/patient-data/agent.js";

@@ -2,7 +2,7 @@
  * The guardrail pipeline's per-session decision cache: which decisions are reused, for whom, how it is bounded and
  * turned off, and that the server scopes it by the request's session.
  */
-import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
+import { InMemoryTransport } from "@modelcontextprotocol/server";
 import { describe, expect, it } from "vitest";
 import { AuditRecordInputSchema, HMCPClient, HMCPServer, type AuditRecordInput } from "hmcp";
 import {

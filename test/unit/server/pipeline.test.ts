@@ -1,6 +1,5 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
-import { McpError } from "@modelcontextprotocol/sdk/types.js";
+import { InMemoryTransport, ProtocolError } from "@modelcontextprotocol/server";
 import {
   AuditSinkError,
   HMCPClient,
@@ -36,8 +35,8 @@ async function setup(principal: Principal | undefined, extra: Partial<HMCPServer
     if (write) ctx.require({ action: "c", resourceType: write[1]!, patient: write[2]! });
     return { content: { type: "text", text: `handled: ${text}` } };
   });
-  server.registerTool("lookup", { inputSchema: { patient: z.string() } }, async ({ patient }, extra) => {
-    hmcpContext(extra).assertPatient(patient);
+  server.registerTool("lookup", { inputSchema: z.object({ patient: z.string() }) }, async ({ patient }, ctx) => {
+    hmcpContext(ctx).assertPatient(patient);
     return { content: [{ type: "text", text: `patient ${patient}` }] };
   });
   return { client: await connectInMemory(server), records, ran };
@@ -56,13 +55,13 @@ async function connectInMemory(server: HMCPServer): Promise<HMCPClient> {
   return client;
 }
 
-async function errorOf(p: Promise<unknown>): Promise<McpError> {
+async function errorOf(p: Promise<unknown>): Promise<ProtocolError> {
   const e = await p.then(
     () => undefined,
     (err: unknown) => err,
   );
-  expect(e).toBeInstanceOf(McpError);
-  return e as McpError;
+  expect(e).toBeInstanceOf(ProtocolError);
+  return e as ProtocolError;
 }
 
 const ORCHESTRATOR: Principal = { clientId: "orchestrator", sub: "orchestrator", scopes: ["hmcp:sample", "system/Observation.write"] };
@@ -253,7 +252,7 @@ describe("the audit record stays whole and content-free for hostile requests", (
     const server = new HMCPServer({ name: "agent", version: "1" }, { auth: { localPrincipal: ORCHESTRATOR }, guardrails: false, hooks: { audit: (r) => records.push(r) } });
     server.sampling(async () => {
       // an agent passing on what its own back end said
-      throw new McpError(-32602, "lookup failed", { reason: `no patient named ${PHI}` });
+      throw new ProtocolError(-32602, "lookup failed", { reason: `no patient named ${PHI}` });
     });
     const failing = await connectInMemory(server);
     await errorOf(client.ask("judge me"));
