@@ -116,7 +116,9 @@ function tokenArrays(n: number): [Uint16Array, Int32Array] {
  * `triggerRule`) and {@link ADDR_NUM_START_RULE} (rule `numRule`) in `text`.
  */
 export function scanAddresses(text: string, found: Found[], common: WordSet, cand: RuleLists, triggerRule: number, numRule: number): void {
-  const upperText = upperShare(text) > 0.5;
+  // the text is mostly upper case: counted when first asked (most texts read no upper-case token and no weak trigger)
+  let upperTextV = -1;
+  const upperText = (): boolean => (upperTextV < 0 ? (upperTextV = upperShare(text) > 0.5 ? 1 : 0) : upperTextV) === 1;
   // Estonian "tee" (road) only in lower case: upper-case "TEE" is a transesophageal echo
   const isSuffix = (tok: string) => ADDR_SUFFIX.test(tok) || tok === "tee";
   // Candidate runs overlap (every house number starts one and each reads up to 24 tokens), so each position's token is
@@ -155,9 +157,9 @@ export function scanAddresses(text: string, found: Found[], common: WordSet, can
     if (raw.includes("\n")) f |= T_NL;
     if (num) f |= T_NUM;
     if (num && unitAfter(text, skipWs(text, next))) f |= T_NUM_STOP;
-    if (upper && upperText && !suffix && !unit && common.has(trimEnd(tok.toLowerCase(), false))) f |= T_UPPER_COMMON_STOP;
+    if (upper && upperText() && !suffix && !unit && common.has(trimEnd(tok.toLowerCase(), false))) f |= T_UPPER_COMMON_STOP;
     // street words are capitalised words; an all-capital acronym (PEEP, PSV) counts only in all-capital text
-    if (upper && ((core.length >= 3 && !common.has(core.toLowerCase()) && (upperText || !isUpper(core))) || suffix)) f |= T_CAP;
+    if (upper && ((core.length >= 3 && !common.has(core.toLowerCase()) && (upperText() || !isUpper(core))) || suffix)) f |= T_CAP;
     if (suffix) f |= T_SUFFIX;
     if (unit) f |= T_UNIT;
     if (lowerWord) f |= T_LOWER_WORD;
@@ -237,7 +239,7 @@ export function scanAddresses(text: string, found: Found[], common: WordSet, can
     NUM_PREFIX.lastIndex = start;
     const num = NUM_PREFIX.exec(text);
     if (unitAfter(text, num ? start + num[0].length : start)) return start;
-    if (upperText ? caps >= 1 && (suffix || unit) : (caps >= 1 || (suffix && lower > 0)) && (suffix || unit || (nums >= 2 && caps >= 2)) && end - start > 6) return end;
+    if (upperText() ? caps >= 1 && (suffix || unit) : (caps >= 1 || (suffix && lower > 0)) && (suffix || unit || (nums >= 2 && caps >= 2)) && end - start > 6) return end;
     return start;
   };
   // both regexes run as sticky twins at their candidate positions only (./prefilter.ts), in the order and with the
@@ -267,9 +269,10 @@ export function scanAddresses(text: string, found: Found[], common: WordSet, can
     const s = m.index + m[0].length;
     const trig = m[0].toLowerCase().replace(/[\s:]+$/, "");
     const weak = trig === "in" || trig === "it is" || trig === "is at" || trig === "is on";
-    if (upperText && weak) continue;
+    // a weak trigger does not count in upper-case text; the run is read first (reads are remembered per position, and
+    // most runs after "in" end at once), so that the text's case share is counted only for a run that found something
     const e = tryRun(s, !weak);
-    if (e > s) {
+    if (e > s && !(weak && upperText())) {
       const corner = /corner of\s{1,6}$/i.exec(m[0]);
       // "the corner of X and Y" is the address, article included
       const the = corner && /(?:^|[^\p{L}\d])the\s$/iu.test(text.slice(Math.max(0, m.index - 5), m.index)) ? 4 : 0;

@@ -10,7 +10,8 @@
  * common clinical words; see scripts/build-phi-lexicon.ts). Replacements keep the entity type: `[NAME]`, `[DATE]` ...
  *
  * Parts: ./patterns.ts (structured identifiers, some behind a cheap gate of ./gates.ts) run through ./prefilter.ts
- * (keyword patterns only at the positions where they can start), ./addresses.ts (free-form street addresses), ./tokens.ts (words with their lexicon bits),
+ * (keyword patterns only at the positions where they can start), ./addresses.ts (free-form street addresses), ./tokens.ts (words as typed arrays of
+ * offsets, lexicon bits and case shape, their strings made only when a rule asks),
  * ./names.ts and ./places.ts with ./words.ts and ./text.ts (people and places in context), ./lexicon.ts (the word
  * classes as one hash table). This file merges what they find. Quality is measured on rows no rule was tuned on:
  * scripts/eval-phi.ts, docs/guardrails-quality.md. Output is pinned by scripts/phi-golden.ts (same entities on every

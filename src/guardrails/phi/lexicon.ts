@@ -82,11 +82,12 @@ const FNV_PRIME = 0x01000193;
  * side, so a lookup reads one slot and, when the hash matches, the word: ~70 ns instead of ~200 ns per word.
  *
  * The table is ~3 MB (the lexicon's ~140 k words), so a lookup is mostly waiting for memory: the slot, the word list
- * and the word are three cache misses. A small direct-mapped cache in front of it (4,096 entries of 8 bytes, indexed by
- * the hash) remembers, per full hash, the slot of the last word found with that hash, or that no word of the table
- * has that hash at all; text repeats its words (Zipf), so most lookups stay in that cache and in the words recently
- * compared. Exact: a remembered slot is used only after its word compares equal, and "no word has this hash" is only
- * recorded when the probe met no slot with that hash.
+ * and the word are three cache misses. A direct-mapped cache in front of it (16,384 entries of 32 bytes, indexed by
+ * the hash) remembers, per full hash, the slot and bits of the last word found with that hash and, for an ASCII word
+ * of up to 16 characters, its characters packed into four ints; or that no word of the table has that hash at all.
+ * Text repeats its words (Zipf), so most lookups read one cache entry and compare four ints. Exact: a remembered slot
+ * is used only after its word compares equal (packed characters and length, or the word itself), and "no word has
+ * this hash" is only recorded when the probe met no slot with that hash.
  */
 export class LexTable {
   /** The words (index = id). */
@@ -94,9 +95,15 @@ export class LexTable {
   /** Slot k: [id + 1 (0 = empty), hash, bits] at 3k. */
   readonly #slots: Int32Array;
   readonly #mask: number;
-  /** Cache entry c: the full hash it is for, and (slot offset + 1) of a word with that hash, or -1: no word has it; 0 empty. */
-  readonly #cacheHash = new Int32Array(CACHE_SIZE);
-  readonly #cacheSlot = new Int32Array(CACHE_SIZE);
+  /**
+   * The lookup cache, {@link ROW} ints per entry (one entry per cache line half): [full hash, (slot offset + 1) of a word
+   * with that hash or -1 (no word of the table has it) or 0 (empty), the word's bits, its length or -1 (not packed),
+   * then its characters packed four to an int when it is ASCII and at most {@link PACKED} long]. A hit on an ASCII
+   * range compares the packed characters: it reads one cache entry and neither the slots, nor the word list, nor the word.
+   */
+  readonly #cache = new Int32Array(CACHE_SIZE * ROW);
+  /** Bits of the word the last {@link find} / {@link findAsciiLower} found (meaningless after a -1). */
+  hitBits = 0;
 
   /** Builds the table from lists of words and their bits (a word in several lists gets the union). */
   constructor(lists: ReadonlyArray<readonly [readonly string[], number]>) {
@@ -144,16 +151,33 @@ export class LexTable {
     return this.keys[this.#slots[id]! - 1]!;
   }
 
-  /** Slot offset of `word` (for {@link bitsOf} and {@link wordOf}), or -1. */
+  /** Slot offset of `word` (for {@link bitsOf} and {@link wordOf}), or -1; on a hit also sets {@link hitBits}. */
   find(word: string): number {
     let x = FNV_OFFSET;
-    for (let i = 0; i < word.length; i++) x = Math.imul(x ^ word.charCodeAt(i), FNV_PRIME);
+    // packed as findAsciiLower packs a range, when the word is short and ASCII
+    const len = word.length;
+    let packed = len <= PACKED;
+    let p0 = 0, p1 = 0, p2 = 0, p3 = 0;
+    for (let k = 0; k < len; k++) {
+      const ch = word.charCodeAt(k);
+      x = Math.imul(x ^ ch, FNV_PRIME);
+      if (!packed) continue;
+      if (ch >= 128) packed = false;
+      else if (k < 4) p0 |= ch << (k * 8);
+      else if (k < 8) p1 |= ch << ((k - 4) * 8);
+      else if (k < 12) p2 |= ch << ((k - 8) * 8);
+      else p3 |= ch << ((k - 12) * 8);
+    }
     const slots = this.#slots;
-    const c = x & CACHE_MASK;
-    if (this.#cacheHash[c] === x) {
-      const v = this.#cacheSlot[c]!;
+    const cache = this.#cache;
+    const r = (x & CACHE_MASK) * ROW;
+    if (cache[r] === x) {
+      const v = cache[r + 1]!;
       if (v < 0) return -1;
-      if (v > 0 && this.keys[slots[v - 1]! - 1] === word) return v - 1;
+      if (v > 0 && (packed ? cache[r + 3] === len && cache[r + 4] === p0 && cache[r + 5] === p1 && cache[r + 6] === p2 && cache[r + 7] === p3 : this.keys[slots[v - 1]! - 1] === word)) {
+        this.hitBits = cache[r + 2]!;
+        return v - 1;
+      }
     }
     let seen = false;
     for (let h = x & this.#mask; ; h = (h + 1) & this.#mask) {
@@ -161,33 +185,61 @@ export class LexTable {
       if (id === 0) return seen ? -1 : this.#remember(x, -1);
       if (slots[h * 3 + 1] === x) {
         seen = true;
-        if (this.keys[id - 1] === word) return this.#remember(x, h * 3 + 1) - 1;
+        if (this.keys[id - 1] === word) return this.#rememberWord(x, h * 3, packed ? len : -1, p0, p1, p2, p3);
       }
     }
   }
 
-  /** Records `v` (slot offset + 1, or -1) for hash `x` in the cache and returns it. */
+  /** Records "no word has hash `x`" (`v` = -1) in the cache and returns it. */
   #remember(x: number, v: number): number {
-    const c = x & CACHE_MASK;
-    this.#cacheHash[c] = x;
-    this.#cacheSlot[c] = v;
+    const r = (x & CACHE_MASK) * ROW;
+    this.#cache[r] = x;
+    this.#cache[r + 1] = v;
     return v;
   }
 
-  /** Slot offset of the lower case of `text[s, e)`, or -1; the range must be ASCII (A-Z folded to a-z). */
+  /** Records slot offset `slot` with its bits, length and packed characters for hash `x`; sets {@link hitBits}; returns `slot`. */
+  #rememberWord(x: number, slot: number, len: number, p0: number, p1: number, p2: number, p3: number): number {
+    const cache = this.#cache;
+    const r = (x & CACHE_MASK) * ROW;
+    cache[r] = x;
+    cache[r + 1] = slot + 1;
+    cache[r + 2] = this.hitBits = this.#slots[slot + 2]!;
+    cache[r + 3] = len;
+    cache[r + 4] = p0;
+    cache[r + 5] = p1;
+    cache[r + 6] = p2;
+    cache[r + 7] = p3;
+    return slot;
+  }
+
+  /** Slot offset of the lower case of `text[s, e)`, or -1; the range must be ASCII (A-Z folded to a-z). On a hit also sets {@link hitBits}. */
   findAsciiLower(text: string, s: number, e: number): number {
     let x = FNV_OFFSET;
+    // the folded characters, packed four to an int (the first PACKED), as the cache holds them
+    let p0 = 0, p1 = 0, p2 = 0, p3 = 0;
     for (let i = s; i < e; i++) {
-      const c = text.charCodeAt(i);
-      x = Math.imul(x ^ (c >= 65 && c <= 90 ? c + 32 : c), FNV_PRIME);
+      let c = text.charCodeAt(i);
+      if (c >= 65 && c <= 90) c += 32;
+      x = Math.imul(x ^ c, FNV_PRIME);
+      const k = i - s;
+      if (k < 4) p0 |= c << (k * 8);
+      else if (k < 8) p1 |= c << ((k - 4) * 8);
+      else if (k < 12) p2 |= c << ((k - 8) * 8);
+      else if (k < 16) p3 |= c << ((k - 12) * 8);
     }
+    const len = e - s;
     const slots = this.#slots;
     const keys = this.keys;
-    const c = x & CACHE_MASK;
-    if (this.#cacheHash[c] === x) {
-      const v = this.#cacheSlot[c]!;
+    const cache = this.#cache;
+    const r = (x & CACHE_MASK) * ROW;
+    if (cache[r] === x) {
+      const v = cache[r + 1]!;
       if (v < 0) return -1;
-      if (v > 0 && equalsAsciiLower(keys[slots[v - 1]! - 1]!, text, s, e)) return v - 1;
+      if (v > 0 && (len <= PACKED ? cache[r + 3] === len && cache[r + 4] === p0 && cache[r + 5] === p1 && cache[r + 6] === p2 && cache[r + 7] === p3 : equalsAsciiLower(keys[slots[v - 1]! - 1]!, text, s, e))) {
+        this.hitBits = cache[r + 2]!;
+        return v - 1;
+      }
     }
     let seen = false;
     for (let h = x & this.#mask; ; h = (h + 1) & this.#mask) {
@@ -195,12 +247,16 @@ export class LexTable {
       if (id === 0) return seen ? -1 : this.#remember(x, -1);
       if (slots[h * 3 + 1] !== x) continue;
       seen = true;
-      if (equalsAsciiLower(keys[id - 1]!, text, s, e)) return this.#remember(x, h * 3 + 1) - 1;
+      if (equalsAsciiLower(keys[id - 1]!, text, s, e)) return this.#rememberWord(x, h * 3, len <= PACKED ? len : -1, p0, p1, p2, p3);
     }
   }
 }
 
-const CACHE_SIZE = 4096;
+const CACHE_SIZE = 16384;
+/** Ints per cache entry (see LexTable's cache). */
+const ROW = 8;
+/** Words of up to this many ASCII characters are compared in the cache by their packed characters. */
+const PACKED = 16;
 const CACHE_MASK = CACHE_SIZE - 1;
 
 /** `k` equals the lower case of the ASCII range `text[s, e)` (A-Z folded to a-z). */

@@ -6,7 +6,7 @@
  */
 import type { Found, PhiEntityType } from "./entities.js";
 import { findPlaces } from "./places.js";
-import { nameContext, type NameContext, X_EXTRA } from "./tokens.js";
+import { nameContext, type NameContext, SH_ASCII, SH_CAP, SH_HY, SH_LW, SH_NC, SH_TC, SH_UP, X_EXTRA } from "./tokens.js";
 
 import { F_AMBIGUOUS, F_COMMON, F_ENAME, F_FIRST, F_LAST, type Lexicon } from "./lexicon.js";
 import {
@@ -27,13 +27,14 @@ import {
   W_NAME_PREV,
   W_NOT_NAMES,
   W_RELATIONS,
+  W_ROLE_ABBR,
   W_ROLE_WORDS,
   W_SUBJECT_VERBS,
   W_TITLES,
   W_UNIT_ACRONYMS,
   W_WEAK_RELATIONS,
 } from "./words.js";
-import { isLow, isUp, lineStartBefore, type Tok, wsGap, wsGapAt } from "./text.js";
+import { isLow, isUp, lineStartBefore, wsGapAt } from "./text.js";
 /** Finds names (NAME) and places (LOCATION) of the types asked for and adds them to `found`. */
 export function findNames(text: string, found: Found[], lx: Lexicon, extra: ReadonlySet<string>, types: ReadonlySet<PhiEntityType>): void {
   const c = nameContext(text, lx, extra);
@@ -50,126 +51,160 @@ export function findNames(text: string, found: Found[], lx: Lexicon, extra: Read
   speakerLabels(c);
   lowerCaseText(c);
   everyMention(c);
-  const { n, toks, isName } = c;
+  const { n, S, E, isName } = c;
   if (types.has("NAME")) {
-    for (let i = 0; i < n; i++) if (isName[i]) found.push({ s: toks[i]!.s, e: toks[i]!.e, type: "NAME" });
+    for (let i = 0; i < n; i++) if (isName[i]) found.push({ s: S[i]!, e: E[i]!, type: "NAME" });
   }
   if (types.has("LOCATION")) findPlaces(c, found);
 }
 
+
 /** Titles, speech cues, person verbs, signature lines, relations and dictionary names in name shape (rules 1-3). */
 function cueRules(c: NameContext): void {
-  const { text, toks, n, isName, weak, common, known, onlyIntl, isCommon, gap, sentenceStart, allCapsText } = c;
+  const { text, n, S, E, F, SH, isName, weak, common, known, onlyIntl, isCommon, gap, sentenceStart, allCapsText, w, lower, lowerLen, lowerIs } = c;
   for (let i = 0; i < n; i++) {
-    const t = toks[i]!;
+    const f = F[i]!;
+    const sh = SH[i]!;
+    const tc = (sh & SH_TC) !== 0;
     // 1. after a title ("Dr. Jones", "mrs. marcela carlson", "DR SULLIVAN")
-    if (((t.f & W_TITLES) !== 0) && i + 1 < n && /^(?:\.?\s{1,3}|\.)$/.test(gap(t, toks[i + 1]!))) {
-      const nx = toks[i + 1]!;
+    if (((f & W_TITLES) !== 0) && i + 1 < n && /^(?:\.?\s{1,3}|\.)$/.test(gap(i, i + 1))) {
+      const nx = i + 1;
+      const nf = F[nx]!;
+      const ncap = (SH[nx]! & SH_CAP) !== 0;
       // "MS"/"ms" without a full stop is mental status or morphine sulfate: only before a dictionary name
-      if (t.lower === "ms" && t.w !== "Ms" && !gap(t, nx).startsWith(".") && !(known(nx) && !isCommon(nx))) continue;
-      if (nx.cap || known(nx) || ((nx.f & F_AMBIGUOUS) !== 0) || !((nx.f & F_COMMON) !== 0)) {
-        if (!(((nx.f & F_COMMON) !== 0) && !known(nx) && !((nx.f & F_AMBIGUOUS) !== 0) && !nx.cap)) isName[i + 1] = 1;
+      if (lowerIs(i, "ms") && w(i) !== "Ms" && !gap(i, nx).startsWith(".") && !(known(nx) && !isCommon(nx))) continue;
+      if (ncap || known(nx) || ((nf & F_AMBIGUOUS) !== 0) || !((nf & F_COMMON) !== 0)) {
+        if (!(((nf & F_COMMON) !== 0) && !known(nx) && !((nf & F_AMBIGUOUS) !== 0) && !ncap)) isName[nx] = 1;
       }
       continue;
     }
     // 2a. after "my name is", a speech verb or a greeting: a capitalised word that is not a common word
-    if (i > 0 && ((toks[i - 1]!.f & W_NAME_PREV) !== 0) && !((t.f & F_COMMON) !== 0) && !((t.f & W_NOT_NAMES) !== 0) && NAME_IS.test(text.slice(Math.max(0, t.s - 12), t.s)) && (t.cap || (known(t) && /name is\s$/i.test(text.slice(Math.max(0, t.s - 9), t.s))))) {
+    if (i > 0 && ((F[i - 1]! & W_NAME_PREV) !== 0) && !((f & F_COMMON) !== 0) && !((f & W_NOT_NAMES) !== 0) && NAME_IS.test(text.slice(Math.max(0, S[i]! - 12), S[i]!)) && ((sh & SH_CAP) !== 0 || (known(i) && /name is\s$/i.test(text.slice(Math.max(0, S[i]! - 9), S[i]!))))) {
       isName[i] = 1;
       continue;
     }
-    if (i > 0 && ((toks[i - 1]!.f & W_CUE_WORDS) !== 0) && /^[\s,:?]{1,8}$/.test(gap(toks[i - 1]!, t)) && t.tc && !((t.f & F_COMMON) !== 0) && !((t.f & F_AMBIGUOUS) !== 0) && !((t.f & W_NOT_NAMES) !== 0)) {
+    if (i > 0 && ((F[i - 1]! & W_CUE_WORDS) !== 0) && /^[\s,:?]{1,8}$/.test(gap(i - 1, i)) && tc && !((f & F_COMMON) !== 0) && !((f & F_AMBIGUOUS) !== 0) && !((f & W_NOT_NAMES) !== 0)) {
       isName[i] = 1;
       weak[i] = 1;
       continue;
     }
-    // 2c. a capitalised unknown word followed by a person verb ("Timotea lives on", "Vinka: What")
-    if (((t.tc && !((t.f & F_COMMON) !== 0) && !((t.f & F_AMBIGUOUS) !== 0)) || ((t.w === t.lower || t.up) && ((t.f & F_FIRST) !== 0) && !((t.f & W_NOT_NAMES) !== 0))) && !((t.f & W_NOT_NAMES) !== 0) && POST_CUE.test(text.slice(t.e, t.e + 16).toLowerCase())) {
+    // 2c. a capitalised unknown word followed by a person verb ("Timotea lives on", "Vinka: What"); only the two
+    // characters after the word that can start a cue of POST_CUE need the slice and the pattern
+    if (((tc && !((f & F_COMMON) !== 0) && !((f & F_AMBIGUOUS) !== 0)) || ((sh & (SH_LW | SH_UP)) !== 0 && ((f & F_FIRST) !== 0) && !((f & W_NOT_NAMES) !== 0))) && !((f & W_NOT_NAMES) !== 0) && postCueStart(text, E[i]!) && POST_CUE.test(text.slice(E[i]!, E[i]! + 16).toLowerCase())) {
       isName[i] = 1;
       weak[i] = 1;
       continue;
     }
     // 2d. a line of two or three capitalised words (a letter head or signature: "Satu Elomo")
-    if (t.tc && !((t.f & F_COMMON) !== 0) && !((t.f & W_NOT_NAMES) !== 0) && lineStartBefore(text, t.s) && i + 1 < n) {
-      const nx = toks[i + 1]!;
-      const line = text.slice(t.s, text.indexOf("\n", t.s) < 0 ? text.length : text.indexOf("\n", t.s));
-      const lineToks = line.trim().split(/\s+/);
-      if (/^[\p{Lu}][\p{L}'’-]+(?: [\p{Lu}]\.?)?(?: [\p{Lu}][\p{L}'’-]+){1,2}$/u.test(line.trim()) && !((nx.f & F_COMMON) !== 0) && lineToks.every((w) => !common.has(w.toLowerCase()) && !NOT_NAMES.has(w.toLowerCase()) && !UNIT_ACRONYMS.has(w.toLowerCase()))) {
-        for (let j = i; j < n && toks[j]!.s < t.s + line.length; j++) isName[j] = 1;
+    if (tc && !((f & F_COMMON) !== 0) && !((f & W_NOT_NAMES) !== 0) && lineStartBefore(text, S[i]!) && i + 1 < n) {
+      const nx = i + 1;
+      const s = S[i]!;
+      const line = text.slice(s, text.indexOf("\n", s) < 0 ? text.length : text.indexOf("\n", s));
+      // the words of the line are split only when the line has the shape (a long line fails the pattern early)
+      if (/^[\p{Lu}][\p{L}'’-]+(?: [\p{Lu}]\.?)?(?: [\p{Lu}][\p{L}'’-]+){1,2}$/u.test(line.trim()) && !((F[nx]! & F_COMMON) !== 0) && line.trim().split(/\s+/).every((x) => !common.has(x.toLowerCase()) && !NOT_NAMES.has(x.toLowerCase()) && !UNIT_ACRONYMS.has(x.toLowerCase()))) {
+        for (let j = i; j < n && S[j]! < s + line.length; j++) isName[j] = 1;
         continue;
       }
     }
     // 2b. a capitalised word with letters outside ASCII (names in English text: "Szöllösy", "Guðmundsdóttir")
-    if (t.tc && NON_ASCII.test(t.w) && !((t.f & F_COMMON) !== 0) && !((t.f & W_NOT_NAMES) !== 0)) {
+    if (tc && (sh & SH_ASCII) === 0 && NON_ASCII.test(w(i)) && !((f & F_COMMON) !== 0) && !((f & W_NOT_NAMES) !== 0)) {
       isName[i] = 1;
       continue;
     }
-    // 2. after a relation or "my name is"
-    const rel = t.lower.includes("-") ? t.lower.slice(t.lower.lastIndexOf("-") + 1) : t.lower;
-    if ((rel === t.lower ? (t.f & W_RELATIONS) !== 0 : RELATIONS.has(rel)) && i + 1 < n) {
+    // 2. after a relation or "my name is" (a hyphenated word: its last part, "step-daughter")
+    const hy = (sh & SH_HY) !== 0;
+    if ((hy ? RELATIONS.has(lastPart(lower(i))) : (f & W_RELATIONS) !== 0) && i + 1 < n) {
+      // the relation word itself answers by its bits; only a hyphenated word's last part is looked up by name
+      const rel = hy ? lastPart(lower(i)) : "";
       let j = i + 1;
-      const g = gap(t, toks[j]!);
+      const g = gap(i, j);
       if (!/^[\s,(:"'“]{1,4}$/.test(g)) continue;
-      if (toks[j]!.lower === "is" && j + 1 < n) j++;
-      const nx = toks[j]!;
-      const weak = WEAK_RELATIONS.has(rel);
-      if (weak) {
-        if (t.lower === "and") continue; // handled when extending runs
-        if (nx && (known(nx) || ((nx.f & X_EXTRA) !== 0)) && !isCommon(nx) && (nx.tc || nx.up || (nx.w === nx.lower && ((nx.f & F_FIRST) !== 0)))) isName[j] = 1;
-      } else if (ROLE_ABBR.has(rel)) {
+      if (lowerIs(j, "is") && j + 1 < n) j++;
+      const nx = j;
+      const nf = F[nx]!;
+      const nsh = SH[nx]!;
+      const isWeak = hy ? WEAK_RELATIONS.has(rel) : (f & W_WEAK_RELATIONS) !== 0;
+      if (isWeak) {
+        if (lowerIs(i, "and")) continue; // handled when extending runs
+        if ((known(nx) || ((nf & X_EXTRA) !== 0)) && !isCommon(nx) && ((nsh & (SH_TC | SH_UP)) !== 0 || ((nsh & SH_LW) !== 0 && ((nf & F_FIRST) !== 0)))) isName[j] = 1;
+      } else if (hy ? ROLE_ABBR.has(rel) : (f & W_ROLE_ABBR) !== 0) {
         // "NP Grace", "rn amber", "PA Smith"; not "PA sats", "RN aware"
-        if (nx && !((nx.f & W_NOT_NAMES) !== 0) && (((known(nx) || (nx.f & F_ENAME) !== 0) && !((nx.f & F_COMMON) !== 0)) || (nx.nc && !((nx.f & F_COMMON) !== 0) && !allCapsText(j)))) isName[j] = 1;
-      } else if (nx && !((nx.f & F_COMMON) !== 0) && nx.lower.length > 1 && !((nx.f & W_TITLES) !== 0) && !((nx.f & W_NOT_NAMES) !== 0) && !((nx.f & W_RELATIONS) !== 0) && (known(nx) || (nx.cap && !allCapsText(j)) || (nx.w === nx.lower && !/(?:ed|ing|ly)$/.test(nx.lower) && (!((nx.f & F_AMBIGUOUS) !== 0) || (nx.f & F_ENAME) !== 0)))) {
+        if (!((nf & W_NOT_NAMES) !== 0) && (((known(nx) || (nf & F_ENAME) !== 0) && !((nf & F_COMMON) !== 0)) || ((nsh & SH_NC) !== 0 && !((nf & F_COMMON) !== 0) && !allCapsText(j)))) isName[j] = 1;
+      } else if (!((nf & F_COMMON) !== 0) && lowerLen(nx) > 1 && !((nf & W_TITLES) !== 0) && !((nf & W_NOT_NAMES) !== 0) && !((nf & W_RELATIONS) !== 0) && (known(nx) || ((nsh & SH_CAP) !== 0 && !allCapsText(j)) || ((nsh & SH_LW) !== 0 && !/(?:ed|ing|ly)$/.test(lower(nx)) && (!((nf & F_AMBIGUOUS) !== 0) || (nf & F_ENAME) !== 0)))) {
         isName[j] = 1;
-      } else if (nx && ((nx.f & F_AMBIGUOUS) !== 0) && nx.cap && !allCapsText(j)) {
+      } else if (((nf & F_AMBIGUOUS) !== 0) && (nsh & SH_CAP) !== 0 && !allCapsText(j)) {
         isName[j] = 1;
       }
       continue;
     }
     // 3. dictionary names in name shape
     if (isName[i]) continue;
-    if (((t.f & X_EXTRA) !== 0)) {
+    if (((f & X_EXTRA) !== 0)) {
       isName[i] = 1;
       continue;
     }
-    if (!known(t) || isCommon(t)) continue;
+    if (!known(i) || isCommon(i)) continue;
     // a name known only from other countries' lists, starting a sentence: only as a subject ("Sunniva is", "Aksel Berg")
-    if (onlyIntl(t) && (!t.tc || ((sentenceStart(i) || t.w.length < 5) && !(i + 1 < n && wsGapAt(text, t.e, toks[i + 1]!.s, 1, 2) && (((toks[i + 1]!.f & W_SUBJECT_VERBS) !== 0) || (toks[i + 1]!.nc && known(toks[i + 1]!) && !isCommon(toks[i + 1]!))))))) continue;
-    if (t.tc) {
+    if (onlyIntl(i) && (!tc || ((sentenceStart(i) || E[i]! - S[i]! < 5) && !(i + 1 < n && wsGapAt(text, E[i]!, S[i + 1]!, 1, 2) && (((F[i + 1]! & W_SUBJECT_VERBS) !== 0) || ((SH[i + 1]! & SH_NC) !== 0 && known(i + 1) && !isCommon(i + 1))))))) continue;
+    if (tc) {
       isName[i] = 1;
-    } else if (t.up && t.w.length > 2 && i + 1 < n && known(toks[i + 1]!) && !isCommon(toks[i + 1]!) && wsGapAt(text, t.e, toks[i + 1]!.s, 1, 2)) {
+    } else if ((sh & SH_UP) !== 0 && E[i]! - S[i]! > 2 && i + 1 < n && known(i + 1) && !isCommon(i + 1) && wsGapAt(text, E[i]!, S[i + 1]!, 1, 2)) {
       isName[i] = 1;
       isName[i + 1] = 1;
-    } else if (t.w === t.lower && ((t.f & F_FIRST) !== 0) && i + 1 < n && ((toks[i + 1]!.f & F_LAST) !== 0) && !isCommon(toks[i + 1]!) && wsGapAt(text, t.e, toks[i + 1]!.s, 1, 2)) {
+    } else if ((sh & SH_LW) !== 0 && ((f & F_FIRST) !== 0) && i + 1 < n && ((F[i + 1]! & F_LAST) !== 0) && !isCommon(i + 1) && wsGapAt(text, E[i]!, S[i + 1]!, 1, 2)) {
       isName[i] = 1;
       isName[i + 1] = 1;
     }
   }
 }
 
+/**
+ * The characters at `at` and `at + 1` can start a match of POST_CUE on the lower case of the text there: "'s" or a space
+ * and the first letter of one of its verbs (any character outside ASCII is let through: its lower case is not tested here).
+ */
+export function postCueStart(text: string, at: number): boolean {
+  const a = text.charCodeAt(at);
+  if (a !== 32 && a !== 39) return false;
+  const b = text.charCodeAt(at + 1);
+  if (b >= 128) return true;
+  if (a === 39) return b === 115 || b === 83;
+  return b < 128 && POST_CUE_FIRST[b] === 1;
+}
+/** ASCII letters (both cases) that start a verb of POST_CUE after its space: l, i, s, h, w, t, a, v, c, p, u. */
+const POST_CUE_FIRST = new Uint8Array(128);
+for (const ch of "lishwtavcpu") POST_CUE_FIRST[ch.charCodeAt(0)] = POST_CUE_FIRST[ch.toUpperCase().charCodeAt(0)] = 1;
+
+/** The part of a hyphenated word after its last hyphen. */
+const lastPart = (w: string): string => w.slice(w.lastIndexOf("-") + 1);
+
 /** 4. extend runs: neighbours that look like names, initials, and signatures */
 function extendRuns(c: NameContext): void {
-  const { text, toks, n, isName, known, gap, nameLike } = c;
+  const { text, n, S, E, F, SH, isName, known, gap, nameLike } = c;
   // 4. extend runs: neighbours that look like names, initials, and signatures ("DAN A. FORMAN-LYONS, RRT")
   for (let pass = 0; pass < 2; pass++) {
     for (let i = 0; i < n; i++) {
       if (!isName[i]) continue;
-      const t = toks[i]!;
+      const sh = SH[i]!;
       if (i + 1 < n && !isName[i + 1]) {
-        const nx = toks[i + 1]!;
-        const g = gap(t, nx);
+        const nx = i + 1;
+        const nsh = SH[nx]!;
+        const nlen = E[nx]! - S[nx]!;
         // a full stop between them only after an initial ("J. Smith"), not at the end of a sentence ("Dr. White. Will ...")
-        if ((g.length > 0 && g[0] === "." ? t.w.length === 1 && wsGap(g, 1, 2, 46, true) : wsGap(g, 1, 2)) && ((nx.w.length === 1 && nx.up) || (nameLike(nx, i + 1) && (nx.cap === t.cap || known(nx))) || (t.tc && nx.tc && ((nx.f & F_AMBIGUOUS) !== 0) && !((nx.f & W_NOT_NAMES) !== 0)))) {
-          if (!(nx.w.length === 1 && !/^\.?\s/.test(text.slice(nx.e, nx.e + 2)) && !/^\s/.test(g))) isName[i + 1] = 1;
+        const dot = S[nx]! > E[i]! && text.charCodeAt(E[i]!) === 46;
+        if ((dot ? E[i]! - S[i]! === 1 && wsGapAt(text, E[i]!, S[nx]!, 1, 2, 46, true) : wsGapAt(text, E[i]!, S[nx]!, 1, 2)) && ((nlen === 1 && (nsh & SH_UP) !== 0) || (nameLike(nx) && (((nsh ^ sh) & SH_CAP) === 0 || known(nx))) || ((sh & SH_TC) !== 0 && (nsh & SH_TC) !== 0 && ((F[nx]! & F_AMBIGUOUS) !== 0) && !((F[nx]! & W_NOT_NAMES) !== 0)))) {
+          if (!(nlen === 1 && !/^\.?\s/.test(text.slice(E[nx]!, E[nx]! + 2)) && !/^\s/.test(gap(i, nx)))) isName[nx] = 1;
         }
       }
       if (i > 0 && !isName[i - 1]) {
-        const pv = toks[i - 1]!;
-        const g = gap(pv, t);
-        if ((g.length > 0 && g[0] === "." ? pv.w.length === 1 && wsGap(g, 1, 2, 46, true) : wsGap(g, 1, 2)) && ((pv.w.length === 1 && pv.up && i > 1 && isName[i - 2]) || (nameLike(pv, i - 1) && known(pv) && pv.cap === t.cap))) {
-          isName[i - 1] = 1;
-        } else if (g === " " && pv.tc && t.nc && !((pv.f & F_COMMON) !== 0) && !((pv.f & F_AMBIGUOUS) !== 0) && !((pv.f & W_NOT_NAMES) !== 0) && !((pv.f & W_UNIT_ACRONYMS) !== 0) && !((pv.f & W_RELATIONS) !== 0) && !((pv.f & W_TITLES) !== 0)) {
+        const pv = i - 1;
+        const psh = SH[pv]!;
+        const pf = F[pv]!;
+        const dot = S[i]! > E[pv]! && text.charCodeAt(E[pv]!) === 46;
+        if ((dot ? E[pv]! - S[pv]! === 1 && wsGapAt(text, E[pv]!, S[i]!, 1, 2, 46, true) : wsGapAt(text, E[pv]!, S[i]!, 1, 2)) && ((E[pv]! - S[pv]! === 1 && (psh & SH_UP) !== 0 && i > 1 && isName[i - 2]) || (nameLike(pv) && known(pv) && ((psh ^ sh) & SH_CAP) === 0))) {
+          isName[pv] = 1;
+        } else if (S[i]! - E[pv]! === 1 && text.charCodeAt(E[pv]!) === 32 && (psh & SH_TC) !== 0 && (sh & SH_NC) !== 0 && !((pf & F_COMMON) !== 0) && !((pf & F_AMBIGUOUS) !== 0) && !((pf & W_NOT_NAMES) !== 0) && !((pf & W_UNIT_ACRONYMS) !== 0) && !((pf & W_RELATIONS) !== 0) && !((pf & W_TITLES) !== 0)) {
           // "Radu Crosson": a capitalised unknown word right before a surname
-          isName[i - 1] = 1;
+          isName[pv] = 1;
         }
       }
     }
@@ -178,22 +213,26 @@ function extendRuns(c: NameContext): void {
 
 /** initial + surname and <name> and <name> */
 function initialsAndPairs(c: NameContext): void {
-  const { text, toks, n, isName, known, isCommon, allCapsText } = c;
+  const { text, n, S, E, F, SH, isName, known, isCommon, allCapsText, lowerIs } = c;
   // initial + surname ("E. WELSH", "Z. Miller") and "<name> and <name>"
   for (let i = 0; i + 1 < n; i++) {
-    const t = toks[i]!;
-    const nx = toks[i + 1]!;
-    if (t.w.length === 1 && t.up && wsGapAt(text, t.e, nx.s, 1, 2, 46, true) && nx.w.length > 1 && !((nx.f & W_NOT_NAMES) !== 0) && (allCapsText(i + 1) ? (known(nx) && !isCommon(nx)) || (nx.w.length > 2 && !((nx.f & F_COMMON) !== 0) && !((nx.f & F_AMBIGUOUS) !== 0)) : nx.nc && !((nx.f & F_COMMON) !== 0)) && !/[/\w'’]$/.test(text.slice(Math.max(0, t.s - 1), t.s))) {
+    const nx = i + 1;
+    const sh = SH[i]!;
+    const nf = F[nx]!;
+    const nsh = SH[nx]!;
+    const nlen = E[nx]! - S[nx]!;
+    if (E[i]! - S[i]! === 1 && (sh & SH_UP) !== 0 && wsGapAt(text, E[i]!, S[nx]!, 1, 2, 46, true) && nlen > 1 && !((nf & W_NOT_NAMES) !== 0) && (allCapsText(nx) ? (known(nx) && !isCommon(nx)) || (nlen > 2 && !((nf & F_COMMON) !== 0) && !((nf & F_AMBIGUOUS) !== 0)) : (nsh & SH_NC) !== 0 && !((nf & F_COMMON) !== 0)) && !/[/\w'’]$/.test(text.slice(Math.max(0, S[i]! - 1), S[i]!))) {
       isName[i] = 1;
-      isName[i + 1] = 1;
+      isName[nx] = 1;
     }
-    if (isName[i] && !isName[i + 1] && wsGapAt(text, t.e, nx.s, 1, 2, 44, true) && nx.tc && t.tc && !((nx.f & F_COMMON) !== 0) && !((nx.f & F_AMBIGUOUS) !== 0) && !((nx.f & W_NOT_NAMES) !== 0)) {
-      isName[i + 1] = 1;
+    if (isName[i] && !isName[nx] && wsGapAt(text, E[i]!, S[nx]!, 1, 2, 44, true) && (nsh & SH_TC) !== 0 && (sh & SH_TC) !== 0 && !((nf & F_COMMON) !== 0) && !((nf & F_AMBIGUOUS) !== 0) && !((nf & W_NOT_NAMES) !== 0)) {
+      isName[nx] = 1;
     }
-    if (isName[i] && i + 2 < n && nx.lower === "and" && !isName[i + 2]) {
-      const y = toks[i + 2]!;
-      if (((known(y) || ((y.f & X_EXTRA) !== 0)) && !isCommon(y)) || (y.nc && t.nc && !((y.f & F_COMMON) !== 0) && !((y.f & W_NOT_NAMES) !== 0))) {
-        if (wsGapAt(text, t.e, nx.s, 1, 2) && wsGapAt(text, nx.e, y.s, 1, 2)) isName[i + 2] = 1;
+    if (isName[i] && i + 2 < n && lowerIs(nx, "and") && !isName[i + 2]) {
+      const y = i + 2;
+      const yf = F[y]!;
+      if (((known(y) || ((yf & X_EXTRA) !== 0)) && !isCommon(y)) || ((SH[y]! & SH_NC) !== 0 && (sh & SH_NC) !== 0 && !((yf & F_COMMON) !== 0) && !((yf & W_NOT_NAMES) !== 0))) {
+        if (wsGapAt(text, E[i]!, S[nx]!, 1, 2) && wsGapAt(text, E[nx]!, S[y]!, 1, 2)) isName[y] = 1;
       }
     }
   }
@@ -201,53 +240,52 @@ function initialsAndPairs(c: NameContext): void {
 
 /** backwards */
 function backwards(c: NameContext): void {
-  const { text, toks, n, isName, gap } = c;
+  const { text, n, S, E, F, SH, isName, w, lowerIs } = c;
   // backwards: "<X>, <name>", "<X> and <name>", "<X> <initial> <name>"; forwards: generational suffixes
+  const ok = (x: number) => (SH[x]! & SH_NC) !== 0 && !((F[x]! & F_COMMON) !== 0) && !((F[x]! & F_AMBIGUOUS) !== 0) && !((F[x]! & W_NOT_NAMES) !== 0) && !((F[x]! & W_UNIT_ACRONYMS) !== 0);
   for (let i = n - 1; i > 0; i--) {
     if (!isName[i]) continue;
-    const t = toks[i]!;
-    const pv = toks[i - 1]!;
-    const g = gap(pv, t);
-    const ok = (x: Tok) => x.nc && !((x.f & F_COMMON) !== 0) && !((x.f & F_AMBIGUOUS) !== 0) && !((x.f & W_NOT_NAMES) !== 0) && !((x.f & W_UNIT_ACRONYMS) !== 0);
-    if (!isName[i - 1] && wsGap(g, 1, 2, 44, true) && t.nc && ok(pv)) isName[i - 1] = 1;
-    if (i > 1 && pv.lower === "and" && !isName[i - 2] && wsGap(g, 1, 2) && wsGapAt(text, toks[i - 2]!.e, pv.s, 1, 2) && t.nc && ok(toks[i - 2]!)) isName[i - 2] = 1;
-    if (i > 1 && pv.w.length === 1 && pv.up && wsGap(g, 1, 2, 46) && wsGapAt(text, toks[i - 2]!.e, pv.s, 1, 2) && ok(toks[i - 2]!)) {
-      isName[i - 1] = 1;
+    const pv = i - 1;
+    const tnc = (SH[i]! & SH_NC) !== 0;
+    if (!isName[pv] && wsGapAt(text, E[pv]!, S[i]!, 1, 2, 44, true) && tnc && ok(pv)) isName[pv] = 1;
+    if (i > 1 && lowerIs(pv, "and") && !isName[i - 2] && wsGapAt(text, E[pv]!, S[i]!, 1, 2) && wsGapAt(text, E[i - 2]!, S[pv]!, 1, 2) && tnc && ok(i - 2)) isName[i - 2] = 1;
+    if (i > 1 && E[pv]! - S[pv]! === 1 && (SH[pv]! & SH_UP) !== 0 && wsGapAt(text, E[pv]!, S[i]!, 1, 2, 46) && wsGapAt(text, E[i - 2]!, S[pv]!, 1, 2) && ok(i - 2)) {
+      isName[pv] = 1;
       isName[i - 2] = 1;
     }
-    if (i + 1 < n && /^(?:II|III|IV|Jr|Sr)$/.test(toks[i + 1]!.w) && wsGapAt(text, t.e, toks[i + 1]!.s, 1, 2, 44)) isName[i + 1] = 1;
+    if (i + 1 < n && E[i + 1]! - S[i + 1]! <= 3 && /^(?:II|III|IV|Jr|Sr)$/.test(w(i + 1)) && wsGapAt(text, E[i]!, S[i + 1]!, 1, 2, 44)) isName[i + 1] = 1;
   }
 }
 
 /** signatures */
 function signatures(c: NameContext): void {
-  const { text, toks, n, isName, first, known } = c;
+  const { text, n, S, E, F, SH, isName, first, known } = c;
   // signatures: name-like words right before a credential ("Marie Munroe, RN", "barbara j. parrilli bsn/rn")
   for (let i = 0; i < n; i++) {
     // a credential is the next word ("RN", "bsn/rn", "PA-C"): no slice and no pattern for any other word
-    if (i + 1 >= n || !((toks[i + 1]!.f & W_CREDENTIAL_WORDS) !== 0)) continue;
-    const t = toks[i]!;
-    const after = text.slice(t.e, t.e + 12);
+    if (i + 1 >= n || !((F[i + 1]! & W_CREDENTIAL_WORDS) !== 0)) continue;
+    const after = text.slice(E[i]!, E[i]! + 12);
     const upperCred = CREDENTIAL.test(after);
     if (!upperCred && !CREDENTIAL_LOWER.test(after)) continue;
-    if (((t.f & W_CREDENTIALS) !== 0)) continue;
-    const line = text.lastIndexOf("\n", t.s);
+    if (((F[i]! & W_CREDENTIALS) !== 0)) continue;
+    const line = text.lastIndexOf("\n", S[i]!);
     if (!upperCred) {
-      const head = text.slice(line + 1, t.e).trim();
+      const head = text.slice(line + 1, E[i]!).trim();
       const first0 = /^[a-z]+/.exec(head)?.[0];
       if (first0 && first.has(first0) && /^[a-z]+ (?:[a-z]\.? )?[a-z'-]+$/.test(head)) {
-        for (let j = i; j >= 0 && toks[j]!.s > line; j--) isName[j] = 1;
+        for (let j = i; j >= 0 && S[j]! > line; j--) isName[j] = 1;
         continue;
       }
     }
-    for (let j = i; j >= 0 && toks[j]!.s > line && i - j < 4; j--) {
-      const tj = toks[j]!;
-      if (j < i && !wsGapAt(text, tj.e, toks[j + 1]!.s, 1, 3, 46)) break;
-      const initial = tj.w.length === 1;
-      if (initial && (j === i || /[\d'’/]$/.test(text.slice(Math.max(0, tj.s - 1), tj.s)))) break;
-      const nameish = initial || known(tj) || ((tj.f & F_AMBIGUOUS) !== 0) || (tj.nc && !((tj.f & F_COMMON) !== 0)) || (upperCred && tj.up && !((tj.f & F_COMMON) !== 0));
-      if (!nameish || ((tj.f & W_NOT_NAMES) !== 0) || ((tj.f & W_CREDENTIALS) !== 0)) break;
-      if (!upperCred && !initial && !known(tj) && !((tj.f & F_AMBIGUOUS) !== 0) && !tj.nc) break;
+    for (let j = i; j >= 0 && S[j]! > line && i - j < 4; j--) {
+      const fj = F[j]!;
+      const shj = SH[j]!;
+      if (j < i && !wsGapAt(text, E[j]!, S[j + 1]!, 1, 3, 46)) break;
+      const initial = E[j]! - S[j]! === 1;
+      if (initial && (j === i || /[\d'’/]$/.test(text.slice(Math.max(0, S[j]! - 1), S[j]!)))) break;
+      const nameish = initial || known(j) || ((fj & F_AMBIGUOUS) !== 0) || ((shj & SH_NC) !== 0 && !((fj & F_COMMON) !== 0)) || (upperCred && (shj & SH_UP) !== 0 && !((fj & F_COMMON) !== 0));
+      if (!nameish || ((fj & W_NOT_NAMES) !== 0) || ((fj & W_CREDENTIALS) !== 0)) break;
+      if (!upperCred && !initial && !known(j) && !((fj & F_AMBIGUOUS) !== 0) && !((shj & SH_NC) !== 0)) break;
       isName[j] = 1;
     }
   }
@@ -255,27 +293,26 @@ function signatures(c: NameContext): void {
 
 /** lists */
 function peopleLists(c: NameContext): void {
-  const { text, toks, n, isName, known, gap } = c;
+  const { text, n, S, E, GE, F, SH, isName, known, lowerIs } = c;
   // lists of people ("they had 3: silvana, adam and caleb", "our founders: Monjeau, Graves and Reed"): a run of
   // three or more single words joined by commas / "and", at least two of them dictionary names
   for (let i = 0; i < n; i++) {
     // a list needs a comma after its first item
-    if (i + 1 >= n || text.slice(toks[i + 1]!.ge, toks[i + 1]!.s).charCodeAt(0) !== 44) continue;
+    if (i + 1 >= n || GE[i + 1]! >= S[i + 1]! || text.charCodeAt(GE[i + 1]!) !== 44) continue;
     const items = [i];
     let j = i;
     while (j + 1 < n) {
-      const g = gap(toks[j]!, toks[j + 1]!);
-      if (wsGap(g, 1, 2, 44, true)) {
+      if (wsGapAt(text, E[j]!, S[j + 1]!, 1, 2, 44, true)) {
         items.push(++j);
-      } else if (wsGap(g, 1, 2, 44) && toks[j + 1]!.lower === "and" && j + 2 < n && wsGapAt(text, toks[j + 1]!.e, toks[j + 2]!.s, 1, 2)) {
+      } else if (wsGapAt(text, E[j]!, S[j + 1]!, 1, 2, 44) && lowerIs(j + 1, "and") && j + 2 < n && wsGapAt(text, E[j + 1]!, S[j + 2]!, 1, 2)) {
         items.push((j += 2));
         break;
       } else break;
     }
     if (items.length >= 3) {
-      const sameCase = items.every((k) => toks[k]!.nc) || items.every((k) => toks[k]!.w === toks[k]!.lower);
-      const names = items.filter((k) => isName[k] || (known(toks[k]!) && !((toks[k]!.f & F_COMMON) !== 0))).length;
-      const plain = items.every((k) => !((toks[k]!.f & W_NOT_NAMES) !== 0) && !((toks[k]!.f & W_UNIT_ACRONYMS) !== 0) && (!((toks[k]!.f & F_COMMON) !== 0) || ((toks[k]!.f & F_AMBIGUOUS) !== 0)));
+      const sameCase = items.every((k) => (SH[k]! & SH_NC) !== 0) || items.every((k) => (SH[k]! & SH_LW) !== 0);
+      const names = items.filter((k) => isName[k] || (known(k) && !((F[k]! & F_COMMON) !== 0))).length;
+      const plain = items.every((k) => !((F[k]! & W_NOT_NAMES) !== 0) && !((F[k]! & W_UNIT_ACRONYMS) !== 0) && (!((F[k]! & F_COMMON) !== 0) || ((F[k]! & F_AMBIGUOUS) !== 0)));
       if (sameCase && plain && names >= 2) for (const k of items) isName[k] = 1;
     }
     i = Math.max(i, j);
@@ -284,17 +321,18 @@ function peopleLists(c: NameContext): void {
 
 /** particles */
 function particles(c: NameContext): void {
-  const { text, toks, n, isName, known } = c;
+  const { text, n, S, E, F, SH, isName, known, w } = c;
   // names with particles or a bare middle initial ("Maika van de Noort", "Willemine ten Pas", "Ravil G Yefimov"):
   // capitalised words around lower-case particles or one capital letter, at least one of them a dictionary name
   for (let i = 0; i + 2 < n; i++) {
-    const a = toks[i]!;
-    if (!a.tc || ((a.f & F_COMMON) !== 0) || ((a.f & W_NOT_NAMES) !== 0)) continue;
+    const af = F[i]!;
+    if (!((SH[i]! & SH_TC) !== 0) || ((af & F_COMMON) !== 0) || ((af & W_NOT_NAMES) !== 0)) continue;
     let j = i + 1;
-    while (j < n && j - i <= 3 && (NAME_PARTICLES.has(toks[j]!.w) || (toks[j]!.w.length === 1 && isUp(toks[j]!.w.charCodeAt(0)))) && wsGapAt(text, toks[j - 1]!.e, toks[j]!.s, 1, 1)) j++;
-    if (j === i + 1 || j >= n || !wsGapAt(text, toks[j - 1]!.e, toks[j]!.s, 1, 1)) continue;
-    const z = toks[j]!;
-    if (!z.nc || ((z.f & F_COMMON) !== 0) || ((z.f & W_NOT_NAMES) !== 0) || ((a.f & W_UNIT_ACRONYMS) !== 0) || ((((a.f & F_AMBIGUOUS) !== 0) || ((z.f & F_AMBIGUOUS) !== 0)) && !(known(a) && known(z)))) continue;
+    while (j < n && j - i <= 3 && (((SH[j]! & SH_LW) !== 0 && E[j]! - S[j]! <= 5 && NAME_PARTICLES.has(w(j))) || (E[j]! - S[j]! === 1 && isUp(text.charCodeAt(S[j]!)))) && wsGapAt(text, E[j - 1]!, S[j]!, 1, 1)) j++;
+    if (j === i + 1 || j >= n || !wsGapAt(text, E[j - 1]!, S[j]!, 1, 1)) continue;
+    const z = j;
+    const zf = F[z]!;
+    if (!((SH[z]! & SH_NC) !== 0) || ((zf & F_COMMON) !== 0) || ((zf & W_NOT_NAMES) !== 0) || ((af & W_UNIT_ACRONYMS) !== 0) || ((((af & F_AMBIGUOUS) !== 0) || ((zf & F_AMBIGUOUS) !== 0)) && !(known(i) && known(z)))) continue;
     for (let k = i; k <= j; k++) isName[k] = 1;
     i = j;
   }
@@ -302,15 +340,15 @@ function particles(c: NameContext): void {
 
 /** relation in parentheses */
 function relationInParentheses(c: NameContext): void {
-  const { text, toks, n, isName, gap } = c;
+  const { text, n, S, E, F, SH, isName, gap } = c;
   // a name followed by the relation in parentheses ("URSLA MORETTI (DAUGHTER)", "Ann Lee (wife)")
   for (let i = 0; i + 1 < n; i++) {
-    const r = toks[i + 1]!;
-    if (!((r.f & W_RELATIONS) !== 0) || ((r.f & W_WEAK_RELATIONS) !== 0) || !/^\s?\($/.test(gap(toks[i]!, r))) continue;
+    const r = i + 1;
+    if (!((F[r]! & W_RELATIONS) !== 0) || ((F[r]! & W_WEAK_RELATIONS) !== 0) || !/^\s?\($/.test(gap(i, r))) continue;
     for (let j = i; j >= 0 && i - j < 3; j--) {
-      const tj = toks[j]!;
-      if (j < i && !wsGapAt(text, tj.e, toks[j + 1]!.s, 1, 2)) break;
-      if (!(tj.nc || tj.up) || ((tj.f & F_COMMON) !== 0) || ((tj.f & W_NOT_NAMES) !== 0) || ((tj.f & W_UNIT_ACRONYMS) !== 0) || ((tj.f & W_ROLE_WORDS) !== 0) || ((tj.f & W_RELATIONS) !== 0) || tj.w.length < 3) break;
+      const fj = F[j]!;
+      if (j < i && !wsGapAt(text, E[j]!, S[j + 1]!, 1, 2)) break;
+      if (!((SH[j]! & (SH_NC | SH_UP)) !== 0) || ((fj & F_COMMON) !== 0) || ((fj & W_NOT_NAMES) !== 0) || ((fj & W_UNIT_ACRONYMS) !== 0) || ((fj & W_ROLE_WORDS) !== 0) || ((fj & W_RELATIONS) !== 0) || E[j]! - S[j]! < 3) break;
       isName[j] = 1;
     }
   }
@@ -318,56 +356,57 @@ function relationInParentheses(c: NameContext): void {
 
 /** lower-case initial */
 function lowerInitials(c: NameContext): void {
-  const { text, toks, n, isName, isCommon } = c;
+  const { text, n, S, E, F, isName, isCommon } = c;
   // a lower-case initial and a dictionary surname ("nsg (d. renna and j. o'brien)"); "e. coli" is not a surname
   for (let i = 0; i + 1 < n; i++) {
-    const t = toks[i]!;
-    const nx = toks[i + 1]!;
-    if (t.w.length === 1 && isLow(t.w.charCodeAt(0)) && text.slice(nx.ge, nx.s) === ". " && (nx.f & F_LAST) !== 0 && !isCommon(nx) && !((nx.f & W_NOT_NAMES) !== 0) && /(?:^|[(\n]|(?:and|or|by|with|per|to|nsg|rn|md|dr|,)\s)$/i.test(text.slice(Math.max(0, t.s - 5), t.s))) {
+    const nx = i + 1;
+    if (E[i]! - S[i]! === 1 && isLow(text.charCodeAt(S[i]!)) && S[nx]! - E[i]! === 2 && text.charCodeAt(E[i]!) === 46 && text.charCodeAt(E[i]! + 1) === 32 && (F[nx]! & F_LAST) !== 0 && !isCommon(nx) && !((F[nx]! & W_NOT_NAMES) !== 0) && /(?:^|[(\n]|(?:and|or|by|with|per|to|nsg|rn|md|dr|,)\s)$/i.test(text.slice(Math.max(0, S[i]! - 5), S[i]!))) {
       isName[i] = 1;
-      isName[i + 1] = 1;
+      isName[nx] = 1;
     }
   }
 }
 
 /** aware */
 function beforeAware(c: NameContext): void {
-  const { text, toks, n, isName, known } = c;
+  const { text, n, S, E, GE, F, SH, isName, known, lowerLen, lowerIs } = c;
   // one or two words before "aware" in a nursing note ("grace dudak aware", "BEA TURA AWARE"; not "MD aware", "team aware")
+  const plain = (t: number) => {
+    const f = F[t]!;
+    return lowerLen(t) > 2 && !((f & F_COMMON) !== 0) && !((f & W_NOT_NAMES) !== 0) && !((f & W_UNIT_ACRONYMS) !== 0) && !((f & W_ROLE_WORDS) !== 0) && !((f & W_RELATIONS) !== 0) && !((f & W_TITLES) !== 0) && !((f & W_CREDENTIALS) !== 0) && !/\d/.test(text.slice(S[t]! - 1, E[t]! + 1));
+  };
   for (let i = 1; i < n; i++) {
-    if (toks[i]!.lower !== "aware" || !wsGapAt(text, toks[i]!.ge, toks[i]!.s, 1, 2)) continue;
-    const plain = (t: Tok) => t.lower.length > 2 && !((t.f & F_COMMON) !== 0) && !((t.f & W_NOT_NAMES) !== 0) && !((t.f & W_UNIT_ACRONYMS) !== 0) && !((t.f & W_ROLE_WORDS) !== 0) && !((t.f & W_RELATIONS) !== 0) && !((t.f & W_TITLES) !== 0) && !((t.f & W_CREDENTIALS) !== 0) && !/\d/.test(text.slice(t.s - 1, t.e + 1));
-    const a = toks[i - 1]!;
-    if (!plain(a) || (!known(a) && (a.f & F_ENAME) === 0 && !(i > 1 && wsGapAt(text, a.ge, a.s, 1, 2) && plain(toks[i - 2]!) && (known(toks[i - 2]!) || (toks[i - 2]!.f & F_ENAME) !== 0)))) continue;
-    isName[i - 1] = 1;
-    if (i > 1 && wsGapAt(text, a.ge, a.s, 1, 2) && plain(toks[i - 2]!) && toks[i - 2]!.cap === a.cap) isName[i - 2] = 1;
+    if ((E[i]! - S[i]! !== 5 && (SH[i]! & SH_ASCII) !== 0) || !lowerIs(i, "aware") || !wsGapAt(text, GE[i]!, S[i]!, 1, 2)) continue;
+    const a = i - 1;
+    if (!plain(a) || (!known(a) && (F[a]! & F_ENAME) === 0 && !(i > 1 && wsGapAt(text, GE[a]!, S[a]!, 1, 2) && plain(i - 2) && (known(i - 2) || (F[i - 2]! & F_ENAME) !== 0)))) continue;
+    isName[a] = 1;
+    if (i > 1 && wsGapAt(text, GE[a]!, S[a]!, 1, 2) && plain(i - 2) && ((SH[i - 2]! ^ SH[a]!) & SH_CAP) === 0) isName[i - 2] = 1;
   }
 }
 
 /** speaker label */
 function speakerLabels(c: NameContext): void {
-  const { text, toks, n, isName, sentenceStart } = c;
+  const { text, n, E, F, SH, isName, sentenceStart } = c;
   // a speaker label starting a line or sentence ('Zuzana: "Who are you?"')
   for (let i = 0; i < n; i++) {
-    const t = toks[i]!;
-    if (!isName[i] && t.tc && !((t.f & F_COMMON) !== 0) && !((t.f & W_NOT_NAMES) !== 0) && !((t.f & W_ROLE_WORDS) !== 0) && !((t.f & W_RELATIONS) !== 0) && !((t.f & W_TITLES) !== 0) && sentenceStart(i) && /^:\s?["“]/.test(text.slice(t.e, t.e + 3))) isName[i] = 1;
+    const f = F[i]!;
+    if (!isName[i] && (SH[i]! & SH_TC) !== 0 && text.charCodeAt(E[i]!) === 58 && !((f & F_COMMON) !== 0) && !((f & W_NOT_NAMES) !== 0) && !((f & W_ROLE_WORDS) !== 0) && !((f & W_RELATIONS) !== 0) && !((f & W_TITLES) !== 0) && sentenceStart(i) && /^:\s?["“]/.test(text.slice(E[i]!, E[i]! + 3))) isName[i] = 1;
   }
 }
 
 /** lower-case text */
 function lowerCaseText(c: NameContext): void {
-  const { text, toks, n, isName, known, isCommon } = c;
+  const { text, n, S, E, F, isName, known, isCommon, lowerLen } = c;
   // all-lower-case text (case says nothing): a first name and the word after it ("olga krylova", "leone mazzi")
   if (c.lowerText) {
     for (let i = 0; i + 1 < n; i++) {
-      const t = toks[i]!;
-      const nx = toks[i + 1]!;
-      if ((((t.f & F_FIRST) !== 0) || isName[i]) && !isCommon(t) && wsGapAt(text, t.e, nx.s, 1, 2) && known(nx) && !isCommon(nx) && nx.lower.length > 2) {
+      const nx = i + 1;
+      if ((((F[i]! & F_FIRST) !== 0) || isName[i]) && !isCommon(i) && wsGapAt(text, E[i]!, S[nx]!, 1, 2) && known(nx) && !isCommon(nx) && lowerLen(nx) > 2) {
         isName[i] = 1;
-        isName[i + 1] = 1;
-      } else if (isName[i] && nx.w.length === 1 && i + 2 < n && wsGapAt(text, t.e, nx.s, 1, 1) && wsGapAt(text, nx.e, toks[i + 2]!.s, 1, 1, 46) && (toks[i + 2]!.f & F_COMMON) === 0 && toks[i + 2]!.lower.length > 2) {
+        isName[nx] = 1;
+      } else if (isName[i] && E[nx]! - S[nx]! === 1 && i + 2 < n && wsGapAt(text, E[i]!, S[nx]!, 1, 1) && wsGapAt(text, E[nx]!, S[i + 2]!, 1, 1, 46) && (F[i + 2]! & F_COMMON) === 0 && lowerLen(i + 2) > 2) {
         // "eric g. samoylova": a name, a middle initial and the word after it
-        isName[i + 1] = 1;
+        isName[nx] = 1;
         isName[i + 2] = 1;
       }
     }
@@ -376,21 +415,43 @@ function lowerCaseText(c: NameContext): void {
 
 /** every mention */
 function everyMention(c: NameContext): void {
-  const { text, toks, n, isName, weak, known, isCommon, sentenceStart } = c;
+  const { text, n, S, E, F, SH, LID, isName, weak, known, isCommon, sentenceStart, w } = c;
   // one name, every mention: a word found as a name elsewhere in the text is a name wherever it is written the same way
   const seen = new Set<string>();
+  /** Bit k set when a word of length k (or k mod 32) is in `seen`: most words need no substring to be ruled out. */
+  let lengths = 0;
+  /** A token already added, per lexicon slot: a repeated dictionary word written the same way is not sliced again. */
+  const added = new Map<number, number>();
   const lowerText = c.lowerText;
   for (let i = 0; i < n; i++) {
-    const t = toks[i]!;
+    if (!isName[i]) continue;
+    const f = F[i]!;
+    const sh = SH[i]!;
+    const nc = (sh & SH_NC) !== 0;
     // only names found by a strong cue, a dictionary name, or a capitalised word with letters outside ASCII:
     // a drug brand caught by a weak cue ("her Eliquis") must not spread to every dosing order
-    const evidence = !weak[i] || known(t) || (t.nc && NON_ASCII.test(t.w));
-    if (isName[i] && evidence && t.w.length > 2 && (t.nc || lowerText) && !isCommon(t) && !((t.f & W_UNIT_ACRONYMS) !== 0) && !((t.f & W_CREDENTIALS) !== 0)) seen.add(t.w);
+    const evidence = !weak[i] || known(i) || (nc && (sh & SH_ASCII) === 0 && NON_ASCII.test(w(i)));
+    if (evidence && E[i]! - S[i]! > 2 && (nc || lowerText) && !isCommon(i) && !((f & W_UNIT_ACRONYMS) !== 0) && !((f & W_CREDENTIALS) !== 0)) {
+      const id = LID[i]!;
+      if (id >= 0) {
+        const r = added.get(id);
+        if (r !== undefined && sameRange(text, S[r]!, E[r]!, S[i]!, E[i]!)) continue;
+        added.set(id, i);
+      }
+      seen.add(w(i));
+      lengths |= 1 << ((E[i]! - S[i]!) & 31);
+    }
   }
   if (seen.size > 0) {
     for (let i = 0; i < n; i++) {
-      const t = toks[i]!;
-      if (!isName[i] && seen.has(t.w) && !sentenceStart(i) && !/^\s{0,2}\d/.test(text.slice(t.e, t.e + 3))) isName[i] = 1;
+      if (!isName[i] && (lengths & (1 << ((E[i]! - S[i]!) & 31))) !== 0 && seen.has(w(i)) && !sentenceStart(i) && !/^\s{0,2}\d/.test(text.slice(E[i]!, E[i]! + 3))) isName[i] = 1;
     }
   }
+}
+
+/** `text[a, ae)` and `text[b, be)` are the same string. */
+function sameRange(text: string, a: number, ae: number, b: number, be: number): boolean {
+  if (ae - a !== be - b) return false;
+  for (let k = 0; k < ae - a; k++) if (text.charCodeAt(a + k) !== text.charCodeAt(b + k)) return false;
+  return true;
 }

@@ -18,10 +18,11 @@ export function charClass(cp: number): number {
 /**
  * The name rules' words, as a global unicode regex of `[\p{L}][\p{L}\p{M}'’-]*` would find them (a letter, then letters, marks,
  * apostrophes and hyphens; stepping one code point where no word starts), by a scan of char codes: ASCII is decided
- * inline and other code points by {@link charClass}. Calls `word(start, end, asciiLower, ascii)` for each, `asciiLower` true
- * when every character is ASCII and none is upper case (the word is its own lower case), `ascii` when every character is ASCII.
+ * inline and other code points by {@link charClass}. Calls `word(start, end, asciiLower, ascii, marks)` for each, `asciiLower` true
+ * when every character is ASCII and none is upper case (the word is its own lower case), `ascii` when every character is ASCII,
+ * `marks` when the word has an ASCII apostrophe or hyphen.
  */
-export function scanWords(text: string, word: (start: number, end: number, asciiLower: boolean, ascii: boolean) => void): void {
+export function scanWords(text: string, word: (start: number, end: number, asciiLower: boolean, ascii: boolean, marks: boolean) => void): void {
   const n = text.length;
   let i = 0;
   while (i < n) {
@@ -47,6 +48,7 @@ export function scanWords(text: string, word: (start: number, end: number, ascii
     }
     const start = i;
     let ascii = c < 128;
+    let marks = false;
     i += size;
     while (i < n) {
       const d = text.charCodeAt(i);
@@ -55,8 +57,11 @@ export function scanWords(text: string, word: (start: number, end: number, ascii
         else if (d >= 65 && d <= 90) {
           lower = false;
           i++;
-        } else if (d === 39 || d === 45) i++; // ' -
-        else break;
+        } else if (d === 39 || d === 45) {
+          // ' -
+          marks = true;
+          i++;
+        } else break;
         continue;
       }
       if (d === 0x2019) {
@@ -72,26 +77,8 @@ export function scanWords(text: string, word: (start: number, end: number, ascii
       ascii = false;
       i += cp > 0xffff ? 2 : 1;
     }
-    word(start, i, lower, ascii);
+    word(start, i, lower, ascii, marks);
   }
-}
-
-export interface Tok {
-  s: number;
-  e: number;
-  w: string;
-  lower: string;
-  /** Index in the token list. */
-  i: number;
-  /** Start of the text between the previous token and this one (its end; `s` for the first token): the gap is `[ge, s)`. */
-  ge: number;
-  /** Lexicon and word-class bits (F_*, W_*) of `lower`. */
-  f: number;
-  /** Shape of `w`, computed once: {@link isTitleCase}, {@link isUpper}, {@link isNameCase}, {@link isCap}. */
-  tc: boolean;
-  up: boolean;
-  nc: boolean;
-  cap: boolean;
 }
 
 export const isUp = (c: number) => c >= 65 && c <= 90;

@@ -2,19 +2,54 @@
  * The name and place rules' view of a text: its words (./text.ts scanWords) as tokens with their lexicon and
  * word-class bits and case shape, and the per-token questions the rules ask (memoised), shared by ./names.ts and
  * ./places.ts.
+ *
+ * Tokens are indices into typed arrays (start, end, gap start, bits, shape), reused from call to call for texts of up
+ * to {@link KEEP_TOKENS} words; a token's strings (its word as written and its lower case) are made only when a rule
+ * asks for them ({@link NameContext.w}, {@link NameContext.lower}). A dictionary word's lower case is the dictionary's
+ * own string, so most tokens never need a substring at all.
  */
 
 /** Token bit: one of the detector's extra names (above the lexicon and word-class bits). */
 export const X_EXTRA = 1 << 28;
 import { F_AMBIGUOUS, F_COMMON, F_FIRST, F_INTL, F_LAST, type Lexicon } from "./lexicon.js";
 import { W_NOT_NAMES } from "./words.js";
-import { isCap, isNameCase, isTitleCase, isUpper, scanWords, type Tok } from "./text.js";
+import { isCap, isNameCase, isTitleCase, isUp, isUpper, scanWords } from "./text.js";
 
-/** Tokens of a text and the rules' shared per-token state. */
+/** Shape bits of a token's word as written (see ./text.ts isTitleCase, isUpper, isNameCase, isCap). */
+export const SH_TC = 1;
+export const SH_UP = 2;
+export const SH_NC = 4;
+export const SH_CAP = 8;
+/** The word is its own lower case (`w === lower`). */
+export const SH_LW = 16;
+/** Every character of the word is ASCII (so its lower case is as long as it, and it has no letter outside ASCII). */
+export const SH_ASCII = 32;
+/** The word has a hyphen. */
+export const SH_HY = 64;
+
+/** Tokens of a text and the rules' shared per-token state. A token is its index `i` (0 <= i < n). */
 export interface NameContext {
   text: string;
-  toks: Tok[];
   n: number;
+  /** Start and end (exclusive) of token i in `text`. */
+  S: Int32Array;
+  E: Int32Array;
+  /** Start of the text between token i - 1 and token i (the previous token's end; `S[0]` for the first): the gap is `[GE[i], S[i])`. */
+  GE: Int32Array;
+  /** Lexicon and word-class bits (F_*, W_*) of token i's lower case, and {@link X_EXTRA}. */
+  F: Int32Array;
+  /** Shape bits (SH_*) of token i's word. */
+  SH: Uint8Array;
+  /** The lexicon slot of token i's lower case, or -1 (equal slots: equal lower case). */
+  LID: Int32Array;
+  /** Token i's word as written (made on first use). */
+  w: (i: number) => string;
+  /** Token i's word in lower case (made on first use). */
+  lower: (i: number) => string;
+  /** The length of token i's lower case (without making it for an ASCII word). */
+  lowerLen: (i: number) => number;
+  /** Token i's lower case is `word` (a lower-case ASCII word; compared on the text for an ASCII token, without a string). */
+  lowerIs: (i: number, word: string) => boolean;
   /** 1 where a token is a name. */
   isName: Uint8Array;
   /** Named only by a weak cue ("her X", "X was"): such a word is not spread to its other mentions. */
@@ -24,50 +59,133 @@ export interface NameContext {
   ambiguous: Lexicon["ambiguous"];
   cities: Lexicon["cities"];
   /** A dictionary name (or an extra name), not a non-name word. */
-  known: (t: Tok) => boolean;
+  known: (i: number) => boolean;
   /** A name known only from other countries' lists. */
-  onlyIntl: (t: Tok) => boolean;
+  onlyIntl: (i: number) => boolean;
   /** A common or ambiguous word, or a single letter. */
-  isCommon: (t: Tok) => boolean;
+  isCommon: (i: number) => boolean;
   /** A hyphenated word with a one-letter or common part ("a-fib", "step-down"). */
   commonParts: (w: string) => boolean;
-  /** The text between two tokens. */
-  gap: (a: Tok, b: Tok) => string;
+  /** The text between tokens a and b. */
+  gap: (a: number, b: number) => string;
   /** Token i starts a sentence. */
   sentenceStart: (i: number) => boolean;
   /** The words around token i are upper case (so case says nothing about names). */
   allCapsText: (i: number) => boolean;
-  /** Token t (at i) looks like a name. */
-  nameLike: (t: Tok, i: number) => boolean;
+  /** Token i looks like a name. */
+  nameLike: (i: number) => boolean;
   /** The text has no upper-case letter (`\p{Lu}`), so case says nothing about names (tested once per text). */
   lowerText: boolean;
 }
 
+/** Texts of up to this many words reuse the token arrays of the previous call; longer ones get their own. */
+export const KEEP_TOKENS = 1 << 14;
+
+/** The reused arrays (one set per process: detection is synchronous). */
+class TokenArrays {
+  readonly S: Int32Array;
+  readonly E: Int32Array;
+  readonly GE: Int32Array;
+  readonly F: Int32Array;
+  readonly SH: Uint8Array;
+  /** The lexicon slot of the token's lower case (./lexicon.ts LexTable.find), or -1. */
+  readonly LID: Int32Array;
+  /** isName, weak, and the memos of known / isCommon / sentenceStart (zeroed per text). */
+  readonly flags: Uint8Array;
+  readonly upperBefore: Int32Array;
+  constructor(readonly size: number) {
+    this.S = new Int32Array(size);
+    this.E = new Int32Array(size);
+    this.GE = new Int32Array(size);
+    this.F = new Int32Array(size);
+    this.SH = new Uint8Array(size);
+    this.LID = new Int32Array(size);
+    this.flags = new Uint8Array(size * 5);
+    this.upperBefore = new Int32Array(size + 1);
+  }
+}
+let shared: TokenArrays | undefined;
+
 /** Tokenises `text` and builds the rules' context. */
 export function nameContext(text: string, lx: Lexicon, extra: ReadonlySet<string>): NameContext {
   const { first, common, ambiguous } = lx;
-  const toks: Tok[] = [];
   const table = lx.table;
-  scanWords(text, (s, end, asciiLower, ascii) => {
+  // the arrays of the previous call, grown (and then this text's own) when the text has more words
+  let arrays = (shared ??= new TokenArrays(KEEP_TOKENS));
+  const grow = (): void => {
+    const bigger = new TokenArrays(arrays.size * 2);
+    bigger.S.set(arrays.S);
+    bigger.E.set(arrays.E);
+    bigger.GE.set(arrays.GE);
+    bigger.F.set(arrays.F);
+    bigger.SH.set(arrays.SH);
+    bigger.LID.set(arrays.LID);
+    bigger.upperBefore.set(arrays.upperBefore);
+    arrays = bigger;
+  };
+  /** Token strings: as written, and lower case; `undefined` until asked for. */
+  /**
+   * Lower case of the tokens that are not dictionary words, by token, once made (a dictionary word's is the lexicon's
+   * string): made when read for a word with letters outside ASCII (whose lower case is not always that of its range).
+   */
+  const L: Array<string | undefined> = [];
+  let n = 0;
+  const hasExtra = extra.size > 0;
+  // an upper-case letter is in some word: an ASCII word that is not lower case has one; a word with other letters may
+  let upperSeen = false;
+  let otherLetters = false;
+  arrays.upperBefore[0] = 0;
+  scanWords(text, (s, end, asciiLower, ascii, marks) => {
     // trailing hyphens and apostrophes are not part of the word ("Smith-", "Jones'")
     let e = end;
     for (let c = text.charCodeAt(e - 1); e - s > 1 && (c === 45 || c === 39 || c === 0x2019); c = text.charCodeAt(e - 1)) e--;
-    let w: string;
-    let lower: string;
+    let w: string | undefined;
+    let lower: string | undefined;
+    let f = 0;
+    let sh = 0;
     let id: number;
     if (ascii) {
+      if (!asciiLower) upperSeen = true;
       // possessive: "Smith's", "SMITH'S"; the lexicon is read by char codes (no substring, no toLowerCase)
       const z = text.charCodeAt(e - 1);
       if (e - s >= 2 && (z === 115 || z === 83) && text.charCodeAt(e - 2) === 39) e -= 2;
-      id = table.findAsciiLower(text, s, e);
-      if (asciiLower && id >= 0) {
-        // a lower-case dictionary word is the dictionary's own string: no substring at all
-        w = lower = table.wordOf(id);
+      // the shape from the char codes (letters, ' and -): the same answers as the string tests of ./text.ts
+      let upper = 0;
+      sh = SH_ASCII;
+      if (asciiLower) {
+        // no capital: no shape but its own lower case; a hyphen only where the scanner saw an apostrophe or hyphen
+        sh |= SH_LW;
+        if (marks) for (let k = s; k < e; k++) if (text.charCodeAt(k) === 45) sh |= SH_HY;
       } else {
-        w = text.slice(s, e);
-        lower = id >= 0 ? table.wordOf(id) : asciiLower ? w : w.toLowerCase();
+        const c0 = text.charCodeAt(s);
+        let lowerCount = 0;
+        let punct = false;
+        for (let k = s; k < e; k++) {
+          const c = text.charCodeAt(k);
+          if (c >= 97) lowerCount++;
+          else if (c >= 65) upper++;
+          else {
+            punct = true;
+            if (c === 45) sh |= SH_HY;
+          }
+        }
+        if (upper === 0) sh |= SH_LW;
+        else {
+          const up = lowerCount === 0;
+          const c0up = isUp(c0);
+          const tc = e - s >= 2 && c0up && upper === 1;
+          if (up) sh |= SH_UP;
+          if (tc) sh |= SH_TC | SH_NC;
+          else if (c0up && (punct || c0 === 77) && isNameCase((w = text.slice(s, e)))) sh |= SH_NC;
+          if (c0up && (e - s === 1 || !isUp(text.charCodeAt(s + 1)) || up)) sh |= SH_CAP;
+        }
       }
+      id = table.findAsciiLower(text, s, e);
+      if (id >= 0) f = table.hitBits;
+      // a dictionary word's lower case is the dictionary's own string
+      if (hasExtra) lower = id >= 0 ? table.wordOf(id) : (w ?? text.slice(s, e)).toLowerCase();
     } else {
+      otherLetters = true;
       w = text.slice(s, e);
       lower = w.toLowerCase();
       // possessive: "Smith's", "SMITH’S" (the test is on the lower case, as the word's own case may differ)
@@ -75,48 +193,83 @@ export function nameContext(text: string, lx: Lexicon, extra: ReadonlySet<string
       if (ll >= 2 && lower.charCodeAt(ll - 1) === 115 && (lower.charCodeAt(ll - 2) === 39 || lower.charCodeAt(ll - 2) === 0x2019)) {
         lower = lower.slice(0, -2);
         w = w.slice(0, -2);
+        e = s + w.length;
       }
       id = table.find(lower);
+      if (id >= 0) f = table.hitBits;
+      L[n] = lower;
+      const tc = isTitleCase(w);
+      sh = (tc ? SH_TC : 0) | (isUpper(w) ? SH_UP : 0) | (tc || isNameCase(w) ? SH_NC : 0) | (isCap(w) ? SH_CAP : 0) | (w === lower ? SH_LW : 0) | (w.includes("-") ? SH_HY : 0);
     }
-    const prev = toks.length > 0 ? toks[toks.length - 1] : undefined;
-    let f = table.bitsOf(id);
-    if (extra.size > 0 && extra.has(lower)) f |= X_EXTRA;
-    // an ASCII lower-case word has no capital shape: skip the four case tests (most words of running text)
-    const plain = asciiLower && w === lower;
-    const tc = !plain && isTitleCase(w);
-    toks.push({ s, e: s + w.length, w, lower, i: toks.length, ge: prev ? prev.e : s, f, tc, up: !plain && isUpper(w), nc: tc || (!plain && isNameCase(w)), cap: !plain && isCap(w) });
+    if (hasExtra && extra.has(lower!)) f |= X_EXTRA;
+    if (n === arrays.size) grow();
+    const a = arrays;
+    a.S[n] = s;
+    a.E[n] = e;
+    a.GE[n] = n > 0 ? a.E[n - 1]! : s;
+    a.F[n] = f;
+    a.SH[n] = sh;
+    a.LID[n] = id;
+    // upper-case words before each position: the share of upper-case neighbours is a difference of two prefix sums
+    a.upperBefore[n + 1] = a.upperBefore[n]! + ((sh & SH_UP) !== 0 ? 1 : 0);
+    n++;
   });
-  const n = toks.length;
-  const isName = new Uint8Array(n);
-  /** Named only by a weak cue ("her X", "X was"): such a word is not spread to its other mentions. */
-  const weak = new Uint8Array(n);
+  const { S, E, GE, F, SH, LID } = arrays;
+  // a token's range is its word as written (a possessive's "'s" is outside it)
+  const wOf = (i: number): string => text.slice(S[i]!, E[i]!);
+  const lowerOf = (i: number): string => {
+    if (LID[i]! >= 0) return table.wordOf(LID[i]!);
+    let v = L[i];
+    if (v === undefined) L[i] = v = (SH[i]! & SH_LW) !== 0 ? wOf(i) : wOf(i).toLowerCase();
+    return v;
+  };
+  const lowerLen = (i: number): number => ((SH[i]! & SH_ASCII) !== 0 ? E[i]! - S[i]! : lowerOf(i).length);
+  const lowerIs = (i: number, word: string): boolean => {
+    if ((SH[i]! & SH_ASCII) === 0) return lowerOf(i) === word;
+    const s = S[i]!;
+    if (E[i]! - s !== word.length) return false;
+    for (let k = 0; k < word.length; k++) {
+      const c = text.charCodeAt(s + k);
+      if ((c >= 65 && c <= 90 ? c + 32 : c) !== word.charCodeAt(k)) return false;
+    }
+    return true;
+  };
+  const flags = arrays.flags;
+  flags.fill(0, 0, n * 5);
+  const isName = flags.subarray(0, n);
+  const weak = flags.subarray(n, 2 * n);
   // per-token answers are memoised (0 unknown, 1 false, 2 true): the passes below ask the same questions many times
-  const knownM = new Uint8Array(n);
-  const commonM = new Uint8Array(n);
-  const startM = new Uint8Array(n);
-  const known = (t: Tok) => {
-    let v = knownM[t.i]!;
-    if (v === 0) knownM[t.i] = v = ((t.f & X_EXTRA) !== 0) || ((((t.f & F_FIRST) !== 0) || ((t.f & F_LAST) !== 0) || ((t.f & F_INTL) !== 0)) && !((t.f & W_NOT_NAMES) !== 0)) ? 2 : 1;
+  const knownM = flags.subarray(2 * n, 3 * n);
+  const commonM = flags.subarray(3 * n, 4 * n);
+  const startM = flags.subarray(4 * n, 5 * n);
+  const known = (i: number) => {
+    let v = knownM[i]!;
+    if (v === 0) {
+      const f = F[i]!;
+      knownM[i] = v = ((f & X_EXTRA) !== 0) || ((((f & F_FIRST) !== 0) || ((f & F_LAST) !== 0) || ((f & F_INTL) !== 0)) && !((f & W_NOT_NAMES) !== 0)) ? 2 : 1;
+    }
     return v === 2;
   };
-  const onlyIntl = (t: Tok) => ((t.f & F_INTL) !== 0) && !((t.f & F_FIRST) !== 0) && !((t.f & F_LAST) !== 0) && !((t.f & X_EXTRA) !== 0);
-  const isCommon = (t: Tok) => {
-    let v = commonM[t.i]!;
-    if (v === 0) commonM[t.i] = v = ((t.f & F_COMMON) !== 0) || ((t.f & F_AMBIGUOUS) !== 0) || t.lower.length < 2 ? 2 : 1;
+  const onlyIntl = (i: number) => {
+    const f = F[i]!;
+    return ((f & F_INTL) !== 0) && !((f & F_FIRST) !== 0) && !((f & F_LAST) !== 0) && !((f & X_EXTRA) !== 0);
+  };
+  const isCommon = (i: number) => {
+    let v = commonM[i]!;
+    // an ASCII word's lower case is as long as the word; any other word's lower case was made when it was read
+    if (v === 0) commonM[i] = v = ((F[i]! & F_COMMON) !== 0) || ((F[i]! & F_AMBIGUOUS) !== 0) || lowerLen(i) < 2 ? 2 : 1;
     return v === 2;
   };
   /** A hyphenated word with a one-letter or common part ("a-fib", "step-down"). */
   const commonParts = (w: string) => w.includes("-") && w.split("-").some((p) => p.length < 2 || common.has(p));
-  const gap = (a: Tok, b: Tok) => text.slice(a.e, b.s);
+  const gap = (a: number, b: number) => text.slice(E[a]!, S[b]!);
   const sentenceStart = (i: number) => {
     if (i === 0) return true;
     let v = startM[i]!;
-    if (v === 0) startM[i] = v = /[.!?:;\n]\s*$/.test(text.slice(toks[i]!.ge, toks[i]!.s)) || /^\s*["'(]$/.test(text.slice(toks[i]!.ge, toks[i]!.s)) ? 2 : 1;
+    if (v === 0) startM[i] = v = /[.!?:;\n]\s*$/.test(text.slice(GE[i]!, S[i]!)) || /^\s*["'(]$/.test(text.slice(GE[i]!, S[i]!)) ? 2 : 1;
     return v === 2;
   };
-  // upper-case words before each position: the share of upper-case neighbours is a difference of two prefix sums
-  const upperBefore = new Int32Array(n + 1);
-  for (let j = 0; j < n; j++) upperBefore[j + 1] = upperBefore[j]! + (toks[j]!.up ? 1 : 0);
+  const upperBefore = arrays.upperBefore;
   const allCapsText = (i: number) => {
     // True when the surrounding text is upper case (so case says nothing about names).
     const lo = Math.max(0, i - 4);
@@ -125,15 +278,19 @@ export function nameContext(text: string, lx: Lexicon, extra: ReadonlySet<string
     const up = upperBefore[hi]! - upperBefore[lo]! - (upperBefore[i + 1]! - upperBefore[i]!);
     return tot > 0 && up / tot > 0.6;
   };
-  const nameLike = (t: Tok, i: number) => {
-    if (((t.f & X_EXTRA) !== 0)) return true;
-    if (((t.f & F_COMMON) !== 0) && !known(t)) return false;
-    if (((t.f & W_NOT_NAMES) !== 0)) return false;
-    if (t.up && allCapsText(i)) return (known(t) && !isCommon(t)) || (t.w.length > 2 && !((t.f & F_COMMON) !== 0) && !((t.f & F_AMBIGUOUS) !== 0));
-    if (t.nc || (t.up && t.w.length > 1)) return !((t.f & F_COMMON) !== 0) || known(t) || ((t.f & F_AMBIGUOUS) !== 0) ? true : false;
+  const nameLike = (i: number) => {
+    const f = F[i]!;
+    const sh = SH[i]!;
+    if (((f & X_EXTRA) !== 0)) return true;
+    if (((f & F_COMMON) !== 0) && !known(i)) return false;
+    if (((f & W_NOT_NAMES) !== 0)) return false;
+    const up = (sh & SH_UP) !== 0;
+    if (up && allCapsText(i)) return (known(i) && !isCommon(i)) || (E[i]! - S[i]! > 2 && !((f & F_COMMON) !== 0) && !((f & F_AMBIGUOUS) !== 0));
+    if ((sh & SH_NC) !== 0 || (up && E[i]! - S[i]! > 1)) return !((f & F_COMMON) !== 0) || known(i) || ((f & F_AMBIGUOUS) !== 0) ? true : false;
     // lower case: only dictionary names
-    return known(t) && !allCapsText(i);
+    return known(i) && !allCapsText(i);
   };
-  const lowerText = !/\p{Lu}/u.test(text);
-  return { text, toks, n, isName, weak, first, common, ambiguous, cities: lx.cities, known, onlyIntl, isCommon, commonParts, gap, sentenceStart, allCapsText, nameLike, lowerText };
+  // every letter is in a word, so only a text with letters outside ASCII (and none upper case in ASCII) needs the pattern
+  const lowerText = upperSeen ? false : otherLetters ? !/\p{Lu}/u.test(text) : true;
+  return { text, n, S, E, GE, F, SH, LID, w: wOf, lower: lowerOf, lowerLen, lowerIs, isName, weak, first, common, ambiguous, cities: lx.cities, known, onlyIntl, isCommon, commonParts, gap, sentenceStart, allCapsText, nameLike, lowerText };
 }

@@ -10,9 +10,12 @@ import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { createPhiDetector } from "../../../src/guardrails/phi/detector.js";
 import { domainGate, GATE_REFERENCE, ipv6Gate, militaryGate, streetNumberGate, uuidGate } from "../../../src/guardrails/phi/gates.js";
-import { LexTable } from "../../../src/guardrails/phi/lexicon.js";
+import { type Lexicon, LexTable, loadLexicon } from "../../../src/guardrails/phi/lexicon.js";
 import { byRule, StartIndex } from "../../../src/guardrails/phi/prefilter.js";
-import { scanWords } from "../../../src/guardrails/phi/text.js";
+import { isCap, isNameCase, isTitleCase, isUpper, scanWords } from "../../../src/guardrails/phi/text.js";
+import { postCueStart } from "../../../src/guardrails/phi/names.js";
+import { POST_CUE } from "../../../src/guardrails/phi/words.js";
+import { KEEP_TOKENS, nameContext, SH_CAP, SH_HY, SH_LW, SH_NC, SH_TC, SH_UP, X_EXTRA } from "../../../src/guardrails/phi/tokens.js";
 
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../..");
 const data = path.resolve(repo, "../shared/data");
@@ -136,6 +139,27 @@ describe("LexTable lookup cache", () => {
   });
 });
 
+describe("LexTable lookup cache on long words and words that differ only past the packed characters", () => {
+  it("answers as a Set for words longer than the packed characters and for words outside ASCII", () => {
+    const words = Array.from({ length: 6_000 }, (_, i) => (i % 3 === 0 ? `abcdefghijklmnop${i.toString(36)}` : i % 3 === 1 ? `w${i.toString(36)}` : `é${i.toString(36)}`));
+    const inTable = new Set(words.filter((_, i) => i % 2 === 0));
+    const t = new LexTable([[[...inTable], 8]]);
+    for (let round = 0; round < 2; round++) {
+      for (const w of words) {
+        const id = t.find(w);
+        expect(t.bitsOf(id), w).toBe(inTable.has(w) ? 8 : 0);
+        if (id >= 0) expect(t.hitBits).toBe(8);
+        if (/^[a-z0-9]+$/.test(w)) {
+          const text = `(${w.toUpperCase()})`;
+          const a = t.findAsciiLower(text, 1, text.length - 1);
+          expect(t.bitsOf(a), w).toBe(inTable.has(w) ? 8 : 0);
+          if (a >= 0) expect(t.hitBits).toBe(8);
+        }
+      }
+    }
+  });
+});
+
 describe("LexTable lookup cache on words with the same full hash", () => {
   /** FNV-1a over UTF-16 units, as the table hashes. */
   const fnv = (w: string): number => {
@@ -203,5 +227,99 @@ describe("address scanner's reused token arrays", () => {
     // a long text full of address tokens fills the arrays; shorter texts must not read what it left
     detector.detect("12 Main St ".repeat(5_000) + "moved to 28245 Puruntie 82 Apt. 595\nHelsinki\n");
     expect(probes.map((t) => detector.detect(t))).toEqual(first);
+  });
+});
+
+/** The name rules' tokens as the string-based tokeniser made them (before the typed arrays): a reference to compare with. */
+function referenceTokens(text: string, lx: Lexicon, extra: ReadonlySet<string>) {
+  const toks: Array<{ s: number; e: number; ge: number; w: string; lower: string; f: number; tc: boolean; up: boolean; nc: boolean; cap: boolean }> = [];
+  scanWords(text, (s, end) => {
+    let e = end;
+    for (let c = text.charCodeAt(e - 1); e - s > 1 && (c === 45 || c === 39 || c === 0x2019); c = text.charCodeAt(e - 1)) e--;
+    let w = text.slice(s, e);
+    let lower = w.toLowerCase();
+    if ([...w].every((ch) => ch.charCodeAt(0) < 128)) {
+      if (/'s$/i.test(w) && w.length >= 2) {
+        w = w.slice(0, -2);
+        lower = w.toLowerCase();
+      }
+    } else if (lower.length >= 2 && /['’]s$/.test(lower)) {
+      lower = lower.slice(0, -2);
+      w = w.slice(0, -2);
+    }
+    let f = lx.table.bitsOf(lx.table.find(lower));
+    if (extra.has(lower)) f |= X_EXTRA;
+    const prev = toks.at(-1);
+    toks.push({ s, e: s + w.length, ge: prev ? prev.e : s, w, lower, f, tc: isTitleCase(w), up: isUpper(w), nc: isNameCase(w), cap: isCap(w) });
+  });
+  return toks;
+}
+
+describe("name tokens in typed arrays", () => {
+  const lx = loadLexicon(path.join(repo, "guardrails", "data", "phi-lexicon.json"));
+  const BUILT = [
+    "Mr. O'Brien's wife, Mrs. McDonald-Smith, and MACDONALD's son; Ms D'ANGELO-RUIZ's chart. smith's SMITH'S Smith'S smith'S",
+    "Szöllösy’s notes: Guðmundsdóttir, ÅSA Ödegaard-Berg’S, ΟΔΟΣ'S οδος ΣΟΦΙΑ'S İstanbul İS is IS aware AWARE Aware and AND",
+    "step-daughter Step-Son a-fib -- x- 'quoted' Jones' Smith- K. J.R.R. Mc Mac MacA McDONALD Mcdonald-Lee medical MED Med center",
+    "𝔘𝔞 ℌ𝔞𝔫𝔰 \u0130stanbul e\u0301mile ÉMILE É J. Émile-Zola o'neil O'NEIL O’Neil",
+  ];
+  const texts = [...BUILT, "smith'S note", "a\u00e9b \u00c9", "plain lower text", "x \u{1D518}y", ...ROWS.slice(0, 1500).flatMap((t) => [t, t.toUpperCase(), t.toLowerCase()])];
+
+  it("has, for every token, the word, lower case, lexicon bits, shape and gap of the string tokeniser", () => {
+    const extra = new Set(["smith", "οδος", "émile"]);
+    const bad: string[] = [];
+    for (const text of texts) {
+      const ref = referenceTokens(text, lx, extra);
+      const c = nameContext(text, lx, extra);
+      if (c.lowerText !== !/\p{Lu}/u.test(text)) bad.push(`lowerText: ${text.slice(0, 40)}`);
+      if (c.n !== ref.length) {
+        bad.push(`${c.n} tokens, want ${ref.length}: ${text.slice(0, 40)}`);
+        continue;
+      }
+      ref.forEach((t, i) => {
+        const sh = c.SH[i]!;
+        const got = {
+          s: c.S[i], e: c.E[i], ge: c.GE[i], w: c.w(i), lower: c.lower(i), f: c.F[i], tc: (sh & SH_TC) !== 0, up: (sh & SH_UP) !== 0, nc: (sh & SH_NC) !== 0, cap: (sh & SH_CAP) !== 0,
+        };
+        const want = { s: t.s, e: t.e, ge: t.ge, w: t.w, lower: t.lower, f: t.f, tc: t.tc, up: t.up, nc: t.nc, cap: t.cap };
+        if (JSON.stringify(got) !== JSON.stringify(want)) bad.push(`${JSON.stringify(got)} != ${JSON.stringify(want)}`);
+        if (((sh & SH_LW) !== 0) !== (t.w === t.lower)) bad.push(`w === lower: ${t.w}`);
+        if (((sh & SH_HY) !== 0) !== t.lower.includes("-")) bad.push(`hyphen: ${t.w}`);
+        if (c.lowerLen(i) !== t.lower.length) bad.push(`lowerLen: ${t.w}`);
+        if (!c.lowerIs(i, t.lower) || c.lowerIs(i, t.lower + "s") || (t.lower.length > 1 && c.lowerIs(i, t.lower.slice(1)))) bad.push(`lowerIs: ${t.w}`);
+        if ((c.LID[i]! >= 0) !== (lx.table.find(t.lower) >= 0)) bad.push(`lexicon slot: ${t.w}`);
+      });
+      if (bad.length > 5) break;
+    }
+    expect(bad.slice(0, 5)).toEqual([]);
+  });
+
+  it("gives a text the same names whatever was read before it (reused and grown arrays)", () => {
+    const detector = createPhiDetector({ names: ["Zyx"] });
+    const probes = [...BUILT, "Dr. Ann Lee saw John Smith and Zyx today.", "He saw Dr. Zqwert today. Zqwert was fine.", ...ROWS.slice(0, 50)];
+    const first = probes.map((t) => detector.detect(t));
+    // more words than the reused arrays hold (they grow), many of them names: shorter texts must not read what it left
+    const names = "Dr. Ann Lee, John Smith and Mary Jones.\n";
+    detector.detect(names.repeat(Math.ceil(KEEP_TOKENS / 8) + 100));
+    detector.detect("a ".repeat(40_000));
+    // a text of names only fills most of the reused arrays with ones (a stale one would be read as a remembered answer)
+    const fill = "Ann Lee John Smith Mary Jones ".repeat(Math.floor(KEEP_TOKENS / 6) - 10);
+    expect(probes.map((t) => (detector.detect(fill), detector.detect(t)))).toEqual(first);
+    // a word named after a title is not spread to a sentence start (whatever the arrays held before)
+    detector.detect(fill);
+    expect(detector.detect("He saw Dr. Zqwert today. Zqwert was fine.").map((e) => [e.type, e.start, e.end])).toEqual([["NAME", 11, 17]]);
+  });
+});
+
+describe("the person-verb cue's first characters", () => {
+  it("lets through every position where POST_CUE matches the lower case of the text after it", () => {
+    const built = ["Ann's lives on", "ANN LIVES IN", "Bo IS FROM", "Cy Asked", "Di\u0130s from", "Ed'S SAID", "Fa PHONED", "Gu UPDATED", "Hi Had given", "Jo VISITED"];
+    const missed: string[] = [];
+    for (const text of [...built, ...ROWS.slice(0, 2000).flatMap((t) => [t, t.toUpperCase()])]) {
+      for (let at = 0; at < text.length; at++) {
+        if (POST_CUE.test(text.slice(at, at + 16).toLowerCase()) && !postCueStart(text, at)) missed.push(text.slice(at, at + 16));
+      }
+    }
+    expect(missed.slice(0, 5)).toEqual([]);
   });
 });
