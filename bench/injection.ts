@@ -6,8 +6,7 @@
  *   after another as `score` runs them, wall-clock µs per call (mean over the batches): a stage measured alone in a
  *   loop keeps its code and data in cache and looks cheaper than it is inside `score`.
  *
- * Usage: `npx tsx bench/injection.ts [--chars 1024,4096] [--n 2000] [--repeats 7] [--model <weights file>]` (default: the
- * shipped guardrails/data/injection-model.json)
+ * Usage: `npx tsx bench/injection.ts [--chars 1024,4096] [--n 2000] [--repeats 7]`
  */
 import { readFileSync } from "node:fs";
 import path from "node:path";
@@ -23,7 +22,7 @@ const SIZES = arg("chars", "1024,4096").split(",").map(Number);
 const N = Number(arg("n", "2000"));
 const REPEATS = Number(arg("repeats", "7"));
 
-const MODEL_FILE = path.resolve(arg("model", path.join(REPO_ROOT, "guardrails", "data", "injection-model.json")));
+const MODEL_FILE = path.join(REPO_ROOT, "guardrails", "data", "injection-model.json");
 const model = loadInjectionModel(MODEL_FILE);
 // the shipped weights (1 MB), so that the sums pay the same cache misses as `score` does
 const file = JSON.parse(readFileSync(MODEL_FILE, "utf8")) as InjectionModelFile;

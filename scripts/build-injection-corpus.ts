@@ -360,9 +360,7 @@ export function buildInjectionCorpus(dataDir = path.resolve(repo, "../shared/dat
   for (const [goal, lines] of sections("attacks-extra.txt")) for (const text of lines) if (splitOf(`attack:${text}`) === "dev") extra.push({ goal: goal as AttackGoal, text, family: `attack:${text}` });
   const devNotes = notes.filter((n) => splitOf(`mtsamples:${n.id}`) === "dev");
   const devPatients = patients.filter((f) => splitOf(`synthea:${f}`) === "dev");
-  // round 3: more carrier frames (frames-extra.txt), dev families only, beside the dev frames of frames.txt
-  const framesExtra = sections("frames-extra.txt");
-  const devFrames = (section: string) => [...(frames.get(section) ?? []), ...(framesExtra.get(section) ?? [])].filter((text) => splitOf(`frame:${text}`) === "dev");
+  const devFrames = (section: string) => (frames.get(section) ?? []).filter((text) => splitOf(`frame:${text}`) === "dev");
   for (const t of extra) {
     for (let k = 0; k < 4; k++) {
       const note = pick(r2, devNotes);
@@ -387,29 +385,6 @@ export function buildInjectionCorpus(dataDir = path.resolve(repo, "../shared/dat
         const f = pick(r2, devFrames(section));
         const payload = fill(r2, t.text);
         rows.push({ kind, label: 1, goal: t.goal, family: t.family, split: "dev", arrival: "result", ...(role ? { role } : {}), carrier: `frame:${f}`, payload, text: fill(r2, f.replace("{payload}", payload)) });
-      }
-    }
-  }
-  // round 3: more benign agent traffic (benign-extra.txt) and benign rows of the extra frames, after every other row,
-  // dev families only (a line or frame whose family falls in the held-out split is skipped): development rows only
-  for (const [kind, lines] of sections("benign-extra.txt")) {
-    for (const text of lines) {
-      const family = lineFamily(kind, text);
-      if (splitOf(family) !== "dev") continue;
-      rows.push({ kind: kind as BenignKind, label: 0, family, split: "dev", arrival: arrivalOf[kind] ?? "message", ...(kind === "answer" ? { role: "assistant" } : {}), text });
-    }
-  }
-  for (const [section, benignKind, role] of [
-    ["tool-result", "tool-result", undefined],
-    ["agent-answer", "answer", "assistant"],
-  ] as const) {
-    for (const f of framesExtra.get(section) ?? []) {
-      const family = `frame:${f}`;
-      if (splitOf(family) !== "dev") continue;
-      for (let k = 0; k < 3; k++) {
-        const remarks = benignRemarks("dev");
-        const benignFill = r2() < 0.7 ? (r2() < 0.6 ? pick(r2, BENIGN_FILLS) : pick(r2, remarks)) : "";
-        rows.push({ kind: benignKind, label: 0, family, split: "dev", arrival: "result", ...(role ? { role } : {}), carrier: family, text: fill(r2, benignFill ? f.replace("{payload}", benignFill) : f.replace(" {payload}", "").replace("{payload}", "")) });
       }
     }
   }
