@@ -4,6 +4,8 @@
  *
  *   npm run conformance                      # every server scenario (suite "all": active + pending)
  *   npm run conformance -- --scenario ping   # one scenario (the baseline still applies)
+ *   npm run conformance:2026                 # `--requirements 2026-07-28`: the scenarios MCP 2026-07-28 requires, on
+ *                                            # suite 0.2.0-alpha.12 with baseline-2026-07-28.yml
  *
  * Exit status: 0 when every scenario passes or is baselined; 1 on an unexpected failure (a FAILURE or WARNING check
  * in a scenario not in the baseline), on a stale baseline entry (a baselined scenario that now passes), or when the
@@ -17,14 +19,18 @@ import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { readBaseline } from "./baseline.js";
 
-/** The suite version this baseline was written against. Changing it means re-reading the scenarios. */
-const CONFORMANCE_PACKAGE = "@modelcontextprotocol/conformance@0.1.16";
+/**
+ * The suite version each baseline was written against. Changing one means re-reading the scenarios. The frozen
+ * requirement set of 2026-07-28 exists only in the 0.2 line (pre-releases so far).
+ */
+const REQUIREMENTS = process.argv.includes("--requirements") ? process.argv[process.argv.indexOf("--requirements") + 1] : undefined;
+const CONFORMANCE_PACKAGE = REQUIREMENTS === undefined ? "@modelcontextprotocol/conformance@0.1.16" : "@modelcontextprotocol/conformance@0.2.0-alpha.12";
 /** The suite needs Node 22 (its dependencies declare `engines: node >= 22`). */
 const SUITE_NODE = "node@22";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const FIXTURE = fileURLToPath(new URL("./fixture-server.ts", import.meta.url));
-const BASELINE = fileURLToPath(new URL("./baseline.yml", import.meta.url));
+const BASELINE = fileURLToPath(new URL(REQUIREMENTS === undefined ? "./baseline.yml" : `./baseline-${REQUIREMENTS}.yml`, import.meta.url));
 /** Time the fixture may take to print its URL, ms. */
 const FIXTURE_START_TIMEOUT_MS = 30_000;
 /** Time the fixture may take to shut down on SIGTERM before it is killed, ms. */
@@ -80,7 +86,7 @@ function runSuite(url: string, extraArgs: string[]): Promise<number> {
     "--expected-failures",
     BASELINE,
     ...(process.env["CONFORMANCE_OUTPUT_DIR"] ? ["-o", process.env["CONFORMANCE_OUTPUT_DIR"]] : []),
-    ...(extraArgs.includes("--scenario") || extraArgs.includes("--suite") ? [] : ["--suite", "all"]),
+    ...(extraArgs.includes("--scenario") || extraArgs.includes("--suite") || extraArgs.includes("--requirements") ? [] : ["--suite", "all"]),
     ...extraArgs,
   ];
   const npx = process.platform === "win32" ? "npx.cmd" : "npx";
