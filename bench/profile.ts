@@ -15,7 +15,7 @@ import { Session } from "node:inspector/promises";
 import os from "node:os";
 import path from "node:path";
 import { FileAuditSink, defaultGuardrails, generateAuditSigningKey, newAuditRecord } from "../src/index.js";
-import { needsToken, requestText, type ServerConfig } from "./lib/configs.js";
+import { isSdkBaseline, needsToken, requestText, type ServerConfig } from "./lib/configs.js";
 import { benchKeys, clinicalText, phiText, requestAuditDraft, samplingBody, signAccessToken, toolsCallBody, PATIENT, REPO_ROOT } from "./lib/fixtures.js";
 import { mapProfileToSource } from "./lib/sourcemap.js";
 import { ensureBuilt } from "./lib/hmcp.js";
@@ -197,7 +197,7 @@ async function main(): Promise<void> {
     let headers: Record<string, string> = { "content-type": "application/json" };
     if (config !== "ceiling") headers = (await openSession(server.url, withToken ? { authorization: `Bearer ${token}` } : {})).headers;
     const body = JSON.stringify(
-      config === "ceiling" || config === "baseline" ? toolsCallBody(text, "[<id>]") : samplingBody(requestText(config, text), "[<id>]", withToken ? PATIENT : undefined),
+      config === "ceiling" || isSdkBaseline(config) ? toolsCallBody(text, "[<id>]") : samplingBody(requestText(config, text), "[<id>]", withToken ? PATIENT : undefined),
     );
     await runLoadProcess({ url: server.url, headers, body, connections, durationSec: 2 });
     await server.profileStart();

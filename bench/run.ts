@@ -14,7 +14,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import type { LoadResult } from "./load.js";
-import { COUNTER_PLACEHOLDER, LAYER_CONFIGS, needsToken, requestText, type ServerConfig } from "./lib/configs.js";
+import { COUNTER_PLACEHOLDER, LAYER_CONFIGS, isSdkBaseline, needsToken, requestText, type ServerConfig } from "./lib/configs.js";
 import { benchKeys, clinicalText, samplingBody, signAccessToken, toolsCallBody, PATIENT, REPO_ROOT } from "./lib/fixtures.js";
 import { openSession, post } from "./lib/mcp-http.js";
 import { BENCH_DIR, ServerProc, runScript, stopLoadProcess } from "./lib/procs.js";
@@ -48,6 +48,7 @@ if (rounds < 1 || !Number.isFinite(durationSec) || durationSec <= 0) throw new E
 const THROUGHPUT_CONFIGS: ServerConfig[] = [
   "ceiling",
   "baseline",
+  "baseline-v1",
   "bare",
   "full",
   "full-distinct",
@@ -125,7 +126,7 @@ async function prepareTargets(targets: Target[], text: string, token: string, pu
     } else {
       const auth: Record<string, string> = needsToken(config) ? { authorization: `Bearer ${token}` } : {};
       headers = (await openSession(server.url, auth)).headers;
-      if (config === "baseline") {
+      if (isSdkBaseline(config)) {
         body = toolsCallBody(text, "[<id>]");
         check = (m) => (m["result"] as { content?: Array<{ text?: string }> })?.content?.[0]?.text === text;
       } else if (config === "bare") {
@@ -220,6 +221,8 @@ function ratios(runs: ThroughputRun[], summary: ThroughputSummary[], connections
   if (!base || !full || !bare || !ceiling) return undefined;
   const distinct = s("full-distinct");
   const distinctWorkers = s("full-distinct-workers");
+  // the plain SDK 1.x (history): the same ratios against it, and the v1 baseline against v2's
+  const v1 = s("baseline-v1");
   return {
     connections,
     fullVsBaselineRps: round(full.rps.median / base.rps.median),
@@ -239,6 +242,17 @@ function ratios(runs: ThroughputRun[], summary: ThroughputSummary[], connections
       fullDistinctWorkersVsBaselineRps: round(distinctWorkers.rps.median / base.rps.median),
       fullDistinctWorkersVsBaselineP50: round(distinctWorkers.p50Ms.median / base.p50Ms.median),
     }),
+    ...(v1 && {
+      baselineV1VsBaselineRps: round(v1.rps.median / base.rps.median),
+      baselineV1VsBaselineP50: round(v1.p50Ms.median / base.p50Ms.median),
+      baselineV1VsBaselineCpuCapacity: round(base.cpuUsPerReq.median / v1.cpuUsPerReq.median),
+      fullVsBaselineV1Rps: round(full.rps.median / v1.rps.median),
+      fullVsBaselineV1P50: round(full.p50Ms.median / v1.p50Ms.median),
+      ...(distinct && {
+        fullDistinctVsBaselineV1Rps: round(distinct.rps.median / v1.rps.median),
+        fullDistinctVsBaselineV1P50: round(distinct.p50Ms.median / v1.p50Ms.median),
+      }),
+    }),
     paired: {
       fullVsBaselineRps: paired("full", "baseline", "rps"),
       fullVsBaselineP50: paired("full", "baseline", "p50Ms"),
@@ -252,6 +266,10 @@ function ratios(runs: ThroughputRun[], summary: ThroughputSummary[], connections
       ...(distinctWorkers && {
         fullDistinctWorkersVsBaselineRps: paired("full-distinct-workers", "baseline", "rps"),
         fullDistinctWorkersVsBaselineP50: paired("full-distinct-workers", "baseline", "p50Ms"),
+      }),
+      ...(v1 && {
+        baselineV1VsBaselineRps: paired("baseline-v1", "baseline", "rps"),
+        fullVsBaselineV1Rps: paired("full", "baseline-v1", "rps"),
       }),
     },
   };
@@ -376,6 +394,7 @@ async function main(): Promise<void> {
         latency = await sequentialLatency(
           [
             { name: "baseline", url: url("baseline"), kind: "sdk-tool" },
+            { name: "baseline-v1", url: url("baseline-v1"), kind: "sdk-v1-tool" },
             { name: "bare", url: url("bare"), kind: "hmcp" },
             { name: "full", url: url("full"), kind: "hmcp", token, patient: true, redacts: true },
             { name: "full-distinct", url: url("full-distinct"), kind: "hmcp", token, patient: true, redacts: true, distinct: true },
@@ -426,6 +445,7 @@ async function main(): Promise<void> {
     options: { rounds, durationSec, warmupSec, connections: connectionsList, textChars, latencyCalls, memSessions },
     workload: {
       text: { chars: text.text.length, source: text.source },
+      baseline: "the plain MCP SDK v2 (@modelcontextprotocol/server 2.x + /node + /express), protocol 2025-11-25, one stateful session; baseline-v1: the plain SDK 1.x (mcp-sdk-v1 alias), for history",
       note:
         "one stateful Streamable HTTP session per server, JSON responses; every request has a unique JSON-RPC id; handlers echo the text; " +
         "full resends the same text (its guardrail decisions come from the per-session decision cache after the first request), " +
@@ -441,7 +461,9 @@ async function main(): Promise<void> {
   const targetsMet = targetsOf(report);
   const resultsDir = path.join(BENCH_DIR, "results");
   mkdirSync(resultsDir, { recursive: true });
-  const dated = path.join(resultsDir, `${started.toISOString().slice(0, 10)}-${mode}.json`);
+  // a second run on the same day gets its start time in the name: an earlier run's file is never overwritten
+  const day = path.join(resultsDir, `${started.toISOString().slice(0, 10)}-${mode}.json`);
+  const dated = existsSync(day) ? path.join(resultsDir, `${started.toISOString().slice(0, 16).replace(":", "")}-${mode}.json`) : day;
   writeFileSync(dated, resultsJson({ ...report, targets: targetsMet }));
   const latest = {
     mode,
@@ -464,6 +486,14 @@ async function main(): Promise<void> {
           ...(ratios10.fullDistinctVsBaselineRps !== undefined && {
             fullDistinctVsBaselineRps: ratios10.fullDistinctVsBaselineRps,
             fullDistinctVsBaselineP50: ratios10.fullDistinctVsBaselineP50,
+          }),
+          // history: the plain SDK 1.x against v2 (the baseline of record), and HMCP against it
+          ...(ratios10.baselineV1VsBaselineRps !== undefined && {
+            baselineV1VsBaselineRps: ratios10.baselineV1VsBaselineRps,
+            baselineV1VsBaselineP50: ratios10.baselineV1VsBaselineP50,
+            fullVsBaselineV1Rps: ratios10.fullVsBaselineV1Rps,
+            fullVsBaselineV1P50: ratios10.fullVsBaselineV1P50,
+            fullDistinctVsBaselineV1Rps: ratios10.fullDistinctVsBaselineV1Rps,
           }),
           ...(ratios10.fullDistinctWorkersVsBaselineRps !== undefined && {
             fullDistinctWorkersVsBaselineRps: ratios10.fullDistinctWorkersVsBaselineRps,

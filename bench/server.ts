@@ -5,8 +5,11 @@
  *
  * Configurations:
  * - `ceiling`   raw express 5 JSON echo of the request body (no MCP);
- * - `baseline`  the plain SDK `McpServer` (SDK's `createMcpExpressApp`, one stateful Streamable HTTP transport,
- *               `enableJsonResponse`) answering `tools/call` with an echo tool;
+ * - `baseline`  the plain SDK v2 `McpServer` (`@modelcontextprotocol/express`'s `createMcpExpressApp`, one stateful
+ *               `NodeStreamableHTTPServerTransport` from `@modelcontextprotocol/node`, `enableJsonResponse`, protocol
+ *               2025-11-25: the era HMCP serves) answering `tools/call` with an echo tool;
+ * - `baseline-v1` the same with the plain SDK 1.x (`@modelcontextprotocol/sdk` as the devDependency alias
+ *               `mcp-sdk-v1`: `StreamableHTTPServerTransport`, its `createMcpExpressApp`), kept for history;
  * - `bare`      `HMCPServer` via `createHttpApp` answering client → server `sampling/createMessage`; bearer, auth,
  *               guardrails and audit off;
  * - `full`      the same with JWT bearer verification (local ES256 key set), scope and patient-context checks,
@@ -16,7 +19,7 @@
  * - `full-distinct-workers` `full-distinct` with `workers: 1` on the output stage's `phi-redaction` (PHI scans of long
  *               items on a worker thread);
  * - `mem-hmcp`  `createHttpApp` with bearer false, default sessions (event store, SSE), for the idle-session figure;
- * - `mem-sdk`   the plain SDK equivalent (one McpServer + transport per session), for reference;
+ * - `mem-sdk`   the plain SDK v2 equivalent (one McpServer + transport per session), for reference;
  * - `bare+auth`, `bare+guardrails`, `bare+audit`: one layer of `full` at a time (the runner's `--layers`).
  *
  * IPC: the child sends `{ type: "ready", url }`; it answers `{ type: "stats" }` with {@link ServerStats},
@@ -37,6 +40,11 @@ import { z } from "zod";
 import { NodeStreamableHTTPServerTransport } from "@modelcontextprotocol/node";
 import { createMcpExpressApp } from "@modelcontextprotocol/express";
 import { McpServer, isInitializeRequest } from "@modelcontextprotocol/server";
+// The plain SDK 1.x, for the `baseline-v1` row only (devDependency alias; nothing in src/ imports it).
+import { McpServer as McpServerV1 } from "mcp-sdk-v1/server/mcp.js";
+import { createMcpExpressApp as createMcpExpressAppV1 } from "mcp-sdk-v1/server/express.js";
+import { StreamableHTTPServerTransport as StreamableHTTPServerTransportV1 } from "mcp-sdk-v1/server/streamableHttp.js";
+import { isInitializeRequest as isInitializeRequestV1 } from "mcp-sdk-v1/types.js";
 import type { JWK } from "jose";
 import { parse as parseYaml } from "yaml";
 import type { AuditSink, GuardrailRunner, Listening } from "../src/index.js";
@@ -137,7 +145,7 @@ async function startCeiling(): Promise<string> {
   return `${(await listenExpress(app)).url}/echo`;
 }
 
-/** The plain SDK: one McpServer and one stateful transport per session (the SDK's documented pattern). */
+/** The plain SDK v2: one McpServer and one stateful transport per session (the SDK's documented pattern). */
 async function startSdk(): Promise<string> {
   const app = createMcpExpressApp();
   const transports = new Map<string, NodeStreamableHTTPServerTransport>();
@@ -166,6 +174,56 @@ async function startSdk(): Promise<string> {
       return;
     }
     const transport: NodeStreamableHTTPServerTransport = new NodeStreamableHTTPServerTransport({
+      sessionIdGenerator: () => randomUUID(),
+      enableJsonResponse: true,
+      onsessioninitialized: (id) => {
+        transports.set(id, transport);
+      },
+      onsessionclosed: (id) => {
+        transports.delete(id);
+      },
+    });
+    await newServer().connect(transport);
+    await transport.handleRequest(req, res, req.body);
+  });
+  closers.push(async () => {
+    await Promise.allSettled([...transports.values()].map((t) => t.close()));
+  });
+  return `${(await listenExpress(app)).url}/mcp`;
+}
+
+/**
+ * The plain SDK 1.x, wired exactly as `startSdk` (and as this bench's baseline was before the move to v2): one
+ * McpServer and one stateful `StreamableHTTPServerTransport` per session, `enableJsonResponse`.
+ */
+async function startSdkV1(): Promise<string> {
+  const app = createMcpExpressAppV1();
+  const transports = new Map<string, StreamableHTTPServerTransportV1>();
+  sessionCount = () => transports.size;
+  const newServer = () => {
+    const server = new McpServerV1(INFO);
+    server.registerTool("echo", { description: "Echoes text", inputSchema: { text: z.string() } }, ({ text }) => {
+      served++;
+      return { content: [{ type: "text", text }] };
+    });
+    return server;
+  };
+  app.all("/mcp", async (req, res) => {
+    const sid = req.headers["mcp-session-id"];
+    if (typeof sid === "string") {
+      const t = transports.get(sid);
+      if (!t) {
+        res.status(404).json({ jsonrpc: "2.0", error: { code: -32001, message: "Session not found" }, id: null });
+        return;
+      }
+      await t.handleRequest(req, res, req.body);
+      return;
+    }
+    if (req.method !== "POST" || !isInitializeRequestV1(req.body)) {
+      res.status(400).json({ jsonrpc: "2.0", error: { code: -32000, message: "Bad Request" }, id: null });
+      return;
+    }
+    const transport: StreamableHTTPServerTransportV1 = new StreamableHTTPServerTransportV1({
       sessionIdGenerator: () => randomUUID(),
       enableJsonResponse: true,
       onsessioninitialized: (id) => {
@@ -266,6 +324,9 @@ async function main(): Promise<void> {
     case "baseline":
     case "mem-sdk":
       url = await startSdk();
+      break;
+    case "baseline-v1":
+      url = await startSdkV1();
       break;
     case "bare":
     case "full":

@@ -12,9 +12,19 @@ export type LayerConfig = "bare+auth" | "bare+guardrails" | "bare+audit";
  * (the runner's `--phi-workers`) is `full-distinct` with the output stage's `phi-redaction` given `workers: 1`: PHI
  * scans of long text items on a worker thread (docs/guardrails.md), the opt-in the default policy leaves off.
  */
-export type ServerConfig = "ceiling" | "baseline" | "bare" | "full" | "full-distinct" | "full-distinct-workers" | "mem-hmcp" | "mem-sdk" | LayerConfig;
+export type ServerConfig = "ceiling" | "baseline" | "baseline-v1" | "bare" | "full" | "full-distinct" | "full-distinct-workers" | "mem-hmcp" | "mem-sdk" | LayerConfig;
 
 export const LAYER_CONFIGS: readonly LayerConfig[] = ["bare+auth", "bare+guardrails", "bare+audit"];
+
+/**
+ * `baseline` is the plain MCP SDK v2 (`@modelcontextprotocol/server` + `/node` + `/express`), the SDK HMCP runs on,
+ * serving the same protocol era as HMCP (2025-11-25, one stateful legacy session); `baseline-v1` is the plain SDK 1.x
+ * (`@modelcontextprotocol/sdk`, installed as the devDependency alias `mcp-sdk-v1`), kept for history: the ratios of
+ * record are against `baseline`.
+ */
+export function isSdkBaseline(config: ServerConfig): boolean {
+  return config === "baseline" || config === "baseline-v1";
+}
 
 /** True for the configurations that need the bench's bearer token and declare its patient. */
 export function needsToken(config: ServerConfig): boolean {

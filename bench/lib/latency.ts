@@ -1,9 +1,12 @@
 /**
  * Sequential round-trip latency: one call at a time over one session, through the real clients (`HMCPClient.createMessage`
- * against HMCP servers, the SDK `Client.callTool` against the plain SDK baseline). Configurations are interleaved in
+ * against HMCP servers, the SDK `Client.callTool` against the plain SDK baselines: v2's client against `baseline`, 1.x's
+ * against `baseline-v1`). Configurations are interleaved in
  * chunks so machine noise falls on all of them alike.
  */
 import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
+import { Client as ClientV1 } from "mcp-sdk-v1/client/index.js";
+import { StreamableHTTPClientTransport as StreamableHTTPClientTransportV1 } from "mcp-sdk-v1/client/streamableHttp.js";
 import { loadHmcp } from "./hmcp.js";
 import { PATIENT } from "./fixtures.js";
 import { latencySummary, round, type LatencySummary } from "./stats.js";
@@ -11,7 +14,8 @@ import { latencySummary, round, type LatencySummary } from "./stats.js";
 export interface LatencyTarget {
   name: string;
   url: string;
-  kind: "hmcp" | "sdk-tool";
+  /** `sdk-tool`: the SDK v2 client's `callTool`; `sdk-v1-tool`: the SDK 1.x client's (for `baseline-v1`). */
+  kind: "hmcp" | "sdk-tool" | "sdk-v1-tool";
   /** Bearer token for the HMCP client's token provider. */
   token?: string;
   /** Declare the bench patient (`_meta["hmcp/patient"]`). */
@@ -56,6 +60,18 @@ async function connect(t: LatencyTarget, text: string): Promise<Caller> {
       close: () => client.close(),
     };
   }
+  if (t.kind === "sdk-v1-tool") {
+    const v1 = new ClientV1({ name: "bench-latency", version: "1.0.0" });
+    await v1.connect(new StreamableHTTPClientTransportV1(new URL(t.url)));
+    return {
+      call: async () => {
+        const r = await v1.callTool({ name: "echo", arguments: { text } });
+        const c = (r.content as Array<{ type: string; text?: string }>)[0];
+        if (c?.text !== text) throw new Error(`${t.name}: unexpected answer`);
+      },
+      close: () => v1.close(),
+    };
+  }
   const client = new Client({ name: "bench-latency", version: "1.0.0" });
   await client.connect(new StreamableHTTPClientTransport(new URL(t.url)));
   return {
@@ -97,7 +113,7 @@ export async function sequentialLatency(targets: LatencyTarget[], text: string, 
     const s = latencySummary(samples[k]!);
     return {
       name: t.name,
-      client: t.kind === "hmcp" ? "HMCPClient.createMessage" : "SDK Client.callTool",
+      client: t.kind === "hmcp" ? "HMCPClient.createMessage" : t.kind === "sdk-v1-tool" ? "SDK 1.x Client.callTool" : "SDK v2 Client.callTool",
       ms: { n: s.n, p50: round(s.p50), p90: round(s.p90), p99: round(s.p99), max: round(s.max), mean: round(s.mean) },
       chunkP50s: chunkP50s[k]!,
     };

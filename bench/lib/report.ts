@@ -48,6 +48,14 @@ export interface ReportView {
         /** `full-distinct-workers` (`--phi-workers`): `full-distinct` with phi-redaction `workers: 1`. */
         fullDistinctWorkersVsBaselineRps?: number;
         fullDistinctWorkersVsBaselineP50?: number;
+        /** `baseline-v1` (the plain SDK 1.x, history) against `baseline` (the plain SDK v2), and HMCP against it. */
+        baselineV1VsBaselineRps?: number;
+        baselineV1VsBaselineP50?: number;
+        baselineV1VsBaselineCpuCapacity?: number;
+        fullVsBaselineV1Rps?: number;
+        fullVsBaselineV1P50?: number;
+        fullDistinctVsBaselineV1Rps?: number;
+        fullDistinctVsBaselineV1P50?: number;
         paired: {
           fullVsBaselineRps: Spread;
           fullVsBaselineP50: Spread;
@@ -58,6 +66,8 @@ export interface ReportView {
           fullDistinctVsBaselineP50?: Spread;
           fullDistinctWorkersVsBaselineRps?: Spread;
           fullDistinctWorkersVsBaselineP50?: Spread;
+          baselineV1VsBaselineRps?: Spread;
+          fullVsBaselineV1Rps?: Spread;
         };
       }
     | undefined
@@ -187,6 +197,14 @@ export function renderMarkdown(r: ReportView): string {
       row("bare / baseline req/s", (x) => `${x.bareVsBaselineRps.toFixed(3)} (${x.paired.bareVsBaselineRps.min.toFixed(2)}–${x.paired.bareVsBaselineRps.max.toFixed(2)})`);
       row("bare / baseline p50", (x) => x.bareVsBaselineP50.toFixed(3));
       row("baseline / ceiling req/s", (x) => x.baselineVsCeilingRps.toFixed(3));
+      if (rs.some((x) => x.baselineV1VsBaselineRps !== undefined)) {
+        row("baseline-v1 (plain SDK 1.x) / baseline (plain SDK v2) req/s (paired per round)", (x) => pairedCell(x.baselineV1VsBaselineRps, x.paired.baselineV1VsBaselineRps));
+        row("baseline-v1 / baseline p50", (x) => x.baselineV1VsBaselineP50?.toFixed(3) ?? "n/a");
+        row("CPU capacity baseline-v1 vs baseline (baseline CPU/req ÷ baseline-v1 CPU/req)", (x) => x.baselineV1VsBaselineCpuCapacity?.toFixed(3) ?? "n/a");
+        row("history: full / baseline-v1 req/s (paired per round)", (x) => pairedCell(x.fullVsBaselineV1Rps, x.paired.fullVsBaselineV1Rps));
+        row("history: full / baseline-v1 p50", (x) => x.fullVsBaselineV1P50?.toFixed(3) ?? "n/a");
+        row("history: full-distinct / baseline-v1 req/s", (x) => x.fullDistinctVsBaselineV1Rps?.toFixed(3) ?? "n/a");
+      }
       row("CPU capacity full vs baseline (baseline CPU/req ÷ full CPU/req)", (x) => x.fullVsBaselineCpuCapacity.toFixed(3));
       if (rs.some((x) => x.fullDistinctVsBaselineCpuCapacity !== undefined)) {
         row("CPU capacity full-distinct vs baseline", (x) => x.fullDistinctVsBaselineCpuCapacity?.toFixed(3) ?? "n/a");
