@@ -277,7 +277,7 @@ export function renderMarkdown(r: ReportView): string {
     else {
       L.push("| server | RSS KB/session | heap KB/session | external KB/session | RSS before → after MB |", "| --- | --- | --- | --- | --- |");
       for (const x of r.memory) {
-        const name = x.config === "mem-hmcp" ? "HMCP createHttpApp (bearer false, defaults)" : "plain SDK (McpServer + transport per session)";
+        const name = x.config === "mem-hmcp" ? "HMCP createHttpApp (bearer false, defaults)" : "plain SDK v2 (McpServer + transport per session)";
         L.push(`| ${name} | ${fmt(x.rssPerSession / 1024, 1)} | ${fmt(x.heapPerSession / 1024, 1)} | ${fmt(x.externalPerSession / 1024, 1)} | ${fmt(x.rssBefore / 2 ** 20, 1)} → ${fmt(x.rssAfter / 2 ** 20, 1)} |`);
       }
     }
