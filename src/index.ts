@@ -10,6 +10,7 @@ export {
   INVALID_PARAMS,
   toWireError,
   HMCP_VERSION,
+  HMCP_EXTENSION_ID,
   HMCPCapabilitySchema,
   readHMCPCapability,
   INFO_NEEDED,

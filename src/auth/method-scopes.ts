@@ -14,6 +14,7 @@ const WRITE = ["hmcp:access", "hmcp:write", "patient/hmcp:write"] as const;
 export const DEFAULT_METHOD_SCOPES: Readonly<Record<string, readonly string[]>> = Object.freeze({
   // Lifecycle and utilities: any valid token (the bearer check itself already ran).
   initialize: [],
+  "server/discover": [],
   ping: [],
   "notifications/initialized": [],
   "notifications/cancelled": [],

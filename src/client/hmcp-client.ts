@@ -60,6 +60,15 @@ export interface HMCPClientOptions {
   onSampling?: ClientSamplingHandler;
   /** Handler for server → client `elicitation/create`. Without one, every elicitation is declined. */
   onElicitation?: ClientElicitationHandler;
+  /**
+   * Which MCP protocol era to speak (the SDK's `versionNegotiation`): `"legacy"` (default) the 2025 `initialize`
+   * handshake, as before; `"auto"` probes `server/discover` and speaks 2026-07-28 where the server does, else falls
+   * back to the handshake; `"modern"` speaks 2026-07-28 only (connect fails against a 2025-only server). On the modern
+   * era `createMessage` reaches the agent's sampling handler through its sampling tool (`sampling_createMessage`), and
+   * servers send no requests back (`onSampling` / `onElicitation` are not called). On stdio, `"auto"` probes on a
+   * short-lived second process first.
+   */
+  protocolEra?: "legacy" | "auto" | "modern";
 }
 
 /** Options of {@link HMCPClient.createMessage}. */
@@ -109,7 +118,11 @@ export class HMCPClient {
   constructor(clientInfo: Implementation, options: HMCPClientOptions = {}) {
     checkClientOptions(options);
     this.#options = { ...options };
-    this.sdk = new Client(clientInfo, { capabilities: { sampling: {}, elicitation: { form: {} } } });
+    const era = options.protocolEra ?? "legacy";
+    this.sdk = new Client(clientInfo, {
+      capabilities: { sampling: {}, elicitation: { form: {} } },
+      ...(era !== "legacy" && { versionNegotiation: { mode: era === "auto" ? ("auto" as const) : { pin: "2026-07-28" } } }),
+    });
     this.sdk.setRequestHandler('sampling/createMessage', async (request, ctx) => {
       const handler = this.#options.onSampling;
       if (!handler) {
@@ -199,9 +212,14 @@ export class HMCPClient {
     if (!this.#closed && this.sdk.transport === undefined) await this.#renewSession(this.#generation);
   }
 
+  /** The protocol era this connection speaks (`"modern"`: MCP 2026-07-28), after `connect`; `undefined` before. */
+  get protocolEra(): "legacy" | "modern" | undefined {
+    return this.sdk.getProtocolEra();
+  }
+
   /** The server's HMCP capability, or `undefined` for a plain MCP server. Available after `connect`. */
   get serverCapability(): HMCPCapability | undefined {
-    return readHMCPCapability(this.sdk.getServerCapabilities() as { experimental?: Record<string, unknown> } | undefined);
+    return readHMCPCapability(this.sdk.getServerCapabilities() as { experimental?: Record<string, unknown>; extensions?: Record<string, unknown> } | undefined);
   }
 
   /**
@@ -223,6 +241,7 @@ export class HMCPClient {
       });
     }
     const patient = options.patient ?? this.#options.patient;
+    if (this.sdk.getProtocolEra() === "modern") return this.#createMessageByTool(params, patient, options);
     const p = patient === undefined ? params : { ...params, _meta: { ...(params._meta ?? {}), "hmcp/patient": patient } };
     const send = () =>
       this.sdk.request({ method: "sampling/createMessage", params: p }, CreateMessageResultSchema, {
@@ -251,6 +270,32 @@ export class HMCPClient {
     }
     // what the server sent back passes this side's input stage, as the requests servers send do
     return this.#guard("input", result, "sampling/createMessage", options.signal ?? new AbortController().signal, true);
+  }
+
+  /**
+   * HMCP sampling on MCP 2026-07-28: the agent's sampling tool, whose `structuredContent` is the `CreateMessageResult`
+   * (the server advertises the tool in its HMCP capability). The patient goes in the call's `_meta["hmcp/patient"]`.
+   */
+  async #createMessageByTool(params: CreateMessageParams, patient: string | undefined, options: CreateMessageOptions): Promise<CreateMessageResult> {
+    const tool = this.serverCapability?.samplingTool;
+    if (tool === undefined) {
+      throw new HMCPError(HMCPErrorCode.SamplingNotSupported, "The server does not expose HMCP sampling as a tool (needed on MCP 2026-07-28)", { reason: "sampling_not_supported" });
+    }
+    const { _meta, ...args } = params;
+    const meta = { ...(_meta ?? {}), ...(patient !== undefined && { "hmcp/patient": patient }) };
+    const called = await this.sdk
+      .callTool({ name: tool, arguments: args, ...(Object.keys(meta).length > 0 && { _meta: meta }) }, {
+        ...(options.timeoutMs !== undefined && { timeout: options.timeoutMs }),
+        ...(options.maxTotalTimeoutMs !== undefined && { maxTotalTimeout: options.maxTotalTimeoutMs }),
+        ...(options.signal && { signal: options.signal }),
+        ...(options.onProgress && { onprogress: options.onProgress, resetTimeoutOnProgress: true }),
+      })
+      .catch((e: unknown) => Promise.reject(typedHttpRefusal(e, this.#endpoint())));
+    const parsed = CreateMessageResultSchema.safeParse(called.structuredContent);
+    if (called.isError === true || !parsed.success) {
+      throw new HMCPError(HMCPErrorCode.SamplingNotSupported, "The server's sampling tool did not answer with a CreateMessageResult", { reason: "sampling_tool_failed" });
+    }
+    return this.#guard("input", parsed.data, "sampling/createMessage", options.signal ?? new AbortController().signal, true);
   }
 
   /**
@@ -366,7 +411,7 @@ export class HMCPClient {
   }
 }
 
-const CLIENT_OPTIONS = new Set<keyof HMCPClientOptions>(["tokenProvider", "guardrails", "patient", "onSampling", "onElicitation"]);
+const CLIENT_OPTIONS = new Set<keyof HMCPClientOptions>(["tokenProvider", "guardrails", "patient", "onSampling", "onElicitation", "protocolEra"]);
 
 /** Checks {@link HMCPClientOptions} at construction. @throws HMCPConfigError naming the bad key */
 function checkClientOptions(options: HMCPClientOptions): void {
@@ -379,6 +424,7 @@ function checkClientOptions(options: HMCPClientOptions): void {
   if (g !== undefined && g !== false && typeof (g as GuardrailRunner | null)?.evaluate !== "function") throw bad("guardrails", "a GuardrailRunner (evaluate, names) or false");
   if (o["patient"] !== undefined && (typeof o["patient"] !== "string" || o["patient"] === "")) throw bad("patient", "a non-empty FHIR Patient id");
   for (const k of ["onSampling", "onElicitation"]) if (o[k] !== undefined && typeof o[k] !== "function") throw bad(k, "a function");
+  if (o["protocolEra"] !== undefined && !["legacy", "auto", "modern"].includes(o["protocolEra"] as string)) throw bad("protocolEra", '"legacy", "auto" or "modern"');
 }
 
 /**

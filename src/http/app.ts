@@ -6,7 +6,8 @@ import { randomUUID } from "node:crypto";
 import type { Server as NodeHttpServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import express, { type Express, type NextFunction, type Request, type Response } from "express";
-import { isInitializeRequest } from "@modelcontextprotocol/server";
+import { createMcpHandler, isInitializeRequest, PROTOCOL_VERSION_META_KEY } from "@modelcontextprotocol/server";
+import { toNodeHandler } from "@modelcontextprotocol/node";
 import type { AuthInfo } from "@modelcontextprotocol/server";
 import { hostHeaderValidation } from "@modelcontextprotocol/express";
 import { NodeStreamableHTTPServerTransport } from "@modelcontextprotocol/node";
@@ -202,6 +203,16 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
   const principalOf = (req: Request) => ((req as Request & { auth?: AuthInfo }).auth?.extra?.["principal"] as Principal | undefined);
   const logger = options.logger ?? defaultOperationalLogger();
 
+  // MCP 2026-07-28 (the modern era): no session; every request carries its protocol version and client capabilities in
+  // `_meta` and is served by a fresh server from the same factory, through the SDK's per-request handler. The bearer
+  // check, Host check and size limit in front are the ones the 2025 era passes; the server's pipeline audits it.
+  const modern = createMcpHandler(() => options.createServer().serveModernEra(), {
+    legacy: "reject",
+    responseMode: options.enableJsonResponse ? "json" : "auto",
+    onerror: (error) => logger.warn("modern-era request failed in the SDK handler", { agent, error: error.name }),
+  });
+  const serveModern = toNodeHandler(modern, { onerror: (error) => logger.error("modern-era request failed", { agent, error: error.name }) });
+
   /**
    * One audit record for a request refused before it reached a server (bearer, host, limits, sessions). `principal`:
    * who was refused when the request's own auth is not set (a verified token refused for a missing scope).
@@ -325,6 +336,10 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
       if (closing && (typeof sid !== "string" || (req.method === "POST" && carriesRequest(req.body)))) {
         refused(req, res, 503, "shutting_down", "failed");
         res.status(503).set("retry-after", "5").json(jsonRpcError(-32000, "Server shutting down"));
+        return;
+      }
+      if (req.method === "POST" && carriesModernEnvelope(req.body)) {
+        await serveModern(req, res, req.body);
         return;
       }
       const principal = principalOf(req);
@@ -501,6 +516,8 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
       // requests that outlived the drain saw their signal aborted: give them a moment to return and leave their records
       const servers = [...all.map(([, s]) => s), ...retiring];
       await idle(servers, 1000);
+      // modern-era requests hold no session: what still runs is aborted (each records its own outcome)
+      await modern.close();
       // their records are written now, while the caller's audit sink is still open, and not again when they return
       const running = servers.reduce((n, s) => n + s.server.pipeline.inFlight, 0);
       const recorded = servers.reduce((n, s) => n + s.server.pipeline.recordAbandoned("abandoned_at_shutdown"), 0);
@@ -509,6 +526,16 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
       }
     },
   };
+}
+
+/**
+ * Whether a JSON-RPC body is an MCP 2026-07-28 message: it carries the per-request `_meta` envelope's protocol version
+ * (`io.modelcontextprotocol/protocolVersion`; MCP 2026-07-28 basic/index, "_meta"). The 2025 era never sends it.
+ */
+function carriesModernEnvelope(body: unknown): boolean {
+  if (typeof body !== "object" || body === null || Array.isArray(body)) return false;
+  const meta = (body as { params?: { _meta?: Record<string, unknown> } }).params?._meta;
+  return typeof meta === "object" && meta !== null && meta[PROTOCOL_VERSION_META_KEY] !== undefined;
 }
 
 /** Whether a JSON-RPC body holds a request (a message with a method and an id), alone or in a batch. */

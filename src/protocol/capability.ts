@@ -36,11 +36,19 @@ export const HMCPCapabilitySchema = z
 export type HMCPCapability = z.infer<typeof HMCPCapabilitySchema>;
 
 /**
- * Reads the HMCP capability from a server's capabilities object.
+ * The id under which HMCP advertises itself in `capabilities.extensions` on MCP 2026-07-28 (basic/versioning,
+ * "Extension Negotiation": a `_meta`-style key with a mandatory reverse-DNS prefix). Its settings object is the same
+ * {@link HMCPCapability} as `experimental.hmcp` on the 2025 era.
+ */
+export const HMCP_EXTENSION_ID = "dev.hmcp/hmcp";
+
+/**
+ * Reads the HMCP capability from a server's capabilities object: `extensions["dev.hmcp/hmcp"]` (MCP 2026-07-28), else
+ * `experimental.hmcp` (the 2025 era).
  * @returns the parsed capability, or `undefined` when absent or malformed (a plain MCP server).
  */
-export function readHMCPCapability(capabilities: { experimental?: Record<string, unknown> } | undefined): HMCPCapability | undefined {
-  const raw = capabilities?.experimental?.["hmcp"];
+export function readHMCPCapability(capabilities: { experimental?: Record<string, unknown>; extensions?: Record<string, unknown> } | undefined): HMCPCapability | undefined {
+  const raw = capabilities?.extensions?.[HMCP_EXTENSION_ID] ?? capabilities?.experimental?.["hmcp"];
   const parsed = HMCPCapabilitySchema.safeParse(raw);
   return parsed.success ? parsed.data : undefined;
 }

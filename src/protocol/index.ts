@@ -1,6 +1,6 @@
 export { HMCPErrorCode, HMCPError, INTERNAL_ERROR, INVALID_PARAMS, isWireError, toWireError } from "./errors.js";
 export type { HMCPErrorData, HMCPReason } from "./errors.js";
-export { HMCP_VERSION, HMCPCapabilitySchema, readHMCPCapability } from "./capability.js";
+export { HMCP_EXTENSION_ID, HMCP_VERSION, HMCPCapabilitySchema, readHMCPCapability } from "./capability.js";
 export type { HMCPCapability } from "./capability.js";
 export { INFO_NEEDED, INFO_NEEDED_META_KEY, isInfoNeeded } from "./stop-reason.js";
 export type { InfoNeeded } from "./stop-reason.js";

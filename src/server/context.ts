@@ -72,13 +72,15 @@ export interface RequestContext {
   /**
    * Asks the caller's model: sends `sampling/createMessage` back to the client on the same connection
    * (on HTTP, on this request's SSE stream).
-   * @throws HMCPError `SamplingNotSupported` when the client did not advertise `sampling`.
+   * @throws HMCPError `SamplingNotSupported` when the client did not advertise `sampling`, or (`data.reason`
+   *   `not_supported_on_2026_07_28`) on an MCP 2026-07-28 request, where servers send no requests of their own.
    */
   sample(params: CreateMessageParams, options?: BackRequestOptions): Promise<CreateMessageResult>;
   /**
    * Asks the caller's human: sends `elicitation/create` (form mode) back to the client.
    * @returns the client's `ElicitResult` (`action` accept / decline / cancel).
-   * @throws HMCPError `SamplingNotSupported` with reason "elicitation_not_supported" when the client did not advertise it.
+   * @throws HMCPError `SamplingNotSupported` with reason "elicitation_not_supported" when the client did not advertise it,
+   *   or `not_supported_on_2026_07_28` on an MCP 2026-07-28 request (input-required rounds are not built yet).
    */
   elicit(params: ElicitParams, options?: BackRequestOptions): Promise<ElicitResult>;
 }

@@ -8,7 +8,7 @@ import { StdioServerTransport } from "@modelcontextprotocol/server/stdio";
 import { InMemoryTransport as ClientInMemoryTransport } from "@modelcontextprotocol/client";
 import { McpServer, InMemoryTransport, ProtocolError, ProtocolErrorCode } from "@modelcontextprotocol/server";
 import type { Transport, CallToolResult, Implementation, JSONObject, JSONRPCRequest } from "@modelcontextprotocol/server";
-import { HMCPConfigError, HMCPError, HMCPErrorCode, HMCP_VERSION, refuseUnknownOptions, SAMPLING_TOOL_NAME, type HMCPCapability, type TransportKind } from "../protocol/index.js";
+import { HMCPConfigError, HMCPError, HMCPErrorCode, HMCP_EXTENSION_ID, HMCP_VERSION, refuseUnknownOptions, SAMPLING_TOOL_NAME, type HMCPCapability, type TransportKind } from "../protocol/index.js";
 import { parseServerOptions, type HMCPServerOptions } from "./options.js";
 import { specParamsError } from "./spec-params.js";
 import { RequestPipeline, type HandlerExtra, type InnerHandler } from "./pipeline.js";
@@ -77,6 +77,10 @@ export class HMCPServer extends McpServer {
   #samplingHandler: SamplingHandler | undefined;
   #samplingScopes: string[] | undefined;
   #samplingTool = false;
+  /** Serves MCP 2026-07-28 requests (set by createHttpApp for the modern era): see {@link serveModernEra}. */
+  #modern = false;
+  /** Connected by `serveStdio` (through the SDK's per-connection stdio channel): a local caller. */
+  #stdioEntry = false;
   #transportKind: TransportKind = "memory";
   /** Connected to a transport with no remote caller (stdio, the SDK's in-memory pair): `auth.localPrincipal` applies. */
   #localCaller = false;
@@ -126,6 +130,32 @@ export class HMCPServer extends McpServer {
     return this;
   }
 
+  /**
+   * Prepares this instance to serve MCP 2026-07-28 requests (per request, no session; createHttpApp calls it on the
+   * instance it builds for a modern-era request, before connecting it). There, servers send no requests of their own
+   * and `sampling/createMessage` from the client is refused with -32601, so a sampling handler is reached as the
+   * sampling tool (`sampling_createMessage`, registered here when `sampling(handler)` did not ask for it), and the HMCP
+   * capability is advertised in `capabilities.extensions["dev.hmcp/hmcp"]` (as well as `experimental.hmcp`).
+   * @internal
+   */
+  serveModernEra(): this {
+    if (this.isConnected()) throw new Error("HMCPServer.serveModernEra: call it before connect()");
+    this.#modern = true;
+    if (this.#samplingHandler && !this.#samplingTool) this.#registerSamplingTool({});
+    return this;
+  }
+
+  /**
+   * Marks this instance as served on this process's stdin/stdout by `serveStdio` (which connects it through the SDK's
+   * per-connection stdio channel rather than a StdioServerTransport): stdio has no remote caller, so
+   * `auth.localPrincipal` applies. @internal
+   */
+  servesStdio(): this {
+    if (this.isConnected()) throw new Error("HMCPServer.servesStdio: call it before connect()");
+    this.#stdioEntry = true;
+    return this;
+  }
+
   /** Registers the sampling tool: the sampling handler behind `tools/call` (see {@link SamplingHandlerOptions.tool}). */
   #registerSamplingTool(meta: { title?: string; description?: string }): void {
     this.registerTool(
@@ -172,12 +202,13 @@ export class HMCPServer extends McpServer {
     // An allowlist: stdio and the in-memory pair have no remote caller (`auth.localPrincipal` applies); any other
     // transport (Streamable HTTP, the deprecated SSE, a custom one) may carry one, and must then not run as the
     // server's local principal. (SDK v2's client and server packages each ship their own in-memory pair.)
-    const stdio = transport instanceof StdioServerTransport;
+    const stdio = this.#stdioEntry || transport instanceof StdioServerTransport;
     const memory = transport instanceof InMemoryTransport || transport instanceof ClientInMemoryTransport;
     this.#transportKind = stdio ? "stdio" : memory ? "memory" : "http";
     this.#localCaller = stdio || memory;
     // registerCapabilities merges `experimental` one level deep, so other experimental capabilities are kept.
-    this.server.registerCapabilities({ experimental: { hmcp: this.hmcpCapability as JSONObject } });
+    const hmcp = this.hmcpCapability as JSONObject;
+    this.server.registerCapabilities({ experimental: { hmcp }, ...(this.#modern && { extensions: { [HMCP_EXTENSION_ID]: hmcp } }) });
     // sampling/createMessage always has a handler, so a server without one answers with a clear HMCP error
     // (and the request is audited) instead of "Method not found".
     this.server.setRequestHandler('sampling/createMessage', (request, ctx) => this.#onSampling(request.params, ctx));

@@ -35,7 +35,7 @@ const INPUT_CONTENT_METHODS = new Set(["sampling/createMessage", "tools/call"]);
 /** Methods whose results carry content checked by the output stage. */
 const OUTPUT_CONTENT_METHODS = new Set(["sampling/createMessage", "tools/call", "resources/read", "prompts/get", "resources/list", "resources/templates/list", "completion/complete"]);
 /** Methods that run outside the pipeline: connection lifecycle only, no data. */
-const LIFECYCLE_METHODS = new Set(["initialize", "ping"]);
+const LIFECYCLE_METHODS = new Set(["initialize", "ping", "server/discover"]);
 
 /** FHIR R4 id (§2.24.0.1 "id"): the form a patient id must take to be checked and recorded. */
 const FHIR_ID = /^[A-Za-z0-9\-.]{1,64}$/;
@@ -574,7 +574,16 @@ class Ctx implements RequestContext {
     });
   }
 
+  /** MCP 2026-07-28 requests carry the per-request `_meta` envelope; servers send no requests of their own there. */
+  #refuseOnModernEra(kind: "sampling" | "elicitation"): void {
+    if (this.#extra.mcpReq.envelope === undefined) return;
+    throw new HMCPError(HMCPErrorCode.SamplingNotSupported, `Asking the caller (${kind}) during an MCP 2026-07-28 request is not supported yet (input-required rounds)`, {
+      reason: "not_supported_on_2026_07_28",
+    });
+  }
+
   async sample(params: Parameters<RequestContext["sample"]>[0], options?: BackRequestOptions) {
+    this.#refuseOnModernEra("sampling");
     if (!this.#host.clientCapabilities()?.sampling) {
       throw new HMCPError(HMCPErrorCode.SamplingNotSupported, "The client does not support sampling", { reason: "sampling_not_supported" });
     }
@@ -594,6 +603,7 @@ class Ctx implements RequestContext {
   }
 
   async elicit(params: Parameters<RequestContext["elicit"]>[0], options?: BackRequestOptions) {
+    this.#refuseOnModernEra("elicitation");
     if (!this.#host.clientCapabilities()?.elicitation) {
       throw new HMCPError(HMCPErrorCode.SamplingNotSupported, "The client does not support elicitation", { reason: "elicitation_not_supported" });
     }

@@ -1,12 +1,14 @@
 /**
- * Runs an HMCPServer over stdin/stdout (MCP spec 2025-06-18, "Transports: stdio"). stdio has no HTTP auth: requests
- * run under the server's configured `auth.localPrincipal` (DESIGN.md §2).
+ * Runs an HMCPServer over stdin/stdout (MCP spec "Transports: stdio"), both protocol eras: the client's opening message
+ * picks the connection's era (an `initialize` handshake: 2025-11-25 and older; a `server/discover` or an enveloped
+ * request: 2026-07-28), through the SDK's `serveStdio`. stdio has no HTTP auth: requests run under the server's
+ * configured `auth.localPrincipal` (DESIGN.md §2).
  */
-import { StdioServerTransport } from "@modelcontextprotocol/server/stdio";
+import { serveStdio as serveStdioEras, StdioServerTransport } from "@modelcontextprotocol/server/stdio";
 import type { HMCPServer } from "./hmcp-server.js";
 
 /**
- * Connects `server` to this process's stdin/stdout and resolves once connected. The process keeps serving until
+ * Serves `server` on this process's stdin/stdout (it connects on the client's opening message) and resolves at once. The process keeps serving until
  * stdin closes; then the server is closed, and a request still running gets its audit record at once (`outcome:
  * "failed"`, `reason: "abandoned_at_shutdown"`, written before `session.end` and not again when it returns).
  * @returns a function that closes the server.
@@ -19,7 +21,8 @@ export async function serveStdio(
     (io.stdin ?? process.stdin) as ConstructorParameters<typeof StdioServerTransport>[0],
     (io.stdout ?? process.stdout) as ConstructorParameters<typeof StdioServerTransport>[1],
   );
-  await server.connect(transport);
+  // one connection, one instance: on the modern era it serves per request, with sampling reached as its tool
+  const handle = serveStdioEras(({ era }) => (era === "modern" ? server.servesStdio().serveModernEra() : server.servesStdio()), { transport });
   server.pipeline.recordSession("session.start");
   const stdin = io.stdin ?? process.stdin;
   let closed = false;
@@ -30,6 +33,7 @@ export async function serveStdio(
     // not again when it returns (the caller may close the audit sink right after this)
     server.pipeline.recordAbandoned("abandoned_at_shutdown");
     server.pipeline.recordSession("session.end", "stdin_closed");
+    await handle.close();
     await server.close();
   };
   stdin.once("end", () => void close());

@@ -1,0 +1,183 @@
+/**
+ * MCP 2026-07-28 (the modern era) on createHttpApp's endpoint, beside the 2025 era: `server/discover`, per-request
+ * authentication and scope checks, HMCP sampling reached as the sampling tool, the HMCP extension, one audit record per
+ * request, and the refusal of client → server `sampling/createMessage` (removed from that era).
+ */
+import { afterEach, describe, expect, it } from "vitest";
+import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
+import { z } from "zod";
+import { createHttpApp, HMCP_EXTENSION_ID, HMCPClient, HMCPErrorCode, HMCPServer, hmcpContext, INFO_NEEDED, listen, readHMCPCapability, SAMPLING_TOOL_NAME, type AuditRecordInput } from "hmcp";
+import { bearerFor, makeKeys, mint, type TestKeys } from "../fixtures/bearer.js";
+import { connectEcho } from "../fixtures/harness.js";
+
+const closers: Array<() => Promise<void>> = [];
+afterEach(async () => {
+  for (const c of closers.splice(0)) await c();
+});
+
+const MODERN = "2026-07-28";
+
+/** An EMR-like agent: sampling (not opted in as a tool), a patient-scoped read tool, and a tool that asks its caller. */
+function agent(audit: AuditRecordInput[]) {
+  const s = new HMCPServer({ name: "emr-writeback", version: "1.0.0" }, { guardrails: false, hooks: { audit: (r) => audit.push(r) } });
+  s.sampling(async (params) => {
+    const text = JSON.stringify(params.messages);
+    if (!text.includes("patient_id")) return { content: { type: "text", text: "need patient_id" }, stopReason: INFO_NEEDED };
+    return { content: { type: "text", text: "written" }, stopReason: "endTurn" };
+  });
+  s.registerTool("read-chart", { description: "reads a patient's chart", inputSchema: z.object({ patient: z.string() }) }, async ({ patient }, ctx) => {
+    hmcpContext(ctx).require({ resourceType: "Observation", action: "r", patient });
+    return { content: [{ type: "text", text: `chart of ${patient}` }] };
+  });
+  s.registerTool("approve-write", { description: "asks the clinician" }, async (ctx) => {
+    const answer = await hmcpContext(ctx).elicit({ message: "Approve?", requestedSchema: { type: "object", properties: {} } });
+    return { content: [{ type: "text", text: answer.action }] };
+  });
+  return s;
+}
+
+async function serve(keys: TestKeys, audit: AuditRecordInput[]) {
+  const http = await listen(createHttpApp({ createServer: () => agent(audit), bearer: bearerFor(keys) }));
+  closers.push(() => http.close());
+  return new URL("/mcp", http.url);
+}
+
+async function modernClient(url: URL, token: string): Promise<Client> {
+  const client = new Client({ name: "modern-host", version: "1.0.0" }, { versionNegotiation: { mode: "auto" } });
+  await client.connect(new StreamableHTTPClientTransport(url, { requestInit: { headers: { authorization: `Bearer ${token}` } } }));
+  closers.unshift(() => client.close());
+  return client;
+}
+
+/** A raw 2026-07-28 request: the `_meta` envelope and the standard headers, as a client SDK would send them. */
+function rawModern(url: URL, token: string, id: number, method: string, params: Record<string, unknown> = {}) {
+  return fetch(url, {
+    method: "POST",
+    headers: {
+      ...(token !== "" && { authorization: `Bearer ${token}` }),
+      "content-type": "application/json",
+      accept: "application/json, text/event-stream",
+      "mcp-protocol-version": MODERN,
+      "mcp-method": method,
+      ...(typeof params["name"] === "string" && { "mcp-name": params["name"] }),
+    },
+    body: JSON.stringify({
+      jsonrpc: "2.0",
+      id,
+      method,
+      params: { ...params, _meta: { "io.modelcontextprotocol/protocolVersion": MODERN, "io.modelcontextprotocol/clientCapabilities": {} } },
+    }),
+  });
+}
+
+const ask = (text: string) => ({ name: SAMPLING_TOOL_NAME, arguments: { messages: [{ role: "user", content: { type: "text", text } }], maxTokens: 100 } });
+
+describe("MCP 2026-07-28 on createHttpApp", () => {
+  it("a client in auto mode lands on the modern era, sees the HMCP extension, and reaches sampling as the tool", async () => {
+    const keys = await makeKeys();
+    const audit: AuditRecordInput[] = [];
+    const url = await serve(keys, audit);
+    const client = await modernClient(url, await mint(keys, { scope: "hmcp:sample hmcp:read" }));
+    expect(client.getProtocolEra()).toBe("modern");
+    const caps = client.getServerCapabilities() as { extensions?: Record<string, unknown> };
+    expect(Object.keys(caps.extensions ?? {})).toContain(HMCP_EXTENSION_ID);
+    expect(readHMCPCapability(caps)).toMatchObject({ sampling: true, samplingTool: SAMPLING_TOOL_NAME, audit: true });
+
+    const { tools } = await client.listTools();
+    expect(tools.map((t) => t.name)).toContain(SAMPLING_TOOL_NAME);
+    const need = await client.callTool(ask("write the encounter"));
+    expect(need.structuredContent).toMatchObject({ stopReason: INFO_NEEDED });
+    const done = await client.callTool(ask("patient_id=p1: write the encounter"));
+    expect(done.content).toEqual([{ type: "text", text: "written" }]);
+    // one record per request, authenticated on its own (no session), none for server/discover
+    const calls = audit.filter((r) => r.method === "tools/call");
+    expect(calls).toHaveLength(2);
+    expect(calls.every((r) => r.outcome === "allowed" && r.sessionId === undefined && r.actor?.sub !== undefined)).toBe(true);
+    expect(audit.some((r) => r.method === "server/discover")).toBe(false);
+  });
+
+  it("refuses client → server sampling/createMessage on a modern request with -32601 (the SDK, before any handler)", async () => {
+    const keys = await makeKeys();
+    const audit: AuditRecordInput[] = [];
+    const url = await serve(keys, audit);
+    const token = await mint(keys, { scope: "hmcp:sample" });
+    const res = await rawModern(url, token, 7, "sampling/createMessage", { messages: [{ role: "user", content: { type: "text", text: "hi" } }], maxTokens: 10 });
+    const body = (await res.json()) as { error?: { code: number } };
+    expect(body.error?.code).toBe(-32601);
+    // the same request on the 2025 era reaches the handler (the legacy path is unchanged)
+    const legacy = new Client({ name: "legacy-host", version: "1.0.0" });
+    await legacy.connect(new StreamableHTTPClientTransport(url, { requestInit: { headers: { authorization: `Bearer ${token}` } } }));
+    closers.unshift(() => legacy.close());
+    expect(legacy.getProtocolEra()).toBe("legacy");
+    const r = await legacy.request({ method: "sampling/createMessage", params: { messages: [{ role: "user", content: { type: "text", text: "patient_id=p1" } }], maxTokens: 10 } });
+    expect(r.content).toMatchObject({ text: "written" });
+  });
+
+  it("checks scopes and the patient launch context on each modern request", async () => {
+    const keys = await makeKeys();
+    const audit: AuditRecordInput[] = [];
+    const url = await serve(keys, audit);
+    // no sampling scope: the HTTP layer refuses the sampling tool with 403 insufficient_scope
+    const reader = await mint(keys, { scope: "hmcp:read" });
+    const refused = await rawModern(url, reader, 1, "tools/call", ask("patient_id=p1"));
+    expect(refused.status).toBe(403);
+    expect(refused.headers.get("www-authenticate")).toContain('error="insufficient_scope"');
+    // a patient-bound token reads its patient, and is refused another one by the pipeline
+    const bound = await modernClient(url, await mint(keys, { scope: "patient/Observation.rs hmcp:access", patient: "p1" }));
+    expect((await bound.callTool({ name: "read-chart", arguments: { patient: "p1" } })).content).toEqual([{ type: "text", text: "chart of p1" }]);
+    const other = await bound.callTool({ name: "read-chart", arguments: { patient: "p2" } }).catch((e: unknown) => e);
+    expect((other as { code?: number }).code).toBe(HMCPErrorCode.PatientContextViolation);
+    expect(audit.filter((r) => r.method === "tools/call").map((r) => r.outcome)).toEqual(["allowed", "denied"]);
+    // no token at all: 401 with the challenge, on the modern era as on the legacy one
+    const anonymous = await rawModern(url, "", 2, "tools/list");
+    expect(anonymous.status).toBe(401);
+  });
+
+  it("a handler that asks its caller mid-request gets a typed refusal on the modern era (input-required rounds: not yet)", async () => {
+    const keys = await makeKeys();
+    const audit: AuditRecordInput[] = [];
+    const url = await serve(keys, audit);
+    const client = await modernClient(url, await mint(keys, { scope: "hmcp:write" }));
+    const e = await client.callTool({ name: "approve-write", arguments: {} }).catch((x: unknown) => x);
+    // an HMCP refusal inside a tool leaves as the JSON-RPC error (the pipeline re-raises it), recorded as failed
+    expect(e).toMatchObject({ code: HMCPErrorCode.SamplingNotSupported, data: { reason: "not_supported_on_2026_07_28" } });
+    expect(audit.filter((r) => r.method === "tools/call").map((r) => [r.outcome, r.reason])).toEqual([["failed", "not_supported_on_2026_07_28"]]);
+  });
+
+  it("HMCPClient: auto mode speaks 2026-07-28 and calls the agent's sampling through its tool; the default stays on 2025", async () => {
+    const keys = await makeKeys();
+    const audit: AuditRecordInput[] = [];
+    const url = await serve(keys, audit);
+    const headers = { authorization: `Bearer ${await mint(keys, { scope: "hmcp:sample", patient: "p1" })}` };
+    const modern = new HMCPClient({ name: "orchestrator", version: "1.0.0" }, { protocolEra: "auto", guardrails: false });
+    await modern.connect({ type: "http", url: url.href, headers });
+    closers.unshift(() => modern.close());
+    expect(modern.protocolEra).toBe("modern");
+    expect(modern.serverCapability).toMatchObject({ sampling: true, samplingTool: SAMPLING_TOOL_NAME });
+    expect((await modern.ask("patient_id=p1: write the encounter")).content).toMatchObject({ text: "written" });
+    expect((await modern.ask("write the encounter")).stopReason).toBe(INFO_NEEDED);
+    // the declared patient is checked against the token's launch context, as on the 2025 era
+    const other = await modern.ask("patient_id=p2", { patient: "p2" }).catch((e: unknown) => e);
+    expect(other).toMatchObject({ code: HMCPErrorCode.PatientContextViolation });
+
+    const legacy = new HMCPClient({ name: "orchestrator", version: "1.0.0" }, { guardrails: false });
+    await legacy.connect({ type: "http", url: url.href, headers });
+    closers.unshift(() => legacy.close());
+    expect(legacy.protocolEra).toBe("legacy");
+    expect((await legacy.ask("patient_id=p1: write the encounter")).content).toMatchObject({ text: "written" });
+    // three sampling calls by tool on the modern era, one sampling/createMessage on the legacy one
+    expect(audit.filter((r) => r.method === "tools/call").map((r) => r.outcome)).toEqual(["allowed", "allowed", "denied"]);
+    expect(audit.filter((r) => r.method === "sampling/createMessage").map((r) => r.outcome)).toEqual(["allowed"]);
+  });
+
+  it("stdio serves both eras: the opening message picks one; HMCPClient reaches sampling on each; the option is checked", async () => {
+    for (const [mode, era] of [["modern", "modern"], ["auto", "modern"], ["legacy", "legacy"]] as const) {
+      const conn = await connectEcho("stdio", { protocolEra: mode });
+      closers.unshift(() => conn.close());
+      expect(conn.client.protocolEra).toBe(era);
+      expect(conn.client.serverCapability).toMatchObject({ sampling: true, audit: false });
+      expect((await conn.client.ask("need-info")).stopReason).toBe(INFO_NEEDED);
+    }
+    expect(() => new HMCPClient({ name: "c", version: "1" }, { protocolEra: "2026" as never })).toThrow(/protocolEra/);
+  });
+});
