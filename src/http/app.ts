@@ -338,7 +338,7 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
         res.status(503).set("retry-after", "5").json(jsonRpcError(-32000, "Server shutting down"));
         return;
       }
-      if (req.method === "POST" && carriesModernEnvelope(req.body)) {
+      if (req.method === "POST" && (carriesModernEnvelope(req.body) || claimsModernRevision(req.headers["mcp-protocol-version"]))) {
         await serveModern(req, res, req.body);
         return;
       }
@@ -536,6 +536,14 @@ function carriesModernEnvelope(body: unknown): boolean {
   if (typeof body !== "object" || body === null || Array.isArray(body)) return false;
   const meta = (body as { params?: { _meta?: Record<string, unknown> } }).params?._meta;
   return typeof meta === "object" && meta !== null && meta[PROTOCOL_VERSION_META_KEY] !== undefined;
+}
+
+/**
+ * Whether an `MCP-Protocol-Version` header names the 2026-07-28 revision or a later one: such a request belongs to the
+ * modern era even when its body lacks the envelope (the SDK's handler then answers -32602, naming what is missing).
+ */
+function claimsModernRevision(header: string | string[] | undefined): boolean {
+  return typeof header === "string" && /^\d{4}-\d{2}-\d{2}$/.test(header) && header >= "2026-07-28";
 }
 
 /** Whether a JSON-RPC body holds a request (a message with a method and an id), alone or in a batch. */

@@ -142,6 +142,9 @@ export class HMCPServer extends McpServer {
     if (this.isConnected()) throw new Error("HMCPServer.serveModernEra: call it before connect()");
     this.#modern = true;
     if (this.#samplingHandler && !this.#samplingTool) this.#registerSamplingTool({});
+    // an unknown method is the SDK's to refuse there: MCP 2026-07-28 (transports, Streamable HTTP) answers it with
+    // HTTP 404 and -32601, which the SDK's handler does only when no handler (the pipeline's fallback) took it
+    (this.server as unknown as { fallbackRequestHandler?: unknown }).fallbackRequestHandler = undefined;
     return this;
   }
 

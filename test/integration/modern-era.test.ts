@@ -104,6 +104,17 @@ describe("MCP 2026-07-28 on createHttpApp", () => {
     const res = await rawModern(url, token, 7, "sampling/createMessage", { messages: [{ role: "user", content: { type: "text", text: "hi" } }], maxTokens: 10 });
     const body = (await res.json()) as { error?: { code: number } };
     expect(body.error?.code).toBe(-32601);
+    // a method no handler serves: HTTP 404 with -32601 (MCP 2026-07-28, Streamable HTTP)
+    const unknown = await rawModern(url, await mint(keys, { scope: "hmcp:access" }), 8, "no/such/method");
+    expect(unknown.status).toBe(404);
+    expect(((await unknown.json()) as { error?: { code: number } }).error?.code).toBe(-32601);
+    // the 2026-07-28 header without the _meta envelope: -32602 for this request id, not the 2025 "no session" error
+    const bare = await fetch(url, {
+      method: "POST",
+      headers: { authorization: `Bearer ${token}`, "content-type": "application/json", accept: "application/json, text/event-stream", "mcp-protocol-version": MODERN, "mcp-method": "tools/list" },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 9, method: "tools/list", params: {} }),
+    });
+    expect((await bare.json()) as unknown).toMatchObject({ id: 9, error: { code: -32602 } });
     // the same request on the 2025 era reaches the handler (the legacy path is unchanged)
     const legacy = new Client({ name: "legacy-host", version: "1.0.0" });
     await legacy.connect(new StreamableHTTPClientTransport(url, { requestInit: { headers: { authorization: `Bearer ${token}` } } }));
