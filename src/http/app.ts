@@ -2,6 +2,7 @@
  * The express adapter (DESIGN.md §2): host check → body limit → bearer check → Streamable HTTP session → the
  * server's pipeline. The only folder that imports express.
  */
+import { AsyncLocalStorage } from "node:async_hooks";
 import { randomUUID } from "node:crypto";
 import type { Server as NodeHttpServer } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -20,7 +21,10 @@ import { BoundedEventStore, EventStoreBudget, type EventStoreLimits } from "./ev
 
 /** Options of {@link createHttpApp}. */
 export interface HttpAppOptions {
-  /** Builds the server for a new session (one HMCPServer per MCP session; share guardrails/audit instances). */
+  /**
+   * Builds a server: one per MCP session on the 2025 era, one per request on MCP 2026-07-28 (which has no sessions), so
+   * keep it cheap and share guardrails / audit instances across the servers it builds.
+   */
   createServer: () => HMCPServer;
   /**
    * The bearer check (src/auth). Required: pass `false` explicitly to serve without authentication (local
@@ -206,12 +210,30 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
   // MCP 2026-07-28 (the modern era): no session; every request carries its protocol version and client capabilities in
   // `_meta` and is served by a fresh server from the same factory, through the SDK's per-request handler. The bearer
   // check, Host check and size limit in front are the ones the 2025 era passes; the server's pipeline audits it.
-  const modern = createMcpHandler(() => options.createServer().serveModernEra(), {
+  /** The servers built for modern-era requests now in progress (drained and recorded by close() like sessions). */
+  const modernServers = new Set<HMCPServer>();
+  const modernBatch = new AsyncLocalStorage<HMCPServer[]>();
+  const modern = createMcpHandler(() => {
+    const server = options.createServer().serveModernEra();
+    modernServers.add(server);
+    modernBatch.getStore()?.push(server);
+    return server;
+  }, {
     legacy: "reject",
+    maxRequestBodySize: options.bodyLimitBytes ?? 1024 * 1024,
     responseMode: options.enableJsonResponse ? "json" : "auto",
     onerror: (error) => logger.warn("modern-era request failed in the SDK handler", { agent, error: error.name }),
   });
-  const serveModern = toNodeHandler(modern, { onerror: (error) => logger.error("modern-era request failed", { agent, error: error.name }) });
+  const serveModernNode = toNodeHandler(modern, { maxRequestBodySize: options.bodyLimitBytes ?? 1024 * 1024, onerror: (error) => logger.error("modern-era request failed", { agent, error: error.name }) });
+  const serveModern = async (req: Request, res: Response) => {
+    const built: HMCPServer[] = [];
+    try {
+      await modernBatch.run(built, () => serveModernNode(req, res, req.body));
+    } finally {
+      // its record is written when its handler returns, which may be after the response was sent
+      for (const server of built) void server.pipeline.whenIdle().then(() => modernServers.delete(server));
+    }
+  };
 
   /**
    * One audit record for a request refused before it reached a server (bearer, host, limits, sessions). `principal`:
@@ -339,7 +361,7 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
         return;
       }
       if (req.method === "POST" && (carriesModernEnvelope(req.body) || claimsModernRevision(req.headers["mcp-protocol-version"]))) {
-        await serveModern(req, res, req.body);
+        await serveModern(req, res);
         return;
       }
       const principal = principalOf(req);
@@ -484,7 +506,7 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
   sweeper.unref();
 
   let closing = false;
-  const idle = (list: Session[], ms: number) => settleWithin(Promise.all(list.map((s) => s.server.pipeline.whenIdle())), ms);
+  const idle = (list: Array<Pick<Session, "server">>, ms: number) => settleWithin(Promise.all(list.map((s) => s.server.pipeline.whenIdle())), ms);
 
   return {
     app,
@@ -505,7 +527,8 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
       closing = true;
       clearInterval(sweeper);
       const drainMs = closeOptions.drainTimeoutMs ?? 10_000;
-      await idle([...sessions.values(), ...retiring], drainMs);
+      const modernNow = () => [...modernServers].map((server) => ({ server }));
+      await idle([...sessions.values(), ...retiring, ...modernNow()], drainMs);
       const all = [...sessions.entries()];
       await Promise.allSettled(
         all.map(async ([id, s]) => {
@@ -514,10 +537,10 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
         }),
       );
       // requests that outlived the drain saw their signal aborted: give them a moment to return and leave their records
-      const servers = [...all.map(([, s]) => s), ...retiring];
-      await idle(servers, 1000);
-      // modern-era requests hold no session: what still runs is aborted (each records its own outcome)
+      // modern-era requests hold no session: what still runs after the drain is aborted like a session's requests
       await modern.close();
+      const servers = [...all.map(([, s]) => s), ...retiring, ...modernNow()];
+      await idle(servers, 1000);
       // their records are written now, while the caller's audit sink is still open, and not again when they return
       const running = servers.reduce((n, s) => n + s.server.pipeline.inFlight, 0);
       const recorded = servers.reduce((n, s) => n + s.server.pipeline.recordAbandoned("abandoned_at_shutdown"), 0);

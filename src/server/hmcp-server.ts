@@ -11,8 +11,11 @@ import type { Transport, CallToolResult, Implementation, JSONObject, JSONRPCRequ
 import { HMCPConfigError, HMCPError, HMCPErrorCode, HMCP_EXTENSION_ID, HMCP_VERSION, refuseUnknownOptions, SAMPLING_TOOL_NAME, type HMCPCapability, type TransportKind } from "../protocol/index.js";
 import { parseServerOptions, type HMCPServerOptions } from "./options.js";
 import { specParamsError } from "./spec-params.js";
-import { RequestPipeline, type HandlerExtra, type InnerHandler } from "./pipeline.js";
+import { PATIENT_META_KEY, RequestPipeline, type HandlerExtra, type InnerHandler } from "./pipeline.js";
 import { hmcpContext, hmcpContextOrUndefined, type SamplingHandler } from "./context.js";
+
+/** The key of HMCPServer's stdio mark (used by serveStdio only; not exported from the package entry). @internal */
+export const STDIO_ENTRY: unique symbol = Symbol("hmcp.stdioEntry");
 
 /** Options of {@link HMCPServer.sampling}. */
 export interface SamplingHandlerOptions {
@@ -79,7 +82,7 @@ export class HMCPServer extends McpServer {
   #samplingTool = false;
   /** Serves MCP 2026-07-28 requests (set by createHttpApp for the modern era): see {@link serveModernEra}. */
   #modern = false;
-  /** Connected by `serveStdio` (through the SDK's per-connection stdio channel): a local caller. */
+  /** The next connect comes from `serveStdio` (the SDK's per-connection stdio channel): a local caller. */
   #stdioEntry = false;
   #transportKind: TransportKind = "memory";
   /** Connected to a transport with no remote caller (stdio, the SDK's in-memory pair): `auth.localPrincipal` applies. */
@@ -149,12 +152,12 @@ export class HMCPServer extends McpServer {
   }
 
   /**
-   * Marks this instance as served on this process's stdin/stdout by `serveStdio` (which connects it through the SDK's
-   * per-connection stdio channel rather than a StdioServerTransport): stdio has no remote caller, so
-   * `auth.localPrincipal` applies. @internal
+   * Marks the next connect of this instance as `serveStdio`'s (which connects it through the SDK's per-connection stdio
+   * channel rather than a StdioServerTransport): stdio has no remote caller, so `auth.localPrincipal` applies. Keyed by
+   * a symbol the package entry does not export, so only serveStdio can call it.
    */
-  servesStdio(): this {
-    if (this.isConnected()) throw new Error("HMCPServer.servesStdio: call it before connect()");
+  [STDIO_ENTRY](): this {
+    if (this.isConnected()) throw new Error("HMCPServer: serveStdio marks an instance before it connects");
     this.#stdioEntry = true;
     return this;
   }
@@ -175,6 +178,9 @@ export class HMCPServer extends McpServer {
         // the listed schema is the outline a host can render; the full CreateMessageRequest params check is here
         const parsed = CreateMessageRequestParamsSchema.safeParse(args);
         if (!parsed.success) throw new ProtocolError(ProtocolErrorCode.InvalidParams, "Invalid arguments: expected sampling/createMessage params (messages, maxTokens)", { reason: "invalid_sampling_params" });
+        // a patient declared inside the arguments is checked like one on sampling/createMessage's own _meta
+        const declared = (parsed.data._meta as Record<string, unknown> | undefined)?.[PATIENT_META_KEY];
+        if (declared !== undefined) hmcpContext(ctx).assertPatient(declared as string);
         const result = await this.#runSampling(parsed.data as Parameters<SamplingHandler>[0], ctx);
         const blocks = (Array.isArray(result.content) ? result.content : [result.content]) as CallToolResult["content"];
         // a tool result carries text, image and audio blocks; anything else (tool_use ...) is in structuredContent only
@@ -205,7 +211,10 @@ export class HMCPServer extends McpServer {
     // An allowlist: stdio and the in-memory pair have no remote caller (`auth.localPrincipal` applies); any other
     // transport (Streamable HTTP, the deprecated SSE, a custom one) may carry one, and must then not run as the
     // server's local principal. (SDK v2's client and server packages each ship their own in-memory pair.)
+    // servesStdio() marks the next connect only (the SDK's stdio channel): a later connect of the same instance to another
+    // transport is judged by that transport
     const stdio = this.#stdioEntry || transport instanceof StdioServerTransport;
+    this.#stdioEntry = false;
     const memory = transport instanceof InMemoryTransport || transport instanceof ClientInMemoryTransport;
     this.#transportKind = stdio ? "stdio" : memory ? "memory" : "http";
     this.#localCaller = stdio || memory;

@@ -5,7 +5,7 @@
  * configured `auth.localPrincipal` (DESIGN.md §2).
  */
 import { serveStdio as serveStdioEras, StdioServerTransport } from "@modelcontextprotocol/server/stdio";
-import type { HMCPServer } from "./hmcp-server.js";
+import { STDIO_ENTRY, type HMCPServer } from "./hmcp-server.js";
 
 /**
  * Serves `server` on this process's stdin/stdout (it connects on the client's opening message) and resolves at once. The process keeps serving until
@@ -22,7 +22,7 @@ export async function serveStdio(
     (io.stdout ?? process.stdout) as ConstructorParameters<typeof StdioServerTransport>[1],
   );
   // one connection, one instance: on the modern era it serves per request, with sampling reached as its tool
-  const handle = serveStdioEras(({ era }) => (era === "modern" ? server.servesStdio().serveModernEra() : server.servesStdio()), { transport });
+  const handle = serveStdioEras(({ era }) => (era === "modern" ? server[STDIO_ENTRY]().serveModernEra() : server[STDIO_ENTRY]()), { transport });
   server.pipeline.recordSession("session.start");
   const stdin = io.stdin ?? process.stdin;
   let closed = false;

@@ -29,6 +29,10 @@ function agent(audit: AuditRecordInput[]) {
     hmcpContext(ctx).require({ resourceType: "Observation", action: "r", patient });
     return { content: [{ type: "text", text: `chart of ${patient}` }] };
   });
+  s.registerTool("slow", { description: "takes 300 ms" }, async () => {
+    await new Promise((r) => setTimeout(r, 300));
+    return { content: [{ type: "text", text: "done" }] };
+  });
   s.registerTool("approve-write", { description: "asks the clinician" }, async (ctx) => {
     const answer = await hmcpContext(ctx).elicit({ message: "Approve?", requestedSchema: { type: "object", properties: {} } });
     return { content: [{ type: "text", text: answer.action }] };
@@ -190,5 +194,27 @@ describe("MCP 2026-07-28 on createHttpApp", () => {
       expect((await conn.client.ask("need-info")).stopReason).toBe(INFO_NEEDED);
     }
     expect(() => new HMCPClient({ name: "c", version: "1" }, { protocolEra: "2026" as never })).toThrow(/protocolEra/);
+  });
+
+  it("close() drains modern-era requests and has their records written before it resolves", async () => {
+    const keys = await makeKeys();
+    const audit: AuditRecordInput[] = [];
+    const http = await listen(createHttpApp({ createServer: () => agent(audit), bearer: bearerFor(keys) }));
+    const client = await modernClient(new URL("/mcp", http.url), await mint(keys, { scope: "hmcp:write" }));
+    const running = client.callTool({ name: "slow", arguments: {} });
+    await new Promise((r) => setTimeout(r, 100));
+    await http.close({ drainTimeoutMs: 5_000 });
+    expect(audit.filter((r) => r.method === "tools/call").map((r) => r.outcome)).toEqual(["allowed"]);
+    expect((await running).content).toEqual([{ type: "text", text: "done" }]);
+  });
+
+  it("the sampling tool checks a patient declared inside its arguments against the launch context", async () => {
+    const keys = await makeKeys();
+    const audit: AuditRecordInput[] = [];
+    const url = await serve(keys, audit);
+    const client = await modernClient(url, await mint(keys, { scope: "hmcp:sample", patient: "p1" }));
+    const args = (patient: string) => ({ name: SAMPLING_TOOL_NAME, arguments: { messages: [{ role: "user", content: { type: "text", text: "patient_id=x" } }], maxTokens: 10, _meta: { "hmcp/patient": patient } } });
+    expect((await client.callTool(args("p1"))).content).toEqual([{ type: "text", text: "written" }]);
+    expect(await client.callTool(args("p2")).catch((e: unknown) => e)).toMatchObject({ code: HMCPErrorCode.PatientContextViolation });
   });
 });
