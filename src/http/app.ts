@@ -232,6 +232,9 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
     } finally {
       // its record is written when its handler returns, which may be after the response was sent
       for (const server of built) void server.pipeline.whenIdle().then(() => modernServers.delete(server));
+      // refused by the SDK before any handler ran, so no HMCP pipeline recorded it: a method the server does not serve or
+      // 2026-07-28 removed (404, -32601), a malformed envelope or an unsupported revision (400); one record here
+      if (res.statusCode === 404 || res.statusCode === 400) refused(req, res, res.statusCode, res.statusCode === 404 ? "method_not_found" : "invalid_request", "failed");
     }
   };
 

@@ -6,7 +6,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 import { z } from "zod";
-import { createHttpApp, HMCP_EXTENSION_ID, HMCPClient, HMCPErrorCode, HMCPServer, hmcpContext, INFO_NEEDED, listen, readHMCPCapability, SAMPLING_TOOL_NAME, type AuditRecordInput } from "hmcp";
+import { createHttpApp, HMCP_EXTENSION_ID, HMCPClient, HMCPErrorCode, HMCPServer, hmcpContext, INFO_NEEDED, listen, readHMCPCapability, SAMPLING_TOOL_NAME, type AuditRecordInput, type AuditSink } from "hmcp";
 import { bearerFor, makeKeys, mint, type TestKeys } from "../fixtures/bearer.js";
 import { connectEcho } from "../fixtures/harness.js";
 
@@ -194,6 +194,24 @@ describe("MCP 2026-07-28 on createHttpApp", () => {
       expect((await conn.client.ask("need-info")).stopReason).toBe(INFO_NEEDED);
     }
     expect(() => new HMCPClient({ name: "c", version: "1" }, { protocolEra: "2026" as never })).toThrow(/protocolEra/);
+  });
+
+  it("a modern request the SDK refuses before any handler (unknown method, malformed envelope) gets one HTTP-level audit record", async () => {
+    const keys = await makeKeys();
+    const records: AuditRecordInput[] = [];
+    const sink: AuditSink = { append: (r) => void records.push(r), flush: async () => undefined, close: async () => undefined };
+    const http = await listen(createHttpApp({ createServer: () => agent([]), bearer: bearerFor(keys), audit: sink }));
+    closers.push(() => http.close());
+    const url = new URL("/mcp", http.url);
+    const token = await mint(keys, { scope: "hmcp:access hmcp:sample" });
+    expect((await rawModern(url, token, 1, "no/such/method")).status).toBe(404);
+    expect((await rawModern(url, token, 2, "sampling/createMessage", { messages: [], maxTokens: 1 })).status).toBe(404);
+    const refusals = records.filter((r) => r.type === "http");
+    expect(refusals.map((r) => [r.status, r.reason, r.outcome])).toEqual([
+      [404, "method_not_found", "failed"],
+      [404, "method_not_found", "failed"],
+    ]);
+    expect(refusals.every((r) => r.actor?.sub !== undefined)).toBe(true);
   });
 
   it("close() drains modern-era requests and has their records written before it resolves", async () => {
