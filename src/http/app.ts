@@ -51,7 +51,8 @@ export interface HttpAppOptions {
   /**
    * Most concurrent sessions one authenticated principal (issuer, tenant, client, subject) may hold, counting sessions
    * being opened; its further initialize requests get HTTP 429 with `Retry-After` until it closes one (DELETE) or one
-   * times out. Keeps one client from taking every session of {@link maxSessions}. Not applied without a principal
+   * times out. Keeps one client from taking every session of {@link maxSessions}. An open MCP 2026-07-28
+   * `subscriptions/listen` stream counts as a session here and in `maxSessions`. Not applied without a principal
    * (`bearer: false`). Default 1,000 (or `maxSessions`, if smaller).
    */
   maxSessionsPerPrincipal?: number;
@@ -225,7 +226,50 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
     onerror: (error) => logger.warn("modern-era request failed in the SDK handler", { agent, error: error.name }),
   });
   const serveModernNode = toNodeHandler(modern, { maxRequestBodySize: options.bodyLimitBytes ?? 1024 * 1024, onerror: (error) => logger.error("modern-era request failed", { agent, error: error.name }) });
+  /** Open 2026-07-28 `subscriptions/listen` streams: each counts like a session toward maxSessions and its holder's cap. */
+  let listening = 0;
+  /**
+   * A `subscriptions/listen` stream stays open (SSE keep-alive) like a 2025 session's GET stream, so it is held like
+   * one: refused over the principal's `maxSessionsPerPrincipal` (429) or the app's `maxSessions` (503), and recorded
+   * when it ends (an `http` record, outcome allowed, reason `subscription_closed`, latency = how long it was open).
+   * @returns false when the stream was refused (the response is sent)
+   */
+  const holdSubscription = (req: Request, res: Response): boolean => {
+    const principal = principalOf(req);
+    const holder = principalKeyOf(principal);
+    const id = (req.body as { id?: unknown }).id ?? null;
+    if (principal !== undefined && (held.get(holder) ?? 0) >= maxPerPrincipal) {
+      refused(req, res, 429, "too_many_sessions_for_principal");
+      res.status(429).set("retry-after", "30").json({ ...jsonRpcError(-32000, `Too many sessions and subscriptions for this client (${maxPerPrincipal})`), id });
+      return false;
+    }
+    if (sessions.size + opening + listening >= maxSessions) {
+      refused(req, res, 503, "too_many_sessions", "failed");
+      res.status(503).set("retry-after", "5").json({ ...jsonRpcError(-32000, "Too many sessions"), id });
+      return false;
+    }
+    hold(holder, 1);
+    listening++;
+    res.once("close", () => {
+      hold(holder, -1);
+      listening--;
+      audit({
+        type: "http",
+        actor: actorOf(principal),
+        scopes: principal?.scopes ? [...principal.scopes] : [],
+        source: compact({ address: req.socket.remoteAddress }),
+        transport: "http",
+        method: "subscriptions/listen",
+        outcome: "allowed",
+        reason: "subscription_closed",
+        status: res.statusCode,
+        latencyMs: Math.round((performance.now() - ((res.locals["t0"] as number | undefined) ?? performance.now())) * 1000) / 1000,
+      });
+    });
+    return true;
+  };
   const serveModern = async (req: Request, res: Response) => {
+    if ((req.body as { method?: unknown }).method === "subscriptions/listen" && !holdSubscription(req, res)) return;
     const built: HMCPServer[] = [];
     try {
       await modernBatch.run(built, () => serveModernNode(req, res, req.body));

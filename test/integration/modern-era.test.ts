@@ -54,9 +54,10 @@ async function modernClient(url: URL, token: string): Promise<Client> {
 }
 
 /** A raw 2026-07-28 request: the `_meta` envelope and the standard headers, as a client SDK would send them. */
-function rawModern(url: URL, token: string, id: number, method: string, params: Record<string, unknown> = {}) {
+function rawModern(url: URL, token: string, id: number, method: string, params: Record<string, unknown> = {}, signal?: AbortSignal) {
   return fetch(url, {
     method: "POST",
+    ...(signal && { signal }),
     headers: {
       ...(token !== "" && { authorization: `Bearer ${token}` }),
       "content-type": "application/json",
@@ -212,6 +213,32 @@ describe("MCP 2026-07-28 on createHttpApp", () => {
       [404, "method_not_found", "failed"],
     ]);
     expect(refusals.every((r) => r.actor?.sub !== undefined)).toBe(true);
+  });
+
+  it("a subscriptions/listen stream counts toward the principal's session cap, and is recorded when it ends", async () => {
+    const keys = await makeKeys();
+    const records: AuditRecordInput[] = [];
+    const sink: AuditSink = { append: (r) => void records.push(r), flush: async () => undefined, close: async () => undefined };
+    const http = await listen(createHttpApp({ createServer: () => agent([]), bearer: bearerFor(keys), audit: sink, maxSessionsPerPrincipal: 1 }));
+    closers.push(() => http.close());
+    const url = new URL("/mcp", http.url);
+    const token = await mint(keys, { scope: "hmcp:access" });
+    const first = new AbortController();
+    const open = await rawModern(url, token, 1, "subscriptions/listen", { notifications: { toolsListChanged: true } }, first.signal);
+    expect(open.status).toBe(200);
+    const second = await rawModern(url, token, 2, "subscriptions/listen", { notifications: { toolsListChanged: true } });
+    expect(second.status).toBe(429);
+    expect((await second.json()) as unknown).toMatchObject({ id: 2, error: { code: -32000 } });
+    first.abort();
+    await open.body?.cancel().catch(() => undefined);
+    await new Promise((r) => setTimeout(r, 200));
+    expect(records.filter((r) => r.method === "subscriptions/listen").map((r) => [r.outcome, r.reason])).toEqual([["allowed", "subscription_closed"]]);
+    expect(records.filter((r) => r.reason === "too_many_sessions_for_principal")).toHaveLength(1);
+    const third = new AbortController();
+    const again = await rawModern(url, token, 3, "subscriptions/listen", { notifications: { toolsListChanged: true } }, third.signal);
+    expect(again.status).toBe(200);
+    third.abort();
+    await again.body?.cancel().catch(() => undefined);
   });
 
   it("close() drains modern-era requests and has their records written before it resolves", async () => {
