@@ -261,8 +261,12 @@ export class RequestPipeline {
         throw new HMCPError(HMCPErrorCode.AuditUnavailable, "Audit trail unavailable", { reason: "audit_unavailable" });
       }
       ctx.admitted = true;
+      // MCP 2026-07-28: a retried request's answers to the server's input requests (`inputResponses`), which the SDK
+      // lifts out of params before any handler: the request digest covers them as sent, and they pass the input stage
+      const answers = extra.mcpReq.inputResponses;
+      const answered = answers !== undefined && Object.keys(answers).length > 0;
       if (auditing) {
-        const d = digestOrRefuse(request.params, "params");
+        const d = digestOrRefuse(answered ? { ...(request.params ?? {}), inputResponses: answers } : request.params, "params");
         if (d !== undefined) digests["request"] = d;
       }
       // the method whose scopes apply: sampling/createMessage for the sampling tool (when this server exposes it)
@@ -280,6 +284,12 @@ export class RequestPipeline {
           const params = await this.#guard(ctx, "input", request.params);
           if (params !== request.params) req = { ...request, params: params as JSONRPCRequest["params"] };
         }
+      }
+      if (this.#guardrails && answered) {
+        // checked as a tool call's arguments: text the caller sends the agent (the stage's locations for tools/call)
+        const wrapped = { name: "inputResponses", arguments: answers };
+        const checked = (await this.#guard(ctx, "input", wrapped, "tools/call")) as typeof wrapped;
+        if (checked !== wrapped) (extra.mcpReq as { inputResponses?: unknown }).inputResponses = checked.arguments;
       }
       attachContext(extra, ctx);
       result = await inner(req, extra);
