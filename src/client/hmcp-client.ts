@@ -244,12 +244,7 @@ export class HMCPClient {
     if (this.sdk.getProtocolEra() === "modern") return this.#createMessageByTool(params, patient, options);
     const p = patient === undefined ? params : { ...params, _meta: { ...(params._meta ?? {}), "hmcp/patient": patient } };
     const send = () =>
-      this.sdk.request({ method: "sampling/createMessage", params: p }, CreateMessageResultSchema, {
-        ...(options.timeoutMs !== undefined && { timeout: options.timeoutMs }),
-        ...(options.maxTotalTimeoutMs !== undefined && { maxTotalTimeout: options.maxTotalTimeoutMs }),
-        ...(options.signal && { signal: options.signal }),
-        ...(options.onProgress && { onprogress: options.onProgress, resetTimeoutOnProgress: true }),
-      });
+      this.sdk.request({ method: "sampling/createMessage", params: p }, CreateMessageResultSchema, sdkRequestOptions(options));
     const generation = this.#generation;
     let result: CreateMessageResult;
     try {
@@ -284,12 +279,7 @@ export class HMCPClient {
     const { _meta, ...args } = params;
     const meta = { ...(_meta ?? {}), ...(patient !== undefined && { "hmcp/patient": patient }) };
     const called = await this.sdk
-      .callTool({ name: tool, arguments: args, ...(Object.keys(meta).length > 0 && { _meta: meta }) }, {
-        ...(options.timeoutMs !== undefined && { timeout: options.timeoutMs }),
-        ...(options.maxTotalTimeoutMs !== undefined && { maxTotalTimeout: options.maxTotalTimeoutMs }),
-        ...(options.signal && { signal: options.signal }),
-        ...(options.onProgress && { onprogress: options.onProgress, resetTimeoutOnProgress: true }),
-      })
+      .callTool({ name: tool, arguments: args, ...(Object.keys(meta).length > 0 && { _meta: meta }) }, sdkRequestOptions(options))
       .catch((e: unknown) => Promise.reject(typedHttpRefusal(e, this.#endpoint())));
     const parsed = CreateMessageResultSchema.safeParse(called.structuredContent);
     if (called.isError === true || !parsed.success) {
@@ -409,6 +399,16 @@ export class HMCPClient {
       return first;
     };
   }
+}
+
+/** The SDK's request options for a sampling call, either era (progress resets the timeout). */
+function sdkRequestOptions(options: CreateMessageOptions) {
+  return {
+    ...(options.timeoutMs !== undefined && { timeout: options.timeoutMs }),
+    ...(options.maxTotalTimeoutMs !== undefined && { maxTotalTimeout: options.maxTotalTimeoutMs }),
+    ...(options.signal && { signal: options.signal }),
+    ...(options.onProgress && { onprogress: options.onProgress, resetTimeoutOnProgress: true }),
+  };
 }
 
 const CLIENT_OPTIONS = new Set<keyof HMCPClientOptions>(["tokenProvider", "guardrails", "patient", "onSampling", "onElicitation", "protocolEra"]);

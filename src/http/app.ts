@@ -253,18 +253,7 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
     res.once("close", () => {
       hold(holder, -1);
       listening--;
-      audit({
-        type: "http",
-        actor: actorOf(principal),
-        scopes: principal?.scopes ? [...principal.scopes] : [],
-        source: compact({ address: req.socket.remoteAddress }),
-        transport: "http",
-        method: "subscriptions/listen",
-        outcome: "allowed",
-        reason: "subscription_closed",
-        status: res.statusCode,
-        latencyMs: Math.round((performance.now() - ((res.locals["t0"] as number | undefined) ?? performance.now())) * 1000) / 1000,
-      });
+      httpRecord(req, res, { method: "subscriptions/listen", outcome: "allowed", reason: "subscription_closed", status: res.statusCode, principal });
     });
     return true;
   };
@@ -287,16 +276,20 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
    * who was refused when the request's own auth is not set (a verified token refused for a missing scope).
    */
   const refused = (req: Request, res: Response, status: number, reason: string, outcome: "denied" | "failed" = "denied", principal = principalOf(req)) =>
+    httpRecord(req, res, { method: `${req.method} ${path}`, outcome, reason, status, principal });
+
+  /** One `http` audit record about `req` (latency: since the request arrived). */
+  const httpRecord = (req: Request, res: Response, r: { method: string; outcome: AuditRecordInput["outcome"]; reason: string; status: number; principal: Principal | undefined }) =>
     audit({
       type: "http",
-      actor: actorOf(principal),
-      scopes: principal?.scopes ? [...principal.scopes] : [],
+      actor: actorOf(r.principal),
+      scopes: r.principal?.scopes ? [...r.principal.scopes] : [],
       source: compact({ address: req.socket.remoteAddress }),
       transport: "http",
-      method: `${req.method} ${path}`,
-      outcome,
-      reason,
-      status,
+      method: r.method,
+      outcome: r.outcome,
+      reason: r.reason,
+      status: r.status,
       latencyMs: Math.round((performance.now() - ((res.locals["t0"] as number | undefined) ?? performance.now())) * 1000) / 1000,
     });
 
