@@ -201,7 +201,7 @@ export type {
 } from "./auth/index.js";
 
 // --- server ---
-export { HMCPServer, hmcpContext, HMCPConfigError, PATIENT_META_KEY, serveStdio, defaultOperationalLogger } from "./server/index.js";
+export { HMCPServer, hmcpContext, HMCPConfigError, PATIENT_META_KEY, serveStdio, defaultOperationalLogger, MemoryRequestStateStore } from "./server/index.js";
 export type {
   SamplingHandlerOptions,
   RequestContext,
@@ -214,6 +214,9 @@ export type {
   HMCPServerOptions,
   PipelineHooks,
   OperationalLogger,
+  RequestStateOptions,
+  RequestStateStore,
+  RequestStateRefusal,
 } from "./server/index.js";
 
 // --- client ---

@@ -139,6 +139,8 @@ export function toAuditEvent(r: AuditRecordInput, opts: FhirExportOptions = {}):
   detail.push({ type: "latency-ms", valueString: String(r.latencyMs) });
   // each question the handler asked back, in order: "elicitation;accept", "sampling;answered" ...
   for (const i of r.interactions ?? []) detail.push({ type: "interaction", valueString: `${i.kind};${i.outcome}` });
+  // the MCP 2026-07-28 multi round-trip flow this request is a round of: "<flow uuid>;<round>"
+  if (r.inputRound) detail.push({ type: "input-round", valueString: `${r.inputRound.flow};${r.inputRound.round}` });
   for (const g of r.guardrails) {
     // guardrail;stage;action;entity types;reason, then reason class;score;threshold when a scoring guardrail blocked
     const fields = [g.guardrail, g.stage, g.action, (g.entityTypes ?? []).join(","), g.reason ?? ""];

@@ -75,11 +75,18 @@ export const AuditRecordInputSchema = z
     /**
      * The questions the handler asked back while serving the request, in order: an elicitation's outcome is the
      * human's decision (`accept`, `decline`, `cancel`), a sampling request's `answered`; `failed` when the question
-     * got an error (refused, timed out, not supported). Never what was asked or answered. Absent when none was asked.
+     * got an error (refused, timed out, not supported); `input_required` when it went back to the client as an MCP
+     * 2026-07-28 input request (answered in the next round). Never what was asked or answered. Absent when none was asked.
      */
     interactions: z
-      .array(z.object({ kind: z.enum(["elicitation", "sampling"]), outcome: z.enum(["accept", "decline", "cancel", "answered", "failed"]) }).strict())
+      .array(z.object({ kind: z.enum(["elicitation", "sampling"]), outcome: z.enum(["accept", "decline", "cancel", "answered", "failed", "input_required"]) }).strict())
       .optional(),
+    /**
+     * MCP 2026-07-28 multi round-trip requests: the flow (a random id shared by every round of one logical request) and
+     * this request's round (1 = the first request). A round that asked is answered `input_required` (see
+     * `interactions`); the next round's record carries the answer's outcome.
+     */
+    inputRound: z.object({ flow: z.string().uuid(), round: z.number().int().min(1) }).strict().optional(),
     /** Wall time from request arrival to reply, ms. */
     latencyMs: z.number().nonnegative(),
     /** Hex SHA-256 digests of the canonical JSON of the request params and the response (result or error). */

@@ -70,19 +70,36 @@ export interface RequestContext {
    */
   progress(done: number, total?: number, message?: string): Promise<void>;
   /**
-   * Asks the caller's model: sends `sampling/createMessage` back to the client on the same connection
-   * (on HTTP, on this request's SSE stream).
-   * @throws HMCPError `SamplingNotSupported` when the client did not advertise `sampling`, or (`data.reason`
-   *   `not_supported_on_2026_07_28`) on an MCP 2026-07-28 request, where servers send no requests of their own.
+   * Asks the caller's model (`sampling/createMessage`). On the legacy era (2025-11-25 and older) it is sent back to the
+   * client on the same connection (on HTTP, on this request's SSE stream). On MCP 2026-07-28, during `tools/call`,
+   * `prompts/get` or `resources/read`, it is an input-required round (specification 2026-07-28, "Multi Round-Trip
+   * Requests"): this run of the handler ends, the client answers, and the handler runs again from the start, where this
+   * call then returns the answer. So on that era a handler must ask the same questions in the same order on every run,
+   * and put any work that must not repeat (an EMR write) in {@link step}. `options` apply to the legacy era only.
+   * @throws HMCPError `SamplingNotSupported` when the client did not advertise `sampling` (on 2026-07-28, in the
+   *   request's `_meta` envelope), or (`data.reason` `not_supported_on_2026_07_28`) on a 2026-07-28 request of another
+   *   method; ProtocolError -32603 (`input_round_diverged`) when a retry's run asked differently than before.
    */
   sample(params: CreateMessageParams, options?: BackRequestOptions): Promise<CreateMessageResult>;
   /**
-   * Asks the caller's human: sends `elicitation/create` (form mode) back to the client.
+   * Asks the caller's human (`elicitation/create`, form mode), as {@link sample} asks the model: a request sent back on
+   * the legacy era, an input-required round on MCP 2026-07-28.
    * @returns the client's `ElicitResult` (`action` accept / decline / cancel).
    * @throws HMCPError `SamplingNotSupported` with reason "elicitation_not_supported" when the client did not advertise it,
-   *   or `not_supported_on_2026_07_28` on an MCP 2026-07-28 request (input-required rounds are not built yet).
+   *   `not_supported_on_2026_07_28` on a 2026-07-28 request of a method without input rounds; ProtocolError -32603
+   *   (`input_round_diverged`) as for {@link sample}.
    */
   elicit(params: ElicitParams, options?: BackRequestOptions): Promise<ElicitResult>;
+  /**
+   * Runs `run` once per request flow. On MCP 2026-07-28, where a handler that asks the caller runs again on every
+   * retry, the first run's result (which must be JSON) is kept in the sealed `requestState` and returned on the later
+   * runs without calling `run` again: put work that must not repeat (a write, a charge, a message sent) here, before
+   * the next question. Elsewhere (the legacy era, a request that asks nothing) it just calls `run`.
+   * @param name - names the step; a retry's run must reach the same steps in the same order
+   * @throws ProtocolError -32603 (`step_not_json`) when the result is not JSON, (`input_round_diverged`) as for
+   *   {@link sample}; TypeError for an empty name; whatever `run` throws.
+   */
+  step<T>(name: string, run: () => T | Promise<T>): Promise<T>;
 }
 
 /** Context of a sampling handler: the request context. */

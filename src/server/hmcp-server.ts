@@ -13,6 +13,7 @@ import { parseServerOptions, type HMCPServerOptions } from "./options.js";
 import { specParamsError } from "./spec-params.js";
 import { PATIENT_META_KEY, RequestPipeline, type HandlerExtra, type InnerHandler } from "./pipeline.js";
 import { hmcpContext, hmcpContextOrUndefined, type SamplingHandler } from "./context.js";
+import type { InputRounds } from "./input-rounds.js";
 
 /** The key of HMCPServer's stdio mark (used by serveStdio only; not exported from the package entry). @internal */
 export const STDIO_ENTRY: unique symbol = Symbol("hmcp.stdioEntry");
@@ -256,11 +257,16 @@ export class HMCPServer extends McpServer {
     const register = this.registerTool.bind(this) as (...args: unknown[]) => unknown;
     (this as unknown as { registerTool: (...args: unknown[]) => unknown }).registerTool = (name, config, callback) =>
       register(name, config, async (...args: unknown[]) => {
+        const extra = args[args.length - 1] as object;
         try {
-          return await (callback as (...a: unknown[]) => unknown)(...args);
+          const result = await (callback as (...a: unknown[]) => unknown)(...args);
+          // a question asked (MCP 2026-07-28 input round) ends the call with its input request, even if swallowed
+          const rounds = (hmcpContextOrUndefined(extra) as { rounds?: InputRounds } | undefined)?.rounds;
+          return rounds?.pending ? await rounds.inputRequiredResult() : result;
         } catch (error) {
-          const extra = args[args.length - 1] as object;
           const ctx = hmcpContextOrUndefined(extra);
+          const rounds = (ctx as { rounds?: InputRounds } | undefined)?.rounds;
+          if (rounds?.pending) return rounds.inputRequiredResult();
           if (ctx) (ctx as unknown as { toolError: unknown }).toolError = error;
           if (error instanceof ProtocolError) throw error;
           throw new Error("Tool execution failed");

@@ -15,5 +15,7 @@ export type { HMCPServerOptions, PipelineHooks } from "./options.js";
 export { PATIENT_META_KEY } from "./pipeline.js";
 export type { RequestPipeline } from "./pipeline.js";
 export { serveStdio } from "./stdio.js";
+export { MemoryRequestStateStore } from "./request-state.js";
+export type { RequestStateOptions, RequestStateStore, RequestStateRefusal } from "./request-state.js";
 export { defaultOperationalLogger } from "./logger.js";
 export type { OperationalLogger } from "./logger.js";

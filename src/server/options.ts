@@ -8,6 +8,7 @@ import type { GuardrailRunner } from "../guardrails/types.js";
 import type { AuditRecordInput, AuditSink } from "../audit/record.js";
 import type { RequestContext } from "./context.js";
 import type { OperationalLogger } from "./logger.js";
+import type { RequestStateOptions, RequestStateStore } from "./request-state.js";
 
 /** Hooks that run in addition to the built-in stages, e.g. an extra authorization rule or an audit tap. */
 export interface PipelineHooks {
@@ -57,6 +58,15 @@ export interface HMCPServerOptions {
    * content. Default: a redacting winston logger on stderr (see `defaultOperationalLogger`).
    */
   logger?: OperationalLogger;
+  /**
+   * The sealed `requestState` of MCP 2026-07-28 input rounds (a handler's `ctx.elicit` / `ctx.sample` during
+   * `tools/call`, `prompts/get` or `resources/read`; see SECURITY.md, "requestState"): `keys` (each >= 32 bytes; the
+   * first seals, all open), `ttlSeconds` (default 600) and the single-use `store` (default: this process's memory).
+   * Default: a random key per process, so every round of a flow must reach the same process; configure `keys` (and a
+   * shared `store`) when several instances serve one endpoint.
+   * @throws HMCPConfigError at construction for a key shorter than 32 bytes or a ttl outside 1..86400 s
+   */
+  requestState?: RequestStateOptions;
 }
 
 const PrincipalSchema = z
@@ -107,6 +117,14 @@ const OptionsSchema = z
       .custom<OperationalLogger>((v) => typeof (v as OperationalLogger)?.error === "function" && typeof (v as OperationalLogger)?.warn === "function", {
         message: "expected a logger (error, warn, info)",
       })
+      .optional(),
+    requestState: z
+      .object({
+        keys: z.array(z.union([z.string(), z.instanceof(Uint8Array)])).min(1).optional(),
+        ttlSeconds: z.number().int().min(1).max(86_400).optional(),
+        store: z.custom<RequestStateStore>((v) => typeof (v as RequestStateStore)?.claim === "function", { message: "expected a RequestStateStore (claim)" }).optional(),
+      })
+      .strict()
       .optional(),
     hooks: z
       .object({

@@ -22,6 +22,8 @@ import { AUDIT_RECORD_VERSION, markInternalRecord, type AuditOutcome, type Audit
 import { AuditSinkError } from "../audit/chain-sink.js";
 import type { HMCPServerOptions, PipelineHooks } from "./options.js";
 import { attachContext, type BackRequestOptions, type RequestContext } from "./context.js";
+import { INPUT_ROUND_METHODS, InputRounds, isInputRoundError, roundBinding } from "./input-rounds.js";
+import { RequestStateSealer } from "./request-state.js";
 /** The SDK's handler `extra`. */
 export type HandlerExtra = ServerContext;
 /** A registered SDK request handler. */
@@ -144,6 +146,9 @@ export class RequestPipeline {
   readonly #hooks: PipelineHooks;
   readonly #host: PipelineHost;
   readonly #logger: OperationalLogger;
+  /** Seals the `requestState` of MCP 2026-07-28 input rounds (created on the first modern request that needs it). */
+  #sealer: RequestStateSealer | undefined;
+  readonly #requestStateOptions: HMCPServerOptions["requestState"];
   /** The contexts of the requests inside {@link handle} (lifecycle methods excepted), and who waits for none to be. */
   readonly #running = new Set<Ctx>();
   #idleWaiters: Array<() => void> = [];
@@ -162,6 +167,9 @@ export class RequestPipeline {
     this.#hooks = options.hooks ?? {};
     this.#host = host;
     this.#logger = options.logger ?? defaultOperationalLogger();
+    this.#requestStateOptions = options.requestState;
+    // refuse bad keys at construction, not on the first question asked
+    if (options.requestState !== undefined) this.#sealer = sealerFor(options.requestState);
   }
 
   get authEnabled(): boolean {
@@ -285,18 +293,41 @@ export class RequestPipeline {
           if (params !== request.params) req = { ...request, params: params as JSONRPCRequest["params"] };
         }
       }
+      // MCP 2026-07-28 multi round-trip: the handler's questions become input-required rounds (input-rounds.ts); a
+      // retry's sealed requestState is opened (bound to this caller and request, unexpired, unused) before anything runs
+      if (extra.mcpReq.envelope !== undefined && INPUT_ROUND_METHODS.has(request.method)) {
+        this.#sealer ??= sealerFor(this.#requestStateOptions);
+        ctx.rounds = new InputRounds(this.#sealer, roundBinding(this.#host.agentName, request, ctx.principal, PATIENT_META_KEY), extra.mcpReq.envelope as Record<string, unknown>);
+        const state = extra.mcpReq.requestState();
+        if (typeof state === "string") await ctx.rounds.open(state);
+        else if (state !== undefined) throw new ProtocolError(INVALID_PARAMS, "Invalid, expired or already used requestState", { reason: "request_state_invalid" });
+      }
+      let responses = answers;
       if (this.#guardrails && answered) {
         // checked as a tool call's arguments: text the caller sends the agent (the stage's locations for tools/call)
         const wrapped = { name: "inputResponses", arguments: answers };
         const checked = (await this.#guard(ctx, "input", wrapped, "tools/call")) as typeof wrapped;
-        if (checked !== wrapped) (extra.mcpReq as { inputResponses?: unknown }).inputResponses = checked.arguments;
+        if (checked !== wrapped) (extra.mcpReq as { inputResponses?: unknown }).inputResponses = responses = checked.arguments;
       }
+      const took = ctx.rounds?.takeAnswer(responses);
+      if (took) ctx.interactions.push(took);
       attachContext(extra, ctx);
-      result = await inner(req, extra);
+      try {
+        result = await inner(req, extra);
+      } catch (error) {
+        // a question pending ends the run with its input request, whatever the handler did with the signal
+        if (!ctx.rounds?.pending) throw error;
+      }
+      if (ctx.rounds?.pending) {
+        result = await ctx.rounds.inputRequiredResult();
+        const asked = (result as { inputRequests: Record<string, { method: string }> }).inputRequests;
+        for (const q of Object.values(asked)) ctx.interactions.push({ kind: q.method === "elicitation/create" ? "elicitation" : "sampling", outcome: "input_required" });
+      }
       // The SDK turns a tool callback's exception into an `isError` result; an HMCP refusal raised inside a tool
       // (scope, patient context) must still leave as its JSON-RPC error.
-      if (ctx.toolError instanceof HMCPError) throw ctx.toolError;
-      if (this.#guardrails && OUTPUT_CONTENT_METHODS.has(request.method) && result && typeof result === "object") {
+      if (ctx.toolError instanceof HMCPError || isInputRoundError(ctx.toolError)) throw ctx.toolError;
+      // an input request (the handler's question) goes out as the legacy era sends it, unguarded like ctx.elicit's params
+      if (this.#guardrails && OUTPUT_CONTENT_METHODS.has(request.method) && result && typeof result === "object" && !ctx.rounds?.pending) {
         result = await this.#guard(ctx, "output", result);
       }
       if (auditing) {
@@ -425,6 +456,8 @@ export class RequestPipeline {
       digests,
       guardrails,
       id: randomUUID(),
+      // the flow of MCP 2026-07-28 input rounds this request belongs to, and which round it is
+      ...(ctx.rounds?.round !== undefined && { inputRound: ctx.rounds.round }),
       // a copy: a question asked after the record is written (an abandoned request) must not change it
       ...(ctx.interactions.length > 0 && { interactions: [...ctx.interactions] }),
       latencyMs,
@@ -501,6 +534,8 @@ class Ctx implements RequestContext {
   readonly decisions: Array<GuardrailDecisionSummary & { stage: GuardrailStage }> = [];
   /** The questions this request asked back (elicitation, sampling), in order, with their outcomes (never content). */
   readonly interactions: Array<{ kind: "elicitation" | "sampling"; outcome: string }> = [];
+  /** MCP 2026-07-28 input rounds of this request (modern era, tools/call, prompts/get, resources/read). */
+  rounds: InputRounds | undefined = undefined;
   /** The exception a tool callback threw (the SDK reports it to the client as an `isError` result). */
   toolError: unknown = undefined;
   /** Room for this request's record was reserved in the audit sink (released when the record is appended). */
@@ -584,15 +619,24 @@ class Ctx implements RequestContext {
     });
   }
 
-  /** MCP 2026-07-28 requests carry the per-request `_meta` envelope; servers send no requests of their own there. */
+  /**
+   * MCP 2026-07-28 requests carry the per-request `_meta` envelope; servers send no requests of their own there: a
+   * question is an input-required round on the methods that have them, and refused on any other.
+   */
   #refuseOnModernEra(kind: "sampling" | "elicitation"): void {
     if (this.#extra.mcpReq.envelope === undefined) return;
-    throw new HMCPError(HMCPErrorCode.SamplingNotSupported, `Asking the caller (${kind}) during an MCP 2026-07-28 request is not supported yet (input-required rounds)`, {
+    throw new HMCPError(HMCPErrorCode.SamplingNotSupported, `Asking the caller (${kind}) is possible during tools/call, prompts/get and resources/read only on MCP 2026-07-28`, {
       reason: "not_supported_on_2026_07_28",
     });
   }
 
+  async step<T>(name: string, run: () => T | Promise<T>): Promise<T> {
+    if (typeof name !== "string" || name === "") throw new TypeError("ctx.step: a step needs a name");
+    return this.rounds ? this.rounds.step(name, run) : run();
+  }
+
   async sample(params: Parameters<RequestContext["sample"]>[0], options?: BackRequestOptions) {
+    if (this.rounds) return this.rounds.ask("sampling", params);
     this.#refuseOnModernEra("sampling");
     if (!this.#host.clientCapabilities()?.sampling) {
       throw new HMCPError(HMCPErrorCode.SamplingNotSupported, "The client does not support sampling", { reason: "sampling_not_supported" });
@@ -613,11 +657,12 @@ class Ctx implements RequestContext {
   }
 
   async elicit(params: Parameters<RequestContext["elicit"]>[0], options?: BackRequestOptions) {
+    const formParams = "mode" in params && params.mode ? params : { ...params, mode: "form" as const };
+    if (this.rounds) return this.rounds.ask("elicitation", formParams);
     this.#refuseOnModernEra("elicitation");
     if (!this.#host.clientCapabilities()?.elicitation) {
       throw new HMCPError(HMCPErrorCode.SamplingNotSupported, "The client does not support elicitation", { reason: "elicitation_not_supported" });
     }
-    const formParams = "mode" in params && params.mode ? params : { ...params, mode: "form" as const };
     // the human's decision (accept, decline, cancel), never what they entered
     return this.#recorded("elicitation", this.#extra.mcpReq.send({ method: "elicitation/create", params: formParams }, requestOptions(options)), (r) => r.action);
   }
@@ -625,6 +670,16 @@ class Ctx implements RequestContext {
 
 function requestOptions(options: BackRequestOptions | undefined) {
   return { ...(options?.timeoutMs !== undefined && { timeout: options.timeoutMs }), ...(options?.signal && { signal: options.signal }) };
+}
+
+/** One sealer per `requestState` options object (createHttpApp builds a server per modern request: they share it). */
+const SEALERS = new WeakMap<object, RequestStateSealer>();
+let defaultSealer: RequestStateSealer | undefined;
+function sealerFor(options: HMCPServerOptions["requestState"]): RequestStateSealer {
+  if (options === undefined) return (defaultSealer ??= new RequestStateSealer());
+  let s = SEALERS.get(options);
+  if (s === undefined) SEALERS.set(options, (s = new RequestStateSealer(options)));
+  return s;
 }
 
 /** Maps the SDK's AuthInfo (set by the HTTP layer) to a Principal. */
@@ -673,6 +728,9 @@ function isZodError(e: unknown): e is { issues: Array<{ path: PropertyKey[] }> }
 }
 
 function outcomeOf(e: ProtocolError): AuditOutcome {
+  // a requestState sealed for someone or something else, or used before: refused access, not a failure
+  const reason = (e.data as { reason?: unknown } | undefined)?.reason;
+  if (reason === "request_state_mismatch" || reason === "request_state_replayed") return "denied";
   switch (e.code) {
     case HMCPErrorCode.InsufficientScope:
     case HMCPErrorCode.PatientContextViolation:

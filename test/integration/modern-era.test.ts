@@ -158,15 +158,15 @@ describe("MCP 2026-07-28 on createHttpApp", () => {
     expect(anonymous.status).toBe(401);
   });
 
-  it("a handler that asks its caller mid-request gets a typed refusal on the modern era (input-required rounds: not yet)", async () => {
+  it("a handler that asks a modern client which declared no elicitation gets a typed refusal (input rounds: input-rounds.test.ts)", async () => {
     const keys = await makeKeys();
     const audit: AuditRecordInput[] = [];
     const url = await serve(keys, audit);
     const client = await modernClient(url, await mint(keys, { scope: "hmcp:write" }));
     const e = await client.callTool({ name: "approve-write", arguments: {} }).catch((x: unknown) => x);
     // an HMCP refusal inside a tool leaves as the JSON-RPC error (the pipeline re-raises it), recorded as failed
-    expect(e).toMatchObject({ code: HMCPErrorCode.SamplingNotSupported, data: { reason: "not_supported_on_2026_07_28" } });
-    expect(audit.filter((r) => r.method === "tools/call").map((r) => [r.outcome, r.reason])).toEqual([["failed", "not_supported_on_2026_07_28"]]);
+    expect(e).toMatchObject({ code: HMCPErrorCode.SamplingNotSupported, data: { reason: "elicitation_not_supported" } });
+    expect(audit.filter((r) => r.method === "tools/call").map((r) => [r.outcome, r.reason])).toEqual([["failed", "elicitation_not_supported"]]);
   });
 
   it("HMCPClient: auto mode speaks 2026-07-28 and calls the agent's sampling through its tool; the default stays on 2025", async () => {

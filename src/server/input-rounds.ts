@@ -1,0 +1,200 @@
+/**
+ * Asking the caller mid-request on MCP 2026-07-28 (specification 2026-07-28, "Multi Round-Trip Requests"): a handler's
+ * `ctx.elicit` / `ctx.sample` become input-required rounds, behind the same API the legacy era serves with real
+ * server → client requests.
+ *
+ * How: the handler is run again from the start on every retry (the protocol keeps no server-side state between rounds).
+ * Each question it asks, and each {@link RequestContext.step} it runs, takes the next place in a journal. A question
+ * whose answer the journal holds gets that answer at once; the first question without one ends the run with an
+ * `InputRequiredResult` (`resultType: "input_required"`): the question as an embedded request, and the journal sealed
+ * in `requestState` (see request-state.ts). The retry's `inputResponses` answer it, and the handler runs again.
+ *
+ * What keeps a replay honest: a question must be asked again exactly as before (same kind, same params digest), and a
+ * step under the same name, or the retry is refused (`input_round_diverged`): an approval given to one question never
+ * answers another. A step's result is replayed from the journal, never re-run (a write to the EMR happens once per
+ * flow); a state is single-use, so a replayed retry runs nothing.
+ *
+ * @internal
+ */
+import { randomUUID } from "node:crypto";
+import { CreateMessageResultSchema, ElicitResultSchema } from "@modelcontextprotocol/core";
+import { CLIENT_CAPABILITIES_META_KEY, ProtocolError } from "@modelcontextprotocol/server";
+import type { CreateMessageResult, ElicitResult, JSONRPCRequest } from "@modelcontextprotocol/server";
+import { contentDigest } from "../audit/canonical-json.js";
+import { HMCPError, HMCPErrorCode, INTERNAL_ERROR, INVALID_PARAMS, type Principal } from "../protocol/index.js";
+import { RequestStateError, type RequestStateSealer } from "./request-state.js";
+
+/** Methods whose result may be `input_required` (2026-07-28, "Supported Requests"). */
+export const INPUT_ROUND_METHODS: ReadonlySet<string> = new Set(["tools/call", "prompts/get", "resources/read"]);
+
+type AskKind = "elicitation" | "sampling";
+type ClientCaps = { elicitation?: unknown; sampling?: unknown };
+type JournalEntry = { t: "ask"; kind: AskKind; ask: string; answer: unknown } | { t: "step"; name: string; value?: unknown };
+interface Journal {
+  v: 1;
+  flow: string;
+  /** Rounds this state ends (1 for the state of a flow's first request). */
+  round: number;
+  entries: JournalEntry[];
+  pending: { kind: AskKind; ask: string; key: string };
+}
+
+/** Thrown by `ctx.elicit` / `ctx.sample` / `ctx.step` when the run must end with an input-required result. */
+export class InputRequiredSignal extends Error {
+  constructor() {
+    super("input required: the handler's question goes back to the caller as an MCP 2026-07-28 input request");
+    this.name = "InputRequiredSignal";
+  }
+}
+
+/** Errors of the rounds themselves, which leave as JSON-RPC errors even from inside a tool (not as `isError` results). */
+const ROUND_ERRORS = new WeakSet<object>();
+function roundError(e: ProtocolError): ProtocolError {
+  ROUND_ERRORS.add(e);
+  return e;
+}
+/** Whether `e` was raised by the input rounds (a diverged replay, a step's non-JSON result). */
+export function isInputRoundError(e: unknown): boolean {
+  return typeof e === "object" && e !== null && ROUND_ERRORS.has(e);
+}
+
+function diverged(): ProtocolError {
+  return roundError(new ProtocolError(INTERNAL_ERROR, "The handler did not repeat its earlier questions and steps on the retry", { reason: "input_round_diverged" }));
+}
+
+/**
+ * The binding a state is sealed for: the agent, method, the params that name the target and carry its arguments
+ * (without `_meta`, save the declared patient), the principal and the patient launch context.
+ */
+export function roundBinding(agent: string, request: JSONRPCRequest, principal: Principal | undefined, patientMetaKey: string): string {
+  const params = { ...((request.params ?? {}) as Record<string, unknown>) };
+  const meta = params["_meta"] as Record<string, unknown> | undefined;
+  delete params["_meta"];
+  delete params["inputResponses"];
+  delete params["requestState"];
+  const declared = meta?.[patientMetaKey];
+  const who = principal === undefined ? [] : [principal.issuer ?? "", principal.tenant ?? "", principal.clientId, principal.sub ?? ""];
+  return JSON.stringify([agent, request.method, contentDigest({ params, declared: declared ?? null }), who, principal?.patient ?? null]);
+}
+
+/** The rounds of one modern-era request: the journal read back from `requestState`, and this run's place in it. */
+export class InputRounds {
+  readonly #sealer: RequestStateSealer;
+  readonly #binding: string;
+  readonly #capabilities: ClientCaps | undefined;
+  #flow: string | undefined;
+  #round = 0;
+  #entries: JournalEntry[] = [];
+  #cursor = 0;
+  #previous: Journal["pending"] | undefined;
+  #pending: { kind: AskKind; ask: string; key: string; method: string; params: unknown } | undefined;
+  #result: Promise<Record<string, unknown>> | undefined;
+
+  constructor(sealer: RequestStateSealer, binding: string, envelope: Record<string, unknown> | undefined) {
+    this.#sealer = sealer;
+    this.#binding = binding;
+    this.#capabilities = envelope?.[CLIENT_CAPABILITIES_META_KEY] as ClientCaps | undefined;
+  }
+
+  /** The flow id and this request's round (1 = the flow's first request), once the request is part of a flow. */
+  get round(): { flow: string; round: number } | undefined {
+    return this.#flow === undefined ? undefined : { flow: this.#flow, round: this.#round + 1 };
+  }
+
+  /** Whether this run ends with an input request. */
+  get pending(): boolean {
+    return this.#pending !== undefined;
+  }
+
+  /**
+   * Opens the retry's `requestState`. @throws HMCPError (-32602 family, see {@link RequestStateError}) when refused
+   */
+  async open(state: string): Promise<void> {
+    let journal: Journal;
+    try {
+      journal = (await this.#sealer.open(state, this.#binding)) as Journal;
+    } catch (e) {
+      if (e instanceof RequestStateError) throw new ProtocolError(INVALID_PARAMS, "Invalid, expired or already used requestState", { reason: e.reason });
+      throw e;
+    }
+    if (journal?.v !== 1 || !Array.isArray(journal.entries) || typeof journal.flow !== "string") {
+      throw new ProtocolError(INVALID_PARAMS, "Invalid, expired or already used requestState", { reason: "request_state_invalid" });
+    }
+    this.#flow = journal.flow;
+    this.#round = journal.round;
+    this.#entries = journal.entries;
+    this.#previous = journal.pending;
+  }
+
+  /**
+   * Takes the answer to the question the previous round asked, from the retry's `inputResponses` (after the input
+   * guardrail stage). Without one, the handler asks again.
+   * @returns the interaction to record (kind and outcome), if answered
+   * @throws ProtocolError -32602 (`invalid_input_response`) when the answer is not the asked kind's result
+   */
+  takeAnswer(responses: Record<string, unknown> | undefined): { kind: AskKind; outcome: "accept" | "decline" | "cancel" | "answered" } | undefined {
+    const p = this.#previous;
+    const raw = p === undefined ? undefined : responses?.[p.key];
+    if (p === undefined || raw === undefined) return undefined;
+    const parsed = (p.kind === "elicitation" ? ElicitResultSchema : CreateMessageResultSchema).safeParse(raw);
+    if (!parsed.success) {
+      throw new ProtocolError(INVALID_PARAMS, `Invalid inputResponses entry '${p.key}': expected ${p.kind === "elicitation" ? "an ElicitResult" : "a CreateMessageResult"}`, { reason: "invalid_input_response" });
+    }
+    this.#entries.push({ t: "ask", kind: p.kind, ask: p.ask, answer: parsed.data });
+    this.#previous = undefined;
+    return { kind: p.kind, outcome: p.kind === "elicitation" ? (parsed.data as ElicitResult).action : "answered" };
+  }
+
+  /** A question of the handler: its journalled answer, or the end of this run ({@link InputRequiredSignal}). */
+  ask(kind: "elicitation", params: unknown): ElicitResult;
+  ask(kind: "sampling", params: unknown): CreateMessageResult;
+  ask(kind: AskKind, params: unknown): unknown {
+    if (this.#pending) throw new InputRequiredSignal();
+    const ask = contentDigest(params) ?? "";
+    const i = this.#cursor++;
+    const e = this.#entries[i];
+    if (e !== undefined) {
+      if (e.t !== "ask" || e.kind !== kind || e.ask !== ask) throw diverged();
+      return e.answer;
+    }
+    const declared = this.#capabilities?.[kind];
+    if (declared === undefined || declared === null) {
+      throw new HMCPError(HMCPErrorCode.SamplingNotSupported, `The client does not support ${kind}`, { reason: `${kind}_not_supported` });
+    }
+    this.#flow ??= randomUUID();
+    this.#pending = { kind, ask, key: `${kind}-${i}`, method: kind === "elicitation" ? "elicitation/create" : "sampling/createMessage", params };
+    throw new InputRequiredSignal();
+  }
+
+  /** A step of the handler: its journalled result, or `run()`'s (journalled). */
+  async step<T>(name: string, run: () => T | Promise<T>): Promise<T> {
+    if (this.#pending) throw new InputRequiredSignal();
+    const i = this.#cursor++;
+    const e = this.#entries[i];
+    if (e !== undefined) {
+      if (e.t !== "step" || e.name !== name) throw diverged();
+      return e.value as T;
+    }
+    const value = await run();
+    let copy: unknown;
+    try {
+      copy = value === undefined ? undefined : JSON.parse(JSON.stringify(value));
+    } catch {
+      throw roundError(new ProtocolError(INTERNAL_ERROR, "A step's result must be JSON", { reason: "step_not_json" }));
+    }
+    this.#entries.push(copy === undefined ? { t: "step", name } : { t: "step", name, value: copy });
+    return value;
+  }
+
+  /** This run's `InputRequiredResult` (sealed once, however often asked for). */
+  inputRequiredResult(): Promise<Record<string, unknown>> {
+    const p = this.#pending;
+    if (p === undefined) throw new Error("InputRounds: no question is pending");
+    this.#result ??= (async () => {
+      const journal: Journal = { v: 1, flow: this.#flow!, round: this.#round + 1, entries: this.#entries, pending: { kind: p.kind, ask: p.ask, key: p.key } };
+      const requestState = await this.#sealer.seal(journal, this.#binding);
+      return { resultType: "input_required", inputRequests: { [p.key]: { method: p.method, params: p.params } }, requestState };
+    })();
+    return this.#result;
+  }
+}

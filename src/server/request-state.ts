@@ -1,0 +1,189 @@
+/**
+ * Sealed `requestState` for MCP 2026-07-28 multi round-trip requests (specification 2026-07-28, "Multi Round-Trip
+ * Requests": servers MUST protect the integrity of a `requestState` that influences authorization or business logic,
+ * SHOULD bind it to the principal, an expiry and the originating request, and MUST enforce single use server-side
+ * where a step must not repeat).
+ *
+ * HMCP seals the state as a JWE (RFC 7516, compact serialization) with `alg: "dir"` and `enc: "A256GCM"` (AEAD: the
+ * client can neither read nor change it), through jose's `EncryptJWT` / `jwtDecrypt`, with these claims:
+ * - `exp` / `iat` (RFC 7519): the state expires `ttlSeconds` after it was minted;
+ * - `jti`: a fresh random id, claimed once in a {@link RequestStateStore} when the state comes back (single use);
+ * - `bnd`: the SHA-256 of the binding (agent, method, tool / prompt / resource, the arguments' digest, the principal
+ *   and the patient launch context): state presented with any other binding is refused;
+ * - `hmcp`: the flow's journal (the answers and step results so far), which only this server reads.
+ *
+ * Keys come from configuration (`requestState.keys`, each at least 32 bytes): the first seals, every one opens, so a key
+ * is rotated by putting the new one first and dropping the old one after `ttlSeconds`. Each key is stretched with
+ * HKDF-SHA256 to the 256-bit AEAD key and named in the JWE header (`kid`, a digest of the derived key).
+ * Why jose and not the SDK's `createRequestStateCodec`: that codec signs (HMAC) but does not encrypt, so the journal,
+ * which carries the clinician's answers and the handler's step results, would be readable by the client.
+ */
+import { createHash, hkdfSync, randomBytes, randomUUID } from "node:crypto";
+import { EncryptJWT, jwtDecrypt, errors as joseErrors } from "jose";
+import { HMCPConfigError } from "../protocol/index.js";
+
+/** Why a `requestState` was refused (the `data.reason` of the -32602 error and of the audit record). */
+export type RequestStateRefusal =
+  /** Not a state this agent sealed: malformed, tampered with, or sealed with a key no longer configured. */
+  | "request_state_invalid"
+  /** Sealed more than `ttlSeconds` ago. */
+  | "request_state_expired"
+  /** Sealed for another principal, patient context, agent, method, tool or arguments. */
+  | "request_state_mismatch"
+  /** Presented before: every state is single-use. */
+  | "request_state_replayed";
+
+/** A refused `requestState` (mapped to JSON-RPC -32602 with `data.reason`). @internal */
+export class RequestStateError extends Error {
+  constructor(readonly reason: RequestStateRefusal) {
+    super(`requestState refused: ${reason}`);
+    this.name = "RequestStateError";
+  }
+}
+
+/**
+ * Where the ids (`jti`) of the `requestState`s already presented are kept, so that each is accepted once. Share one store
+ * (e.g. a database table) between every instance that may receive a retry; the default is this process's memory.
+ */
+export interface RequestStateStore {
+  /**
+   * Claims `id` until `expiresAt` (ms since the epoch; after it the state is refused as expired anyway, so the id may be
+   * forgotten). Must be atomic: of two concurrent claims of one id, exactly one resolves true.
+   * @returns true when `id` was not claimed before, false when it was (a replay)
+   */
+  claim(id: string, expiresAt: number): boolean | Promise<boolean>;
+}
+
+/**
+ * A {@link RequestStateStore} in this process's memory: ids are dropped once expired (swept as new ones arrive). Right
+ * for one instance; several instances behind a load balancer need a shared store.
+ */
+export class MemoryRequestStateStore implements RequestStateStore {
+  readonly #ids = new Map<string, number>();
+  #nextSweep = 0;
+
+  claim(id: string, expiresAt: number): boolean {
+    const now = Date.now();
+    if (now >= this.#nextSweep) {
+      for (const [k, exp] of this.#ids) if (exp <= now) this.#ids.delete(k);
+      this.#nextSweep = now + 1_000;
+    }
+    const held = this.#ids.get(id);
+    if (held !== undefined && held > now) return false;
+    this.#ids.set(id, expiresAt);
+    return true;
+  }
+
+  /** Ids held now (for tests and metrics). */
+  get size(): number {
+    return this.#ids.size;
+  }
+}
+
+/** Options of the sealed `requestState` (`HMCPServerOptions.requestState`). */
+export interface RequestStateOptions {
+  /**
+   * Sealing keys, each a string (UTF-8) or bytes of at least 32 bytes; the first seals, all open (rotation: put the new
+   * key first, drop the old one after `ttlSeconds`). Every instance that may receive a retry needs the same keys.
+   * Default: one random key per process (a retry must then reach the same process).
+   */
+  keys?: Array<string | Uint8Array>;
+  /** How long a state stays valid, seconds. Default 600 (10 minutes: a clinician's approval takes a while). */
+  ttlSeconds?: number;
+  /** Single-use ledger. Default: one {@link MemoryRequestStateStore} per process. */
+  store?: RequestStateStore;
+}
+
+const HKDF_INFO = "hmcp requestState A256GCM v1";
+const MIN_KEY_BYTES = 32;
+const DEFAULT_TTL_SECONDS = 600;
+
+interface DerivedKey {
+  kid: string;
+  key: Uint8Array;
+}
+
+function derive(secret: string | Uint8Array, index: number): DerivedKey {
+  const raw = typeof secret === "string" ? new TextEncoder().encode(secret) : secret;
+  if (!(raw instanceof Uint8Array) || raw.byteLength < MIN_KEY_BYTES) {
+    throw new HMCPConfigError(`requestState.keys[${index}]: a key must be at least ${MIN_KEY_BYTES} bytes`, `requestState.keys.${index}`);
+  }
+  const key = new Uint8Array(hkdfSync("sha256", raw, new Uint8Array(0), HKDF_INFO, 32));
+  const kid = createHash("sha256").update(key).digest("base64url").slice(0, 12);
+  return { kid, key };
+}
+
+let processKey: DerivedKey | undefined;
+let processStore: MemoryRequestStateStore | undefined;
+
+/**
+ * Seals and opens `requestState`s for one server configuration. Built once per options object (createHttpApp builds a
+ * server per modern request: they share it).
+ * @internal
+ */
+export class RequestStateSealer {
+  readonly #keys: DerivedKey[];
+  readonly #ttlSeconds: number;
+  readonly #store: RequestStateStore;
+
+  constructor(options: RequestStateOptions = {}) {
+    const keys = options.keys;
+    if (keys !== undefined && (!Array.isArray(keys) || keys.length === 0)) {
+      throw new HMCPConfigError("requestState.keys: expected a non-empty list of keys (the first seals)", "requestState.keys");
+    }
+    this.#keys = keys?.map(derive) ?? [(processKey ??= derive(randomBytes(32), 0))];
+    const ttl = options.ttlSeconds ?? DEFAULT_TTL_SECONDS;
+    if (!Number.isInteger(ttl) || ttl < 1 || ttl > 86_400) {
+      throw new HMCPConfigError("requestState.ttlSeconds: expected whole seconds from 1 to 86400", "requestState.ttlSeconds");
+    }
+    this.#ttlSeconds = ttl;
+    const store = options.store;
+    if (store !== undefined && typeof (store as RequestStateStore).claim !== "function") {
+      throw new HMCPConfigError("requestState.store: expected a RequestStateStore (claim)", "requestState.store");
+    }
+    this.#store = store ?? (processStore ??= new MemoryRequestStateStore());
+  }
+
+  get ttlSeconds(): number {
+    return this.#ttlSeconds;
+  }
+
+  /** Seals `journal` for `binding` (any string; only its SHA-256 is sealed). */
+  async seal(journal: unknown, binding: string): Promise<string> {
+    const { kid, key } = this.#keys[0]!;
+    return new EncryptJWT({ bnd: bindingTag(binding), hmcp: journal })
+      .setProtectedHeader({ alg: "dir", enc: "A256GCM", kid, typ: "hmcp-request-state" })
+      .setIssuedAt()
+      .setExpirationTime(`${this.#ttlSeconds}s`)
+      .setJti(randomUUID())
+      .encrypt(key);
+  }
+
+  /**
+   * Opens `state`, checks its binding, then claims it (single use).
+   * @returns the sealed journal
+   * @throws RequestStateError: `request_state_invalid` (not sealed by a configured key, or malformed),
+   *   `request_state_expired`, `request_state_mismatch` (another binding), `request_state_replayed` (claimed before)
+   */
+  async open(state: string, binding: string): Promise<unknown> {
+    let payload;
+    try {
+      ({ payload } = await jwtDecrypt(state, (header) => {
+        const k = this.#keys.find((x) => x.kid === header.kid);
+        if (!k) throw new RequestStateError("request_state_invalid");
+        return k.key;
+      }, { keyManagementAlgorithms: ["dir"], contentEncryptionAlgorithms: ["A256GCM"], typ: "hmcp-request-state", requiredClaims: ["exp", "jti", "bnd"] }));
+    } catch (e) {
+      if (e instanceof joseErrors.JWTExpired) throw new RequestStateError("request_state_expired");
+      throw new RequestStateError("request_state_invalid");
+    }
+    if (payload["bnd"] !== bindingTag(binding)) throw new RequestStateError("request_state_mismatch");
+    const claimed = await this.#store.claim(payload.jti!, payload.exp! * 1000);
+    if (!claimed) throw new RequestStateError("request_state_replayed");
+    return payload["hmcp"];
+  }
+}
+
+function bindingTag(binding: string): string {
+  return createHash("sha256").update(binding).digest("base64url");
+}

@@ -1,0 +1,252 @@
+/**
+ * Asking the caller mid-request, one handler for both eras: `ctx.elicit` / `ctx.sample` are real server → client
+ * requests on 2025-11-25 and input-required rounds on 2026-07-28 (sealed `requestState`, bound to the principal,
+ * patient context, tool and arguments, expiring and single-use); `ctx.step` runs once per flow on either.
+ */
+import { afterEach, describe, expect, it } from "vitest";
+import { z } from "zod";
+import { createHttpApp, HMCPClient, HMCPErrorCode, HMCPServer, hmcpContext, INFO_NEEDED, listen, SAMPLING_TOOL_NAME, type AuditRecordInput, type HMCPServerOptions } from "hmcp";
+import { bearerFor, makeKeys, mint, type TestKeys } from "../fixtures/bearer.js";
+
+const closers: Array<() => Promise<void>> = [];
+afterEach(async () => {
+  for (const c of closers.splice(0)) await c();
+});
+
+const MODERN = "2026-07-28";
+const KEY = "a requestState key of at least 32 bytes, for tests only";
+
+/** An EMR-writeback-like agent: validates, asks the clinician, writes once, asks the caller's model for a summary. */
+function emrAgent(audit: AuditRecordInput[], writes: string[], requestState?: HMCPServerOptions["requestState"]) {
+  const s = new HMCPServer({ name: "emr-writeback", version: "1.0.0" }, { guardrails: false, hooks: { audit: (r) => audit.push(r) }, ...(requestState && { requestState }) });
+  s.sampling(
+    async (params, ctx) => {
+      const text = JSON.stringify(params.messages);
+      const patient = /patient_id=([\w-]+)/.exec(text)?.[1];
+      if (!patient) return { content: { type: "text", text: "need patient_id" }, stopReason: INFO_NEEDED };
+      ctx.assertPatient(patient);
+      await ctx.progress(0, 2, "validated");
+      const approval = await ctx.elicit({
+        message: `Approve writing 1 Observation for patient ${patient}?`,
+        requestedSchema: { type: "object", properties: { approve: { type: "boolean" } }, required: ["approve"] },
+      });
+      if (approval.action !== "accept" || approval.content?.["approve"] !== true) return { content: { type: "text", text: `not written (${approval.action})` }, stopReason: "endTurn" };
+      const id = await ctx.step("write", () => {
+        writes.push(patient);
+        return `Observation/obs-${writes.length}`;
+      });
+      await ctx.progress(1, 2, "written");
+      const summary = await ctx.sample({ messages: [{ role: "user", content: { type: "text", text: `Summarise ${id} in one line` } }], maxTokens: 40 });
+      return { content: { type: "text", text: `${id}: ${summary.content.type === "text" ? summary.content.text : ""}` }, stopReason: "endTurn" };
+    },
+    { tool: true },
+  );
+  s.registerTool("approve", { description: "asks the clinician once", inputSchema: z.object({ what: z.string() }) }, async ({ what }, extra) => {
+    const ctx = hmcpContext(extra);
+    const answer = await ctx.elicit({ message: `Approve ${what}?`, requestedSchema: { type: "object", properties: {} } });
+    const n = await ctx.step("apply", () => {
+      writes.push(what);
+      return writes.length;
+    });
+    return { content: [{ type: "text", text: `${answer.action} #${n}` }] };
+  });
+  // asks a question that changes between runs (createHttpApp builds a server per modern request: the count is the
+  // module's): a replay must not hand it the earlier answer
+  s.registerTool("unsteady", { description: "asks something else each run" }, async (extra) => {
+    const answer = await hmcpContext(extra).elicit({ message: `Question ${++runs}?`, requestedSchema: { type: "object", properties: {} } });
+    return { content: [{ type: "text", text: answer.action }] };
+  });
+  return s;
+}
+
+async function serve(keys: TestKeys, audit: AuditRecordInput[], writes: string[], requestState?: HMCPServerOptions["requestState"]) {
+  const http = await listen(createHttpApp({ createServer: () => emrAgent(audit, writes, requestState), bearer: bearerFor(keys) }));
+  closers.push(() => http.close());
+  return new URL("/mcp", http.url);
+}
+
+function client(era: "legacy" | "modern", token: string, elicitations: string[], onProgress?: string[]) {
+  void onProgress;
+  const c = new HMCPClient(
+    { name: "orchestrator", version: "1.0.0" },
+    {
+      protocolEra: era,
+      guardrails: false,
+      onElicitation: async (params) => {
+        elicitations.push(params.message);
+        return { action: "accept", content: { approve: true } };
+      },
+      onSampling: async () => ({ role: "assistant", model: "caller-model", content: { type: "text", text: "BP 120/80 recorded" }, stopReason: "endTurn" }),
+    },
+  );
+  return { c, headers: { authorization: `Bearer ${token}` } };
+}
+
+type Rpc = { result?: Record<string, unknown> & { resultType?: string; requestState?: string; inputRequests?: Record<string, { method: string; params: { message?: string } }>; content?: unknown }; error?: { code: number; data?: { reason?: string } } | string };
+
+/** A raw 2026-07-28 tools/call (envelope, headers), optionally a retry with `requestState` and `inputResponses`. */
+async function call(url: URL, token: string, id: number, name: string, args: Record<string, unknown>, retry: { requestState?: string; inputResponses?: Record<string, unknown> } = {}, capabilities: Record<string, unknown> = { elicitation: { form: {} }, sampling: {} }): Promise<Rpc> {
+  const res = await fetch(url, {
+    method: "POST",
+    headers: { authorization: `Bearer ${token}`, "content-type": "application/json", accept: "application/json, text/event-stream", "mcp-protocol-version": MODERN, "mcp-method": "tools/call", "mcp-name": name },
+    body: JSON.stringify({ jsonrpc: "2.0", id, method: "tools/call", params: { name, arguments: args, ...retry, _meta: { "io.modelcontextprotocol/protocolVersion": MODERN, "io.modelcontextprotocol/clientCapabilities": capabilities } } }),
+  });
+  return (await res.json()) as Rpc;
+}
+
+const accept = { action: "accept", content: {} };
+let runs = 0;
+
+describe("asking the caller mid-request on both eras", () => {
+  it("HMCP sampling with nested elicitation, a step and sampling back to the caller: the same handler on 2025-11-25 and 2026-07-28", async () => {
+    const keys = await makeKeys();
+    const audit: AuditRecordInput[] = [];
+    const writes: string[] = [];
+    const url = await serve(keys, audit, writes);
+    const token = await mint(keys, { scope: "hmcp:sample", patient: "p1" });
+    for (const era of ["legacy", "modern"] as const) {
+      const asked: string[] = [];
+      const { c, headers } = client(era, token, asked);
+      await c.connect({ type: "http", url: url.href, headers });
+      closers.unshift(() => c.close());
+      expect(c.protocolEra).toBe(era);
+      const progress: number[] = [];
+      const r = await c.ask("patient_id=p1: write BP 120/80", { onProgress: (p) => progress.push(p.progress) });
+      expect(r.content).toEqual({ type: "text", text: `Observation/obs-${writes.length}: BP 120/80 recorded` });
+      expect(asked).toEqual(["Approve writing 1 Observation for patient p1?"]);
+      expect(progress.length).toBeGreaterThan(0);
+      expect((await c.ask("write BP 120/80")).stopReason).toBe(INFO_NEEDED);
+    }
+    // one write per era: the modern era's three rounds ran the write step once
+    expect(writes).toEqual(["p1", "p1"]);
+    const legacy = audit.filter((r) => r.method === "sampling/createMessage");
+    expect(legacy.map((r) => r.interactions)).toEqual([
+      [
+        { kind: "elicitation", outcome: "accept" },
+        { kind: "sampling", outcome: "answered" },
+      ],
+      undefined,
+    ]);
+    // modern: every round is its own request and record, linked by one flow id, numbered 1, 2, 3
+    const rounds = audit.filter((r) => r.method === "tools/call" && r.inputRound !== undefined);
+    expect(rounds.map((r) => [r.inputRound?.round, r.outcome, r.interactions])).toEqual([
+      [1, "allowed", [{ kind: "elicitation", outcome: "input_required" }]],
+      [2, "allowed", [{ kind: "elicitation", outcome: "accept" }, { kind: "sampling", outcome: "input_required" }]],
+      [3, "allowed", [{ kind: "sampling", outcome: "answered" }]],
+    ]);
+    expect(new Set(rounds.map((r) => r.inputRound?.flow)).size).toBe(1);
+    expect(rounds.every((r) => r.patients.includes("p1") && r.actor.sub !== undefined)).toBe(true);
+  });
+
+  it("a replayed, tampered, expired or other-principal requestState is refused with a typed error and audited; nothing is written twice", async () => {
+    const keys = await makeKeys();
+    const audit: AuditRecordInput[] = [];
+    const writes: string[] = [];
+    const url = await serve(keys, audit, writes, { keys: [KEY], ttlSeconds: 1 });
+    const alice = await mint(keys, { scope: "hmcp:access", sub: "alice" });
+    const bob = await mint(keys, { scope: "hmcp:access", sub: "bob" });
+
+    const first = await call(url, alice, 1, "approve", { what: "order 7" });
+    expect(first.result?.resultType).toBe("input_required");
+    const state = first.result!.requestState!;
+    const [key] = Object.keys(first.result!.inputRequests!);
+    expect(first.result!.inputRequests![key!]).toMatchObject({ method: "elicitation/create", params: { message: "Approve order 7?" } });
+    // the state is sealed (AEAD): nothing of the journal or the binding is readable
+    expect(Buffer.from(state.split(".").join(""), "base64url").toString("latin1")).not.toMatch(/order 7|alice|approve/);
+
+    // another principal, other arguments, a tampered state: refused before anything runs
+    const other = await call(url, bob, 2, "approve", { what: "order 7" }, { requestState: state, inputResponses: { [key!]: accept } });
+    expect(other.error).toMatchObject({ code: -32602, data: { reason: "request_state_mismatch" } });
+    const args = await call(url, alice, 3, "approve", { what: "order 8" }, { requestState: state, inputResponses: { [key!]: accept } });
+    expect(args.error).toMatchObject({ code: -32602, data: { reason: "request_state_mismatch" } });
+    const flipped = state.slice(0, -6) + (state.at(-6) === "A" ? "B" : "A") + state.slice(-5);
+    const tampered = await call(url, alice, 4, "approve", { what: "order 7" }, { requestState: flipped, inputResponses: { [key!]: accept } });
+    expect(tampered.error).toMatchObject({ code: -32602, data: { reason: "request_state_invalid" } });
+
+    // the rightful retry completes: the step runs once
+    const done = await call(url, alice, 5, "approve", { what: "order 7" }, { requestState: state, inputResponses: { [key!]: accept } });
+    expect(done.result?.content).toEqual([{ type: "text", text: "accept #1" }]);
+    // the same retry again (a replay, or a client retrying after a lost response): refused, no second write
+    const replay = await call(url, alice, 6, "approve", { what: "order 7" }, { requestState: state, inputResponses: { [key!]: accept } });
+    expect(replay.error).toMatchObject({ code: -32602, data: { reason: "request_state_replayed" } });
+    expect(writes).toEqual(["order 7"]);
+
+    // expired: sealed for 1 s
+    const late = await call(url, alice, 7, "approve", { what: "order 9" });
+    await new Promise((r) => setTimeout(r, 2_100));
+    const expired = await call(url, alice, 8, "approve", { what: "order 9" }, { requestState: late.result!.requestState!, inputResponses: { [key!]: accept } });
+    expect(expired.error).toMatchObject({ code: -32602, data: { reason: "request_state_expired" } });
+    expect(writes).toEqual(["order 7"]);
+
+    const calls = audit.filter((r) => r.method === "tools/call");
+    expect(calls.map((r) => [r.outcome, r.reason ?? null])).toEqual([
+      ["allowed", null],
+      ["denied", "request_state_mismatch"],
+      ["denied", "request_state_mismatch"],
+      ["failed", "request_state_invalid"],
+      ["allowed", null],
+      ["denied", "request_state_replayed"],
+      ["allowed", null],
+      ["failed", "request_state_expired"],
+    ]);
+    expect(calls[0]!.inputRound?.flow).toBe(calls[4]!.inputRound?.flow);
+  });
+
+  it("a retry answered through another instance with the same keys completes; a rotated-out key is refused", async () => {
+    const keys = await makeKeys();
+    const audit: AuditRecordInput[] = [];
+    const writes: string[] = [];
+    const next = "the next requestState key, also at least 32 bytes long";
+    const a = await serve(keys, audit, writes, { keys: [KEY] });
+    const b = await serve(keys, audit, writes, { keys: [next, KEY] });
+    const c = await serve(keys, audit, writes, { keys: [next] });
+    const token = await mint(keys, { scope: "hmcp:access" });
+    const first = await call(a, token, 1, "approve", { what: "x" });
+    const key = Object.keys(first.result!.inputRequests!)[0]!;
+    const onC = await call(c, token, 2, "approve", { what: "x" }, { requestState: first.result!.requestState!, inputResponses: { [key]: accept } });
+    expect(onC.error).toMatchObject({ code: -32602, data: { reason: "request_state_invalid" } });
+    const onB = await call(b, token, 3, "approve", { what: "x" }, { requestState: first.result!.requestState!, inputResponses: { [key]: accept } });
+    expect(onB.result?.content).toEqual([{ type: "text", text: "accept #1" }]);
+    expect(() => new HMCPServer({ name: "x", version: "1" }, { requestState: { keys: ["too short"] } })).toThrow(/32 bytes/);
+  });
+
+  it("a retry without the answer asks again; a changed question is refused; a client without elicitation gets a typed refusal", async () => {
+    const keys = await makeKeys();
+    const audit: AuditRecordInput[] = [];
+    const writes: string[] = [];
+    const url = await serve(keys, audit, writes);
+    const token = await mint(keys, { scope: "hmcp:access" });
+    const first = await call(url, token, 1, "approve", { what: "y" });
+    const again = await call(url, token, 2, "approve", { what: "y" }, { requestState: first.result!.requestState! });
+    expect(again.result?.resultType).toBe("input_required");
+    expect(Object.values(again.result!.inputRequests!)[0]).toMatchObject({ params: { message: "Approve y?" } });
+    // an answer of the wrong kind
+    const key = Object.keys(again.result!.inputRequests!)[0]!;
+    const wrong = await call(url, token, 3, "approve", { what: "y" }, { requestState: again.result!.requestState!, inputResponses: { [key]: { role: "assistant" } } });
+    expect(wrong.error).toMatchObject({ code: -32602, data: { reason: "invalid_input_response" } });
+
+    const u1 = await call(url, token, 4, "unsteady", {});
+    const uk = Object.keys(u1.result!.inputRequests!)[0]!;
+    const u2 = await call(url, token, 5, "unsteady", {}, { requestState: u1.result!.requestState!, inputResponses: { [uk]: accept } });
+    expect(u2.error).toMatchObject({ code: -32603, data: { reason: "input_round_diverged" } });
+
+    const noElicitation = await call(url, token, 6, "approve", { what: "z" }, {}, { sampling: {} });
+    expect(noElicitation.error).toMatchObject({ code: HMCPErrorCode.SamplingNotSupported, data: { reason: "elicitation_not_supported" } });
+    expect(writes).toEqual([]);
+  });
+
+  it("scope and patient-context refusals hold on the sampling tool before any question is asked", async () => {
+    const keys = await makeKeys();
+    const audit: AuditRecordInput[] = [];
+    const writes: string[] = [];
+    const url = await serve(keys, audit, writes);
+    const args = { messages: [{ role: "user", content: { type: "text", text: "patient_id=p2: write" } }], maxTokens: 50 };
+    // sampling's scopes are checked at the HTTP bearer check already (403, RFC 6750 insufficient_scope)
+    const noScope = await call(url, await mint(keys, { scope: "hmcp:read" }), 1, SAMPLING_TOOL_NAME, args);
+    expect(noScope.error).toBe("insufficient_scope");
+    const otherPatient = await call(url, await mint(keys, { scope: "hmcp:sample", patient: "p1" }), 2, SAMPLING_TOOL_NAME, args);
+    expect(otherPatient.error).toMatchObject({ code: HMCPErrorCode.PatientContextViolation });
+    expect(audit.filter((r) => r.method === "tools/call").map((r) => [r.outcome, r.reason, r.interactions])).toEqual([["denied", "patient_context_mismatch", undefined]]);
+    expect(writes).toEqual([]);
+  });
+});
