@@ -19,6 +19,7 @@ Usage: npm run demo -- [options]
   --json                print that report on stdout instead of the summary (progress goes to stderr)
   --audit-dir <dir>     where each run's audit trail goes, one sub-folder per run (default: .hmcp/audit)
   --transport <kind>    http (default: agents on loopback ports) or stdio (agents as child processes)
+  --era <era>           modern (default: MCP 2026-07-28, the approval is an input-required round) or legacy (2025-11-25 sessions)
   --interactive         ask on the terminal before each write (default: approvals are automatic)
   --serve               start the authorization server and both agents, print their URLs as one JSON line, run until Ctrl-C
   --help                this text
@@ -31,7 +32,7 @@ function optionsTakenByNpm(names: string[]): string[] {
 }
 
 async function main(): Promise<number> {
-  const swallowed = optionsTakenByNpm(["all", "data", "store", "report", "audit-dir", "transport", "interactive", "json", "serve", "help"]);
+  const swallowed = optionsTakenByNpm(["all", "data", "store", "report", "audit-dir", "transport", "era", "interactive", "json", "serve", "help"]);
   if (swallowed.length > 0) {
     const flags = swallowed.map((n) => `--${n}`).join(" ");
     process.stderr.write(`npm took ${flags} as its own option, so the demo never saw it. Put the demo's options after "--":\n  npm run demo -- ${flags} ...\n`);
@@ -45,6 +46,7 @@ async function main(): Promise<number> {
       report: { type: "string" },
       "audit-dir": { type: "string" },
       transport: { type: "string", default: "http" },
+      era: { type: "string", default: "modern" },
       interactive: { type: "boolean", default: false },
       json: { type: "boolean", default: false },
       serve: { type: "boolean", default: false },
@@ -57,6 +59,7 @@ async function main(): Promise<number> {
     return 0;
   }
   if (values.transport !== "http" && values.transport !== "stdio") throw new Error(`--transport must be http or stdio, not "${values.transport}"`);
+  if (values.era !== "modern" && values.era !== "legacy") throw new Error(`--era must be modern or legacy, not "${values.era}"`);
   const databaseUrl = process.env["DATABASE_URL"];
   // fail at start, naming DATABASE_URL, rather than after the approval step with a bare network error
   if (databaseUrl) await checkDatabaseUrl(databaseUrl);
@@ -78,6 +81,7 @@ async function main(): Promise<number> {
       auditRoot,
       all: values.all,
       transport: values.transport,
+      era: values.era,
       approve,
       ...(values.interactive && { verbose: true, bars: false, timeoutMs: 600_000 }),
       // --json: stdout carries the report alone, the progress and summary a person reads go to stderr

@@ -48,6 +48,12 @@ export interface DemoOptions {
   /** Where the audit trail of this run goes (a fresh sub-folder per run). Default ".hmcp/audit". */
   auditRoot?: string;
   transport?: "http" | "stdio";
+  /**
+   * The MCP protocol era the orchestrator's clients speak: "modern" (default) MCP 2026-07-28, where the agents' sampling
+   * is reached as their sampling tool and the EMR agent's approval and summary questions are input-required rounds;
+   * "legacy" the 2025-11-25 sessions with client → server `sampling/createMessage` and requests sent back.
+   */
+  era?: "modern" | "legacy";
   /** Every clinical resource of every patient (default: the most recent encounter of each). */
   all?: boolean;
   /** Approvals: "auto" (default) accepts; a function decides (tests, --interactive). */
@@ -139,11 +145,12 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
     return r;
   };
   const makeClient = (name: string, tokenProvider?: TokenProvider, policy: GuardrailRunner = guardrails) => {
-    const c = new HMCPClient({ name, version: "0.1.0" }, { ...(tokenProvider && { tokenProvider }), guardrails: policy, onSampling, onElicitation });
+    const c = new HMCPClient({ name, version: "0.1.0" }, { ...(tokenProvider && { tokenProvider }), guardrails: policy, onSampling, onElicitation, protocolEra: era });
     clients.push(c);
     return c;
   };
 
+  const era = options.era ?? "modern";
   let endpoints: Endpoints;
   let auth: DemoAuth | undefined;
   let auditSink: FileAuditSink | undefined;
@@ -303,6 +310,7 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
     defences,
     audit: { file: files[0] ?? auditDir, files, records, verified, dir: auditDir, publicKey: publicKeyFile, anchors: anchorsFile, anchored: anchors.length, ...(auditError && { error: auditError }) },
     emr: "dataDir" in store ? { dataDir: store.dataDir } : { databaseUrl: db.location && "databaseUrl" in db.location ? db.location.databaseUrl : "postgres" },
+    era,
     durationMs: Date.now() - started,
   };
   if (display) display.line(`\n${renderSummary(report, (options.out ?? process.stdout).columns || 80)}`);

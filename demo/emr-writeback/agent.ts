@@ -219,12 +219,16 @@ export function createEmrWritebackServer(options: EmrAgentOptions): HMCPServer {
         return finish(`The clinician ${outcome.approval === "decline" ? "declined" : "cancelled"} the write: nothing was written.`);
     }
 
-    const db = await store();
-    await ctx.progress(0, items.length, "writing");
-    const statuses = await db.importResources(patientId, items, {
-      chunkSize,
-      signal: ctx.signal,
-      onChunk: (done, total) => ctx.progress(done, total, `written ${done}/${total}`),
+    // A step: on MCP 2026-07-28 this handler runs again for the summary's round (ctx.sample below); the write then
+    // returns what it wrote the first time instead of writing again (its result rides in the sealed requestState)
+    const statuses = await ctx.step("emr-write", async () => {
+      const db = await store();
+      await ctx.progress(0, items.length, "writing");
+      return db.importResources(patientId, items, {
+        chunkSize,
+        signal: ctx.signal,
+        onChunk: (done, total) => ctx.progress(done, total, `written ${done}/${total}`),
+      });
     });
     const links: ResourceLink[] = [];
     statuses.forEach((s, i) => {

@@ -180,7 +180,7 @@ export function renderSummary(report: DemoReport, columns = 80): string {
       ? `Audit: ${report.audit.records} records in ${report.audit.files.length} files (${chainCount(report.audit.files)} chains: one per agent process) in ${report.audit.dir}, every chain verified: ${mark(report.audit.verified)}`
       : `Audit: ${report.audit.records} records in ${report.audit.file}, chain verified: ${mark(report.audit.verified)}`,
     `       re-verify: npx hmcp audit verify ${report.audit.dir} --key ${report.audit.publicKey} --anchors ${report.audit.anchors}`,
-    `EMR: ${"dataDir" in report.emr ? report.emr.dataDir : report.emr.databaseUrl} · time ${(report.durationMs / 1000).toFixed(1)} s`,
+    `EMR: ${"dataDir" in report.emr ? report.emr.dataDir : report.emr.databaseUrl} · MCP ${report.era === "legacy" ? "2025-11-25 (legacy era)" : "2026-07-28"} · time ${(report.durationMs / 1000).toFixed(1)} s`,
   ].join("\n");
 }
 

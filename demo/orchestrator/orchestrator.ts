@@ -87,7 +87,9 @@ export class Orchestrator {
       maxTokens: 200,
       timeoutMs: this.options.timeoutMs ?? 60_000,
       ...(patientId !== undefined && { patient: patientId }),
-      ...(onProgress && { onProgress: (p: { progress: number; total?: number }) => onProgress(p.progress, p.total ?? 0) }),
+      // the EMR agent's write progress carries a total; on MCP 2026-07-28 the client SDK also reports each input round
+      // it fulfils (progress = the round number, no total), which is not write progress
+      ...(onProgress && { onProgress: (p: { progress: number; total?: number }) => p.total !== undefined && onProgress(p.progress, p.total) }),
     });
   }
 

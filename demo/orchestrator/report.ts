@@ -33,6 +33,8 @@ export interface DemoReport {
    * file of checkpoint anchors, kept outside `dir`) and `anchored` (anchors in it) extend the issue's shape.
    */
   audit: { file: string; files: string[]; records: number; verified: boolean; dir: string; publicKey: string; anchors: string; anchored: number; error?: string };
+  /** The MCP protocol era the clients spoke: "modern" (2026-07-28) or "legacy" (2025-11-25). An extension of the issue's shape. */
+  era: "modern" | "legacy";
   emr: { dataDir: string } | { databaseUrl: string };
   durationMs: number;
 }

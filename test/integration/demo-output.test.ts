@@ -84,6 +84,37 @@ describe("demo console output", () => {
     expect(second.report.patients[0]).toMatchObject({ written: first.report.patients[0]!.written, created: {} });
   });
 
+  it("runs on MCP 2026-07-28 by default, the approval and the summary as input rounds of one flow; --era legacy takes the 2025 path", { timeout: 120_000 }, async () => {
+    type Rec = { agent: string; method?: string; outcome: string; inputRound?: { flow: string; round: number }; interactions?: Array<{ kind: string; outcome: string }> };
+    const writes = async (report: DemoReport) => {
+      const lines = (await Promise.all(report.audit.files.map((f) => readFile(f, "utf8")))).join("\n").split("\n").filter((l) => l.trim() !== "");
+      const records = lines.map((l) => JSON.parse(l) as { record?: Rec } & Rec).map((e) => e.record ?? e);
+      // the orchestrator's write of its one patient: the EMR agent's records that asked anything
+      return records.filter((r) => r.agent === "emr-writeback" && r.interactions !== undefined);
+    };
+    const modern = await demoOutput(await onePatient("hmcp-demo-era-"));
+    expect(modern.ok).toBe(true);
+    expect(modern.report.era).toBe("modern");
+    expect(modern.text).toMatch(/· MCP 2026-07-28 ·/);
+    expect(section(modern.text, "Claudie Walsh").find((l) => l.includes("progress"))).toMatch(/: 0\/7 · 7\/7$/);
+    const rounds = await writes(modern.report);
+    expect(rounds.map((r) => [r.method, r.inputRound?.round, r.interactions])).toEqual([
+      ["tools/call", 1, [{ kind: "elicitation", outcome: "input_required" }]],
+      ["tools/call", 2, [{ kind: "elicitation", outcome: "accept" }, { kind: "sampling", outcome: "input_required" }]],
+      ["tools/call", 3, [{ kind: "sampling", outcome: "answered" }]],
+    ]);
+    expect(new Set(rounds.map((r) => r.inputRound?.flow)).size).toBe(1);
+    expect(modern.report.patients[0]).toMatchObject({ created: { Observation: 5, Procedure: 1, Immunization: 1 } });
+
+    const legacy = await demoOutput({ ...(await onePatient("hmcp-demo-era-legacy-")), era: "legacy" });
+    expect(legacy.ok).toBe(true);
+    expect(legacy.text).toMatch(/· MCP 2025-11-25 \(legacy era\) ·/);
+    expect((await writes(legacy.report)).map((r) => [r.method, r.inputRound, r.interactions])).toEqual([
+      ["sampling/createMessage", undefined, [{ kind: "elicitation", outcome: "accept" }, { kind: "sampling", outcome: "answered" }]],
+    ]);
+    expect(legacy.report.patients[0]!.created).toEqual(modern.report.patients[0]!.created);
+  });
+
   it("prints a re-verify command that checks the anchors kept outside the trail: it passes, and fails once the trail is cut back", { timeout: 120_000 }, async () => {
     const { text, ok, report } = await demoOutput(await onePatient("hmcp-demo-anchors-"));
     expect(ok).toBe(true);

@@ -38,6 +38,7 @@ describe("the demo's audit summary line", () => {
     defences: { injectionBlocked: true, insufficientScopeRefused: true, crossPatientRefused: true, deidentified: true },
     audit: { file: files[0]!, files, records: 29, verified: true, dir: "/a/run-1", publicKey: "/a/run-1/checkpoint-keys.jwks.json", anchors: "/a/anchors/run-1.jsonl", anchored: 1 },
     emr: { dataDir: "/e" },
+    era: "modern",
     durationMs: 1000,
   });
   const auditLine = (r: DemoReport) => renderSummary(r).split("\n").find((l) => l.startsWith("Audit:"));

@@ -11,7 +11,8 @@ const report: DemoReport = {
   defences: { injectionBlocked: true, insufficientScopeRefused: true, crossPatientRefused: true, deidentified: true },
   audit: { file: "a.jsonl", files: ["a.jsonl"], records: 1, verified: true, dir: "audit", publicKey: "keys.jwks.json", anchors: "anchors.jsonl", anchored: 1 },
   emr: { dataDir: "emr" },
-  durationMs: 1,
+  era: "modern",
+    durationMs: 1,
 };
 
 let dir: string;
