@@ -65,7 +65,9 @@ export interface HMCPClientOptions {
    * handshake, as before; `"auto"` probes `server/discover` and speaks 2026-07-28 where the server does, else falls
    * back to the handshake; `"modern"` speaks 2026-07-28 only (connect fails against a 2025-only server). On the modern
    * era `createMessage` reaches the agent's sampling handler through its sampling tool (`sampling_createMessage`), and
-   * servers send no requests back (`onSampling` / `onElicitation` are not called). On stdio, `"auto"` probes on a
+   * a server's questions arrive as input-required rounds, which the SDK answers through `onSampling` / `onElicitation`
+   * (and this client's guardrails) before retrying the call, so the same callbacks serve both eras; a call's
+   * `onProgress` also receives the SDK's notice of each round it fulfils (`progress` = the round number, no `total`). On stdio, `"auto"` probes on a
    * short-lived second process first.
    */
   protocolEra?: "legacy" | "auto" | "modern";
