@@ -76,18 +76,19 @@ export interface RequestContext {
    * Requests"): this run of the handler ends, the client answers, and the handler runs again from the start, where this
    * call then returns the answer. So on that era a handler must ask the same questions in the same order on every run,
    * and put any work that must not repeat (an EMR write) in {@link step}. `options` apply to the legacy era only.
-   * @throws HMCPError `SamplingNotSupported` when the client did not advertise `sampling` (on 2026-07-28, in the
-   *   request's `_meta` envelope), or (`data.reason` `not_supported_on_2026_07_28`) on a 2026-07-28 request of another
-   *   method; ProtocolError -32603 (`input_round_diverged`) when a retry's run asked differently than before.
+   * @throws HMCPError `SamplingNotSupported` when the client did not advertise `sampling` (legacy era), or (`data.reason`
+   *   `not_supported_on_2026_07_28`) on a 2026-07-28 request of another method; on 2026-07-28, ProtocolError -32021
+   *   (MissingRequiredClientCapability, `data.requiredCapabilities`, HTTP 400) when the request's `_meta` envelope does
+   *   not declare `sampling`, and -32603 (`input_round_diverged`) when a retry's run asked differently than before.
    */
   sample(params: CreateMessageParams, options?: BackRequestOptions): Promise<CreateMessageResult>;
   /**
    * Asks the caller's human (`elicitation/create`, form mode), as {@link sample} asks the model: a request sent back on
    * the legacy era, an input-required round on MCP 2026-07-28.
    * @returns the client's `ElicitResult` (`action` accept / decline / cancel).
-   * @throws HMCPError `SamplingNotSupported` with reason "elicitation_not_supported" when the client did not advertise it,
-   *   `not_supported_on_2026_07_28` on a 2026-07-28 request of a method without input rounds; ProtocolError -32603
-   *   (`input_round_diverged`) as for {@link sample}.
+   * @throws HMCPError `SamplingNotSupported` with reason "elicitation_not_supported" when the client did not advertise it
+   *   (legacy era), `not_supported_on_2026_07_28` on a 2026-07-28 request of a method without input rounds;
+   *   ProtocolError -32021 and -32603 (`input_round_diverged`) as for {@link sample}.
    */
   elicit(params: ElicitParams, options?: BackRequestOptions): Promise<ElicitResult>;
   /**

@@ -18,10 +18,10 @@
  */
 import { randomUUID } from "node:crypto";
 import { CreateMessageResultSchema, ElicitResultSchema } from "@modelcontextprotocol/core";
-import { CLIENT_CAPABILITIES_META_KEY, ProtocolError } from "@modelcontextprotocol/server";
+import { CLIENT_CAPABILITIES_META_KEY, MissingRequiredClientCapabilityError, ProtocolError } from "@modelcontextprotocol/server";
 import type { CreateMessageResult, ElicitResult, JSONRPCRequest } from "@modelcontextprotocol/server";
 import { contentDigest } from "../audit/canonical-json.js";
-import { HMCPError, HMCPErrorCode, INTERNAL_ERROR, INVALID_PARAMS, type Principal } from "../protocol/index.js";
+import { INTERNAL_ERROR, INVALID_PARAMS, type Principal } from "../protocol/index.js";
 import { RequestStateError, type RequestStateSealer } from "./request-state.js";
 
 /** Methods whose result may be `input_required` (2026-07-28, "Supported Requests"). */
@@ -159,7 +159,9 @@ export class InputRounds {
     }
     const declared = this.#capabilities?.[kind];
     if (declared === undefined || declared === null) {
-      throw new HMCPError(HMCPErrorCode.SamplingNotSupported, `The client does not support ${kind}`, { reason: `${kind}_not_supported` });
+      // MCP 2026-07-28 (Multi Round-Trip Requests; basic/index, "Client capabilities"): an input request the request's
+      // envelope does not declare support for is -32021 with the missing capability (HTTP 400), as the SDK answers it
+      throw roundError(new MissingRequiredClientCapabilityError({ requiredCapabilities: { [kind]: {} } }, `The client did not declare the ${kind} capability this request needs`));
     }
     this.#flow ??= randomUUID();
     this.#pending = { kind, ask, key: `${kind}-${i}`, method: kind === "elicitation" ? "elicitation/create" : "sampling/createMessage", params };

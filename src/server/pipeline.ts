@@ -23,7 +23,7 @@ import { AuditSinkError } from "../audit/chain-sink.js";
 import type { HMCPServerOptions, PipelineHooks } from "./options.js";
 import { attachContext, type BackRequestOptions, type RequestContext } from "./context.js";
 import { INPUT_ROUND_METHODS, InputRounds, isInputRoundError, roundBinding } from "./input-rounds.js";
-import { RequestStateSealer } from "./request-state.js";
+import { claimsHmcpState, RequestStateSealer } from "./request-state.js";
 /** The SDK's handler `extra`. */
 export type HandlerExtra = ServerContext;
 /** A registered SDK request handler. */
@@ -298,9 +298,10 @@ export class RequestPipeline {
       if (extra.mcpReq.envelope !== undefined && INPUT_ROUND_METHODS.has(request.method)) {
         this.#sealer ??= sealerFor(this.#requestStateOptions);
         ctx.rounds = new InputRounds(this.#sealer, roundBinding(this.#host.agentName, request, ctx.principal, PATIENT_META_KEY), extra.mcpReq.envelope as Record<string, unknown>);
+        // a state the handler minted itself (the SDK's inputRequired({ requestState })) is the handler's to check
         const state = extra.mcpReq.requestState();
-        if (typeof state === "string") await ctx.rounds.open(state);
-        else if (state !== undefined) throw new ProtocolError(INVALID_PARAMS, "Invalid, expired or already used requestState", { reason: "request_state_invalid" });
+        if (typeof state === "string" && claimsHmcpState(state)) await ctx.rounds.open(state);
+        else if (state !== undefined && typeof state !== "string") throw new ProtocolError(INVALID_PARAMS, "Invalid, expired or already used requestState", { reason: "request_state_invalid" });
       }
       let responses = answers;
       if (this.#guardrails && answered) {
@@ -755,6 +756,8 @@ function reasonOf(e: ProtocolError): string {
       return "invalid_params";
     case ProtocolErrorCode.InvalidRequest:
       return "invalid_request";
+    case ProtocolErrorCode.MissingRequiredClientCapability:
+      return "missing_client_capability";
     case REQUEST_TIMEOUT:
       return "timeout";
     case CONNECTION_CLOSED:

@@ -95,6 +95,8 @@ export interface RequestStateOptions {
 }
 
 const HKDF_INFO = "hmcp requestState A256GCM v1";
+/** The JWE `typ` of HMCP's sealed states. */
+const STATE_TYP = "hmcp-request-state";
 const MIN_KEY_BYTES = 32;
 const DEFAULT_TTL_SECONDS = 600;
 
@@ -152,7 +154,7 @@ export class RequestStateSealer {
   async seal(journal: unknown, binding: string): Promise<string> {
     const { kid, key } = this.#keys[0]!;
     return new EncryptJWT({ bnd: bindingTag(binding), hmcp: journal })
-      .setProtectedHeader({ alg: "dir", enc: "A256GCM", kid, typ: "hmcp-request-state" })
+      .setProtectedHeader({ alg: "dir", enc: "A256GCM", kid, typ: STATE_TYP })
       .setIssuedAt()
       .setExpirationTime(`${this.#ttlSeconds}s`)
       .setJti(randomUUID())
@@ -172,7 +174,7 @@ export class RequestStateSealer {
         const k = this.#keys.find((x) => x.kid === header.kid);
         if (!k) throw new RequestStateError("request_state_invalid");
         return k.key;
-      }, { keyManagementAlgorithms: ["dir"], contentEncryptionAlgorithms: ["A256GCM"], typ: "hmcp-request-state", requiredClaims: ["exp", "jti", "bnd"] }));
+      }, { keyManagementAlgorithms: ["dir"], contentEncryptionAlgorithms: ["A256GCM"], typ: STATE_TYP, requiredClaims: ["exp", "jti", "bnd"] }));
     } catch (e) {
       if (e instanceof joseErrors.JWTExpired) throw new RequestStateError("request_state_expired");
       throw new RequestStateError("request_state_invalid");
@@ -181,6 +183,22 @@ export class RequestStateSealer {
     const claimed = await this.#store.claim(payload.jti!, payload.exp! * 1000);
     if (!claimed) throw new RequestStateError("request_state_replayed");
     return payload["hmcp"];
+  }
+}
+
+/**
+ * Whether `state` claims to be one HMCP sealed: a JWE compact serialization (five parts) whose protected header says
+ * `typ: "hmcp-request-state"`. A state a handler minted itself through the SDK's `inputRequired({ requestState })` does
+ * not, and is left to that handler (HMCP's journal then starts afresh, so nothing of HMCP's trusts it).
+ */
+export function claimsHmcpState(state: string): boolean {
+  const dot = state.indexOf(".");
+  if (dot <= 0 || state.split(".").length !== 5) return false;
+  try {
+    const header = JSON.parse(Buffer.from(state.slice(0, dot), "base64url").toString("utf8")) as { typ?: unknown };
+    return header.typ === STATE_TYP;
+  } catch {
+    return false;
   }
 }
 

@@ -230,8 +230,13 @@ describe("asking the caller mid-request on both eras", () => {
     const u2 = await call(url, token, 5, "unsteady", {}, { requestState: u1.result!.requestState!, inputResponses: { [uk]: accept } });
     expect(u2.error).toMatchObject({ code: -32603, data: { reason: "input_round_diverged" } });
 
+    // MCP 2026-07-28: -32021 with the missing capability (HTTP 400, as the SDK answers it)
     const noElicitation = await call(url, token, 6, "approve", { what: "z" }, {}, { sampling: {} });
-    expect(noElicitation.error).toMatchObject({ code: HMCPErrorCode.SamplingNotSupported, data: { reason: "elicitation_not_supported" } });
+    expect(noElicitation.error).toMatchObject({ code: -32021, data: { requiredCapabilities: { elicitation: {} } } });
+    // a state that is not HMCP's (a handler's own, minted with the SDK's inputRequired) is left to the handler: the
+    // HMCP journal starts afresh and asks again, nothing is answered from it
+    const foreign = await call(url, token, 7, "approve", { what: "y" }, { requestState: "the-handler's-own-state", inputResponses: { "elicitation-0": accept } });
+    expect(foreign.result?.resultType).toBe("input_required");
     expect(writes).toEqual([]);
   });
 

@@ -165,8 +165,8 @@ describe("MCP 2026-07-28 on createHttpApp", () => {
     const client = await modernClient(url, await mint(keys, { scope: "hmcp:write" }));
     const e = await client.callTool({ name: "approve-write", arguments: {} }).catch((x: unknown) => x);
     // an HMCP refusal inside a tool leaves as the JSON-RPC error (the pipeline re-raises it), recorded as failed
-    expect(e).toMatchObject({ code: HMCPErrorCode.SamplingNotSupported, data: { reason: "elicitation_not_supported" } });
-    expect(audit.filter((r) => r.method === "tools/call").map((r) => [r.outcome, r.reason])).toEqual([["failed", "elicitation_not_supported"]]);
+    expect(e).toMatchObject({ code: -32021, data: { requiredCapabilities: { elicitation: {} } } });
+    expect(audit.filter((r) => r.method === "tools/call").map((r) => [r.outcome, r.reason])).toEqual([["failed", "missing_client_capability"]]);
   });
 
   it("HMCPClient: auto mode speaks 2026-07-28 and calls the agent's sampling through its tool; the default stays on 2025", async () => {
