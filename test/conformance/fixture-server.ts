@@ -15,8 +15,8 @@
 import { pathToFileURL } from "node:url";
 import { crc32, deflateSync } from "node:zlib";
 import { z } from "zod";
-import { ResourceTemplate, completable } from "@modelcontextprotocol/server";
-import type { LoggingLevel, ServerNotification } from "@modelcontextprotocol/server";
+import { CLIENT_CAPABILITIES_META_KEY, LOG_LEVEL_META_KEY, ResourceTemplate, completable, inputRequired, inputResponse } from "@modelcontextprotocol/server";
+import type { ClientCapabilities, LoggingLevel, ServerNotification } from "@modelcontextprotocol/server";
 import { HMCPServer, createHttpApp, hmcpContext, listen } from "hmcp";
 
 /** A valid 1×1 PNG (one red RGBA pixel), built here so that the bytes are checked by construction (PNG spec, ISO/IEC 15948). */
@@ -73,8 +73,25 @@ const JSON_SCHEMA_2020_12_INPUT = z.strictObject({
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 interface Extra {
-  mcpReq: { notify: (notification: ServerNotification) => Promise<void> };
+  mcpReq: {
+    notify: (notification: ServerNotification) => Promise<void>;
+    /** The MCP 2026-07-28 per-request `_meta` envelope (absent on the 2025 era). */
+    envelope?: Record<string, unknown>;
+  };
 }
+
+/** The elicitation form of the input-required scenarios that ask one string field (`name`, `color`, `context`). */
+const askString = (message: string, field: string) => ({
+  message,
+  requestedSchema: { type: "object" as const, properties: { [field]: { type: "string" as const } }, required: [field] },
+});
+/** The elicitation form of the input-required scenarios that ask a confirmation (`ok`). */
+const askConfirmation = (message: string) => ({
+  message,
+  requestedSchema: { type: "object" as const, properties: { ok: { type: "boolean" as const } }, required: ["ok"] },
+});
+const textOf = (content: unknown) =>
+  typeof content === "object" && content !== null && (content as { type?: unknown }).type === "text" ? String((content as { text?: unknown }).text) : JSON.stringify(content);
 
 /** One HMCPServer per MCP session (createHttpApp calls this on every initialize). */
 export function createConformanceServer(): HMCPServer {
@@ -95,9 +112,14 @@ export function createConformanceServer(): HMCPServer {
     minLevel = request.params.level;
     return {};
   });
-  /** Sends a log notification on the current request's stream (so it reaches the caller before the result). */
+  /**
+   * Sends a log notification on the current request's stream (so it reaches the caller before the result). The
+   * threshold is the session's level (logging/setLevel) on the 2025 era, and the request's own
+   * `_meta["io.modelcontextprotocol/logLevel"]` on MCP 2026-07-28, where a request without one gets no log at all.
+   */
   const log = async (extra: Extra, level: LoggingLevel, data: string) => {
-    if (LEVELS.indexOf(level) < LEVELS.indexOf(minLevel)) return;
+    const threshold = extra.mcpReq.envelope === undefined ? minLevel : (extra.mcpReq.envelope[LOG_LEVEL_META_KEY] as LoggingLevel | undefined);
+    if (threshold === undefined || LEVELS.indexOf(level) < LEVELS.indexOf(threshold)) return;
     await extra.mcpReq.notify({ method: "notifications/message", params: { level, logger: "conformance-fixture", data } });
   };
 
@@ -270,6 +292,128 @@ export function createConformanceServer(): HMCPServer {
     return { content: [{ type: "text", text: "Reconnection test completed" }] };
   });
 
+  // --- MCP 2026-07-28 multi round-trip requests (SEP-2322, suite scenarios input-required-result-*). Written with HMCP's
+  // own API (`hmcpContext(extra).elicit / .sample`: one question per round, keyed "elicitation-<n>" / "sampling-<n>",
+  // the flow sealed in requestState by HMCP) wherever a scenario fits it; with the SDK's `inputRequired()` where HMCP's
+  // push API cannot express what the scenario asks (a fixed key, several requests in one round, roots/list, an answer
+  // without a requestState). On the 2025 era ctx.elicit / ctx.sample are requests sent back to the client and
+  // `inputRequired()` goes through the SDK's legacy shim (neither is exercised there: the 2025 suite calls none of these).
+
+  // SDK API: the scenarios (basic-elicitation, result-type, missing-input-response, ignore-extra-params,
+  // validate-input) need the input key "user_name", and ignore-extra-params sends the answer with no requestState at
+  // all (HMCP's answers are bound to its sealed state, so HMCP's ctx.elicit would ask again there).
+  server.registerTool("test_input_required_result_elicitation", { description: "Asks the caller's name (input key user_name)" }, async (extra) => {
+    const answer = inputResponse(extra.mcpReq.inputResponses, "user_name");
+    if (answer.kind === "elicit" && answer.action === "accept" && typeof answer.content?.["name"] === "string") {
+      return { content: [{ type: "text", text: `Hello, ${answer.content["name"]}!` }] };
+    }
+    if (answer.kind === "elicit" && answer.action !== "accept") return { content: [{ type: "text", text: `No name given (${answer.action})` }] };
+    // no answer, another key, or not an ElicitResult: ask (again)
+    return inputRequired({ inputRequests: { user_name: inputRequired.elicit(askString("What is your name?", "name")) } });
+  });
+
+  // HMCP API: any input key is accepted.
+  server.registerTool("test_input_required_result_sampling", { description: "Asks the caller's model a question" }, async (extra) => {
+    const result = await hmcpContext(extra).sample({
+      messages: [{ role: "user", content: { type: "text", text: "What is the capital of France?" } }],
+      maxTokens: 100,
+    });
+    return { content: [{ type: "text", text: `LLM response: ${textOf(result.content)}` }] };
+  });
+
+  // SDK API: HMCP's context asks elicitation and sampling only, not roots/list (deprecated in 2026-07-28, SEP-2577).
+  server.registerTool("test_input_required_result_list_roots", { description: "Asks the caller's roots (input key client_roots)" }, async (extra) => {
+    const answer = inputResponse(extra.mcpReq.inputResponses, "client_roots");
+    if (answer.kind === "roots") return { content: [{ type: "text", text: `Roots: ${answer.roots.map((r) => r.uri).join(", ") || "(none)"}` }] };
+    return inputRequired({ inputRequests: { client_roots: inputRequired.listRoots() } });
+  });
+
+  // HMCP API: the requestState is HMCP's sealed JWE; a retry gets here only once HMCP opened and checked it.
+  server.registerTool("test_input_required_result_request_state", { description: "Asks a confirmation; the retry's requestState is verified" }, async (extra) => {
+    const answer = await hmcpContext(extra).elicit(askConfirmation("Please confirm"));
+    return { content: [{ type: "text", text: `state-ok: action=${answer.action}, ok=${String(answer.content?.["ok"])}` }] };
+  });
+
+  // SDK API: three input requests in one round (HMCP asks one question per round) and a requestState of the handler's
+  // own. Note: HMCP's pipeline opens every requestState of a modern tools/call as its own sealed state, so the retry
+  // is refused (-32602 request_state_invalid) before this handler runs (see baseline-2026-07-28.yml).
+  server.registerTool("test_input_required_result_multiple_inputs", { description: "Asks a name, a greeting and the roots in one round" }, async (extra) => {
+    const responses = extra.mcpReq.inputResponses;
+    const name = inputResponse(responses, "user_name");
+    const greeting = inputResponse(responses, "greeting");
+    const roots = inputResponse(responses, "client_roots");
+    if (name.kind === "elicit" && greeting.kind === "sampling" && roots.kind === "roots") {
+      const who = name.action === "accept" ? String(name.content?.["name"]) : `(${name.action})`;
+      return { content: [{ type: "text", text: `name=${who}, greeting=${textOf(greeting.result.content)}, roots=${roots.roots.length}` }] };
+    }
+    return inputRequired({
+      inputRequests: {
+        user_name: inputRequired.elicit(askString("What is your name?", "name")),
+        greeting: inputRequired.createMessage({ messages: [{ role: "user", content: { type: "text", text: "Generate a greeting" } }], maxTokens: 50 }),
+        client_roots: inputRequired.listRoots(),
+      },
+      requestState: "multiple-inputs-round-1",
+    });
+  });
+
+  // HMCP API: two questions, two rounds, a new sealed requestState each.
+  server.registerTool("test_input_required_result_multi_round", { description: "Asks a name, then a favourite colour" }, async (extra) => {
+    const ctx = hmcpContext(extra);
+    const name = await ctx.elicit(askString("Step 1: What is your name?", "name"));
+    const color = await ctx.elicit(askString("Step 2: What is your favorite color?", "color"));
+    return { content: [{ type: "text", text: `name=${String(name.content?.["name"])}, color=${String(color.content?.["color"])}` }] };
+  });
+
+  // HMCP API: a tampered requestState fails its AEAD check (-32602, reason request_state_invalid).
+  server.registerTool("test_input_required_result_tampered_state", { description: "Asks a confirmation; a tampered requestState is refused" }, async (extra) => {
+    const answer = await hmcpContext(extra).elicit(askConfirmation("Please confirm"));
+    return { content: [{ type: "text", text: `confirmed: ${answer.action}` }] };
+  });
+
+  // HMCP API: asks only what the client declared (the request's `_meta` envelope on 2026-07-28, initialize on 2025).
+  server.registerTool("test_input_required_result_capabilities", { description: "Asks by elicitation if declared, else by sampling" }, async (extra) => {
+    const ctx = hmcpContext(extra);
+    const envelope = extra.mcpReq.envelope as Record<string, unknown> | undefined;
+    const declared = (envelope?.[CLIENT_CAPABILITIES_META_KEY] ?? server.server.getClientCapabilities()) as ClientCapabilities | undefined;
+    if (declared?.elicitation) {
+      const answer = await ctx.elicit(askString("What is your name?", "name"));
+      return { content: [{ type: "text", text: `elicitation: ${answer.action}` }] };
+    }
+    const answer = await ctx.sample({ messages: [{ role: "user", content: { type: "text", text: "What is your name?" } }], maxTokens: 50 });
+    return { content: [{ type: "text", text: `sampling: ${textOf(answer.content)}` }] };
+  });
+
+  // --- MCP 2026-07-28 stateless diagnostics (SEP-2575, suite scenario server-stateless)
+
+  // HMCP API: needs the caller's model; the scenario calls it with no client capabilities and expects -32021.
+  server.registerTool("test_missing_capability", { description: "Needs the sampling capability" }, async (extra) => {
+    const result = await hmcpContext(extra).sample({ messages: [{ role: "user", content: { type: "text", text: "ping" } }], maxTokens: 10 });
+    return { content: [{ type: "text", text: textOf(result.content) }] };
+  });
+
+  // HMCP API: on 2026-07-28 the question leaves as an input-required result, never as a request on the response stream.
+  server.registerTool("test_streaming_elicitation", { description: "Asks the caller mid-request" }, async (extra) => {
+    const answer = await hmcpContext(extra).elicit(askString("What is your name?", "name"));
+    return { content: [{ type: "text", text: `elicitation: ${answer.action}` }] };
+  });
+
+  server.registerTool("test_logging_tool", { description: "Logs at info (only under the request's logLevel on 2026-07-28)" }, async (extra) => {
+    await log(extra, "info", "test_logging_tool ran");
+    return { content: [{ type: "text", text: "Logging tool executed" }] };
+  });
+
+  // List mutations: each registers and then removes an entry on this server, which the SDK announces as
+  // notifications/{tools,prompts}/list_changed on the instance's own transport.
+  server.registerTool("test_trigger_tool_change", { description: "Changes the tool list" }, async () => {
+    server.registerTool("test_transient_tool", { description: "Registered and removed by test_trigger_tool_change" }, async () => ({ content: [] })).remove();
+    return { content: [{ type: "text", text: "tool list changed" }] };
+  });
+
+  server.registerTool("test_trigger_prompt_change", { description: "Changes the prompt list" }, async () => {
+    server.registerPrompt("test_transient_prompt", { description: "Registered and removed by test_trigger_prompt_change" }, () => ({ messages: [] })).remove();
+    return { content: [{ type: "text", text: "prompt list changed" }] };
+  });
+
   // --- resources
   server.registerResource(
     "static-text",
@@ -350,6 +494,12 @@ export function createConformanceServer(): HMCPServer {
       { role: "user", content: { type: "text", text: "Please analyze the image above." } },
     ],
   }));
+
+  // HMCP API on prompts/get (SEP-2322 scenario input-required-result-non-tool-request).
+  server.registerPrompt("test_input_required_result_prompt", { description: "Asks the caller for the prompt's context" }, async (extra) => {
+    const answer = await hmcpContext(extra).elicit(askString("What context should the prompt use?", "context"));
+    return { messages: [{ role: "user", content: { type: "text", text: `Prompt with context: ${String(answer.content?.["context"] ?? answer.action)}` } }] };
+  });
 
   return server;
 }

@@ -34,6 +34,20 @@ describe("conformance fixture", () => {
         "test_elicitation_sep1330_enums",
         "json_schema_2020_12_tool",
         "test_reconnection",
+        // MCP 2026-07-28 (suite 0.2.0-alpha.12): input-required rounds and the server-stateless diagnostics
+        "test_input_required_result_elicitation",
+        "test_input_required_result_sampling",
+        "test_input_required_result_list_roots",
+        "test_input_required_result_request_state",
+        "test_input_required_result_multiple_inputs",
+        "test_input_required_result_multi_round",
+        "test_input_required_result_tampered_state",
+        "test_input_required_result_capabilities",
+        "test_missing_capability",
+        "test_streaming_elicitation",
+        "test_logging_tool",
+        "test_trigger_tool_change",
+        "test_trigger_prompt_change",
       ]),
     );
     const resources = (await client.listResources()).resources.map((r) => r.uri);
@@ -42,7 +56,7 @@ describe("conformance fixture", () => {
     expect(JSON.parse((template.contents[0] as { text: string }).text)).toEqual({ id: "123", templateTest: true, data: "Data for ID: 123" });
     const prompts = (await client.listPrompts()).prompts.map((p) => p.name);
     expect(prompts).toEqual(
-      expect.arrayContaining(["test_simple_prompt", "test_prompt_with_arguments", "test_prompt_with_embedded_resource", "test_prompt_with_image"]),
+      expect.arrayContaining(["test_simple_prompt", "test_prompt_with_arguments", "test_prompt_with_embedded_resource", "test_prompt_with_image", "test_input_required_result_prompt"]),
     );
     const completion = await client.complete({ ref: { type: "ref/prompt", name: "test_prompt_with_arguments" }, argument: { name: "arg1", value: "par" } });
     expect(completion.completion.values).toEqual(["paris", "park", "party"]);

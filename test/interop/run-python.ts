@@ -20,7 +20,8 @@ const SCRIPT_TIMEOUT_MS = 30_000;
 
 /**
  * The agent the Python client calls: HMCP sampling that answers infoNeeded until the request names a patient_id, and
- * asks its caller for approval (an elicitation back on the same request) when the request says "approve".
+ * asks its caller for approval when the request says "approve" (`ctx.elicit`: an elicitation request back on the same
+ * request on 2025-11-25, an input-required round on 2026-07-28).
  */
 function agent(audit: AuditRecordInput[]): HMCPServer {
   const s = new HMCPServer({ name: "py-interop-agent", version: "1.0.0" }, { guardrails: false, hooks: { audit: (r) => audit.push(r) } });
@@ -114,7 +115,6 @@ async function main(): Promise<void> {
     HMCP_SAMPLING_TOOL: SAMPLING_TOOL_NAME,
     HMCP_INFO_NEEDED: INFO_NEEDED,
     HMCP_PATIENT_CONTEXT_VIOLATION: String(HMCPErrorCode.PatientContextViolation),
-    HMCP_SAMPLING_NOT_SUPPORTED: String(HMCPErrorCode.SamplingNotSupported),
     PYTHONDONTWRITEBYTECODE: "1", // no __pycache__ in the worktree
   };
 
@@ -131,15 +131,34 @@ async function main(): Promise<void> {
     // modern era (2026-07-28): one record per request, each on its own (no session); none for server/discover
     const modern = await runPython(python, "modern.py", env).catch((e: Error) => fail(e.message));
     console.log(`modern: ${JSON.stringify(modern)}`);
-    expectSummary("modern.py", modern, { era: "modern", mismatches: [], protocolVersion: "2026-07-28", extension: true, "written.stopReason": "endTurn", "otherPatient.code": HMCPErrorCode.PatientContextViolation });
-    const modernAudit = await takeRecords(audit, 5);
+    expectSummary("modern.py", modern, {
+      era: "modern",
+      mismatches: [],
+      protocolVersion: "2026-07-28",
+      extension: true,
+      "written.stopReason": "endTurn",
+      "otherPatient.code": HMCPErrorCode.PatientContextViolation,
+      "askBack.stopReason": "endTurn",
+      elicitations: ["Approve writing the encounter?"],
+    });
+    const modernAudit = await takeRecords(audit, 6);
     expectAudit("modern era", modernAudit, [
       ["tools/list", "allowed"],
       ["tools/call", "allowed"], // infoNeeded
       ["tools/call", "allowed"], // written
       ["tools/call", "denied:patient_context_mismatch"],
-      ["tools/call", "failed:not_supported_on_2026_07_28"], // the agent elicits: not on 2026-07-28 yet
+      ["tools/call", "allowed"], // the agent elicits: round 1 ends with an input-required result
+      ["tools/call", "allowed"], // round 2: the Client's retry with the answer; written after approval
     ]);
+    // the approval's two rounds: one flow, rounds 1 and 2, the question asked then answered
+    const [round1, round2] = modernAudit.slice(4);
+    expectEqual("modern era: input rounds of the approval request", [round1?.inputRound?.round, round2?.inputRound?.round], [1, 2]);
+    if (typeof round1?.inputRound?.flow !== "string" || round1.inputRound.flow !== round2?.inputRound?.flow) {
+      fail(`modern era: the approval's rounds are not one flow: ${JSON.stringify([round1?.inputRound, round2?.inputRound])}`);
+    }
+    expectEqual("modern era: interactions of the approval's round 1", round1?.interactions, [{ kind: "elicitation", outcome: "input_required" }]);
+    expectEqual("modern era: interactions of the approval's round 2", round2?.interactions, [{ kind: "elicitation", outcome: "accept" }]);
+    if (modernAudit.slice(0, 4).some((r) => r.inputRound !== undefined)) fail("modern era: a request that asked nothing has an inputRound");
     if (!modernAudit.every((r) => r.sessionId === undefined)) fail("modern era: an audit record has a session id");
 
     // legacy era (2025-11-25): one record per sampling/createMessage, all in the one session

@@ -2,8 +2,11 @@
 
 Connects with mode="auto" (probes server/discover, falls back to initialize) and checks it lands on 2026-07-28,
 finds the HMCP extension in the server's capabilities, calls `sampling_createMessage` (an infoNeeded answer and a
-normal one, the CreateMessageResult in structuredContent), and gets typed errors: a patient outside the token's
-launch context, and an agent that asks its caller mid-request (not yet on 2026-07-28 in HMCP).
+normal one, the CreateMessageResult in structuredContent), gets a typed error for a patient outside the token's
+launch context, and answers an agent that asks its caller mid-request: on 2026-07-28 the question comes back as an
+input-required result (resultType "input_required", an elicitation/create input request and a sealed requestState),
+which the SDK's Client fulfils itself (it calls the elicitation callback, then retries the call with inputResponses
+and the requestState) until the tool's complete result arrives.
 """
 
 from __future__ import annotations
@@ -21,7 +24,6 @@ from common import (
     OTHER_PATIENT,
     PATIENT,
     PATIENT_CONTEXT_VIOLATION,
-    SAMPLING_NOT_SUPPORTED,
     SAMPLING_TOOL,
     URL,
     Checks,
@@ -68,13 +70,13 @@ async def main() -> None:
             except MCPError as e:
                 checks.expect("otherPatient.code", e.code, PATIENT_CONTEXT_VIOLATION)
 
-            # the agent elicits its caller: input-required rounds are not in HMCP yet, a typed refusal is expected
-            try:
-                asked = await client.call_tool(SAMPLING_TOOL, sampling_params(f"patient_id={PATIENT}: approve and write"))
-                checks.expect("askBack.code", asked.model_dump(exclude_none=True), SAMPLING_NOT_SUPPORTED)
-            except MCPError as e:
-                checks.expect("askBack.code", e.code, SAMPLING_NOT_SUPPORTED)
-                checks.expect("askBack.reason", (e.data or {}).get("reason"), "not_supported_on_2026_07_28")
+            # the agent elicits its caller: an input-required round, fulfilled by the Client (the callback, then a retry)
+            asked = await client.call_tool(SAMPLING_TOOL, sampling_params(f"patient_id={PATIENT}: approve and write"))
+            checks.expect("askBack.isError", bool(asked.is_error), False)
+            answered = types.CreateMessageResult.model_validate(asked.structured_content or {})
+            checks.expect("askBack.content", answered.content.model_dump(exclude_none=True), {"type": "text", "text": "written after approval"})
+            checks.expect("askBack.stopReason", answered.stop_reason, "endTurn")
+            checks.expect("elicitations", elicitations, ["Approve writing the encounter?"])
             checks.see("elicitationsAnswered", len(elicitations))
     checks.finish()
 
