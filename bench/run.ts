@@ -14,8 +14,8 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import type { LoadResult } from "./load.js";
-import { COUNTER_PLACEHOLDER, LAYER_CONFIGS, isSdkBaseline, needsToken, requestText, type ServerConfig } from "./lib/configs.js";
-import { benchKeys, clinicalText, samplingBody, signAccessToken, toolsCallBody, PATIENT, REPO_ROOT } from "./lib/fixtures.js";
+import { COUNTER_PLACEHOLDER, LAYER_CONFIGS, isModern, isSdkBaseline, needsToken, requestText, type ServerConfig } from "./lib/configs.js";
+import { benchKeys, clinicalText, modernHeaders, modernToolsCallBody, samplingBody, signAccessToken, toolsCallBody, PATIENT, REPO_ROOT } from "./lib/fixtures.js";
 import { openSession, post } from "./lib/mcp-http.js";
 import { BENCH_DIR, ServerProc, runScript, stopLoadProcess } from "./lib/procs.js";
 import { sequentialLatency, type LatencyFigure } from "./lib/latency.js";
@@ -52,6 +52,9 @@ const THROUGHPUT_CONFIGS: ServerConfig[] = [
   "bare",
   "full",
   "full-distinct",
+  // MCP 2026-07-28: the plain SDK v2's per-request handler, and HMCP full reached through its sampling tool
+  "baseline-modern",
+  "full-modern",
   ...(flag("phi-workers") ? (["full-distinct-workers"] as const) : []),
   ...(flag("layers") ? LAYER_CONFIGS : []),
 ];
@@ -123,6 +126,18 @@ async function prepareTargets(targets: Target[], text: string, token: string, pu
       headers = { "content-type": "application/json" };
       body = toolsCallBody(text, "[<id>]");
       check = (m) => (m["params"] as { arguments?: { text?: string } })?.arguments?.text === text;
+    } else if (isModern(config)) {
+      // no session: every request carries the envelope and the 2026-07-28 headers
+      if (config === "baseline-modern") {
+        headers = modernHeaders("echo");
+        body = modernToolsCallBody("echo", { text }, "[<id>]");
+        check = (m) => (m["result"] as { content?: Array<{ text?: string }> })?.content?.[0]?.text === text;
+      } else {
+        headers = modernHeaders("sampling_createMessage", { authorization: `Bearer ${token}` });
+        body = modernToolsCallBody("sampling_createMessage", { messages: [{ role: "user", content: { type: "text", text } }], maxTokens: 256, _meta: { "hmcp/patient": PATIENT } }, "[<id>]");
+        // the output stage may redact the echoed text (PHI redaction): any text answer is a success
+        check = (m) => typeof (m["result"] as { content?: Array<{ text?: string }> })?.content?.[0]?.text === "string";
+      }
     } else {
       const auth: Record<string, string> = needsToken(config) ? { authorization: `Bearer ${token}` } : {};
       headers = (await openSession(server.url, auth)).headers;
@@ -223,6 +238,9 @@ function ratios(runs: ThroughputRun[], summary: ThroughputSummary[], connections
   const distinctWorkers = s("full-distinct-workers");
   // the plain SDK 1.x (history): the same ratios against it, and the v1 baseline against v2's
   const v1 = s("baseline-v1");
+  // MCP 2026-07-28: HMCP full (its sampling tool) against the plain SDK v2's per-request handler on the same era
+  const modernBase = s("baseline-modern");
+  const modernFull = s("full-modern");
   return {
     connections,
     fullVsBaselineRps: round(full.rps.median / base.rps.median),
@@ -242,6 +260,13 @@ function ratios(runs: ThroughputRun[], summary: ThroughputSummary[], connections
       fullDistinctWorkersVsBaselineRps: round(distinctWorkers.rps.median / base.rps.median),
       fullDistinctWorkersVsBaselineP50: round(distinctWorkers.p50Ms.median / base.p50Ms.median),
     }),
+    ...(modernBase &&
+      modernFull && {
+        fullModernVsBaselineModernRps: round(modernFull.rps.median / modernBase.rps.median),
+        fullModernVsBaselineModernP50: round(modernFull.p50Ms.median / modernBase.p50Ms.median),
+        fullModernVsBaselineModernCpuCapacity: round(modernBase.cpuUsPerReq.median / modernFull.cpuUsPerReq.median),
+        baselineModernVsBaselineRps: round(modernBase.rps.median / base.rps.median),
+      }),
     ...(v1 && {
       baselineV1VsBaselineRps: round(v1.rps.median / base.rps.median),
       baselineV1VsBaselineP50: round(v1.p50Ms.median / base.p50Ms.median),
@@ -271,6 +296,11 @@ function ratios(runs: ThroughputRun[], summary: ThroughputSummary[], connections
         baselineV1VsBaselineRps: paired("baseline-v1", "baseline", "rps"),
         fullVsBaselineV1Rps: paired("full", "baseline-v1", "rps"),
       }),
+      ...(modernBase &&
+        modernFull && {
+          fullModernVsBaselineModernRps: paired("full-modern", "baseline-modern", "rps"),
+          fullModernVsBaselineModernP50: paired("full-modern", "baseline-modern", "p50Ms"),
+        }),
     },
   };
 }

@@ -10,12 +10,16 @@
  *               2025-11-25: the era HMCP serves) answering `tools/call` with an echo tool;
  * - `baseline-v1` the same with the plain SDK 1.x (`@modelcontextprotocol/sdk` as the devDependency alias
  *               `mcp-sdk-v1`: `StreamableHTTPServerTransport`, its `createMcpExpressApp`), kept for history;
+ * - `baseline-modern` the plain SDK v2 on MCP 2026-07-28: `createMcpHandler` (a fresh `McpServer` with the echo tool per
+ *               request, `legacy: "reject"`, JSON responses) behind `@modelcontextprotocol/node`'s `toNodeHandler` in express;
  * - `bare`      `HMCPServer` via `createHttpApp` answering client → server `sampling/createMessage`; bearer, auth,
  *               guardrails and audit off;
  * - `full`      the same with JWT bearer verification (local ES256 key set), scope and patient-context checks,
  *               `guardrails/default.yaml` input + output (with its per-session decision cache), and `FileAuditSink`
  *               (default durability) on a temp dir;
  * - `full-distinct` the same server as `full`; the runner sends it a different text every request (no cache hits);
+ * - `full-modern` the same server as `full`, driven with 2026-07-28 `tools/call`s of its sampling tool (a fresh
+ *               HMCPServer per request, no session, so no per-session decision cache either);
  * - `full-distinct-workers` `full-distinct` with `workers: 1` on the output stage's `phi-redaction` (PHI scans of long
  *               items on a worker thread);
  * - `mem-hmcp`  `createHttpApp` with bearer false, default sessions (event store, SSE), for the idle-session figure;
@@ -39,7 +43,8 @@ import express from "express";
 import { z } from "zod";
 import { NodeStreamableHTTPServerTransport } from "@modelcontextprotocol/node";
 import { createMcpExpressApp } from "@modelcontextprotocol/express";
-import { McpServer, isInitializeRequest } from "@modelcontextprotocol/server";
+import { McpServer, createMcpHandler, isInitializeRequest } from "@modelcontextprotocol/server";
+import { toNodeHandler } from "@modelcontextprotocol/node";
 // The plain SDK 1.x, for the `baseline-v1` row only (devDependency alias; nothing in src/ imports it).
 import { McpServer as McpServerV1 } from "mcp-sdk-v1/server/mcp.js";
 import { createMcpExpressApp as createMcpExpressAppV1 } from "mcp-sdk-v1/server/express.js";
@@ -192,6 +197,29 @@ async function startSdk(): Promise<string> {
   return `${(await listenExpress(app)).url}/mcp`;
 }
 
+/** The plain SDK v2 on MCP 2026-07-28: its per-request handler, a fresh McpServer per request (the SDK's pattern). */
+async function startSdkModern(): Promise<string> {
+  const handler = createMcpHandler(
+    () => {
+      const server = new McpServer(INFO);
+      server.registerTool("echo", { description: "Echoes text", inputSchema: z.object({ text: z.string() }) }, ({ text }) => {
+        served++;
+        return { content: [{ type: "text", text }] };
+      });
+      return server;
+    },
+    { legacy: "reject", responseMode: "json" },
+  );
+  const node = toNodeHandler(handler);
+  const app = express();
+  app.disable("x-powered-by");
+  app.set("etag", false);
+  app.use(express.json({ limit: 1024 * 1024 }));
+  app.post("/mcp", (req, res) => void node(req, res, req.body));
+  closers.push(() => handler.close());
+  return `${(await listenExpress(app)).url}/mcp`;
+}
+
 /**
  * The plain SDK 1.x, wired exactly as `startSdk` (and as this bench's baseline was before the move to v2): one
  * McpServer and one stateful `StreamableHTTPServerTransport` per session, `enableJsonResponse`.
@@ -242,11 +270,11 @@ async function startSdkV1(): Promise<string> {
   return `${(await listenExpress(app)).url}/mcp`;
 }
 
-async function startHmcp(config: "bare" | "full" | "full-distinct" | "full-distinct-workers" | "mem-hmcp" | LayerConfig, spec: ServerSpec): Promise<string> {
+async function startHmcp(config: "bare" | "full" | "full-distinct" | "full-distinct-workers" | "full-modern" | "mem-hmcp" | LayerConfig, spec: ServerSpec): Promise<string> {
   // the built package (bench/lib/hmcp.ts says why)
   const { FileAuditSink, HMCPServer, createHttpApp, createJwtBearerAuthenticator, generateAuditSigningKey, listen } = await loadHmcp();
   let listening: Listening;
-  const full = config === "full" || isDistinct(config);
+  const full = config === "full" || config === "full-modern" || isDistinct(config);
   const withAuth = full || config === "bare+auth";
   const withGuardrails = full || config === "bare+guardrails";
   const withAudit = full || config === "bare+audit";
@@ -328,10 +356,14 @@ async function main(): Promise<void> {
     case "baseline-v1":
       url = await startSdkV1();
       break;
+    case "baseline-modern":
+      url = await startSdkModern();
+      break;
     case "bare":
     case "full":
     case "full-distinct":
     case "full-distinct-workers":
+    case "full-modern":
     case "mem-hmcp":
     case "bare+auth":
     case "bare+guardrails":

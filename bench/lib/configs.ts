@@ -12,7 +12,19 @@ export type LayerConfig = "bare+auth" | "bare+guardrails" | "bare+audit";
  * (the runner's `--phi-workers`) is `full-distinct` with the output stage's `phi-redaction` given `workers: 1`: PHI
  * scans of long text items on a worker thread (docs/guardrails.md), the opt-in the default policy leaves off.
  */
-export type ServerConfig = "ceiling" | "baseline" | "baseline-v1" | "bare" | "full" | "full-distinct" | "full-distinct-workers" | "mem-hmcp" | "mem-sdk" | LayerConfig;
+export type ServerConfig =
+  | "ceiling"
+  | "baseline"
+  | "baseline-v1"
+  | "baseline-modern"
+  | "bare"
+  | "full"
+  | "full-distinct"
+  | "full-distinct-workers"
+  | "full-modern"
+  | "mem-hmcp"
+  | "mem-sdk"
+  | LayerConfig;
 
 export const LAYER_CONFIGS: readonly LayerConfig[] = ["bare+auth", "bare+guardrails", "bare+audit"];
 
@@ -28,7 +40,17 @@ export function isSdkBaseline(config: ServerConfig): boolean {
 
 /** True for the configurations that need the bench's bearer token and declare its patient. */
 export function needsToken(config: ServerConfig): boolean {
-  return config === "full" || isDistinct(config) || config === "bare+auth";
+  return config === "full" || config === "full-modern" || isDistinct(config) || config === "bare+auth";
+}
+
+/**
+ * True for the configurations driven with MCP 2026-07-28 requests (no session; the `_meta` envelope and the
+ * `MCP-Protocol-Version` / `Mcp-Method` / `Mcp-Name` headers on every request): `baseline-modern`, the plain SDK v2's
+ * `createMcpHandler` (a fresh `McpServer` per request, JSON responses) answering `tools/call` with its echo tool, and
+ * `full-modern`, the `full` server reached the way a modern client reaches HMCP sampling, its tool `sampling_createMessage`.
+ */
+export function isModern(config: ServerConfig): boolean {
+  return config === "baseline-modern" || config === "full-modern";
 }
 
 /** True for the configurations whose every request carries a new text (no decision-cache hits). */

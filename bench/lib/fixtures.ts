@@ -70,6 +70,35 @@ export function toolsCallBody(text: string, id: string | number): Record<string,
   return { jsonrpc: "2.0", id, method: "tools/call", params: { name: "echo", arguments: { text } } };
 }
 
+/** The MCP 2026-07-28 revision the modern configurations speak. */
+export const MODERN_REVISION = "2026-07-28";
+
+/**
+ * A 2026-07-28 `tools/call` body: the tool's arguments and the per-request `_meta` envelope (protocol version, client
+ * info, client capabilities; MCP 2026-07-28 basic/index, "_meta").
+ */
+export function modernToolsCallBody(name: string, args: Record<string, unknown>, id: string | number): Record<string, unknown> {
+  return {
+    jsonrpc: "2.0",
+    id,
+    method: "tools/call",
+    params: {
+      name,
+      arguments: args,
+      _meta: {
+        "io.modelcontextprotocol/protocolVersion": MODERN_REVISION,
+        "io.modelcontextprotocol/clientInfo": { name: "bench-load", version: "1.0.0" },
+        "io.modelcontextprotocol/clientCapabilities": {},
+      },
+    },
+  };
+}
+
+/** The headers of a 2026-07-28 `tools/call` of `name` (Streamable HTTP, 2026-07-28: `Mcp-Method`, `Mcp-Name`). */
+export function modernHeaders(name: string, extra: Record<string, string> = {}): Record<string, string> {
+  return { "content-type": "application/json", accept: "application/json, text/event-stream", "mcp-protocol-version": MODERN_REVISION, "mcp-method": "tools/call", "mcp-name": name, ...extra };
+}
+
 /** JSON-RPC client → server `sampling/createMessage` body of the HMCP configurations. */
 export function samplingBody(text: string, id: string | number, patient?: string): Record<string, unknown> {
   return {

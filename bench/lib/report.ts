@@ -56,6 +56,12 @@ export interface ReportView {
         fullVsBaselineV1P50?: number;
         fullDistinctVsBaselineV1Rps?: number;
         fullDistinctVsBaselineV1P50?: number;
+        /** MCP 2026-07-28: `full-modern` (HMCP full, its sampling tool) against `baseline-modern` (the plain SDK v2's per-request handler). */
+        fullModernVsBaselineModernRps?: number;
+        fullModernVsBaselineModernP50?: number;
+        fullModernVsBaselineModernCpuCapacity?: number;
+        /** The plain SDK v2 on 2026-07-28 (a server per request) against itself on 2025-11-25 (one session). */
+        baselineModernVsBaselineRps?: number;
         paired: {
           fullVsBaselineRps: Spread;
           fullVsBaselineP50: Spread;
@@ -68,6 +74,8 @@ export interface ReportView {
           fullDistinctWorkersVsBaselineP50?: Spread;
           baselineV1VsBaselineRps?: Spread;
           fullVsBaselineV1Rps?: Spread;
+          fullModernVsBaselineModernRps?: Spread;
+          fullModernVsBaselineModernP50?: Spread;
         };
       }
     | undefined
@@ -112,6 +120,10 @@ export function targetsOf(r: Omit<ReportView, "targets">): Target[] {
       const name = "HMCP full-distinct (a new text every request: no decision-cache hits)";
       out.push({ name: `${name} throughput vs baseline (10 conns)`, target: ">= 0.90", measured: r10.fullDistinctVsBaselineRps.toFixed(3), met: r10.fullDistinctVsBaselineRps >= 0.9 });
       out.push({ name: `${name} p50 latency vs baseline (10 conns)`, target: "<= 1.15", measured: r10.fullDistinctVsBaselineP50.toFixed(3), met: r10.fullDistinctVsBaselineP50 <= 1.15 });
+    }
+    if (r10.fullModernVsBaselineModernRps !== undefined && r10.fullModernVsBaselineModernP50 !== undefined) {
+      out.push({ name: "HMCP full throughput vs baseline, MCP 2026-07-28 (10 conns)", target: ">= 0.90", measured: r10.fullModernVsBaselineModernRps.toFixed(3), met: r10.fullModernVsBaselineModernRps >= 0.9 });
+      out.push({ name: "HMCP full p50 latency vs baseline, MCP 2026-07-28 (10 conns)", target: "<= 1.15", measured: r10.fullModernVsBaselineModernP50.toFixed(3), met: r10.fullModernVsBaselineModernP50 <= 1.15 });
     }
     out.push({ name: "HMCP bare throughput vs baseline (10 conns)", target: ">= 0.95", measured: r10.bareVsBaselineRps.toFixed(3), met: r10.bareVsBaselineRps >= 0.95 });
   }
@@ -193,6 +205,12 @@ export function renderMarkdown(r: ReportView): string {
       if (rs.some((x) => x.fullDistinctWorkersVsBaselineRps !== undefined)) {
         row("full-distinct-workers (phi-redaction workers: 1) / baseline req/s (paired per round)", (x) => pairedCell(x.fullDistinctWorkersVsBaselineRps, x.paired.fullDistinctWorkersVsBaselineRps));
         row("full-distinct-workers / baseline p50", (x) => pairedCell(x.fullDistinctWorkersVsBaselineP50, x.paired.fullDistinctWorkersVsBaselineP50));
+      }
+      if (rs.some((x) => x.fullModernVsBaselineModernRps !== undefined)) {
+        row("MCP 2026-07-28: full-modern / baseline-modern req/s (paired per round)", (x) => pairedCell(x.fullModernVsBaselineModernRps, x.paired.fullModernVsBaselineModernRps));
+        row("MCP 2026-07-28: full-modern / baseline-modern p50", (x) => pairedCell(x.fullModernVsBaselineModernP50, x.paired.fullModernVsBaselineModernP50));
+        row("CPU capacity full-modern vs baseline-modern", (x) => x.fullModernVsBaselineModernCpuCapacity?.toFixed(3) ?? "n/a");
+        row("baseline-modern (SDK v2, a server per request) / baseline (SDK v2, one session) req/s", (x) => x.baselineModernVsBaselineRps?.toFixed(3) ?? "n/a");
       }
       row("bare / baseline req/s", (x) => `${x.bareVsBaselineRps.toFixed(3)} (${x.paired.bareVsBaselineRps.min.toFixed(2)}–${x.paired.bareVsBaselineRps.max.toFixed(2)})`);
       row("bare / baseline p50", (x) => x.bareVsBaselineP50.toFixed(3));
