@@ -1,7 +1,7 @@
 /**
  * CPU profile of one benchmark server under load: where the per-request time goes.
  *
- * Usage: `npx tsx bench/profile.ts [full|full-distinct|bare|baseline|ceiling|bare+auth|...] [--seconds 10] [--connections 10] [--top 30]`
+ * Usage: `npx tsx bench/profile.ts [full|full-distinct|full-modern|bare|baseline|baseline-modern|ceiling|bare+auth|...] [--seconds 10] [--connections 10] [--top 30]`
  *        `npx tsx bench/profile.ts guardrails [--n 2000]`   the default policy's both stages on 4 KB texts, in-process
  *        `npx tsx bench/profile.ts audit [--n 20000]`       FileAuditSink appends with the default durability, in-process
  *
@@ -15,8 +15,8 @@ import { Session } from "node:inspector/promises";
 import os from "node:os";
 import path from "node:path";
 import { FileAuditSink, defaultGuardrails, generateAuditSigningKey, newAuditRecord } from "../src/index.js";
-import { isSdkBaseline, needsToken, requestText, type ServerConfig } from "./lib/configs.js";
-import { benchKeys, clinicalText, phiText, requestAuditDraft, samplingBody, signAccessToken, toolsCallBody, PATIENT, REPO_ROOT } from "./lib/fixtures.js";
+import { isModern, isSdkBaseline, needsToken, requestText, type ServerConfig } from "./lib/configs.js";
+import { benchKeys, clinicalText, modernHeaders, modernToolsCallBody, phiText, requestAuditDraft, samplingBody, signAccessToken, toolsCallBody, PATIENT, REPO_ROOT } from "./lib/fixtures.js";
 import { mapProfileToSource } from "./lib/sourcemap.js";
 import { ensureBuilt } from "./lib/hmcp.js";
 import { openSession } from "./lib/mcp-http.js";
@@ -195,10 +195,19 @@ async function main(): Promise<void> {
   const file = path.join(dir, `${config}.cpuprofile`);
   try {
     let headers: Record<string, string> = { "content-type": "application/json" };
-    if (config !== "ceiling") headers = (await openSession(server.url, withToken ? { authorization: `Bearer ${token}` } : {})).headers;
-    const body = JSON.stringify(
-      config === "ceiling" || isSdkBaseline(config) ? toolsCallBody(text, "[<id>]") : samplingBody(requestText(config, text), "[<id>]", withToken ? PATIENT : undefined),
-    );
+    let body: string;
+    if (isModern(config)) {
+      // MCP 2026-07-28: no session; the envelope and headers on every request (as bench/run.ts sends them)
+      const tool = config === "baseline-modern" ? "echo" : "sampling_createMessage";
+      headers = modernHeaders(tool, withToken ? { authorization: `Bearer ${token}` } : {});
+      const args = config === "baseline-modern" ? { text } : { messages: [{ role: "user", content: { type: "text", text } }], maxTokens: 256, _meta: { "hmcp/patient": PATIENT } };
+      body = JSON.stringify(modernToolsCallBody(tool, args, "[<id>]"));
+    } else {
+      if (config !== "ceiling") headers = (await openSession(server.url, withToken ? { authorization: `Bearer ${token}` } : {})).headers;
+      body = JSON.stringify(
+        config === "ceiling" || isSdkBaseline(config) ? toolsCallBody(text, "[<id>]") : samplingBody(requestText(config, text), "[<id>]", withToken ? PATIENT : undefined),
+      );
+    }
     await runLoadProcess({ url: server.url, headers, body, connections, durationSec: 2 });
     await server.profileStart();
     const r = await runLoadProcess({ url: server.url, headers, body, connections, durationSec: seconds });

@@ -7,7 +7,7 @@ import { CreateMessageRequestParamsSchema, CreateMessageResultSchema } from "@mo
 import { StdioServerTransport } from "@modelcontextprotocol/server/stdio";
 import { InMemoryTransport as ClientInMemoryTransport } from "@modelcontextprotocol/client";
 import { McpServer, InMemoryTransport, ProtocolError, ProtocolErrorCode } from "@modelcontextprotocol/server";
-import type { Transport, CallToolResult, Implementation, JSONObject, JSONRPCRequest } from "@modelcontextprotocol/server";
+import type { Transport, CallToolResult, Implementation, JSONObject, JSONRPCRequest, StandardSchemaWithJSON } from "@modelcontextprotocol/server";
 import { HMCPConfigError, HMCPError, HMCPErrorCode, HMCP_EXTENSION_ID, HMCP_VERSION, refuseUnknownOptions, SAMPLING_TOOL_NAME, type HMCPCapability, type TransportKind } from "../protocol/index.js";
 import { parseServerOptions, type HMCPServerOptions } from "./options.js";
 import { specParamsError } from "./spec-params.js";
@@ -54,6 +54,26 @@ const SAMPLING_TOOL_OUTPUT = z.looseObject({
   content: z.union([z.looseObject({ type: z.string() }), z.array(z.looseObject({ type: z.string() }))]),
   stopReason: z.string().optional(),
 });
+
+/**
+ * `schema` with its JSON Schema conversions computed once and kept: the SDK converts a registered tool's schemas per
+ * server instance (for `tools/list`, the result projection and the 2026-07-28 header checks), and on MCP 2026-07-28
+ * createHttpApp builds a server per request, where zod's conversion of the sampling tool's two schemas cost about a
+ * tenth of the request's CPU (bench/profile.ts full-modern). Validation is the schema's own.
+ */
+function withKeptJsonSchema<S extends StandardSchemaWithJSON>(schema: S): S {
+  const std = schema["~standard"];
+  const kept = new Map<string, Record<string, unknown>>();
+  const convert = (io: "input" | "output") => (options: Parameters<typeof std.jsonSchema.input>[0]) => {
+    const key = `${io}\0${JSON.stringify(options)}`;
+    let json = kept.get(key);
+    if (json === undefined) kept.set(key, (json = std.jsonSchema[io](options)));
+    return json;
+  };
+  return { "~standard": { ...std, validate: std.validate.bind(std), jsonSchema: { input: convert("input"), output: convert("output") } } } as unknown as S;
+}
+const SAMPLING_TOOL_INPUT_SCHEMA = withKeptJsonSchema(SAMPLING_TOOL_INPUT);
+const SAMPLING_TOOL_OUTPUT_SCHEMA = withKeptJsonSchema(SAMPLING_TOOL_OUTPUT);
 
 const SAMPLING_OPTIONS: ReadonlySet<string> = new Set<keyof SamplingHandlerOptions>(["requiredScopes", "tool"]);
 const SAMPLING_TOOL_OPTIONS: ReadonlySet<string> = new Set(["title", "description"]);
@@ -172,8 +192,8 @@ export class HMCPServer extends McpServer {
         description:
           meta.description ??
           "HMCP sampling as a tool: the arguments are sampling/createMessage params (messages, maxTokens, systemPrompt ...), the result's structuredContent is the agent's CreateMessageResult.",
-        inputSchema: SAMPLING_TOOL_INPUT,
-        outputSchema: SAMPLING_TOOL_OUTPUT,
+        inputSchema: SAMPLING_TOOL_INPUT_SCHEMA,
+        outputSchema: SAMPLING_TOOL_OUTPUT_SCHEMA,
       },
       async (args: unknown, ctx: object) => {
         // the listed schema is the outline a host can render; the full CreateMessageRequest params check is here
