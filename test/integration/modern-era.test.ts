@@ -156,6 +156,11 @@ describe("MCP 2026-07-28 on createHttpApp", () => {
     // no token at all: 401 with the challenge, on the modern era as on the legacy one
     const anonymous = await rawModern(url, "", 2, "tools/list");
     expect(anonymous.status).toBe(401);
+    // an expired token: 401 invalid_token on each request (no session outlives it)
+    const now = Math.floor(Date.now() / 1000);
+    const expired = await rawModern(url, await mint(keys, { scope: "hmcp:access", iat: now - 600, exp: now - 300 }), 3, "tools/list");
+    expect(expired.status).toBe(401);
+    expect(expired.headers.get("www-authenticate")).toContain('error="invalid_token"');
   });
 
   it("a handler that asks a modern client which declared no elicitation gets a typed refusal (input rounds: input-rounds.test.ts)", async () => {
