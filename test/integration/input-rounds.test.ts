@@ -7,6 +7,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { createHttpApp, HMCPClient, HMCPErrorCode, HMCPServer, hmcpContext, INFO_NEEDED, listen, SAMPLING_TOOL_NAME, type AuditRecordInput, type HMCPServerOptions } from "hmcp";
 import { bearerFor, makeKeys, mint, type TestKeys } from "../fixtures/bearer.js";
+import { connectEcho } from "../fixtures/harness.js";
 
 const closers: Array<() => Promise<void>> = [];
 afterEach(async () => {
@@ -136,6 +137,28 @@ describe("asking the caller mid-request on both eras", () => {
     ]);
     expect(new Set(rounds.map((r) => r.inputRound?.flow)).size).toBe(1);
     expect(rounds.every((r) => r.patients.includes("p1") && r.actor.sub !== undefined)).toBe(true);
+  });
+
+  it("the foundation echo agent (samples, then elicits) on 2026-07-28 over stdio and HTTP, as on 2025-11-25", { timeout: 60_000 }, async () => {
+    for (const kind of ["stdio", "http"] as const) {
+      for (const era of ["modern", "legacy"] as const) {
+        const asked: string[] = [];
+        const conn = await connectEcho(kind, {
+          protocolEra: era,
+          guardrails: false,
+          onSampling: async () => ({ role: "assistant", model: "m", content: { type: "text", text: "short" } }),
+          onElicitation: async (params) => {
+            asked.push(params.message);
+            return { action: "accept", content: { approved: true } };
+          },
+        });
+        closers.unshift(() => conn.close());
+        expect(conn.client.protocolEra).toBe(era);
+        const r = await conn.client.ask("hello");
+        expect(r.content).toEqual({ type: "text", text: "echo=hello; model=short; approval=accept:true" });
+        expect(asked).toEqual(["Approve?"]);
+      }
+    }
   });
 
   it("a replayed, tampered, expired or other-principal requestState is refused with a typed error and audited; nothing is written twice", async () => {
