@@ -5,6 +5,7 @@
  */
 import { afterEach, describe, expect, it } from "vitest";
 import { z } from "zod";
+import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 import { createHttpApp, HMCPClient, HMCPErrorCode, HMCPServer, hmcpContext, INFO_NEEDED, listen, SAMPLING_TOOL_NAME, type AuditRecordInput, type HMCPServerOptions } from "hmcp";
 import { bearerFor, makeKeys, mint, type TestKeys } from "../fixtures/bearer.js";
 import { connectEcho } from "../fixtures/harness.js";
@@ -159,6 +160,26 @@ describe("asking the caller mid-request on both eras", () => {
         expect(asked).toEqual(["Approve?"]);
       }
     }
+  });
+
+  it("a plain SDK v2 Client on 2026-07-28 answers the agent's question through its own elicitation handler", async () => {
+    const keys = await makeKeys();
+    const audit: AuditRecordInput[] = [];
+    const writes: string[] = [];
+    const url = await serve(keys, audit, writes);
+    const sdk = new Client({ name: "plain-sdk-host", version: "1.0.0" }, { capabilities: { elicitation: { form: {} } }, versionNegotiation: { mode: "auto" } });
+    const asked: string[] = [];
+    sdk.setRequestHandler("elicitation/create", async (request) => {
+      asked.push((request.params as { message: string }).message);
+      return { action: "accept", content: {} };
+    });
+    await sdk.connect(new StreamableHTTPClientTransport(url, { requestInit: { headers: { authorization: `Bearer ${await mint(keys, { scope: "hmcp:access" })}` } } }));
+    closers.unshift(() => sdk.close());
+    expect(sdk.getProtocolEra()).toBe("modern");
+    const r = await sdk.callTool({ name: "approve", arguments: { what: "the discharge letter" } });
+    expect(r.content).toEqual([{ type: "text", text: "accept #1" }]);
+    expect(asked).toEqual(["Approve the discharge letter?"]);
+    expect(writes).toEqual(["the discharge letter"]);
   });
 
   it("a replayed, tampered, expired or other-principal requestState is refused with a typed error and audited; nothing is written twice", async () => {
