@@ -201,7 +201,7 @@ export type {
 } from "./auth/index.js";
 
 // --- server ---
-export { HMCPServer, hmcpContext, HMCPConfigError, PATIENT_META_KEY, serveStdio, defaultOperationalLogger, MemoryRequestStateStore } from "./server/index.js";
+export { HMCPServer, hmcpContext, HMCPConfigError, PATIENT_META_KEY, serveStdio, defaultOperationalLogger, MemoryRequestStateStore, PostgresRequestStateStore } from "./server/index.js";
 export type {
   SamplingHandlerOptions,
   RequestContext,
@@ -217,6 +217,8 @@ export type {
   RequestStateOptions,
   RequestStateStore,
   RequestStateRefusal,
+  PostgresRequestStateStoreOptions,
+  RequestStateQueryable,
 } from "./server/index.js";
 
 // --- client ---

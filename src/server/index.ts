@@ -16,6 +16,8 @@ export { PATIENT_META_KEY } from "./pipeline.js";
 export type { RequestPipeline } from "./pipeline.js";
 export { serveStdio } from "./stdio.js";
 export { MemoryRequestStateStore } from "./request-state.js";
+export { PostgresRequestStateStore } from "./request-state-postgres.js";
+export type { PostgresRequestStateStoreOptions, RequestStateQueryable } from "./request-state-postgres.js";
 export type { RequestStateOptions, RequestStateStore, RequestStateRefusal } from "./request-state.js";
 export { defaultOperationalLogger } from "./logger.js";
 export type { OperationalLogger } from "./logger.js";

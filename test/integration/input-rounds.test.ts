@@ -6,9 +6,10 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
-import { createHttpApp, HMCPClient, HMCPErrorCode, HMCPServer, hmcpContext, INFO_NEEDED, listen, SAMPLING_TOOL_NAME, type AuditRecordInput, type HMCPServerOptions } from "hmcp";
+import { createHttpApp, HMCPClient, HMCPErrorCode, HMCPServer, hmcpContext, INFO_NEEDED, listen, PostgresRequestStateStore, SAMPLING_TOOL_NAME, type AuditRecordInput, type HMCPServerOptions } from "hmcp";
 import { bearerFor, makeKeys, mint, type TestKeys } from "../fixtures/bearer.js";
 import { connectEcho } from "../fixtures/harness.js";
+import { startTestDatabase, testDatabaseKinds } from "../fixtures/postgres.js";
 
 const closers: Array<() => Promise<void>> = [];
 afterEach(async () => {
@@ -252,6 +253,36 @@ describe("asking the caller mid-request on both eras", () => {
     const onB = await call(b, token, 3, "approve", { what: "x" }, { requestState: first.result!.requestState!, inputResponses: { [key]: accept } });
     expect(onB.result?.content).toEqual([{ type: "text", text: "accept #1" }]);
     expect(() => new HMCPServer({ name: "x", version: "1" }, { requestState: { keys: ["too short"] } })).toThrow(/32 bytes/);
+  });
+
+  // a real PostgreSQL server where its Debian package is installed (.ci/run installs it), and PGlite everywhere
+  it.each(testDatabaseKinds())("two instances sharing a PostgreSQL ledger (%s) and one key: a round started on A completes on B, and its replay on A is refused", { timeout: 60_000 }, async (kind) => {
+    const database = await startTestDatabase(kind);
+    closers.push(() => database.close());
+    const db = database.db;
+    const store = await PostgresRequestStateStore.open({ db });
+    const keys = await makeKeys();
+    const audit: AuditRecordInput[] = [];
+    const writes: string[] = [];
+    const a = await serve(keys, audit, writes, { keys: [KEY], store });
+    const b = await serve(keys, audit, writes, { keys: [KEY], store });
+    const token = await mint(keys, { scope: "hmcp:access" });
+    const first = await call(a, token, 1, "approve", { what: "lab order" });
+    const key = Object.keys(first.result!.inputRequests!)[0]!;
+    const retry = { requestState: first.result!.requestState!, inputResponses: { [key]: accept } };
+    const [onB, onA] = [await call(b, token, 2, "approve", { what: "lab order" }, retry), await call(a, token, 3, "approve", { what: "lab order" }, retry)];
+    expect(onB.result?.content).toEqual([{ type: "text", text: "accept #1" }]);
+    expect(onA.error).toMatchObject({ code: -32602, data: { reason: "request_state_replayed" } });
+    // concurrent replays through both instances: exactly one wins
+    const second = await call(a, token, 4, "approve", { what: "imaging order" });
+    const k2 = Object.keys(second.result!.inputRequests!)[0]!;
+    const r2 = { requestState: second.result!.requestState!, inputResponses: { [k2]: accept } };
+    const both = await Promise.all([call(a, token, 5, "approve", { what: "imaging order" }, r2), call(b, token, 6, "approve", { what: "imaging order" }, r2)]);
+    expect(both.filter((x) => x.result !== undefined)).toHaveLength(1);
+    expect(both.filter((x) => typeof x.error === "object" && x.error.data?.reason === "request_state_replayed")).toHaveLength(1);
+    expect(writes).toEqual(["lab order", "imaging order"]);
+    const { rows } = (await db.query("SELECT count(*)::int AS n FROM hmcp_request_state")) as { rows: Array<{ n: number }> };
+    expect(rows[0]!.n).toBe(2);
   });
 
   it("a retry without the answer asks again; a changed question is refused; a client without elicitation gets a typed refusal", async () => {

@@ -1,0 +1,77 @@
+/**
+ * A {@link RequestStateStore} in PostgreSQL (or PGlite): the single-use ledger of MCP 2026-07-28 `requestState`s shared
+ * by every instance of an agent behind one endpoint, so a retry replayed to another instance is refused too.
+ */
+import { refuseUnknownOptions } from "../protocol/config-error.js";
+import type { RequestStateStore } from "./request-state.js";
+
+/** What the store needs from a database client: `pg.Pool`, `pg.Client` and PGlite all fit. */
+export interface RequestStateQueryable {
+  query(text: string, params?: unknown[]): Promise<{ rows: unknown[] }>;
+}
+
+/** Options of {@link PostgresRequestStateStore.open}. */
+export interface PostgresRequestStateStoreOptions {
+  /** The connection (pool). It stays the caller's: the store never closes it. */
+  db: RequestStateQueryable;
+  /** Table name (letters, digits, `_`; optionally schema-qualified). Default "hmcp_request_state". */
+  table?: string;
+  /** Create the table if missing. Default true. */
+  createTable?: boolean;
+  /** Delete expired ids at most this often, ms (on a claim; never in the way of the claim's answer). Default 60,000. */
+  sweepIntervalMs?: number;
+}
+
+const TABLE_RE = /^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?$/;
+const KNOWN = new Set(["db", "table", "createTable", "sweepIntervalMs"]);
+
+/**
+ * The `requestState` single-use ledger in one table (`id text PRIMARY KEY, expires_at timestamptz`): a claim is one
+ * `INSERT … ON CONFLICT DO NOTHING RETURNING id`, atomic across instances (of two claims of one id, the database lets
+ * exactly one insert). Expired ids are deleted now and then (an expired state is refused as expired before its id is
+ * looked at, and ids are random, so an id is never claimed again).
+ *
+ * ```ts
+ * const store = await PostgresRequestStateStore.open({ db: new pg.Pool({ connectionString }) });
+ * new HMCPServer(info, { requestState: { keys: [process.env.HMCP_REQUEST_STATE_KEY!], store } });
+ * ```
+ */
+export class PostgresRequestStateStore implements RequestStateStore {
+  #nextSweep = 0;
+
+  private constructor(
+    private readonly db: RequestStateQueryable,
+    private readonly table: string,
+    private readonly sweepIntervalMs: number,
+  ) {}
+
+  /**
+   * Creates the table if asked.
+   * @throws Error on an unknown option, a `db` without `query`, an invalid table name or interval; whatever the
+   *   database throws for the `CREATE TABLE`
+   */
+  static async open(options: PostgresRequestStateStoreOptions): Promise<PostgresRequestStateStore> {
+    refuseUnknownOptions("PostgresRequestStateStore", options, KNOWN);
+    if (typeof options?.db?.query !== "function") throw new Error("PostgresRequestStateStore: 'db' must have query(text, params) (pg.Pool, pg.Client or PGlite)");
+    const table = options.table ?? "hmcp_request_state";
+    if (!TABLE_RE.test(table)) throw new Error("PostgresRequestStateStore: 'table' may hold letters, digits and '_' (optionally schema.table)");
+    const sweep = options.sweepIntervalMs ?? 60_000;
+    if (!(Number.isSafeInteger(sweep) && sweep > 0)) throw new Error("PostgresRequestStateStore: 'sweepIntervalMs' must be a positive integer (ms)");
+    if (options.createTable !== false) {
+      await options.db.query(`CREATE TABLE IF NOT EXISTS ${table} (id text PRIMARY KEY, expires_at timestamptz NOT NULL)`);
+    }
+    return new PostgresRequestStateStore(options.db, table, sweep);
+  }
+
+  /** @throws whatever the database throws (the request is then refused: the pipeline fails closed) */
+  async claim(id: string, expiresAt: number): Promise<boolean> {
+    const now = Date.now();
+    if (now >= this.#nextSweep) {
+      this.#nextSweep = now + this.sweepIntervalMs;
+      // not awaited by the claim: a slow delete must not hold the request
+      this.db.query(`DELETE FROM ${this.table} WHERE expires_at < now()`).catch(() => undefined);
+    }
+    const { rows } = await this.db.query(`INSERT INTO ${this.table} (id, expires_at) VALUES ($1, to_timestamp($2::double precision / 1000)) ON CONFLICT (id) DO NOTHING RETURNING id`, [id, expiresAt]);
+    return rows.length === 1;
+  }
+}
