@@ -187,7 +187,10 @@ describe("asking the caller mid-request on both eras", () => {
     const keys = await makeKeys();
     const audit: AuditRecordInput[] = [];
     const writes: string[] = [];
-    const url = await serve(keys, audit, writes, { keys: [KEY], ttlSeconds: 1 });
+    const url = await serve(keys, audit, writes, { keys: [KEY] });
+    // the expiry on an agent whose states live 1 s (the rest on the default 600 s, so a loaded machine cannot turn a
+    // refusal for another reason into an expiry)
+    const shortLived = await serve(keys, audit, writes, { keys: [KEY], ttlSeconds: 1 });
     const alice = await mint(keys, { scope: "hmcp:access", sub: "alice" });
     const bob = await mint(keys, { scope: "hmcp:access", sub: "bob" });
 
@@ -217,9 +220,9 @@ describe("asking the caller mid-request on both eras", () => {
     expect(writes).toEqual(["order 7"]);
 
     // expired: sealed for 1 s
-    const late = await call(url, alice, 7, "approve", { what: "order 9" });
+    const late = await call(shortLived, alice, 7, "approve", { what: "order 9" });
     await new Promise((r) => setTimeout(r, 2_100));
-    const expired = await call(url, alice, 8, "approve", { what: "order 9" }, { requestState: late.result!.requestState!, inputResponses: { [key!]: accept } });
+    const expired = await call(shortLived, alice, 8, "approve", { what: "order 9" }, { requestState: late.result!.requestState!, inputResponses: { [key!]: accept } });
     expect(expired.error).toMatchObject({ code: -32602, data: { reason: "request_state_expired" } });
     expect(writes).toEqual(["order 7"]);
 
