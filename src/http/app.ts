@@ -16,7 +16,7 @@ import { HMCPConfigError, HMCPErrorCode, refuseUnknownOptions, type Principal } 
 import type { BearerAuthenticator } from "../auth/types.js";
 import { AUDIT_RECORD_VERSION, markInternalRecord, type AuditRecordInput, type AuditSink } from "../audit/record.js";
 import { defaultOperationalLogger, type HMCPServer, type OperationalLogger } from "../server/index.js";
-import { appendUnreserved, auditSinkUnavailable } from "../server/pipeline.js";
+import { appendUnreserved, auditSinkUnavailable } from "../audit/admission.js";
 import { BoundedEventStore, EventStoreBudget, type EventStoreLimits } from "./event-store.js";
 
 /** Options of {@link createHttpApp}. */

@@ -20,6 +20,7 @@ import { defaultGuardrails } from "../guardrails/policy.js";
 import { guardrailBlockData } from "../guardrails/block-data.js";
 import { AUDIT_RECORD_VERSION, markInternalRecord, type AuditOutcome, type AuditRecordInput, type AuditSink } from "../audit/record.js";
 import { AuditSinkError } from "../audit/chain-sink.js";
+import { admit, appendAdmitted, appendUnreserved, markSinkFailed } from "../audit/admission.js";
 import type { HMCPServerOptions, PipelineHooks } from "./options.js";
 import { attachContext, type BackRequestOptions, type RequestContext } from "./context.js";
 import { INPUT_ROUND_METHODS, InputRounds, isInputRoundError, roundBinding } from "./input-rounds.js";
@@ -81,43 +82,6 @@ function checkPatientId(id: unknown): string {
     throw new ProtocolError(INVALID_PARAMS, "Invalid params: a patient must be a FHIR Patient id ([A-Za-z0-9-.]{1,64})", { reason: "invalid_patient_id" });
   }
   return id;
-}
-
-/** Sinks that have refused a record for good (not for backpressure): shared by every pipeline (session) writing to them. */
-const FAILED_SINKS = new WeakSet<AuditSink>();
-/** Per sink, requests admitted (room checked) whose record is not appended yet: room reserved in the sink's queue. */
-const ADMITTED = new WeakMap<AuditSink, number>();
-
-/**
- * Appends a record that had no room reserved (a refusal, a session event): only if it fits beside the records of
- * requests already admitted, which it must not crowd out; otherwise it is dropped (returns false). @internal
- * @throws what `sink.append` throws
- */
-export function appendUnreserved(sink: AuditSink, record: AuditRecordInput): boolean {
-  if (sink.assertWritable !== undefined) {
-    try {
-      sink.assertWritable((ADMITTED.get(sink) ?? 0) + 1);
-    } catch (error) {
-      if (error instanceof AuditSinkError && error.code === "backpressure") return false;
-      throw error;
-    }
-  }
-  sink.append(record);
-  return true;
-}
-
-/**
- * True when `sink` cannot take records now: it refused one for good before, or its own health check
- * ({@link AuditSink.assertWritable}) says no to `reserve` more records (default 1). Used by the HTTP app before it opens a session. @internal
- */
-export function auditSinkUnavailable(sink: AuditSink, reserve = 1): boolean {
-  if (FAILED_SINKS.has(sink)) return true;
-  try {
-    sink.assertWritable?.(reserve);
-    return false;
-  } catch {
-    return true;
-  }
 }
 
 /** What the pipeline needs from the server it serves. */
@@ -480,27 +444,17 @@ export class RequestPipeline {
     this.#emit(record as unknown as AuditRecordInput, ctx.admitted);
   }
 
-  /**
-   * Admits a request when the audit sink can take its record: not failed for good, and room in its queue for this
-   * record on top of those of every request already admitted and not yet recorded (over all sessions sharing the sink),
-   * so an admitted request's record is not refused for backpressure. Reserves that room (released by {@link #emit}).
-   */
+  /** Admits a request when the audit sink can take its record, reserving room for it (src/audit/admission.ts). */
   #admit(): boolean {
-    const sink = this.#audit;
-    if (sink === undefined) return true;
-    const pending = ADMITTED.get(sink) ?? 0;
-    if (auditSinkUnavailable(sink, pending + 1)) return false;
-    ADMITTED.set(sink, pending + 1);
-    return true;
+    return this.#audit === undefined || admit(this.#audit);
   }
 
   #emit(record: AuditRecordInput, admitted = false): void {
     const sink = this.#audit;
     markInternalRecord(record);
-    if (admitted && sink !== undefined) ADMITTED.set(sink, Math.max(0, (ADMITTED.get(sink) ?? 1) - 1));
     try {
       if (sink !== undefined) {
-        if (admitted) sink.append(record);
+        if (admitted) appendAdmitted(sink, record);
         else appendUnreserved(sink, record);
       }
     } catch (error) {
@@ -509,10 +463,9 @@ export class RequestPipeline {
         // admitted request had room reserved, so losing one means a writer outside the pipeline filled the queue
         // (e.g. the HTTP app's session records): the operator must know. Refusals' records are not reserved.
         if (admitted) this.#logger.error("audit record of an answered request refused: the sink's queue is full", { agent: this.#host.agentName, recordType: record.type, outcome: record.outcome });
-      } else if (sink !== undefined && !FAILED_SINKS.has(sink)) {
+      } else if (sink !== undefined && markSinkFailed(sink)) {
         // From now on every pipeline writing to this sink refuses every request (AuditUnavailable) rather than serve
         // without an audit trail.
-        FAILED_SINKS.add(sink);
         this.#logger.error("audit sink refused a record; refusing requests until restarted", { agent: this.#host.agentName, error });
       }
     }
