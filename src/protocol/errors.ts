@@ -31,6 +31,26 @@ export type HMCPErrorCode = (typeof HMCPErrorCode)[keyof typeof HMCPErrorCode];
 export const INTERNAL_ERROR = -32603;
 /** Standard JSON-RPC 2.0 invalid params (§5.1). */
 export const INVALID_PARAMS = -32602;
+/**
+ * Standard JSON-RPC 2.0 invalid request (§5.1): the body is not a valid request. The HTTP layer answers it for a body
+ * over the size limit (HTTP 413) and any other 4xx the body parser raises.
+ */
+export const INVALID_REQUEST = -32600;
+/** Standard JSON-RPC 2.0 parse error (§5.1): the body is not JSON. The HTTP layer answers it with HTTP 400. */
+export const PARSE_ERROR = -32700;
+/**
+ * Implementation-defined server error (JSON-RPC 2.0 §5.1) that the MCP SDK's Streamable HTTP transport answers for a
+ * request refused at the transport (no session, too many sessions, shutting down, not ready); the HTTP status says
+ * which. The SDK uses the same value for "connection closed" on its client side.
+ * @internal
+ */
+export const TRANSPORT_ERROR = -32000;
+/**
+ * The MCP SDK's Streamable HTTP code for an unknown or ended `Mcp-Session-Id` (HTTP 404; MCP 2025-11-25 transports,
+ * "Session Management": the client then starts a new session with initialize).
+ * @internal
+ */
+export const SESSION_NOT_FOUND = -32001;
 
 /** Reason codes used in `data.reason` (stable, machine-readable, never PHI). */
 export type HMCPReason =
