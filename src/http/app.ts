@@ -8,6 +8,7 @@
 import type { Server as NodeHttpServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import express, { type Express } from "express";
+import type { ServerNotifier } from "@modelcontextprotocol/server";
 import { HMCPConfigError } from "../protocol/index.js";
 import type { BearerAuthenticator } from "../auth/types.js";
 import type { AuditSink } from "../audit/record.js";
@@ -94,6 +95,15 @@ export interface HttpApp {
   /** Open MCP sessions. */
   readonly sessionCount: number;
   /**
+   * Tells connected clients that what the agent offers changed: `toolsChanged()`, `promptsChanged()`,
+   * `resourcesChanged()` send `notifications/{tools,prompts,resources}/list_changed`, `resourceUpdated(uri)` sends
+   * `notifications/resources/updated`, to every open MCP 2026-07-28 `subscriptions/listen` stream that opted in to it
+   * and to every open 2025-era session (on its standalone SSE stream, when its server has the capability). Call it when
+   * the tools, prompts or resources the `createServer` factory registers change. Never throws; a no-op without clients.
+   * (A per-request server's own `sendToolListChanged()` and siblings publish to the streams the same way.)
+   */
+  readonly notify: ServerNotifier;
+  /**
    * Graceful shutdown of the MCP endpoint; the HTTP listener is the caller's (see {@link listen}).
    * 1. From the call on, new sessions and new JSON-RPC requests get HTTP 503 (`Retry-After`); what open sessions send
    *    for requests already running (responses to the server's own requests, notifications, their SSE streams) is
@@ -171,6 +181,24 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
     },
     get sessionCount() {
       return sessions.size;
+    },
+    notify: {
+      toolsChanged: () => {
+        modern.notify.toolsChanged();
+        for (const server of sessions.servers()) server.sendToolListChanged();
+      },
+      promptsChanged: () => {
+        modern.notify.promptsChanged();
+        for (const server of sessions.servers()) server.sendPromptListChanged();
+      },
+      resourcesChanged: () => {
+        modern.notify.resourcesChanged();
+        for (const server of sessions.servers()) server.sendResourceListChanged();
+      },
+      resourceUpdated: (uri: string) => {
+        modern.notify.resourceUpdated(uri);
+        for (const server of sessions.servers()) void server.server.sendResourceUpdated({ uri }).catch(() => undefined);
+      },
     },
     async close(closeOptions = {}) {
       closing = true;

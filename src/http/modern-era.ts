@@ -5,7 +5,7 @@
  */
 import { AsyncLocalStorage } from "node:async_hooks";
 import type { Request, Response } from "express";
-import { createMcpHandler } from "@modelcontextprotocol/server";
+import { createMcpHandler, type ServerNotifier } from "@modelcontextprotocol/server";
 import { toNodeHandler } from "@modelcontextprotocol/node";
 import { TRANSPORT_ERROR } from "../protocol/errors.js";
 import type { HMCPServer, OperationalLogger } from "../server/index.js";
@@ -41,6 +41,11 @@ export class ModernEra {
     this.#audit = options.audit;
     this.#handler = createMcpHandler(() => {
       const server = options.createServer().serveModernEra();
+      // a list change made while serving one request (a tool registered or removed) reaches the open
+      // subscriptions/listen streams, which hear only this handler's bus, not the per-request server's transport
+      server.sendToolListChanged = () => this.#handler.notify.toolsChanged();
+      server.sendPromptListChanged = () => this.#handler.notify.promptsChanged();
+      server.sendResourceListChanged = () => this.#handler.notify.resourcesChanged();
       this.#servers.add(server);
       this.#batch.getStore()?.push(server);
       return server;
@@ -67,6 +72,11 @@ export class ModernEra {
       if (res.statusCode === 404 || res.statusCode === 400) this.#audit.refused(req, res, res.statusCode, res.statusCode === 404 ? "method_not_found" : "invalid_request", "failed");
     }
   };
+
+  /** Publishes a change to every open `subscriptions/listen` stream that opted in to it (MCP 2026-07-28, "Subscriptions"). */
+  get notify(): ServerNotifier {
+    return this.#handler.notify;
+  }
 
   /** The servers of modern-era requests in progress (what shutdown drains). */
   servers(): HMCPServer[] {

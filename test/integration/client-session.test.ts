@@ -76,7 +76,7 @@ describe("HMCPClient sessions over HTTP", () => {
     const slow = express();
     slow.use((req, _res, next) => (req.method === "POST" && !req.headers["mcp-session-id"] ? setTimeout(next, 150) : next()));
     slow.use(restarted.app);
-    await serve({ app: slow, get sessionCount() { return restarted.sessionCount; }, close: (o) => restarted.close(o) }, port);
+    await serve({ app: slow, get sessionCount() { return restarted.sessionCount; }, notify: restarted.notify, close: (o) => restarted.close(o) }, port);
     const early = [1, 2, 3].map((i) => client.ask(`sodium 13${i}`));
     await new Promise((r) => setTimeout(r, 60));
     const late = client.ask("sodium 139");

@@ -42,6 +42,11 @@ function agent(audit: AuditRecordInput[], guardrails: GuardrailRunner | false = 
     }
     return { content: [{ type: "text", text: `reason: ${answer.content?.reason ?? ""}` }] };
   });
+  // changes the server's tool list mid-request (the list change a subscription stream must hear)
+  s.registerTool("add-tool", { description: "registers a tool" }, async () => {
+    s.registerTool("fresh-tool", { description: "added at run time" }, async () => ({ content: [] }));
+    return { content: [{ type: "text", text: "added" }] };
+  });
   s.registerTool("approve-write", { description: "asks the clinician" }, async (ctx) => {
     const answer = await hmcpContext(ctx).elicit({ message: "Approve?", requestedSchema: { type: "object", properties: {} } });
     return { content: [{ type: "text", text: answer.action }] };
@@ -227,6 +232,45 @@ describe("MCP 2026-07-28 on createHttpApp", () => {
       [404, "method_not_found", "failed"],
     ]);
     expect(refusals.every((r) => r.actor?.sub !== undefined)).toBe(true);
+  });
+
+  it("HttpApp.notify reaches an open subscriptions/listen stream and a 2025-era session; a per-request server's own list change reaches the stream", async () => {
+    const keys = await makeKeys();
+    const httpApp = createHttpApp({ createServer: () => agent([]), bearer: bearerFor(keys) });
+    const http = await listen(httpApp);
+    closers.push(() => http.close());
+    const url = new URL("/mcp", http.url);
+    const token = await mint(keys, { scope: "hmcp:access" });
+    const stop = new AbortController();
+    const stream = await rawModern(url, token, 1, "subscriptions/listen", { notifications: { toolsListChanged: true } }, stop.signal);
+    expect(stream.status).toBe(200);
+    const reader = stream.body!.getReader();
+    const seen: string[] = [];
+    const until = async (method: string) => {
+      const decoder = new TextDecoder();
+      let buffered = "";
+      while (!seen.includes(method)) {
+        const { value, done } = await reader.read();
+        if (done) throw new Error(`stream ended before ${method}`);
+        buffered += decoder.decode(value, { stream: true });
+        for (const m of buffered.matchAll(/"method":"(notifications\/[\w/]+)"/g)) if (!seen.includes(m[1]!)) seen.push(m[1]!);
+      }
+    };
+    const legacy = new Client({ name: "legacy-host", version: "1.0.0" });
+    const legacyHeard = new Promise<void>((resolve) => legacy.setNotificationHandler("notifications/tools/list_changed", () => resolve()));
+    await legacy.connect(new StreamableHTTPClientTransport(url, { requestInit: { headers: { authorization: `Bearer ${token}` } } }));
+    closers.unshift(() => legacy.close());
+    await new Promise((r) => setTimeout(r, 100)); // the legacy client's standalone SSE stream opens after initialize
+    httpApp.notify.toolsChanged();
+    await until("notifications/tools/list_changed");
+    await legacyHeard;
+    // a tool registered while a modern request is served: its server's list change is published to the stream
+    const res = await rawModern(url, token, 2, "tools/call", { name: "add-tool", arguments: {} });
+    expect(((await res.json()) as { result?: { content?: unknown } }).result?.content).toEqual([{ type: "text", text: "added" }]);
+    seen.length = 0;
+    await until("notifications/tools/list_changed");
+    stop.abort();
+    await reader.cancel().catch(() => undefined);
   });
 
   it("a subscriptions/listen stream counts toward the principal's session cap, and is recorded when it ends", async () => {
