@@ -13,7 +13,7 @@ import { parseServerOptions, type HMCPServerOptions } from "./options.js";
 import { specParamsError } from "./spec-params.js";
 import { PATIENT_META_KEY, RequestPipeline, type HandlerExtra, type InnerHandler } from "./pipeline.js";
 import { hmcpContext, hmcpContextOrUndefined, type SamplingHandler } from "./context.js";
-import type { InputRounds } from "./input-rounds.js";
+import { isInputRoundError, type InputRounds } from "./input-rounds.js";
 
 /** The key of HMCPServer's stdio mark (used by serveStdio only; not exported from the package entry). @internal */
 export const STDIO_ENTRY: unique symbol = Symbol("hmcp.stdioEntry");
@@ -286,7 +286,7 @@ export class HMCPServer extends McpServer {
         } catch (error) {
           const ctx = hmcpContextOrUndefined(extra);
           const rounds = (ctx as { rounds?: InputRounds } | undefined)?.rounds;
-          if (rounds?.pending) return rounds.inputRequiredResult();
+          if (rounds?.pending && !isInputRoundError(error)) return rounds.inputRequiredResult();
           if (ctx) (ctx as unknown as { toolError: unknown }).toolError = error;
           if (error instanceof ProtocolError) throw error;
           throw new Error("Tool execution failed");

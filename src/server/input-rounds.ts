@@ -22,13 +22,17 @@ import { CLIENT_CAPABILITIES_META_KEY, MissingRequiredClientCapabilityError, Pro
 import type { CreateMessageResult, ElicitResult, JSONRPCRequest } from "@modelcontextprotocol/server";
 import { contentDigest } from "../audit/canonical-json.js";
 import { INTERNAL_ERROR, INVALID_PARAMS, type Principal } from "../protocol/index.js";
-import { RequestStateError, type RequestStateSealer } from "./request-state.js";
+import { RequestStateError, type OpenedRequestState, type RequestStateSealer } from "./request-state.js";
 
 /** Methods whose result may be `input_required` (2026-07-28, "Supported Requests"). */
 export const INPUT_ROUND_METHODS: ReadonlySet<string> = new Set(["tools/call", "prompts/get", "resources/read"]);
 
 type AskKind = "elicitation" | "sampling";
-type ClientCaps = { elicitation?: unknown; sampling?: unknown };
+type ClientCaps = { elicitation?: { form?: unknown; url?: unknown } | null; sampling?: unknown };
+
+/** Most rounds one flow may take, and most bytes its sealed journal may hold (a cap on what a client carries back). */
+const MAX_ROUNDS = 64;
+const MAX_JOURNAL_BYTES = 512 * 1024;
 type JournalEntry = { t: "ask"; kind: AskKind; ask: string; answer: unknown } | { t: "step"; name: string; value?: unknown };
 interface Journal {
   v: 1;
@@ -45,6 +49,10 @@ export class InputRequiredSignal extends Error {
     super("input required: the handler's question goes back to the caller as an MCP 2026-07-28 input request");
     this.name = "InputRequiredSignal";
   }
+}
+
+function refusal(reason: string): ProtocolError {
+  return new ProtocolError(INVALID_PARAMS, "Invalid, expired or already used requestState", { reason });
 }
 
 /** Errors of the rounds themselves, which leave as JSON-RPC errors even from inside a tool (not as `isError` results). */
@@ -89,6 +97,10 @@ export class InputRounds {
   #previous: Journal["pending"] | undefined;
   #pending: { kind: AskKind; ask: string; key: string; method: string; params: unknown } | undefined;
   #result: Promise<Record<string, unknown>> | undefined;
+  /** The opened state, claimed by {@link claim} right before the handler runs. */
+  #opened: OpenedRequestState | undefined;
+  /** Steps now running: no question may be asked meanwhile (its journal place would be ambiguous). */
+  #stepsRunning = 0;
 
   constructor(sealer: RequestStateSealer, binding: string, envelope: Record<string, unknown> | undefined) {
     this.#sealer = sealer;
@@ -106,24 +118,55 @@ export class InputRounds {
     return this.#pending !== undefined;
   }
 
+  /** Whether this flow has journalled anything (answers, steps): then it cannot go on through the SDK's own rounds. */
+  get journalled(): boolean {
+    return this.#entries.length > 0 || this.#cursor > 0;
+  }
+
   /**
-   * Opens the retry's `requestState`. @throws HMCPError (-32602 family, see {@link RequestStateError}) when refused
+   * Opens the retry's `requestState` (not claimed yet: {@link claim}). @throws ProtocolError -32602 (`data.reason`, see
+   * {@link RequestStateError}) when refused; the flow is then known for the audit record when the state was authentic
    */
   async open(state: string): Promise<void> {
-    let journal: Journal;
+    let opened: OpenedRequestState;
     try {
-      journal = (await this.#sealer.open(state, this.#binding)) as Journal;
+      opened = await this.#sealer.open(state, this.#binding);
     } catch (e) {
-      if (e instanceof RequestStateError) throw new ProtocolError(INVALID_PARAMS, "Invalid, expired or already used requestState", { reason: e.reason });
+      if (e instanceof RequestStateError) {
+        this.#adopt(e.journal);
+        throw refusal(e.reason);
+      }
       throw e;
     }
-    if (journal?.v !== 1 || !Array.isArray(journal.entries) || typeof journal.flow !== "string") {
-      throw new ProtocolError(INVALID_PARAMS, "Invalid, expired or already used requestState", { reason: "request_state_invalid" });
-    }
-    this.#flow = journal.flow;
-    this.#round = journal.round;
+    const journal = opened.journal as Journal;
+    if (journal?.v !== 1 || !Array.isArray(journal.entries) || typeof journal.flow !== "string") throw refusal("request_state_invalid");
+    this.#adopt(journal);
     this.#entries = journal.entries;
     this.#previous = journal.pending;
+    this.#opened = opened;
+  }
+
+  /**
+   * Claims the opened state (single use), once the retry's answer passed the guardrails and its schema check: a retry
+   * refused before that leaves the state usable. @throws ProtocolError -32602 `request_state_replayed`
+   */
+  async claim(): Promise<void> {
+    if (this.#opened === undefined) return;
+    try {
+      await this.#sealer.claim(this.#opened);
+    } catch (e) {
+      if (e instanceof RequestStateError) throw refusal(e.reason);
+      throw e;
+    }
+  }
+
+  /** Takes the flow id and round of an authentic journal (for the audit record). */
+  #adopt(journal: unknown): void {
+    const j = journal as Partial<Journal> | undefined;
+    if (typeof j?.flow === "string" && typeof j.round === "number") {
+      this.#flow = j.flow;
+      this.#round = j.round;
+    }
   }
 
   /**
@@ -150,6 +193,8 @@ export class InputRounds {
   ask(kind: "sampling", params: unknown): CreateMessageResult;
   ask(kind: AskKind, params: unknown): unknown {
     if (this.#pending) throw new InputRequiredSignal();
+    // a question while a step runs (beside it, or inside it) has no single place in the journal
+    if (this.#stepsRunning > 0) throw roundError(new ProtocolError(INTERNAL_ERROR, "A question was asked while a ctx.step was running (await the step first; ask outside it)", { reason: "input_round_concurrent" }));
     const ask = contentDigest(params) ?? "";
     const i = this.#cursor++;
     const e = this.#entries[i];
@@ -157,8 +202,7 @@ export class InputRounds {
       if (e.t !== "ask" || e.kind !== kind || e.ask !== ask) throw diverged();
       return e.answer;
     }
-    const declared = this.#capabilities?.[kind];
-    if (declared === undefined || declared === null) {
+    if (!this.#declares(kind, params)) {
       // MCP 2026-07-28 (Multi Round-Trip Requests; basic/index, "Client capabilities"): an input request the request's
       // envelope does not declare support for is -32021 with the missing capability (HTTP 400), as the SDK answers it
       throw roundError(new MissingRequiredClientCapabilityError({ requiredCapabilities: { [kind]: {} } }, `The client did not declare the ${kind} capability this request needs`));
@@ -168,7 +212,20 @@ export class InputRounds {
     throw new InputRequiredSignal();
   }
 
-  /** A step of the handler: its journalled result, or `run()`'s (journalled). */
+  /**
+   * Whether the request's envelope declares the capability `params` needs: `sampling`; elicitation in form mode
+   * (`elicitation.form`, or a bare `elicitation: {}`, which 2025-11-25 made mean form) or in URL mode (`elicitation.url`).
+   */
+  #declares(kind: AskKind, params: unknown): boolean {
+    const declared = this.#capabilities?.[kind];
+    if (declared === undefined || declared === null) return false;
+    if (kind === "sampling") return true;
+    const e = declared as { form?: unknown; url?: unknown };
+    if ((params as { mode?: unknown }).mode === "url") return e.url !== undefined;
+    return e.form !== undefined || Object.keys(e).length === 0;
+  }
+
+  /** A step of the handler: its journalled result, or `run()`'s (journalled at its own place, whenever it ends). */
   async step<T>(name: string, run: () => T | Promise<T>): Promise<T> {
     if (this.#pending) throw new InputRequiredSignal();
     const i = this.#cursor++;
@@ -177,15 +234,32 @@ export class InputRounds {
       if (e.t !== "step" || e.name !== name) throw diverged();
       return e.value as T;
     }
-    const value = await run();
+    this.#stepsRunning++;
+    let value: T;
+    try {
+      value = await run();
+    } finally {
+      this.#stepsRunning--;
+    }
     let copy: unknown;
     try {
       copy = value === undefined ? undefined : JSON.parse(JSON.stringify(value));
     } catch {
       throw roundError(new ProtocolError(INTERNAL_ERROR, "A step's result must be JSON", { reason: "step_not_json" }));
     }
-    this.#entries.push(copy === undefined ? { t: "step", name } : { t: "step", name, value: copy });
+    this.#entries[i] = copy === undefined ? { t: "step", name } : { t: "step", name, value: copy };
     return value;
+  }
+
+  /**
+   * Refuses a handler's own `InputRequiredResult` (the SDK's `inputRequired()`) in a flow that journalled answers or
+   * steps: its retry would carry the handler's state, not HMCP's, so the journal (and each step's once-only result)
+   * would be lost and the steps run again. @throws ProtocolError -32603 (`input_round_mixed`)
+   */
+  refuseMixedRounds(result: unknown): void {
+    if (this.#pending || !this.journalled) return;
+    if ((result as { resultType?: unknown } | null)?.resultType !== "input_required") return;
+    throw roundError(new ProtocolError(INTERNAL_ERROR, "A handler returned its own input-required result after ctx.step or an HMCP question: use one or the other in one request", { reason: "input_round_mixed" }));
   }
 
   /** This run's `InputRequiredResult` (sealed once, however often asked for). */
@@ -194,6 +268,13 @@ export class InputRounds {
     if (p === undefined) throw new Error("InputRounds: no question is pending");
     this.#result ??= (async () => {
       const journal: Journal = { v: 1, flow: this.#flow!, round: this.#round + 1, entries: this.#entries, pending: { kind: p.kind, ask: p.ask, key: p.key } };
+      // a hole is a step that never ended (a question asked beside it): its result would be lost, so the step re-run
+      let holes = journal.entries.length !== this.#cursor - 1;
+      for (let k = 0; k < journal.entries.length && !holes; k++) holes = !(k in journal.entries);
+      if (holes) throw roundError(new ProtocolError(INTERNAL_ERROR, "A question was asked while a ctx.step was running (await the step first)", { reason: "input_round_concurrent" }));
+      if (journal.round > MAX_ROUNDS || JSON.stringify(journal).length > MAX_JOURNAL_BYTES) {
+        throw roundError(new ProtocolError(INTERNAL_ERROR, `This request asked too often or carries too much (at most ${MAX_ROUNDS} rounds and ${MAX_JOURNAL_BYTES} bytes of answers and step results)`, { reason: "input_round_limit" }));
+      }
       const requestState = await this.#sealer.seal(journal, this.#binding);
       return { resultType: "input_required", inputRequests: { [p.key]: { method: p.method, params: p.params } }, requestState };
     })();

@@ -275,14 +275,19 @@ export class RequestPipeline {
         if (checked !== wrapped) (extra.mcpReq as { inputResponses?: unknown }).inputResponses = responses = checked.arguments;
       }
       const took = ctx.rounds?.takeAnswer(responses);
+      // single use: claimed only now, so a retry refused above (a guardrail block, a malformed answer) can be corrected
+      await ctx.rounds?.claim();
       if (took) ctx.interactions.push(took);
       attachContext(extra, ctx);
       try {
         result = await inner(req, extra);
       } catch (error) {
-        // a question pending ends the run with its input request, whatever the handler did with the signal
-        if (!ctx.rounds?.pending) throw error;
+        // a question pending ends the run with its input request, whatever the handler did with the signal; an error
+        // of the rounds themselves (a diverged replay) still wins
+        if (!ctx.rounds?.pending || isInputRoundError(error)) throw error;
       }
+      if (ctx.toolError !== undefined && isInputRoundError(ctx.toolError)) throw ctx.toolError;
+      ctx.rounds?.refuseMixedRounds(result);
       if (ctx.rounds?.pending) {
         result = await ctx.rounds.inputRequiredResult();
         const asked = (result as { inputRequests: Record<string, { method: string }> }).inputRequests;

@@ -69,7 +69,8 @@ export class PostgresRequestStateStore implements RequestStateStore {
     if (now >= this.#nextSweep) {
       this.#nextSweep = now + this.sweepIntervalMs;
       // not awaited by the claim: a slow delete must not hold the request
-      this.db.query(`DELETE FROM ${this.table} WHERE expires_at < now()`).catch(() => undefined);
+      // five minutes' grace: an instance whose clock is behind the database's still refuses a replay until it expires
+      this.db.query(`DELETE FROM ${this.table} WHERE expires_at < now() - interval '5 minutes'`).catch(() => undefined);
     }
     const { rows } = await this.db.query(`INSERT INTO ${this.table} (id, expires_at) VALUES ($1, to_timestamp($2::double precision / 1000)) ON CONFLICT (id) DO NOTHING RETURNING id`, [id, expiresAt]);
     return rows.length === 1;

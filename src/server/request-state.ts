@@ -35,10 +35,21 @@ export type RequestStateRefusal =
 
 /** A refused `requestState` (mapped to JSON-RPC -32602 with `data.reason`). @internal */
 export class RequestStateError extends Error {
-  constructor(readonly reason: RequestStateRefusal) {
+  /** The sealed journal, when the state could be opened (expired, bound elsewhere, used before): for the audit record. */
+  readonly journal: unknown;
+  constructor(readonly reason: RequestStateRefusal, journal?: unknown) {
     super(`requestState refused: ${reason}`);
     this.name = "RequestStateError";
+    this.journal = journal;
   }
+}
+
+/** An opened state, not yet claimed: {@link RequestStateSealer.claim} it once the retry is found fit to run. */
+export interface OpenedRequestState {
+  journal: unknown;
+  /** The state's `jti` and expiry (ms since the epoch). */
+  id: string;
+  expiresAt: number;
 }
 
 /**
@@ -83,14 +94,18 @@ export class MemoryRequestStateStore implements RequestStateStore {
 /** Options of the sealed `requestState` (`HMCPServerOptions.requestState`). */
 export interface RequestStateOptions {
   /**
-   * Sealing keys, each a string (UTF-8) or bytes of at least 32 bytes; the first seals, all open (rotation: put the new
+   * Sealing keys, each a string (UTF-8) or bytes of at least 32 bytes, and as random as 32 random bytes (e.g.
+   * `openssl rand -base64 32`: HKDF does not stretch a passphrase); the first seals, all open (rotation: put the new
    * key first, drop the old one after `ttlSeconds`). Every instance that may receive a retry needs the same keys.
    * Default: one random key per process (a retry must then reach the same process).
    */
   keys?: Array<string | Uint8Array>;
   /** How long a state stays valid, seconds. Default 600 (10 minutes: a clinician's approval takes a while). */
   ttlSeconds?: number;
-  /** Single-use ledger. Default: one {@link MemoryRequestStateStore} per process. */
+  /**
+   * Single-use ledger. Default: one {@link MemoryRequestStateStore} per process. Build it once, outside
+   * `createHttpApp`'s `createServer` (which runs per 2026-07-28 request): a store made per server forgets every claim.
+   */
   store?: RequestStateStore;
 }
 
@@ -162,12 +177,12 @@ export class RequestStateSealer {
   }
 
   /**
-   * Opens `state`, checks its binding, then claims it (single use).
-   * @returns the sealed journal
+   * Opens `state` and checks its binding; does not claim it (see {@link claim}), so a retry refused before it runs
+   * (a guardrail block, a malformed answer) leaves the state usable for a corrected retry.
    * @throws RequestStateError: `request_state_invalid` (not sealed by a configured key, or malformed),
-   *   `request_state_expired`, `request_state_mismatch` (another binding), `request_state_replayed` (claimed before)
+   *   `request_state_expired`, `request_state_mismatch` (another binding)
    */
-  async open(state: string, binding: string): Promise<unknown> {
+  async open(state: string, binding: string): Promise<OpenedRequestState> {
     let payload;
     try {
       ({ payload } = await jwtDecrypt(state, (header) => {
@@ -176,13 +191,20 @@ export class RequestStateSealer {
         return k.key;
       }, { keyManagementAlgorithms: ["dir"], contentEncryptionAlgorithms: ["A256GCM"], typ: STATE_TYP, requiredClaims: ["exp", "jti", "bnd"] }));
     } catch (e) {
-      if (e instanceof joseErrors.JWTExpired) throw new RequestStateError("request_state_expired");
+      // authenticated but expired: its journal still names the flow, for the refusal's audit record
+      if (e instanceof joseErrors.JWTExpired) throw new RequestStateError("request_state_expired", (e.payload as Record<string, unknown>)["hmcp"]);
       throw new RequestStateError("request_state_invalid");
     }
-    if (payload["bnd"] !== bindingTag(binding)) throw new RequestStateError("request_state_mismatch");
-    const claimed = await this.#store.claim(payload.jti!, payload.exp! * 1000);
-    if (!claimed) throw new RequestStateError("request_state_replayed");
-    return payload["hmcp"];
+    if (payload["bnd"] !== bindingTag(binding)) throw new RequestStateError("request_state_mismatch", payload["hmcp"]);
+    return { journal: payload["hmcp"], id: payload.jti!, expiresAt: payload.exp! * 1000 };
+  }
+
+  /**
+   * Claims an opened state (single use), right before the retry runs.
+   * @throws RequestStateError `request_state_replayed` (claimed before); whatever the store throws
+   */
+  async claim(opened: OpenedRequestState): Promise<void> {
+    if (!(await this.#store.claim(opened.id, opened.expiresAt))) throw new RequestStateError("request_state_replayed", opened.journal);
   }
 }
 

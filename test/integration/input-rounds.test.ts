@@ -6,6 +6,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
+import { inputRequired } from "@modelcontextprotocol/server";
 import { createHttpApp, HMCPClient, HMCPErrorCode, HMCPServer, hmcpContext, INFO_NEEDED, listen, PostgresRequestStateStore, SAMPLING_TOOL_NAME, type AuditRecordInput, type HMCPServerOptions } from "hmcp";
 import { bearerFor, makeKeys, mint, type TestKeys } from "../fixtures/bearer.js";
 import { connectEcho } from "../fixtures/harness.js";
@@ -52,6 +53,27 @@ function emrAgent(audit: AuditRecordInput[], writes: string[], requestState?: HM
       return writes.length;
     });
     return { content: [{ type: "text", text: `${answer.action} #${n}` }] };
+  });
+  // asks while its step still runs (not awaited): the step's result would have no place in the journal
+  s.registerTool("hasty", { description: "asks beside a running step" }, async (extra) => {
+    const ctx = hmcpContext(extra);
+    const pending = ctx.step("slow-write", async () => {
+      await new Promise((r) => setTimeout(r, 50));
+      writes.push("hasty");
+      return 1;
+    });
+    const answer = await ctx.elicit({ message: "Go on?", requestedSchema: { type: "object", properties: {} } });
+    await pending;
+    return { content: [{ type: "text", text: answer.action }] };
+  });
+  // a step, then the SDK's own input-required result: its retry would lose the step's journal
+  s.registerTool("mixed", { description: "steps, then asks the SDK's way" }, async (extra) => {
+    const ctx = hmcpContext(extra);
+    await ctx.step("write", () => void writes.push("mixed"));
+    if (extra.mcpReq.inputResponses?.["confirm"] === undefined) {
+      return inputRequired({ inputRequests: { confirm: inputRequired.elicit({ message: "Sure?", requestedSchema: { type: "object", properties: {} } }) }, requestState: "handler-own" });
+    }
+    return { content: [{ type: "text", text: "done" }] };
   });
   // asks a question that changes between runs (createHttpApp builds a server per modern request: the count is the
   // module's): a replay must not hand it the earlier answer
@@ -311,11 +333,45 @@ describe("asking the caller mid-request on both eras", () => {
     // MCP 2026-07-28: -32021 with the missing capability (HTTP 400, as the SDK answers it)
     const noElicitation = await call(url, token, 6, "approve", { what: "z" }, {}, { sampling: {} });
     expect(noElicitation.error).toMatchObject({ code: -32021, data: { requiredCapabilities: { elicitation: {} } } });
+    // a client that declared URL-mode elicitation only gets no form question either
+    const urlOnly = await call(url, token, 8, "approve", { what: "z" }, {}, { elicitation: { url: {} } });
+    expect(urlOnly.error).toMatchObject({ code: -32021 });
     // a state that is not HMCP's (a handler's own, minted with the SDK's inputRequired) is left to the handler: the
     // HMCP journal starts afresh and asks again, nothing is answered from it
     const foreign = await call(url, token, 7, "approve", { what: "y" }, { requestState: "the-handler's-own-state", inputResponses: { "elicitation-0": accept } });
     expect(foreign.result?.resultType).toBe("input_required");
     expect(writes).toEqual([]);
+  });
+
+  it("a refused answer leaves the state usable for a corrected retry; asking beside a running step and mixing with the SDK's own rounds are refused; refused states' records name their flow", async () => {
+    const keys = await makeKeys();
+    const audit: AuditRecordInput[] = [];
+    const writes: string[] = [];
+    const http = await listen(createHttpApp({ createServer: () => emrAgent(audit, writes), bearer: bearerFor(keys) }));
+    closers.push(() => http.close());
+    const url = new URL("/mcp", http.url);
+    const token = await mint(keys, { scope: "hmcp:access" });
+    const first = await call(url, token, 1, "approve", { what: "order 1" });
+    const key = Object.keys(first.result!.inputRequests!)[0]!;
+    const state = first.result!.requestState!;
+    // a malformed answer is refused before the state is used up: the corrected retry completes, once
+    const malformed = await call(url, token, 2, "approve", { what: "order 1" }, { requestState: state, inputResponses: { [key]: { action: "maybe" } } });
+    expect(malformed.error).toMatchObject({ code: -32602, data: { reason: "invalid_input_response" } });
+    const corrected = await call(url, token, 3, "approve", { what: "order 1" }, { requestState: state, inputResponses: { [key]: accept } });
+    expect(corrected.result?.content).toEqual([{ type: "text", text: "accept #1" }]);
+    const replay = await call(url, token, 4, "approve", { what: "order 1" }, { requestState: state, inputResponses: { [key]: accept } });
+    expect(replay.error).toMatchObject({ data: { reason: "request_state_replayed" } });
+    // the replay's record names the flow it tried to re-enter
+    const records = audit.filter((r) => r.method === "tools/call");
+    expect(records.at(-1)).toMatchObject({ outcome: "denied", reason: "request_state_replayed", inputRound: { flow: records[0]!.inputRound!.flow } });
+
+    const hasty = await call(url, token, 5, "hasty", {});
+    expect(hasty.error).toMatchObject({ code: -32603, data: { reason: "input_round_concurrent" } });
+    const mixed = await call(url, token, 6, "mixed", {});
+    expect(mixed.error).toMatchObject({ code: -32603, data: { reason: "input_round_mixed" } });
+    // the hasty step, not awaited by its handler, ends on its own; "order 1" was written once
+    await new Promise((r) => setTimeout(r, 200));
+    expect([...writes].sort()).toEqual(["hasty", "mixed", "order 1"]);
   });
 
   it("scope and patient-context refusals hold on the sampling tool before any question is asked", async () => {
