@@ -9,7 +9,6 @@ import { INTERNAL_ERROR, type Principal } from "../protocol/index.js";
 import { TRANSPORT_ERROR } from "../protocol/errors.js";
 import type { BearerAuthenticator } from "../auth/types.js";
 import type { OperationalLogger } from "../server/index.js";
-import { jsonRpcError } from "./json-rpc.js";
 import type { RefusalAudit } from "./refusal-audit.js";
 
 /** A request as the SDK's transports read it: with the caller's `AuthInfo`. */
@@ -61,8 +60,7 @@ export function bearerCheck(options: BearerCheckOptions): RequestHandler {
     const bearerNow = options.bearer();
     if (!bearerNow) {
       // a bearer factory not yet bound to the resource identifier (listen() binds it): fail closed
-      audit.refused(req, res, 503, "resource_not_bound", "failed");
-      res.status(503).set("retry-after", "1").json(jsonRpcError(TRANSPORT_ERROR, "Not ready: the resource identifier is not bound yet"));
+      audit.refuse(req, res, { status: 503, code: TRANSPORT_ERROR, message: "Not ready: the resource identifier is not bound yet", reason: "resource_not_bound", outcome: "failed", headers: { "retry-after": "1" } });
       return;
     }
     const authorization: string[] = [];
@@ -90,8 +88,7 @@ export function bearerCheck(options: BearerCheckOptions): RequestHandler {
     }
     if (!check) {
       logger.error("bearer authenticator failed", { agent });
-      audit.refused(req, res, 500, "authenticator_error", "failed");
-      res.status(500).json(jsonRpcError(INTERNAL_ERROR, "Internal error"));
+      audit.refuse(req, res, { status: 500, code: INTERNAL_ERROR, message: "Internal error", reason: "authenticator_error", outcome: "failed" });
       return;
     }
     if (!check.ok) {

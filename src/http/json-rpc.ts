@@ -1,4 +1,7 @@
-/** The JSON-RPC error body the HTTP layer answers a request it refuses itself with (`id: null`: JSON-RPC 2.0 §5). */
-export function jsonRpcError(code: number, message: string) {
-  return { jsonrpc: "2.0", error: { code, message }, id: null };
+/**
+ * The JSON-RPC error body the HTTP layer answers a request it refuses itself with (`id: null`: JSON-RPC 2.0 §5), with
+ * `data.reason` (the audit record's reason) when given.
+ */
+export function jsonRpcError(code: number, message: string, reason?: string) {
+  return { jsonrpc: "2.0", error: { code, message, ...(reason !== undefined && { data: { reason } }) }, id: null };
 }

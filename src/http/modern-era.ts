@@ -10,7 +10,6 @@ import { toNodeHandler } from "@modelcontextprotocol/node";
 import { TRANSPORT_ERROR } from "../protocol/errors.js";
 import type { HMCPServer, OperationalLogger } from "../server/index.js";
 import { principalOf } from "./bearer-check.js";
-import { jsonRpcError } from "./json-rpc.js";
 import type { LegacySessions } from "./legacy-sessions.js";
 import type { RefusalAudit } from "./refusal-audit.js";
 
@@ -60,7 +59,7 @@ export class ModernEra {
 
   /** Serves one modern-era request (the era routing's `modern`). */
   readonly serve = async (req: Request, res: Response): Promise<void> => {
-    if ((req.body as { method?: unknown }).method === "subscriptions/listen" && !this.#holdSubscription(req, res)) return;
+    if ((req.body as { method?: unknown } | undefined)?.method === "subscriptions/listen" && !this.#holdSubscription(req, res)) return;
     const built: HMCPServer[] = [];
     try {
       await this.#batch.run(built, () => this.#serveNode(req, res, req.body));
@@ -68,8 +67,13 @@ export class ModernEra {
       // its record is written when its handler returns, which may be after the response was sent
       for (const server of built) void server.pipeline.whenIdle().then(() => this.#servers.delete(server));
       // refused by the SDK before any handler ran, so no HMCP pipeline recorded it: a method the server does not serve or
-      // 2026-07-28 removed (404, -32601), a malformed envelope or an unsupported revision (400); one record here
-      if (res.statusCode === 404 || res.statusCode === 400) this.#audit.refused(req, res, res.statusCode, res.statusCode === 404 ? "method_not_found" : "invalid_request", "failed");
+      // 2026-07-28 removed (404, -32601), a malformed envelope, an unsupported revision, headers that disagree with the
+      // body or a missing client capability (400), a scope challenge (403); one record here. A request the pipeline
+      // took (an in-band -32021 is HTTP 400 too) has its own record; 499 is the client gone, not a refusal.
+      const status = res.statusCode;
+      if (status >= 400 && status !== 499 && !built.some((s) => s.pipeline.handled > 0)) {
+        this.#audit.refused(req, res, status, modernRefusalReason(status), "failed");
+      }
     }
   };
 
@@ -96,16 +100,21 @@ export class ModernEra {
    */
   #holdSubscription(req: Request, res: Response): boolean {
     const principal = principalOf(req);
-    const id = (req.body as { id?: unknown }).id ?? null;
+    const id = (req.body as { id?: string | number }).id ?? null;
     const seat = this.#sessions.holdStream(principal);
     if ("refused" in seat && seat.refused === "principal") {
-      this.#audit.refused(req, res, 429, "too_many_sessions_for_principal");
-      res.status(429).set("retry-after", "30").json({ ...jsonRpcError(TRANSPORT_ERROR, `Too many sessions and subscriptions for this client (${this.#sessions.maxSessionsPerPrincipal})`), id });
+      this.#audit.refuse(req, res, {
+        status: 429,
+        code: TRANSPORT_ERROR,
+        message: `Too many sessions and subscriptions for this client (${this.#sessions.maxSessionsPerPrincipal})`,
+        reason: "too_many_sessions_for_principal",
+        headers: { "retry-after": "30" },
+        id,
+      });
       return false;
     }
     if ("refused" in seat) {
-      this.#audit.refused(req, res, 503, "too_many_sessions", "failed");
-      res.status(503).set("retry-after", "5").json({ ...jsonRpcError(TRANSPORT_ERROR, "Too many sessions"), id });
+      this.#audit.refuse(req, res, { status: 503, code: TRANSPORT_ERROR, message: "Too many sessions", reason: "too_many_sessions", outcome: "failed", headers: { "retry-after": "5" }, id });
       return false;
     }
     res.once("close", () => {
@@ -113,5 +122,23 @@ export class ModernEra {
       this.#audit.httpRecord(req, res, { method: "subscriptions/listen", outcome: "allowed", reason: "subscription_closed", status: res.statusCode, principal });
     });
     return true;
+  }
+}
+
+/** The audit reason of a status the SDK's 2026-07-28 handler answered before any handler ran. */
+function modernRefusalReason(status: number): string {
+  switch (status) {
+    case 400:
+      return "invalid_request";
+    case 403:
+      return "insufficient_scope";
+    case 404:
+      return "method_not_found";
+    case 413:
+      return "body_too_large";
+    case 415:
+      return "unsupported_media_type";
+    default:
+      return status >= 500 ? "internal_error" : `refused_${status}`;
   }
 }

@@ -13,6 +13,24 @@ import type { Principal } from "../protocol/index.js";
 import { AUDIT_RECORD_VERSION, markInternalRecord, type AuditRecordInput, type AuditSink } from "../audit/record.js";
 import { appendUnreserved } from "../audit/admission.js";
 import { principalOf } from "./bearer-check.js";
+import { jsonRpcError } from "./json-rpc.js";
+
+/** A refusal the HTTP layer answers itself: its status, typed JSON-RPC error and the audit record's reason. */
+export interface Refusal {
+  status: number;
+  /** The JSON-RPC error code, by name from src/protocol/errors.ts. */
+  code: number;
+  /** A fixed, PHI-free sentence. */
+  message: string;
+  /** The audit record's `reason`, also sent as the error's `data.reason` (stable, machine-readable). */
+  reason: string;
+  /** Default "denied"; "failed" when the server, not the caller, is the cause (limits reached, shutdown, faults). */
+  outcome?: "denied" | "failed";
+  /** Extra response headers (`Retry-After`, `Allow`). */
+  headers?: Record<string, string>;
+  /** The JSON-RPC id to answer with, when the refused request's is known; default null (JSON-RPC 2.0 §5). */
+  id?: string | number | null;
+}
 
 /** A record's fields the HTTP layer states itself; the rest take the defaults of {@link RefusalAudit.write}. */
 export type HttpRecordFields = Omit<AuditRecordInput, "v" | "id" | "time" | "agent" | "patients" | "scopes" | "guardrails" | "digests"> & Partial<AuditRecordInput>;
@@ -50,6 +68,16 @@ export class RefusalAudit {
     } catch {
       // the sink reports its own failures
     }
+  }
+
+  /**
+   * The one refusal path: one audit record (an `http` record, `reason`) and the answer, HTTP `status` with the typed
+   * JSON-RPC error `{ code, message, data: { reason } }`. Every refusal the HTTP layer decides itself goes through here.
+   */
+  refuse(req: Request, res: Response, r: Refusal): void {
+    this.refused(req, res, r.status, r.reason, r.outcome ?? "denied");
+    if (r.headers) res.set(r.headers);
+    res.status(r.status).json({ ...jsonRpcError(r.code, r.message, r.reason), id: r.id ?? null });
   }
 
   /**

@@ -115,6 +115,7 @@ export class RequestPipeline {
   readonly #requestStateOptions: HMCPServerOptions["requestState"];
   /** The contexts of the requests inside {@link handle} (lifecycle methods excepted), and who waits for none to be. */
   readonly #running = new Set<Ctx>();
+  #handled = 0;
   #idleWaiters: Array<() => void> = [];
 
   constructor(options: HMCPServerOptions, host: PipelineHost) {
@@ -175,6 +176,11 @@ export class RequestPipeline {
     this.#emit(record);
   }
 
+  /** Requests that entered the pipeline so far (initialize and ping excepted): each has, or will have, its audit record. */
+  get handled(): number {
+    return this.#handled;
+  }
+
   /** Requests being handled now (their audit records not yet written). */
   get inFlight(): number {
     return this.#running.size;
@@ -209,6 +215,7 @@ export class RequestPipeline {
   /** Runs one request through the pipeline around `inner`. */
   async handle(request: JSONRPCRequest, extra: HandlerExtra, inner: InnerHandler, options: { unknownMethod?: boolean } = {}): Promise<unknown> {
     if (LIFECYCLE_METHODS.has(request.method)) return inner(request, extra);
+    this.#handled++;
     const ctx = this.#context(request, extra);
     this.#running.add(ctx);
     try {
