@@ -7,6 +7,7 @@
  */
 import type { Server as NodeHttpServer } from "node:http";
 import type { AddressInfo } from "node:net";
+import type { Duplex } from "node:stream";
 import express, { type Express } from "express";
 import type { ServerNotifier } from "@modelcontextprotocol/server";
 import { HMCPConfigError } from "../protocol/index.js";
@@ -25,6 +26,8 @@ import { ModernEra } from "./modern-era.js";
 import { validateHttpAppOptions } from "./options.js";
 import { RefusalAudit, timing } from "./refusal-audit.js";
 import { shutdownGate } from "./shutdown-gate.js";
+import { clientErrorHandler } from "./client-error.js";
+import { requestChecks } from "./request-checks.js";
 
 /** Options of {@link createHttpApp}. */
 export interface HttpAppOptions {
@@ -95,6 +98,15 @@ export interface HttpApp {
   /** Open MCP sessions. */
   readonly sessionCount: number;
   /**
+   * The Node HTTP server's `clientError` listener: a request Node's HTTP parser refuses before express sees it (headers
+   * over `maxHeaderSize`: 431; malformed HTTP: 400; a request not received within `requestTimeout` or headers within
+   * `headersTimeout`: 408) is answered as Node would and gets one `http` audit record with what is known (the peer's
+   * address, the status, the reason; no method or path: the parser had none). {@link listen} installs it; when you
+   * serve the app on your own server, install it yourself: `server.on("clientError", httpApp.clientError)` (present on
+   * every app `createHttpApp` returns).
+   */
+  readonly clientError?: (error: Error & { code?: string }, socket: Duplex) => void;
+  /**
    * Tells connected clients that what the agent offers changed: `toolsChanged()`, `promptsChanged()`,
    * `resourcesChanged()` send `notifications/{tools,prompts,resources}/list_changed`, `resourceUpdated(uri)` sends
    * `notifications/resources/updated`, to every open MCP 2026-07-28 `subscriptions/listen` stream that opted in to it
@@ -163,12 +175,13 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
     res.json({ status: "ok", sessions: sessions.size });
   });
   if (options.bearer !== false) app.get(RESOURCE_METADATA_ROUTE, protectedResourceMetadata(bearerInForce));
-  app.use(path, bodyLimit(bodyLimitBytes), auth);
-  app.all(path, shutdownGate(() => closing, audit), eraRouting({ modern: modern.serve, legacy: legacyEra(sessions, audit, options.audit) }));
+  app.use(path, ...bodyLimit(bodyLimitBytes), auth);
+  app.all(path, requestChecks(audit), shutdownGate(() => closing, audit), eraRouting({ modern: modern.serve, legacy: legacyEra(sessions, audit, options.audit) }));
   app.use(errorBoundary(audit, logger, agent));
 
   return {
     app,
+    clientError: clientErrorHandler(audit),
     bindResource(base: URL): URL {
       if (!bearerFactory) throw new HMCPConfigError("createHttpApp: bindResource needs a bearer factory ((resource: URL) => BearerAuthenticator)", "bearer");
       if (bearer) throw new HMCPConfigError("createHttpApp: the resource identifier is bound already", "bearer");
@@ -242,12 +255,14 @@ export interface Listening {
 }
 
 /**
- * Listens on `host:port` (default 127.0.0.1 and a free port).
+ * Listens on `host:port` (default 127.0.0.1 and a free port), with the app's {@link HttpApp.clientError} listener.
  */
 export async function listen(httpApp: HttpApp, options: { port?: number; host?: string } = {}): Promise<Listening> {
   const host = options.host ?? "127.0.0.1";
   const server = await new Promise<NodeHttpServer>((resolve, reject) => {
     const s = httpApp.app.listen(options.port ?? 0, host, (err?: Error) => (err ? reject(err) : resolve(s)));
+    // refusals of Node's HTTP parser (431 headers too large, 400 malformed HTTP, 408 timeouts), answered and audited
+    if (httpApp.clientError) s.on("clientError", httpApp.clientError);
   });
   const { port } = server.address() as AddressInfo;
   const url = new URL(`http://${host.includes(":") ? `[${host}]` : host}:${port}`);

@@ -116,6 +116,12 @@ export class BoundedEventStore implements EventStore {
     return String(seq);
   }
 
+  /** Whether event `eventId` is still stored (a resumption from it can be served); expired events are dropped first. */
+  holds(eventId: string): boolean {
+    this.#evict();
+    return this.#events.has(Number(eventId));
+  }
+
   async getStreamIdForEventId(eventId: string): Promise<string | undefined> {
     return this.#events.get(Number(eventId))?.streamId;
   }

@@ -1,7 +1,6 @@
 /** The shutdown gate: once `HttpApp.close` is called, nothing new enters. */
 import type { RequestHandler } from "express";
 import { TRANSPORT_ERROR } from "../protocol/errors.js";
-import { jsonRpcError } from "./json-rpc.js";
 import type { RefusalAudit } from "./refusal-audit.js";
 
 /**
@@ -13,16 +12,14 @@ export function shutdownGate(closing: () => boolean, audit: RefusalAudit): Reque
   return (req, res, next) => {
     const sid = req.headers["mcp-session-id"];
     if (closing() && (typeof sid !== "string" || (req.method === "POST" && carriesRequest(req.body)))) {
-      audit.refused(req, res, 503, "shutting_down", "failed");
-      res.status(503).set("retry-after", "5").json(jsonRpcError(TRANSPORT_ERROR, "Server shutting down"));
+      audit.refuse(req, res, { status: 503, code: TRANSPORT_ERROR, message: "Server shutting down", reason: "shutting_down", outcome: "failed", headers: { "retry-after": "5" } });
       return;
     }
     next();
   };
 }
 
-/** Whether a JSON-RPC body holds a request (a message with a method and an id), alone or in a batch. */
+/** Whether a JSON-RPC body is a request (a message with a method and an id; batches are refused before this gate). */
 function carriesRequest(body: unknown): boolean {
-  const isRequest = (m: unknown) => typeof m === "object" && m !== null && typeof (m as { method?: unknown }).method === "string" && "id" in m;
-  return Array.isArray(body) ? body.some(isRequest) : isRequest(body);
+  return typeof body === "object" && body !== null && typeof (body as { method?: unknown }).method === "string" && "id" in body;
 }
