@@ -215,6 +215,20 @@ describe.each(BOTH)("refusals at the edge on %s", (era) => {
   });
 });
 
+describe("a bearer authenticator that throws", () => {
+  it.each(BOTH)("on %s → 500 -32603 authenticator_error (failed), one record", async (era) => {
+    const failing = { resourceMetadataPath: "/.well-known/oauth-protected-resource/mcp", resourceMetadata: () => ({}), check: async () => Promise.reject(new Error("boom")) };
+    const other = await listen(createHttpApp({ createServer: agent, bearer: failing, audit: sink, logger: { error: () => undefined, warn: () => undefined, info: () => undefined } }));
+    try {
+      const { answer, left } = await send({ method: "POST", headers: eraHeaders(era), body: JSON.stringify(message(era)) }, new URL("/mcp", other.url));
+      expectJsonRpcRefusal(answer, 500, -32603, "authenticator_error");
+      expectOneRecord(left, "authenticator_error", 500, "failed");
+    } finally {
+      await other.close();
+    }
+  });
+});
+
 describe("refusals of the 2025 era (sessions, GET streams)", () => {
   it("an unknown session → 404 -32001 session_not_found; a request without one → 400 -32000 no_session: one record each", async () => {
     const unknown = await send({ method: "POST", headers: { ...eraHeaders(LEGACY), "mcp-session-id": "no-such-session" }, body: JSON.stringify(message(LEGACY)) });
