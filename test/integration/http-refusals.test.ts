@@ -240,6 +240,23 @@ describe("refusals of the 2025 era (sessions, GET streams)", () => {
     expectOneRecord(none.left, "no_session", 400);
   });
 
+  it("a token with an unknown crit header parameter on initialize, GET and DELETE → 401 malformed_token, one record each, the session untouched", async () => {
+    const bad = `Bearer ${await critToken()}`;
+    const { "mcp-session-id": _, ...noSession } = eraHeaders(LEGACY);
+    const initialize = { jsonrpc: "2.0", id: 0, method: "initialize", params: { protocolVersion: LEGACY, capabilities: {}, clientInfo: { name: "crit", version: "1" } } };
+    for (const init of [
+      { method: "POST", headers: { ...noSession, authorization: bad }, body: JSON.stringify(initialize) },
+      { method: "GET", headers: { ...eraHeaders(LEGACY), accept: "text/event-stream", authorization: bad } },
+      { method: "DELETE", headers: { ...eraHeaders(LEGACY), authorization: bad } },
+    ]) {
+      const { answer, left } = await send(init);
+      expect(answer.status).toBe(401);
+      expectOneRecord(left, "malformed_token", 401);
+    }
+    const { answer } = await send({ method: "POST", headers: eraHeaders(LEGACY), body: JSON.stringify(message(LEGACY)) });
+    expect(answer.status).toBe(200);
+  });
+
   it("an MCP-Protocol-Version the transport does not support → 400 -32000 unsupported_protocol_version, one record", async () => {
     const { answer, left } = await send({ method: "POST", headers: { ...eraHeaders(LEGACY), "mcp-protocol-version": "1999-01-01" }, body: JSON.stringify(message(LEGACY)) });
     expectJsonRpcRefusal(answer, 400, TRANSPORT_ERROR, "unsupported_protocol_version");
