@@ -26,9 +26,6 @@ export function fuzzSeed(): number {
   return Number.isSafeInteger(n) ? n : 20_260_728;
 }
 
-/** True for the long run (`.ci/run`): more runs than the default. */
-export const longRun = (fallback: number) => fuzzRuns(fallback) > fallback;
-
 /** An in-memory audit sink that counts records (by reason) and keeps none, so it does not grow over a long run. */
 export class CountingSink implements AuditSink {
   count = 0;

@@ -174,7 +174,7 @@ type Scenario =
   | { kind: "garbage"; text: string };
 
 const scenarioArb: fc.Arbitrary<Scenario> = fc.oneof(
-  { weight: 4, arbitrary: fc.record({ kind: fc.constant("legacy" as const), id: idArb, method: fc.constantFrom(...METHODS), session: fc.boolean() }) },
+  { weight: 4, arbitrary: fc.record({ kind: fc.constant("legacy" as const), id: idArb, method: fc.constantFrom(...METHODS), session: fc.oneof({ weight: 4, arbitrary: fc.constant(true) }, fc.constant(false)) }) },
   fc.record({ kind: fc.constantFrom("legacy-get" as const, "legacy-delete" as const), session: fc.boolean() }),
   { weight: 4, arbitrary: fc.record({ kind: fc.constant("modern" as const), id: idArb, method: fc.constantFrom(...METHODS), name: fc.constantFrom("add", "ask", "boom", "hmcp/sample", "triage") }, { requiredKeys: ["kind", "id", "method"] }) },
   {
