@@ -10,7 +10,7 @@
  * - no unhandled rejection or uncaught exception in the process during the run;
  * - the agent still answers known-good requests on both eras afterwards (no crash, no wedged state);
  * - the heap after a full GC at the end is within a bound of the heap at the start.
- * `HMCP_FUZZ_RUNS` sets the number of cases (default 120; `.ci/run` runs many more), `HMCP_FUZZ_SEED` the seed.
+ * `HMCP_FUZZ_RUNS` sets the number of cases (default 300; `.ci/run` runs many more), `HMCP_FUZZ_SEED` the seed.
  */
 import http from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -24,7 +24,7 @@ import {
 import { CountingLogger, fuzzAgent } from "./fuzz-agent.js";
 import { authorizationArb, tokenPool, type TokenPool } from "./tokens.js";
 
-const RUNS = fuzzRuns(120);
+const RUNS = fuzzRuns(300);
 const SEED = fuzzSeed();
 const BODY_LIMIT = 64 * 1024;
 /**

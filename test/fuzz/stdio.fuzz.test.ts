@@ -10,7 +10,7 @@
  * - closing stdin closes the connection (no hang), and no unhandled rejection or uncaught exception occurs;
  * - a fresh connection still serves a known-good exchange on each era afterwards, and the heap after a full GC at the
  *   end is within a bound of the heap at the start.
- * `HMCP_FUZZ_RUNS` sets the number of cases (default 80; `.ci/run` runs many more), `HMCP_FUZZ_SEED` the seed.
+ * `HMCP_FUZZ_RUNS` sets the number of cases (default 200; `.ci/run` runs many more), `HMCP_FUZZ_SEED` the seed.
  */
 import { PassThrough } from "node:stream";
 import { describe, expect, it } from "vitest";
@@ -22,7 +22,7 @@ import {
 } from "./fuzz-kit.js";
 import { CountingLogger, fuzzAgent } from "./fuzz-agent.js";
 
-const RUNS = fuzzRuns(80);
+const RUNS = fuzzRuns(200);
 const SEED = fuzzSeed();
 
 /** One stdio connection to a fresh fuzz agent, over in-memory pipes. */
