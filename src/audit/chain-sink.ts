@@ -72,6 +72,12 @@ export interface ChainSinkCommon {
   onNotice?: (message: string, meta: Record<string, unknown>) => void;
   /** Maximum records waiting to be persisted before `append` throws (default 100,000). */
   maxQueued?: number;
+  /**
+   * After a failed write (disk full, read-only file system, database down), the sink retries on its own, first after
+   * `minDelayMs` (default 1,000), doubling up to `maxDelayMs` (default 30,000), until a write succeeds or the sink is
+   * closed; `false`: only when {@link ChainSinkBase.recover} is called. Records appended meanwhile wait in the queue.
+   */
+  retry?: { minDelayMs?: number; maxDelayMs?: number } | false;
   /** Clock (ms since the epoch), for tests. Default `Date.now`. */
   now?: () => number;
 }
@@ -79,7 +85,25 @@ export interface ChainSinkCommon {
 /** Largest batch written with one write and one fsync in group mode (records). */
 const MAX_BATCH = 8192;
 
-export const COMMON_OPTION_KEYS = ["durability", "checkpointEvery", "onDurable", "onCheckpoint", "onNotice", "maxQueued", "now"];
+export const COMMON_OPTION_KEYS = ["durability", "checkpointEvery", "onDurable", "onCheckpoint", "onNotice", "maxQueued", "retry", "now"];
+
+/** A rotation step among the entries a failed write left unwritten. */
+const ROTATE = Symbol("rotate");
+
+/** What {@link ChainSinkBase.fault} reports: no PHI, no path. */
+export interface AuditSinkFault {
+  /** The error code of the failed write (`ENOSPC`, `EROFS`, `EIO`, a SQLSTATE ...), or `write_failed` when it had none. */
+  code: string;
+  /** When the first write of this fault failed, RFC 3339. */
+  since: string;
+  /** Records appended and not written yet (they are written on recovery). */
+  waiting: number;
+  /**
+   * False when retrying cannot help (a second writer on the same PostgreSQL chain): the sink then refuses records
+   * (`append` throws) until the process restarts with the cause fixed.
+   */
+  recovers: boolean;
+}
 
 /** Where a sink's notices go: `onNotice`, or a warning on the default operational logger. */
 export function noticeTo(common: ChainSinkCommon): (message: string, meta: Record<string, unknown>) => void {
@@ -97,6 +121,18 @@ export function validateCommon(where: string, opts: ChainSinkCommon): void {
   if (opts.checkpointEvery !== undefined && !(Number.isInteger(opts.checkpointEvery) && opts.checkpointEvery >= 1)) throw new Error(`${where}: checkpointEvery must be an integer >= 1`);
   if (opts.maxQueued !== undefined && !(Number.isInteger(opts.maxQueued) && opts.maxQueued >= 1)) throw new Error(`${where}: maxQueued must be an integer >= 1`);
   if (opts.onCheckpoint !== undefined && typeof opts.onCheckpoint !== "function") throw new Error(`${where}: onCheckpoint must be a function`);
+  const r = opts.retry;
+  if (r !== undefined && r !== false) {
+    if (typeof r !== "object" || r === null) throw new Error(`${where}: retry must be false or { minDelayMs, maxDelayMs }`);
+    if (r.minDelayMs !== undefined && !(r.minDelayMs >= 1)) throw new Error(`${where}: retry.minDelayMs must be >= 1`);
+    if (r.maxDelayMs !== undefined && !(r.maxDelayMs >= (r.minDelayMs ?? 1))) throw new Error(`${where}: retry.maxDelayMs must be >= retry.minDelayMs`);
+  }
+}
+
+/** The error code of a failed write's cause (errno code, SQLSTATE), or undefined. */
+function errorCode(e: unknown): string | undefined {
+  const code = (e as { code?: unknown } | null)?.code;
+  return typeof code === "string" && /^[A-Z0-9_]{1,32}$/.test(code) ? code : undefined;
 }
 
 /** @internal */
@@ -108,6 +144,19 @@ export abstract class ChainSinkBase implements AuditSink {
   private loop: Promise<void> | undefined;
   private timer: NodeJS.Timeout | undefined;
   private failure: AuditSinkError | undefined;
+  /** When the current fault began (ms), and its code. */
+  private failedSince = 0;
+  private failedCode = "write_failed";
+  /** Entries sealed into the chain (and rotation steps) a failed write left unwritten: written first on recovery. */
+  private unwritten: Array<SealedEntry | typeof ROTATE> = [];
+  /** Whether the current fault's `recover` checkpoint is sealed already (one per fault). */
+  private recoverSealed = false;
+  /** The fault is one retrying cannot clear ({@link isPermanent}). */
+  private permanent = false;
+  private recovering: Promise<void> | undefined;
+  private retryTimer: NodeJS.Timeout | undefined;
+  private retryDelay = 0;
+  private readonly retry: { minDelayMs: number; maxDelayMs: number } | false;
   private closed = false;
   /** The first `close()` call's work: later calls wait for it rather than resolving before the trail is closed. */
   private closing: Promise<void> | undefined;
@@ -137,6 +186,8 @@ export abstract class ChainSinkBase implements AuditSink {
     this.checkpointEvery = common.checkpointEvery ?? 1000;
     this.maxQueued = common.maxQueued ?? 100_000;
     this.now = common.now ?? Date.now;
+    const r = common.retry;
+    this.retry = r === false ? false : { minDelayMs: r?.minDelayMs ?? 1000, maxDelayMs: Math.max(r?.maxDelayMs ?? 30_000, r?.minDelayMs ?? 1000) };
     this.notice = noticeTo(common);
   }
 
@@ -155,6 +206,10 @@ export abstract class ChainSinkBase implements AuditSink {
   protected async rotate(): Promise<void> {}
   /** Short operational name of where entries go (no PHI), for notices. */
   protected abstract where(): string;
+  /** Whether a write error is one retrying cannot clear (no retry then, and `append` refuses). Default: none is. */
+  protected isPermanent(_error: unknown): boolean {
+    return false;
+  }
 
   /** Public JWK that verifies this sink's checkpoints (undefined when unsigned). */
   get publicJwk() {
@@ -166,12 +221,15 @@ export abstract class ChainSinkBase implements AuditSink {
    * `flush()` resolves. The sink takes ownership: do not mutate the record afterwards.
    * Records HMCP's server and HTTP app build are taken as they are; any other record must fit
    * `AuditRecordInputSchema` (strict: no other members, so nothing else, e.g. message text, reaches the trail).
-   * @throws AuditSinkError `closed` after close, `write_failed` after a persist error (fail closed),
-   *   `backpressure` when `maxQueued` records wait, `invalid_record` when the record does not fit the schema (the
-   *   message names the first offending member, never its value).
+   * After a failed write the record is still taken (it waits for {@link recover}), so the record of a request admitted
+   * before the fault is not lost; {@link assertWritable} then refuses, so no new request is admitted.
+   * @throws AuditSinkError `closed` after close, `backpressure` when `maxQueued` records wait, `invalid_record` when
+   *   the record does not fit the schema (the message names the first offending member, never its value).
    */
   append(record: AuditRecordInput): void {
-    this.assertWritable();
+    if (this.closed) throw new AuditSinkError("closed", "audit sink is closed");
+    if (this.permanent) throw this.failure!;
+    if (this.queue.length + 1 > this.maxQueued) throw new AuditSinkError("backpressure", `audit sink has ${this.queue.length} records waiting to be written`);
     if (typeof record !== "object" || record === null || record.v !== AUDIT_RECORD_VERSION || typeof record.id !== "string" || typeof record.type !== "string") {
       throw new AuditSinkError("invalid_record", "audit record needs v, id and type (build it with newAuditRecord)");
     }
@@ -185,6 +243,7 @@ export abstract class ChainSinkBase implements AuditSink {
     }
     this.queue.push(record);
     this.appended++;
+    if (this.failure) return;
     if (this.queue.length >= this.batchMax || this.intervalMs === 0) this.kick();
     else this.timer ??= setTimeout(() => this.kick(), this.intervalMs);
   }
@@ -192,12 +251,81 @@ export abstract class ChainSinkBase implements AuditSink {
   /**
    * Throws what `append` would throw for the next `reserve` well-formed records (see {@link AuditSink.assertWritable}).
    * @param reserve - records that must fit, default 1
-   * @throws AuditSinkError `closed`, `write_failed`, or `backpressure` when fewer than `reserve` more fit under `maxQueued`
+   * @throws AuditSinkError `closed`, `write_failed` while a write fault lasts (see {@link fault}, {@link recover}), or
+   *   `backpressure` when fewer than `reserve` more fit under `maxQueued`
    */
   assertWritable(reserve = 1): void {
     if (this.closed) throw new AuditSinkError("closed", "audit sink is closed");
     if (this.failure) throw this.failure;
     if (this.queue.length + reserve > this.maxQueued) throw new AuditSinkError("backpressure", `audit sink has ${this.queue.length} records waiting to be written`);
+  }
+
+  /** The write fault the sink is in (it refuses new requests through {@link assertWritable}), or undefined. */
+  get fault(): AuditSinkFault | undefined {
+    if (!this.failure) return undefined;
+    const waiting = this.queue.length + this.unwritten.filter((e) => e !== ROTATE && e.why === undefined).length;
+    return { code: this.failedCode, since: new Date(this.failedSince).toISOString(), waiting, recovers: !this.permanent };
+  }
+
+  /**
+   * After a failed write: writes what waits (the entries sealed before the fault, a signed `recover` checkpoint that
+   * marks the fault in the trail, then the records appended meanwhile), and the sink takes records again. Nothing
+   * appended is lost and the chain goes on unbroken. The sink calls it itself with back-off (option `retry`); call it
+   * to retry now (e.g. once space is freed). Resolves at once when there is no fault.
+   * @throws AuditSinkError `write_failed` (its `cause` the new error) while the fault lasts, `closed` after close
+   */
+  recover(): Promise<void> {
+    if (!this.failure) return Promise.resolve();
+    if (this.closing) return Promise.reject(new AuditSinkError("closed", "audit sink is closed"));
+    if (this.permanent) return Promise.reject(this.failure);
+    return this.attemptRecovery();
+  }
+
+  private attemptRecovery(): Promise<void> {
+    return (this.recovering ??= this.recoverOnce().finally(() => (this.recovering = undefined)));
+  }
+
+  private async recoverOnce(): Promise<void> {
+    while (this.loop) await this.loop;
+    if (!this.failure) return;
+    if (this.retryTimer) clearTimeout(this.retryTimer);
+    this.retryTimer = undefined;
+    try {
+      if (!this.recoverSealed && this.signer && this.seq > 0) {
+        this.unwritten.push(await this.checkpoint("recover"));
+        this.recoverSealed = true;
+      }
+      await this.writeUnwritten();
+    } catch (e) {
+      this.fail(e);
+      throw this.failure!;
+    }
+    const { code, since } = this.fault!;
+    this.failure = undefined;
+    this.recoverSealed = false;
+    this.retryDelay = 0;
+    this.notice("audit sink recovered", { where: this.where(), code, since });
+    this.durableHook();
+    this.settle();
+    if (this.queue.length > 0) this.kick();
+  }
+
+  /** Enters (or stays in) a write fault: refuse new requests, reject flushes, retry later. */
+  private fail(e: unknown): void {
+    const code = errorCode(e) ?? "write_failed";
+    if (!this.failure) {
+      this.failedSince = this.now();
+      this.notice("audit write failed", { where: this.where(), code });
+    }
+    this.failedCode = code;
+    this.permanent = this.isPermanent(e);
+    const until = this.permanent ? "until restarted with the cause fixed" : "until a write succeeds";
+    this.failure = new AuditSinkError("write_failed", `audit write failed (${code}); the sink refuses new requests ${until}`, { cause: e });
+    for (const w of this.waiters.splice(0)) w.reject(this.failure);
+    if (this.retry === false || this.closed || this.permanent) return;
+    this.retryDelay = this.retryDelay === 0 ? this.retry.minDelayMs : Math.min(this.retryDelay * 2, this.retry.maxDelayMs);
+    this.retryTimer = setTimeout(() => void this.attemptRecovery().catch(() => undefined), this.retryDelay);
+    this.retryTimer.unref();
   }
 
   /**
@@ -215,8 +343,10 @@ export abstract class ChainSinkBase implements AuditSink {
 
   /**
    * Flushes, writes a final checkpoint (signed sinks), persists it and releases resources. Idempotent: every call
-   * resolves (or rejects) with the first, once the trail is closed.
-   * @throws AuditSinkError `write_failed` when records could not be persisted.
+   * resolves (or rejects) with the first, once the trail is closed. After a write fault it retries once; when that
+   * fails too, resources are released all the same (the lock too: the chain can be reopened, and gets a `recover`
+   * checkpoint then) and it rejects.
+   * @throws AuditSinkError `write_failed` when records could not be persisted (the message says how many).
    */
   close(): Promise<void> {
     return (this.closing ??= this.closeOnce());
@@ -226,6 +356,15 @@ export abstract class ChainSinkBase implements AuditSink {
     // Refuse new records first, so everything accepted is written before the final checkpoint.
     this.closed = true;
     try {
+      if (this.failure) {
+        try {
+          if (this.permanent) throw this.failure;
+          await this.attemptRecovery();
+        } catch {
+          const { code, waiting } = this.fault!;
+          throw new AuditSinkError("write_failed", `audit sink closed after a write fault (${code}): ${waiting} records not written`, { cause: this.failure });
+        }
+      }
       await this.flush();
       while (this.loop) await this.loop;
       // after records, and after an interval, rotate or recover checkpoint too: a chain ends closed only on "close"
@@ -233,6 +372,7 @@ export abstract class ChainSinkBase implements AuditSink {
     } finally {
       this.closed = true;
       if (this.timer) clearTimeout(this.timer);
+      if (this.retryTimer) clearTimeout(this.retryTimer);
       await this.release();
     }
   }
@@ -243,6 +383,7 @@ export abstract class ChainSinkBase implements AuditSink {
       this.timer = undefined;
     }
     if (this.loop) return;
+    if (this.failure) return;
     this.loop = this.run().finally(() => {
       this.loop = undefined;
       if (this.queue.length > 0 && !this.failure) this.kick();
@@ -255,16 +396,12 @@ export abstract class ChainSinkBase implements AuditSink {
         // A backlog that built up behind a slow fsync goes out in one write and one fsync (adaptive
         // group commit): fewer syncs, and older records become durable sooner. fsync mode stays 1.
         const take = this.batchMax === 1 ? 1 : Math.min(Math.max(this.batchMax, this.queue.length), MAX_BATCH);
-        const batch = this.queue.splice(0, take);
-        await this.writeBatch(batch);
-        this.durable += batch.length;
+        await this.writeBatch(take);
         this.durableHook();
         this.settle();
       }
     } catch (e) {
-      this.failure = new AuditSinkError("write_failed", "audit write failed; the sink refuses further records", { cause: e });
-      this.notice("audit write failed", { where: this.where(), code: (e as NodeJS.ErrnoException).code });
-      for (const w of this.waiters.splice(0)) w.reject(this.failure);
+      this.fail(e);
     }
   }
 
@@ -289,8 +426,39 @@ export abstract class ChainSinkBase implements AuditSink {
     this.waiters = keep;
   }
 
-  private async writeBatch(batch: AuditRecordInput[]): Promise<void> {
-    let entries: SealedEntry[] = [];
+  /**
+   * Seals up to `take` queued records into the chain and persists them. A record leaves the queue once sealed; what is
+   * sealed and not persisted when a write fails stays in {@link unwritten}, in order, for {@link recover}.
+   */
+  private async writeBatch(take: number): Promise<void> {
+    const batch = this.queue.splice(0, take);
+    let sealed = 0;
+    try {
+      await this.sealAndWrite(batch, () => sealed++);
+    } catch (e) {
+      this.queue.unshift(...batch.slice(sealed));
+      throw e;
+    }
+  }
+
+  /** Persists, in order, the entries and rotations a failed write left (all of them, or throws). */
+  private async writeUnwritten(): Promise<void> {
+    while (this.unwritten.length > 0) {
+      const next = this.unwritten.indexOf(ROTATE);
+      const entries = this.unwritten.slice(0, next === -1 ? undefined : next) as SealedEntry[];
+      if (entries.length > 0) {
+        await this.persistEntries(entries);
+        this.unwritten.splice(0, entries.length);
+      }
+      if (this.unwritten[0] === ROTATE) {
+        await this.rotate();
+        this.unwritten.shift();
+      }
+    }
+  }
+
+  private async sealAndWrite(batch: AuditRecordInput[], onSealed: () => void): Promise<void> {
+    let entries: SealedEntry[] = this.unwritten as SealedEntry[];
     let pendingBytes = 0;
     for (const record of batch) {
       let canonical: string;
@@ -306,10 +474,10 @@ export abstract class ChainSinkBase implements AuditSink {
       // 200 bytes: the seq/prev/hash envelope around the record.
       if (this.shouldRotate(pendingBytes, Buffer.byteLength(canonical) + 200)) {
         if (this.signer && this.sinceCheckpoint > 0) entries.push(await this.checkpoint("rotate"));
-        await this.persistEntries(entries);
-        entries = [];
+        this.unwritten.push(ROTATE);
+        await this.writeUnwritten();
+        entries = this.unwritten as SealedEntry[];
         pendingBytes = 0;
-        await this.rotate();
       }
       const seq = ++this.seq;
       const { line, hash } = sealEntry(seq, this.head, canonical);
@@ -317,6 +485,7 @@ export abstract class ChainSinkBase implements AuditSink {
       const ms = typeof record.time === "string" ? Date.parse(record.time) : Number.NaN;
       const time = new Date(Number.isNaN(ms) ? this.now() : ms).toISOString();
       entries.push({ seq, prev: this.head, hash, line, time, type: record.type });
+      onSealed();
       this.head = hash;
       pendingBytes += Buffer.byteLength(line) + 1;
       this.sinceCheckpoint++;
@@ -327,12 +496,13 @@ export abstract class ChainSinkBase implements AuditSink {
         pendingBytes += Buffer.byteLength(cp.line) + 1;
       }
     }
-    if (entries.length > 0) await this.persistEntries(entries);
+    await this.writeUnwritten();
   }
 
-  /** {@link persist}, then hands out the anchors of the checkpoints among `entries` (`onCheckpoint`). */
+  /** {@link persist} (counting the records among `entries` durable), then hands out the anchors of the checkpoints among `entries` (`onCheckpoint`). */
   private async persistEntries(entries: SealedEntry[]): Promise<void> {
     await this.persist(entries);
+    for (const e of entries) if (e.why === undefined) this.durable++;
     const hook = this.common.onCheckpoint;
     if (hook === undefined) return;
     for (const e of entries) {

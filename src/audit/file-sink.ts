@@ -50,6 +50,10 @@ export class FileAuditSink extends ChainSinkBase {
   private readonly maxBytes: number;
   private readonly daily: boolean;
   private lockPath: string | undefined;
+  /** A write failed after the last persisted entry: bytes past `file.bytes` may be a torn line. */
+  private torn = false;
+  /** The current file's handle was closed by a rotation that failed before the next file opened. */
+  private handleClosed = false;
   /** When the current file's UTC day ends, ms since the epoch. */
   private dayEnds: number;
 
@@ -149,10 +153,15 @@ export class FileAuditSink extends ChainSinkBase {
     if (entries.length === 0) return;
     let out = "";
     for (const e of entries) out += e.line + "\n";
+    // A write that failed may have left part of its lines (a torn line) after the last persisted entry: cut it off
+    // before writing them again (recovery), so the file holds each entry once.
+    if (this.torn) await this.file.handle.truncate(this.file.bytes);
+    this.torn = true;
     // appendFile loops until every byte is written (a single write(2) may be partial, e.g. near ENOSPC).
     await this.file.handle.appendFile(out, "utf8");
-    this.file.bytes += Buffer.byteLength(out);
     await this.file.handle.datasync();
+    this.file.bytes += Buffer.byteLength(out);
+    this.torn = false;
   }
 
   protected override shouldRotate(pendingBytes: number, lineBytes: number): boolean {
@@ -162,19 +171,25 @@ export class FileAuditSink extends ChainSinkBase {
   }
 
   protected override async rotate(): Promise<void> {
-    await this.file.handle.close();
+    // a rotation retried after a failure (recovery) finds the old file closed already
+    if (!this.handleClosed) {
+      await this.file.handle.close();
+      this.handleClosed = true;
+    }
     const day = utcDay(this.now());
     const counter = this.file.counter + 1;
     const p = path.join(this.opts.dir, fileName(this.prefix, day, counter));
     const handle = await open(p, "a", 0o600);
     await syncDir(this.opts.dir);
     this.file = { handle, path: p, bytes: 0, day, counter };
+    this.handleClosed = false;
+    this.torn = false;
     this.dayEnds = dayEnd(day);
   }
 
   protected override async release(): Promise<void> {
     try {
-      await this.file.handle.close();
+      if (!this.handleClosed) await this.file.handle.close();
     } finally {
       if (this.lockPath) await releasePidLock(this.lockPath);
     }

@@ -5,7 +5,7 @@ export { newAuditRecord } from "./new-record.js";
 export type { AuditRecordDraft } from "./new-record.js";
 export { canonicalJson, contentDigest, sha256Hex } from "./canonical-json.js";
 export { AuditSinkError } from "./chain-sink.js";
-export type { AuditDurability, ChainSinkCommon } from "./chain-sink.js";
+export type { AuditDurability, AuditSinkFault, ChainSinkCommon } from "./chain-sink.js";
 export { FileAuditSink } from "./file-sink.js";
 export type { FileAuditSinkOptions } from "./file-sink.js";
 export { GENESIS_HASH, generateAuditSigningKey } from "./chain.js";

@@ -85,6 +85,11 @@ export class PostgresAuditSink extends ChainSinkBase {
     await this.db.query(`INSERT INTO ${this.table} (instance_id, seq, prev, hash, time, type, line) VALUES ${values.join(", ")}`, params);
   }
 
+  /** A unique violation (SQLSTATE 23505): another writer took the chain's next seq; retrying would fork it. */
+  protected override isPermanent(error: unknown): boolean {
+    return (error as { code?: unknown } | null)?.code === "23505";
+  }
+
   protected override async release(): Promise<void> {
     // The connection is the caller's.
   }

@@ -475,10 +475,10 @@ export class RequestPipeline {
         // admitted request had room reserved, so losing one means a writer outside the pipeline filled the queue
         // (e.g. the HTTP app's session records): the operator must know. Refusals' records are not reserved.
         if (admitted) this.#logger.error("audit record of an answered request refused: the sink's queue is full", { agent: this.#host.agentName, recordType: record.type, outcome: record.outcome });
-      } else if (sink !== undefined && markSinkFailed(sink)) {
+      } else if (sink !== undefined && markSinkFailed(sink, error)) {
         // From now on every pipeline writing to this sink refuses every request (AuditUnavailable) rather than serve
-        // without an audit trail.
-        this.#logger.error("audit sink refused a record; refusing requests until restarted", { agent: this.#host.agentName, error });
+        // without an audit trail: until restarted, or, for HMCP's own sinks, while they cannot take records.
+        this.#logger.error("audit sink refused a record; refusing requests while it cannot take records (a sink of your own: until restarted)", { agent: this.#host.agentName, error });
       }
     }
     try {
