@@ -123,6 +123,7 @@ export type {
   AuditRecordDraft,
   FileAuditSinkOptions,
   AuditDurability,
+  AuditSinkFault,
   AuditSigningKey,
   AuditVerifyKey,
   CheckpointAlg,
@@ -235,4 +236,4 @@ export type {
 
 // --- http ---
 export { createHttpApp, listen, BoundedEventStore, EventNotFoundError, EventStoreBudget } from "./http/index.js";
-export type { HttpAppOptions, HttpApp, Listening, EventStoreLimits } from "./http/index.js";
+export type { HttpAppOptions, HttpApp, Listening, EventStoreLimits, Readiness, ReadinessProblem } from "./http/index.js";

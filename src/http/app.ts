@@ -13,6 +13,7 @@ import type { ServerNotifier } from "@modelcontextprotocol/server";
 import { HMCPConfigError } from "../protocol/index.js";
 import type { BearerAuthenticator } from "../auth/types.js";
 import type { AuditSink } from "../audit/record.js";
+import { auditSinkStatus, type AuditSinkStatus } from "../audit/admission.js";
 import { defaultOperationalLogger, type HMCPServer, type OperationalLogger } from "../server/index.js";
 import type { EventStoreLimits } from "./event-store.js";
 import { anonymousCaller, bearerCheck, protectedResourceMetadata, RESOURCE_METADATA_ROUTE } from "./bearer-check.js";
@@ -98,6 +99,12 @@ export interface HttpApp {
   /** Open MCP sessions. */
   readonly sessionCount: number;
   /**
+   * Readiness, as `GET /readyz` answers it (`/healthz` is liveness: the process is up): `ready`, or `not_ready` with
+   * each problem (the audit sink failed, with its error code and since when; the bearer resource not bound yet;
+   * shutting down). Present on every app `createHttpApp` returns.
+   */
+  readiness?(): Readiness;
+  /**
    * The Node HTTP server's `clientError` listener: a request Node's HTTP parser refuses before express sees it (headers
    * over `maxHeaderSize`: 431; malformed HTTP: 400; a request not received within `requestTimeout` or headers within
    * `headersTimeout`: 408) is answered as Node would and gets one `http` audit record with what is known (the peer's
@@ -133,7 +140,7 @@ export interface HttpApp {
 
 /**
  * Creates the express app serving MCP over Streamable HTTP (MCP spec 2025-06-18, "Transports"), with RFC 9728
- * protected resource metadata, `GET /healthz`, bounded resumable sessions and graceful shutdown.
+ * protected resource metadata, `GET /healthz` (liveness), `GET /readyz` (readiness), bounded resumable sessions and graceful shutdown.
  * @throws HMCPConfigError (a TypeError) on an unknown option (naming the closest known one), a missing `bearer` or
  *   `createServer`, or a limit that is not a positive integer
  */
@@ -171,8 +178,24 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
   app.disable("x-powered-by");
   app.set("etag", false);
   app.use(timing, hostCheck(options.allowedHosts ?? DEFAULT_ALLOWED_HOSTS, audit));
+  const readiness = (): Readiness => {
+    const problems: ReadinessProblem[] = [];
+    if (closing) problems.push({ component: "http", reason: "shutting_down", message: "the agent is shutting down (HttpApp.close was called)" });
+    if (bearerFactory !== undefined && !bearer) {
+      problems.push({ component: "bearer", reason: "resource_not_bound", message: "the bearer check waits for its resource identifier (listen() binds it, or call HttpApp.bindResource)" });
+    }
+    const sink = options.audit === undefined ? undefined : auditSinkStatus(options.audit);
+    if (sink !== undefined) problems.push(auditProblem(sink));
+    return problems.length === 0 ? { status: "ready" } : { status: "not_ready", problems };
+  };
+  // liveness: the process is up and answers (restart it only when this fails)
   app.get("/healthz", (_req, res) => {
-    res.json({ status: "ok", sessions: sessions.size });
+    res.json({ status: "ok", sessions: sessions.size, ready: readiness().status === "ready" });
+  });
+  // readiness: whether requests can be served now, and if not, why
+  app.get("/readyz", (_req, res) => {
+    const r = readiness();
+    res.status(r.status === "ready" ? 200 : 503).set("cache-control", "no-store").json(r);
   });
   if (options.bearer !== false) app.get(RESOURCE_METADATA_ROUTE, protectedResourceMetadata(bearerInForce));
   app.use(path, ...bodyLimit(bodyLimitBytes), auth);
@@ -181,6 +204,7 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
 
   return {
     app,
+    readiness,
     clientError: clientErrorHandler(audit),
     bindResource(base: URL): URL {
       if (!bearerFactory) throw new HMCPConfigError("createHttpApp: bindResource needs a bearer factory ((resource: URL) => BearerAuthenticator)", "bearer");
@@ -231,6 +255,44 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
       }
     },
   };
+}
+
+/** What the readiness check reports, as on `GET /readyz`. */
+export type Readiness = { status: "ready" } | { status: "not_ready"; problems: ReadinessProblem[] };
+
+/**
+ * One reason the app cannot serve requests now; no PHI, no paths, no secrets.
+ * - `audit` / `audit_sink_failed`: the audit sink's write failed (`code`: `ENOSPC` disk full, `EROFS` read-only file
+ *   system, `EACCES`, `EIO`, a PostgreSQL SQLSTATE ...) `since` when; requests get -32055 until it recovers. HMCP's
+ *   sinks retry on their own and recover once the cause is fixed (free space, remount read-write);
+ *   `recovers: false` (a sink of your own that refused a record): restart the process once it is fixed.
+ * - `audit` / `audit_sink_closed`: the sink was closed (shutdown). `audit` / `audit_backpressure`: its queue is full
+ *   (the disk is slower than the load); passes as it drains.
+ * - `bearer` / `resource_not_bound`: a bearer factory waiting for {@link HttpApp.bindResource}.
+ * - `http` / `shutting_down`: {@link HttpApp.close} was called.
+ */
+export interface ReadinessProblem {
+  component: "audit" | "bearer" | "http";
+  reason: string;
+  /** What to do, in words. */
+  message: string;
+  code?: string;
+  since?: string;
+  /** Audit records waiting for the sink's recovery. */
+  waiting?: number;
+  recovers?: boolean;
+}
+
+function auditProblem(s: AuditSinkStatus): ReadinessProblem {
+  const message =
+    s.reason === "audit_sink_closed"
+      ? "the audit sink is closed; requests are refused (-32055)"
+      : s.reason === "audit_backpressure"
+        ? "the audit sink's queue is full (storage slower than the load); requests are refused (-32055) until it drains"
+        : s.recovers
+          ? `the audit sink cannot write${s.code ? ` (${s.code})` : ""}; requests are refused (-32055) until it recovers: fix the cause (free space, make the folder writable, bring the database back) and it resumes on its next retry`
+          : `the audit sink refused a record${s.code ? ` (${s.code})` : ""}; requests are refused (-32055): restart the process once the sink is fixed`;
+  return { component: "audit", reason: s.reason, message, ...(s.code !== undefined && { code: s.code }), ...(s.since !== undefined && { since: s.since }), ...(s.waiting !== undefined && { waiting: s.waiting }), recovers: s.recovers };
 }
 
 /** Resolves when every server in `servers` is idle (its running requests answered and recorded) or after `ms`. */

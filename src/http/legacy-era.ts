@@ -7,7 +7,6 @@ import type { AuditSink } from "../audit/record.js";
 import { auditSinkUnavailable } from "../audit/admission.js";
 import { principalOf } from "./bearer-check.js";
 import type { EraHandler } from "./era-routing.js";
-import { jsonRpcError } from "./json-rpc.js";
 import type { LegacySession, LegacySessions } from "./legacy-sessions.js";
 import type { RefusalAudit } from "./refusal-audit.js";
 
@@ -48,9 +47,9 @@ export function legacyEra(sessions: LegacySessions, audit: RefusalAudit, auditSi
       return;
     }
     // Fail closed: no new session while the audit sink cannot take records (failed before, or its own health check).
-    // No record: the trail cannot take one (the sink reports its own failure).
+    // Its record goes in where the sink still takes one (HMCP's own sinks keep it for their recovery).
     if (auditSink !== undefined && auditSinkUnavailable(auditSink)) {
-      res.status(503).set("retry-after", "30").json(jsonRpcError(HMCPErrorCode.AuditUnavailable, "Audit trail unavailable", "audit_unavailable"));
+      audit.refuse(req, res, { status: 503, code: HMCPErrorCode.AuditUnavailable, message: "Audit trail unavailable", reason: "audit_unavailable", outcome: "failed", headers: { "retry-after": "30" } });
       return;
     }
     const cap = sessions.sessionCapFor(principal);

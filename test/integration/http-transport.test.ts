@@ -106,7 +106,7 @@ describe("Streamable HTTP app", () => {
     await openSession(endpoint);
     await expect(openSession(endpoint)).rejects.toThrow(/503/);
     const health = await (await fetch(new URL("/healthz", http!.url))).json();
-    expect(health).toEqual({ status: "ok", sessions: 2 });
+    expect(health).toEqual({ status: "ok", sessions: 2, ready: true });
     await app.close();
     expect(app.sessionCount).toBe(0);
   });
