@@ -1,9 +1,10 @@
 /**
  * Issue #25 item 3, the audit sink's fault: a FileAuditSink on a file system that fills up (ENOSPC). The fault is real:
  * the sink's folder is a 256 KiB tmpfs mounted for the test and filled with a ballast file; freeing the ballast clears
- * it. Mounting needs root (CAP_SYS_ADMIN): without it these tests are skipped (the readiness tests below run anyway).
+ * it. As root the tmpfs is mounted directly; otherwise in a user + mount namespace of a child process (`unshare -rm`,
+ * which Linux lets an unprivileged user create), whose mount this process reaches through `/proc/<pid>/root`.
  */
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { open, readFile, readdir, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -24,32 +25,62 @@ import {
 } from "hmcp";
 import { MCP_HEADERS, openSession } from "../fixtures/raw-http.js";
 
-/** Mounts a 256 KiB tmpfs on a fresh folder; undefined when this process may not mount (not root). */
-function tinyFileSystem(): string | undefined {
-  const dir = mkdtempSync(path.join(tmpdir(), "hmcp-enospc-"));
-  try {
-    execFileSync("mount", ["-t", "tmpfs", "-o", "size=256k,mode=0700", "tmpfs", dir], { stdio: "ignore" });
-    return dir;
-  } catch {
-    rmSync(dir, { recursive: true, force: true });
-    return undefined;
-  }
+/** A mounted 256 KiB tmpfs: `dir` to write in, `release` to unmount it. */
+interface TinyFileSystem {
+  dir: string;
+  release(): void;
 }
-const probe = tinyFileSystem();
-if (probe) execFileSync("umount", [probe]);
-if (probe) rmSync(probe, { recursive: true, force: true });
-const canMount = probe !== undefined;
 
-const mounts: string[] = [];
+/** Mounts a 256 KiB tmpfs (see the module comment). @throws Error when neither way works here */
+async function tinyFileSystem(): Promise<TinyFileSystem> {
+  const base = mkdtempSync(path.join(tmpdir(), "hmcp-enospc-"));
+  try {
+    // root (CI): a plain mount; a container without CAP_SYS_ADMIN refuses it, and the namespace below is tried
+    execFileSync("mount", ["-t", "tmpfs", "-o", "size=256k,mode=0700", "tmpfs", base], { stdio: "ignore" });
+    return {
+      dir: base,
+      release: () => {
+        execFileSync("umount", ["-l", base]);
+        rmSync(base, { recursive: true, force: true });
+      },
+    };
+  } catch {
+    // not allowed to mount here
+  }
+  // unprivileged: the mount lives in a child's namespace for as long as the child does
+  const holder: ChildProcess = spawn("unshare", ["-rm", "sh", "-c", `mount -t tmpfs -o size=256k,mode=0700 none "${base}" && echo mounted && exec sleep 600`], { stdio: ["ignore", "pipe", "pipe"] });
+  const mounted = await new Promise<boolean>((resolve) => {
+    holder.stdout!.once("data", (d: Buffer) => resolve(d.toString().includes("mounted")));
+    holder.once("exit", () => resolve(false));
+  });
+  if (!mounted) {
+    holder.kill("SIGKILL");
+    rmSync(base, { recursive: true, force: true });
+    throw new Error("could not mount a tmpfs: not root, and `unshare -rm` (user + mount namespaces) is not allowed here");
+  }
+  return {
+    dir: `/proc/${holder.pid}/root${base}`,
+    release: () => {
+      holder.kill("SIGKILL");
+      rmSync(base, { recursive: true, force: true });
+    },
+  };
+}
+
+const mounts: TinyFileSystem[] = [];
 let http: Listening | undefined;
 afterEach(async () => {
   await http?.close();
   http = undefined;
-  for (const d of mounts.splice(0)) {
-    execFileSync("umount", ["-l", d]);
-    rmSync(d, { recursive: true, force: true });
-  }
+  for (const m of mounts.splice(0)) m.release();
 });
+
+/** A tmpfs for one test, released after it. */
+async function mountTiny(): Promise<string> {
+  const m = await tinyFileSystem();
+  mounts.push(m);
+  return m.dir;
+}
 
 /** Fills the file system of `dir` with `ballast` (a real ENOSPC for whoever writes next). */
 async function fill(dir: string): Promise<void> {
@@ -116,10 +147,9 @@ async function trail(dir: string): Promise<{ files: string[]; records: AuditReco
   return { files, records };
 }
 
-describe.skipIf(!canMount)("audit sink fault: the disk fills up (ENOSPC on a tiny tmpfs)", () => {
+describe("audit sink fault: the disk fills up (ENOSPC on a tiny tmpfs)", () => {
   it("readiness says so, requests are refused -32055 with a record each, the sink recovers once space is freed, and the trail verifies", async () => {
-    const dir = tinyFileSystem()!;
-    mounts.push(dir);
+    const dir = await mountTiny();
     const keys = await generateAuditSigningKey();
     const notices: Array<{ message: string; meta: Record<string, unknown> }> = [];
     const sink = await FileAuditSink.open({ dir, signing: { privateKey: keys.privateJwk }, retry: false, onNotice: (message, meta) => notices.push({ message, meta }) });
@@ -177,8 +207,7 @@ describe.skipIf(!canMount)("audit sink fault: the disk fills up (ENOSPC on a tin
   });
 
   it("the sink retries by itself with back-off and recovers once space is freed", async () => {
-    const dir = tinyFileSystem()!;
-    mounts.push(dir);
+    const dir = await mountTiny();
     const keys = await generateAuditSigningKey();
     const sink = await FileAuditSink.open({ dir, signing: { privateKey: keys.privateJwk }, retry: { minDelayMs: 5, maxDelayMs: 20 }, onNotice: () => undefined });
     http = await listen(createHttpApp({ createServer: agentWith(sink), bearer: false, audit: sink }));
@@ -202,8 +231,7 @@ describe.skipIf(!canMount)("audit sink fault: the disk fills up (ENOSPC on a tin
   });
 
   it("shutdown after a fault that never clears completes: the app closes, the sink's close rejects with a typed error and lets go of the chain", async () => {
-    const dir = tinyFileSystem()!;
-    mounts.push(dir);
+    const dir = await mountTiny();
     const keys = await generateAuditSigningKey();
     const sink = await FileAuditSink.open({ dir, signing: { privateKey: keys.privateJwk }, retry: false, onNotice: () => undefined });
     http = await listen(createHttpApp({ createServer: agentWith(sink), bearer: false, audit: sink }));
