@@ -88,7 +88,9 @@ export function roundBinding(agent: string, request: JSONRPCRequest, principal: 
 /** The rounds of one modern-era request: the journal read back from `requestState`, and this run's place in it. */
 export class InputRounds {
   readonly #sealer: RequestStateSealer;
-  readonly #binding: string;
+  /** The binding, computed on first use: most requests ask nothing and bring no state, and need none. */
+  readonly #bindingOf: () => string;
+  #binding: string | undefined;
   readonly #capabilities: ClientCaps | undefined;
   #flow: string | undefined;
   #round = 0;
@@ -102,9 +104,9 @@ export class InputRounds {
   /** Steps now running: no question may be asked meanwhile (its journal place would be ambiguous). */
   #stepsRunning = 0;
 
-  constructor(sealer: RequestStateSealer, binding: string, envelope: Record<string, unknown> | undefined) {
+  constructor(sealer: RequestStateSealer, binding: () => string, envelope: Record<string, unknown> | undefined) {
     this.#sealer = sealer;
-    this.#binding = binding;
+    this.#bindingOf = binding;
     this.#capabilities = envelope?.[CLIENT_CAPABILITIES_META_KEY] as ClientCaps | undefined;
   }
 
@@ -130,7 +132,7 @@ export class InputRounds {
   async open(state: string): Promise<void> {
     let opened: OpenedRequestState;
     try {
-      opened = await this.#sealer.open(state, this.#binding);
+      opened = await this.#sealer.open(state, this.#bound());
     } catch (e) {
       if (e instanceof RequestStateError) {
         this.#adopt(e.journal);
@@ -158,6 +160,10 @@ export class InputRounds {
       if (e instanceof RequestStateError) throw refusal(e.reason);
       throw e;
     }
+  }
+
+  #bound(): string {
+    return (this.#binding ??= this.#bindingOf());
   }
 
   /** Takes the flow id and round of an authentic journal (for the audit record). */
@@ -275,7 +281,7 @@ export class InputRounds {
       if (journal.round > MAX_ROUNDS || JSON.stringify(journal).length > MAX_JOURNAL_BYTES) {
         throw roundError(new ProtocolError(INTERNAL_ERROR, `This request asked too often or carries too much (at most ${MAX_ROUNDS} rounds and ${MAX_JOURNAL_BYTES} bytes of answers and step results)`, { reason: "input_round_limit" }));
       }
-      const requestState = await this.#sealer.seal(journal, this.#binding);
+      const requestState = await this.#sealer.seal(journal, this.#bound());
       return { resultType: "input_required", inputRequests: { [p.key]: { method: p.method, params: p.params } }, requestState };
     })();
     return this.#result;

@@ -268,7 +268,7 @@ export class RequestPipeline {
       // retry's sealed requestState is opened (bound to this caller and request, unexpired, unused) before anything runs
       if (extra.mcpReq.envelope !== undefined && INPUT_ROUND_METHODS.has(request.method)) {
         this.#sealer ??= sealerFor(this.#requestStateOptions);
-        ctx.rounds = new InputRounds(this.#sealer, roundBinding(this.#host.agentName, request, ctx.principal, PATIENT_META_KEY), extra.mcpReq.envelope as Record<string, unknown>);
+        ctx.rounds = new InputRounds(this.#sealer, () => roundBinding(this.#host.agentName, request, ctx.principal, PATIENT_META_KEY), extra.mcpReq.envelope as Record<string, unknown>);
         // a state the handler minted itself (the SDK's inputRequired({ requestState })) is the handler's to check
         const state = extra.mcpReq.requestState();
         if (typeof state === "string" && claimsHmcpState(state)) await ctx.rounds.open(state);
@@ -301,8 +301,8 @@ export class RequestPipeline {
         for (const q of Object.values(asked)) ctx.interactions.push({ kind: q.method === "elicitation/create" ? "elicitation" : "sampling", outcome: "input_required" });
       }
       // The SDK turns a tool callback's exception into an `isError` result; an HMCP refusal raised inside a tool
-      // (scope, patient context) must still leave as its JSON-RPC error.
-      if (ctx.toolError instanceof HMCPError || isInputRoundError(ctx.toolError)) throw ctx.toolError;
+      // (scope, patient context) must still leave as its JSON-RPC error (an input round's own error left above).
+      if (ctx.toolError instanceof HMCPError) throw ctx.toolError;
       // an input request (the handler's question) goes out as the legacy era sends it, unguarded like ctx.elicit's params
       if (this.#guardrails && OUTPUT_CONTENT_METHODS.has(request.method) && result && typeof result === "object" && !ctx.rounds?.pending) {
         result = await this.#guard(ctx, "output", result);
