@@ -202,7 +202,7 @@ export type {
 } from "./auth/index.js";
 
 // --- server ---
-export { HMCPServer, hmcpContext, HMCPConfigError, PATIENT_META_KEY, serveStdio, defaultOperationalLogger, MemoryRequestStateStore, PostgresRequestStateStore } from "./server/index.js";
+export { HMCPServer, hmcpContext, HMCPConfigError, PATIENT_META_KEY, serveStdio, defaultOperationalLogger, MemoryRequestStateStore, PostgresRequestStateStore, PostgresTaskStore, TASKS_EXTENSION_ID } from "./server/index.js";
 export type {
   SamplingHandlerOptions,
   RequestContext,
@@ -220,6 +220,12 @@ export type {
   RequestStateRefusal,
   PostgresRequestStateStoreOptions,
   RequestStateQueryable,
+  PostgresTaskStoreOptions,
+  StoredTask,
+  TaskQueryable,
+  TaskStatus,
+  TaskStore,
+  TaskOptions,
 } from "./server/index.js";
 
 // --- client ---
@@ -232,6 +238,8 @@ export type {
   BackRequestContext,
   ClientSamplingHandler,
   ClientElicitationHandler,
+  TaskState,
+  WaitForTaskOptions,
 } from "./client/index.js";
 
 // --- http ---

@@ -141,6 +141,8 @@ export function toAuditEvent(r: AuditRecordInput, opts: FhirExportOptions = {}):
   for (const i of r.interactions ?? []) detail.push({ type: "interaction", valueString: `${i.kind};${i.outcome}` });
   // the MCP 2026-07-28 multi round-trip flow this request is a round of: "<flow uuid>;<round>"
   if (r.inputRound) detail.push({ type: "input-round", valueString: `${r.inputRound.flow};${r.inputRound.round}` });
+  // the MCP task (tasks extension) the record is about: "<task uuid>" or "<task uuid>;<status>"
+  if (r.task) detail.push({ type: "task", valueString: r.task.status === undefined ? r.task.id : `${r.task.id};${r.task.status}` });
   for (const g of r.guardrails) {
     // guardrail;stage;action;entity types;reason, then reason class;score;threshold when a scoring guardrail blocked
     const fields = [g.guardrail, g.stage, g.action, (g.entityTypes ?? []).join(","), g.reason ?? ""];

@@ -87,6 +87,12 @@ export const AuditRecordInputSchema = z
      * `interactions`); the next round's record carries the answer's outcome.
      */
     inputRound: z.object({ flow: z.string().uuid(), round: z.number().int().min(1) }).strict().optional(),
+    /**
+     * The MCP task (extension `io.modelcontextprotocol/tasks`) this record is about: a `tools/call` answered with a task
+     * (`status` `working`), a run of the task ending (`completed`, `failed`, `cancelled`, `input_required`), or a
+     * `tasks/get` / `tasks/update` / `tasks/cancel` naming it (its status when answered). Absent otherwise.
+     */
+    task: z.object({ id: z.string().uuid(), status: z.enum(["working", "input_required", "completed", "failed", "cancelled"]).optional() }).strict().optional(),
     /** Wall time from request arrival to reply, ms. */
     latencyMs: z.number().nonnegative(),
     /** Hex SHA-256 digests of the canonical JSON of the request params and the response (result or error). */

@@ -35,6 +35,11 @@ export const DEFAULT_METHOD_SCOPES: Readonly<Record<string, readonly string[]>> 
   "completion/complete": READ,
   // Acts (a tool may write).
   "tools/call": WRITE,
+  // MCP tasks (extension io.modelcontextprotocol/tasks): any HMCP scope; a task is further seen only by the principal
+  // and patient context that created it.
+  "tasks/get": ANY_HMCP,
+  "tasks/update": ANY_HMCP,
+  "tasks/cancel": ANY_HMCP,
   "logging/setLevel": ["hmcp:access"],
 });
 

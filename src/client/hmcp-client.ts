@@ -6,9 +6,10 @@
 import { randomUUID } from "node:crypto";
 import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
 import type { StdioServerParameters } from "@modelcontextprotocol/client/stdio";
-import { Client, StreamableHTTPClientTransport, SdkErrorCode, SdkError, SdkHttpError, InsufficientScopeError } from "@modelcontextprotocol/client";
+import { Client, StreamableHTTPClientTransport, SdkErrorCode, SdkError, SdkHttpError, InsufficientScopeError, ProtocolError } from "@modelcontextprotocol/client";
 import type { Transport, CallToolRequest, CallToolResult, CreateMessageRequest, CreateMessageResult, ElicitRequest, ElicitResult, Implementation, Progress, ReadResourceRequest, ReadResourceResult } from "@modelcontextprotocol/client";
 import { CreateMessageResultSchema } from "@modelcontextprotocol/core";
+import { z } from "zod";
 import { HMCPConfigError, HMCPError, HMCPErrorCode, readHMCPCapability, refuseUnknownOptions, withRedactionsMeta, type HMCPCapability } from "../protocol/index.js";
 import type { GuardrailRunner } from "../guardrails/types.js";
 import type { TokenProvider } from "../auth/token-provider.js";
@@ -95,6 +96,38 @@ export interface CreateMessageOptions {
  * const result = await client.ask("patient identifier for Adan Portillo born 1961-04-12");
  * ```
  */
+/** The tasks extension's identifier (SEP-2663); the server side exports it as `TASKS_EXTENSION_ID` too. */
+const TASKS_EXTENSION = "io.modelcontextprotocol/tasks";
+/** Where HMCPClient carries a `CreateTaskResult` past the SDK (which refuses `resultType: "task"`; see #acceptTasks). */
+const TASK_CARRIER = "dev.hmcp/task";
+const LOOSE = z.looseObject({});
+
+/** A task as `tasks/get` reports it (SEP-2663 `DetailedTask`): the Task, and by status its input requests, result or error. */
+export interface TaskState {
+  taskId: string;
+  status: "working" | "input_required" | "completed" | "failed" | "cancelled";
+  statusMessage?: string;
+  /** ISO 8601. */
+  createdAt: string;
+  lastUpdatedAt: string;
+  /** Lifetime from creation, ms; null for unlimited. */
+  ttlMs: number | null;
+  /** Suggested polling interval, ms. */
+  pollIntervalMs?: number;
+  inputRequests?: Record<string, { method: string; params?: Record<string, unknown> }>;
+  result?: CallToolResult;
+  error?: { code: number; message: string; data?: unknown };
+}
+
+/** Options of {@link HMCPClient.waitForTask}. */
+export interface WaitForTaskOptions {
+  signal?: AbortSignal;
+  /** Called with each state polled (status, statusMessage: the server's progress). */
+  onStatus?: (task: TaskState) => void;
+  /** Polling interval when the server suggests none, ms. Default 1,000; never below 20. */
+  pollIntervalMs?: number;
+}
+
 export class HMCPClient {
   /** The underlying SDK client, for tools, resources and prompts. */
   readonly sdk: Client;
@@ -122,9 +155,11 @@ export class HMCPClient {
     this.#options = { ...options };
     const era = options.protocolEra ?? "legacy";
     this.sdk = new Client(clientInfo, {
-      capabilities: { sampling: {}, elicitation: { form: {} } },
+      // on MCP 2026-07-28 the client takes tasks (extension io.modelcontextprotocol/tasks): callTool waits them out
+      capabilities: { sampling: {}, elicitation: { form: {} }, ...(era !== "legacy" && { extensions: { [TASKS_EXTENSION]: {} } }) },
       ...(era !== "legacy" && { versionNegotiation: { mode: era === "auto" ? ("auto" as const) : { pin: "2026-07-28" } } }),
     });
+    this.#acceptTasks();
     this.sdk.setRequestHandler('sampling/createMessage', async (request, ctx) => {
       const handler = this.#options.onSampling;
       if (!handler) {
@@ -280,9 +315,13 @@ export class HMCPClient {
     }
     const { _meta, ...args } = params;
     const meta = { ...(_meta ?? {}), ...(patient !== undefined && { "hmcp/patient": patient }) };
-    const called = await this.sdk
-      .callTool({ name: tool, arguments: args, ...(Object.keys(meta).length > 0 && { _meta: meta }) }, sdkRequestOptions(options))
+    const callParams = { name: tool, arguments: args, ...(Object.keys(meta).length > 0 && { _meta: meta }) };
+    const started = await this.sdk
+      .request({ method: "tools/call", params: callParams }, LOOSE, sdkRequestOptions(options))
       .catch((e: unknown) => Promise.reject(typedHttpRefusal(e, this.#endpoint())));
+    // an agent whose sampling tool runs as a task (MCP tasks): waited out, its questions answered on the way
+    const task = (started["_meta"] as Record<string, unknown> | undefined)?.[TASK_CARRIER] as TaskState | undefined;
+    const called = (task === undefined ? started : await this.#settledTask(task.taskId, { ...(options.signal && { signal: options.signal }) })) as CallToolResult;
     const parsed = CreateMessageResultSchema.safeParse(called.structuredContent);
     if (called.isError === true || !parsed.success) {
       throw new HMCPError(HMCPErrorCode.SamplingNotSupported, "The server's sampling tool did not answer with a CreateMessageResult", { reason: "sampling_tool_failed" });
@@ -311,15 +350,124 @@ export class HMCPClient {
    *   guardrail gave them) when this client's guardrails block the result; ProtocolError with the server's code when it
    *   refuses; over HTTP, the SDK's `SdkHttpError` as for {@link createMessage}.
    */
-  async callTool(params: CallToolRequest["params"], options: { signal?: AbortSignal; timeoutMs?: number } = {}): Promise<CallToolResult> {
-    await this.#ready();
-    const result = (await this.sdk
-      .callTool(params, {
-        ...(options.timeoutMs !== undefined && { timeout: options.timeoutMs }),
-        ...(options.signal && { signal: options.signal }),
-      })
-      .catch((e: unknown) => Promise.reject(typedHttpRefusal(e, this.#endpoint())))) as CallToolResult;
+  async callTool(params: CallToolRequest["params"], options: { signal?: AbortSignal; timeoutMs?: number } & Omit<WaitForTaskOptions, "signal"> = {}): Promise<CallToolResult> {
+    const started = await this.startToolCall(params, options);
+    const result = "task" in started ? await this.#settledTask(started.task.taskId, options) : started.result;
     return this.#guard("input", result, "tools/call", options.signal ?? new AbortController().signal, true);
+  }
+
+  /**
+   * Calls a tool without waiting for a task: the tool's `CallToolResult` (`{ result }`, not yet through the input
+   * stage: {@link callTool} does that), or, when the server made the call a task (MCP tasks, extension
+   * `io.modelcontextprotocol/tasks`, on 2026-07-28), the new task (`{ task }`), whose `taskId` the caller may keep to
+   * fetch the result later, from this or another process ({@link waitForTask}).
+   * @throws as {@link callTool}
+   */
+  async startToolCall(params: CallToolRequest["params"], options: { signal?: AbortSignal; timeoutMs?: number } = {}): Promise<{ result: CallToolResult } | { task: TaskState }> {
+    await this.#ready();
+    const raw = (await this.sdk
+      .request({ method: "tools/call", params }, LOOSE, { ...(options.timeoutMs !== undefined && { timeout: options.timeoutMs }), ...(options.signal && { signal: options.signal }) })
+      .catch((e: unknown) => Promise.reject(typedHttpRefusal(e, this.#endpoint())))) as CallToolResult;
+    const task = (raw._meta as Record<string, unknown> | undefined)?.[TASK_CARRIER] as TaskState | undefined;
+    if (task !== undefined) return { task };
+    return { result: raw };
+  }
+
+  /** The task's state now (`tasks/get`). @throws ProtocolError -32602 when the task is unknown, expired or not this caller's */
+  async getTask(taskId: string, options: { signal?: AbortSignal } = {}): Promise<TaskState> {
+    await this.#ready();
+    return (await this.sdk.request({ method: "tasks/get", params: { taskId } }, LOOSE, { ...(options.signal && { signal: options.signal }) }).catch((e: unknown) => Promise.reject(typedHttpRefusal(e, this.#endpoint())))) as unknown as TaskState;
+  }
+
+  /** Asks the server to cancel the task (`tasks/cancel`; cooperative: it may still complete). @throws as {@link getTask} */
+  async cancelTask(taskId: string): Promise<void> {
+    await this.#ready();
+    await this.sdk.request({ method: "tasks/cancel", params: { taskId } }, LOOSE).catch((e: unknown) => Promise.reject(typedHttpRefusal(e, this.#endpoint())));
+  }
+
+  /**
+   * Waits for a task to end, answering its questions on the way: each input request (`elicitation/create`,
+   * `sampling/createMessage`) goes through this client's guardrails to `onElicitation` / `onSampling`, as a server's
+   * question does on either era, and the answer back with `tasks/update`. Works for a task another process started.
+   * @returns the tool's `CallToolResult` (through this client's input stage, as {@link callTool})
+   * @throws ProtocolError with the task's JSON-RPC error when it failed; ProtocolError -32603 `task_cancelled` when it was
+   *   cancelled; as {@link getTask}
+   */
+  async waitForTask(taskId: string, options: WaitForTaskOptions = {}): Promise<CallToolResult> {
+    const result = await this.#settledTask(taskId, options);
+    return this.#guard("input", result, "tools/call", options.signal ?? new AbortController().signal, true);
+  }
+
+  async #settledTask(taskId: string, options: WaitForTaskOptions): Promise<CallToolResult> {
+    const answered = new Set<string>();
+    const signal = options.signal ?? new AbortController().signal;
+    for (;;) {
+      signal.throwIfAborted();
+      const task = await this.getTask(taskId, { signal });
+      options.onStatus?.(task);
+      if (task.status === "completed") return (task.result ?? { content: [] }) as CallToolResult;
+      if (task.status === "failed") {
+        const e = task.error ?? { code: -32603, message: "Task failed" };
+        throw new ProtocolError(e.code, e.message, e.data);
+      }
+      if (task.status === "cancelled") throw new ProtocolError(-32603, "Task cancelled", { reason: "task_cancelled", taskId });
+      if (task.status === "input_required") {
+        // each key is asked once over the task's life (SEP-2663): one already answered is waiting to be taken
+        const responses: Record<string, unknown> = {};
+        for (const [key, request] of Object.entries(task.inputRequests ?? {})) {
+          if (answered.has(key)) continue;
+          responses[key] = await this.#answerInputRequest(request, signal);
+          answered.add(key);
+        }
+        if (Object.keys(responses).length > 0) {
+          await this.sdk.request({ method: "tasks/update", params: { taskId, inputResponses: responses } }, LOOSE, { signal }).catch((e: unknown) => Promise.reject(typedHttpRefusal(e, this.#endpoint())));
+          continue;
+        }
+      }
+      const wait = Math.max(20, task.pollIntervalMs ?? options.pollIntervalMs ?? 1_000);
+      await new Promise<void>((resolve, reject) => {
+        const t = setTimeout(resolve, wait);
+        signal.addEventListener("abort", () => (clearTimeout(t), reject(signal.reason)), { once: true });
+      });
+    }
+  }
+
+  /** A task's question answered as a server's question is on either era: guardrails, then the application's handler. */
+  async #answerInputRequest(request: { method: string; params?: Record<string, unknown> }, signal: AbortSignal): Promise<unknown> {
+    const server = this.sdk.getServerVersion()?.name;
+    if (request.method === "elicitation/create") {
+      const handler = this.#options.onElicitation;
+      if (!handler) return { action: "decline" } satisfies ElicitResult;
+      const params = await this.#guard("input", request.params as ElicitRequest["params"], "elicitation/create", signal);
+      return this.#guard("output", await handler(params, { signal, server }), "elicitation/create", signal);
+    }
+    if (request.method === "sampling/createMessage") {
+      const handler = this.#options.onSampling;
+      if (!handler) throw new HMCPError(HMCPErrorCode.SamplingNotSupported, "This client has no sampling handler", { reason: "sampling_not_supported" });
+      const params = await this.#guard("input", request.params as CreateMessageParams, "sampling/createMessage", signal);
+      return this.#guard("output", await handler(params, { signal, server }), "sampling/createMessage", signal);
+    }
+    throw new HMCPError(HMCPErrorCode.SamplingNotSupported, `The task asked with ${request.method}, which this client does not answer`, { reason: "input_request_not_supported" });
+  }
+
+  /**
+   * SDK 2.4 does not implement the tasks extension (its repository tracks it) and refuses a result whose `resultType` is
+   * `"task"` before any caller sees it. HMCPClient declares the extension on 2026-07-28, so it takes such a result at
+   * the one place every response passes (the SDK's response dispatch) and hands it on as a complete result carrying the
+   * task under `_meta["dev.hmcp/task"]`, which {@link startToolCall} unwraps.
+   */
+  #acceptTasks(): void {
+    const sdk = this.sdk as unknown as { _onresponse?: (response: { result?: Record<string, unknown> }) => void };
+    const original = sdk._onresponse;
+    if (typeof original !== "function") throw new Error("HMCPClient: unsupported @modelcontextprotocol/client version (no response dispatch)");
+    sdk._onresponse = function (this: unknown, response: { result?: Record<string, unknown> }) {
+      const r = response.result;
+      if (r !== undefined && r["resultType"] === "task" && typeof r["taskId"] === "string") {
+        const { resultType: _t, ...task } = r;
+        return original.call(this, { ...response, result: { resultType: "complete", content: [], _meta: { [TASK_CARRIER]: task } } });
+      }
+      return original.call(this, response);
+    };
   }
 
   /**

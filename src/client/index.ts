@@ -6,5 +6,7 @@ export type {
   BackRequestContext,
   ClientSamplingHandler,
   ClientElicitationHandler,
+  TaskState,
+  WaitForTaskOptions,
 } from "./hmcp-client.js";
 export type { TokenProvider } from "../auth/token-provider.js";

@@ -7,13 +7,15 @@ import { CreateMessageRequestParamsSchema, CreateMessageResultSchema } from "@mo
 import { StdioServerTransport } from "@modelcontextprotocol/server/stdio";
 import { InMemoryTransport as ClientInMemoryTransport } from "@modelcontextprotocol/client";
 import { McpServer, InMemoryTransport, ProtocolError, ProtocolErrorCode } from "@modelcontextprotocol/server";
-import type { Transport, CallToolResult, Implementation, JSONObject, JSONRPCRequest, StandardSchemaWithJSON } from "@modelcontextprotocol/server";
+import type { Transport, CallToolResult, Icon, Implementation, JSONObject, JSONRPCRequest, RegisteredTool, ScopeChallengeHandler, ServerContext, InputRequiredResult, StandardSchemaWithJSON, ToolAnnotations, ToolCallback, ToolExecution } from "@modelcontextprotocol/server";
 import { HMCPConfigError, HMCPError, HMCPErrorCode, HMCP_EXTENSION_ID, HMCP_VERSION, refuseUnknownOptions, SAMPLING_TOOL_NAME, type HMCPCapability, type TransportKind } from "../protocol/index.js";
 import { parseServerOptions, type HMCPServerOptions } from "./options.js";
 import { specParamsError } from "./spec-params.js";
 import { PATIENT_META_KEY, RequestPipeline, type HandlerExtra, type InnerHandler } from "./pipeline.js";
 import { hmcpContext, hmcpContextOrUndefined, type SamplingHandler } from "./context.js";
 import { isInputRoundError, type InputRounds } from "./input-rounds.js";
+import { declaresTasks, detailedTask, taskNotFound, taskOwner, taskRuntimeFor, tasksRequired, TASKS_EXTENSION_ID, type RunOutcome, type TaskRuntime } from "./tasks.js";
+import type { StoredTask } from "./task-store.js";
 
 /** The key of HMCPServer's stdio mark (used by serveStdio only; not exported from the package entry). @internal */
 export const STDIO_ENTRY: unique symbol = Symbol("hmcp.stdioEntry");
@@ -32,6 +34,12 @@ export interface SamplingHandlerOptions {
    * `title` / `description`. Default false: the server lists no tool of its own.
    */
   tool?: boolean | { title?: string; description?: string };
+  /**
+   * The sampling tool's task support on MCP 2026-07-28 (extension `io.modelcontextprotocol/tasks`): `"optional"` runs a
+   * sampling call through the tool as a task for a client declaring the extension; `"required"` only so (-32021 to
+   * others). Default: none (the tool answers synchronously). `sampling/createMessage` itself is never a task.
+   */
+  taskSupport?: "optional" | "required";
 }
 
 /**
@@ -75,10 +83,67 @@ function withKeptJsonSchema<S extends StandardSchemaWithJSON>(schema: S): S {
 const SAMPLING_TOOL_INPUT_SCHEMA = withKeptJsonSchema(SAMPLING_TOOL_INPUT);
 const SAMPLING_TOOL_OUTPUT_SCHEMA = withKeptJsonSchema(SAMPLING_TOOL_OUTPUT);
 
-const SAMPLING_OPTIONS: ReadonlySet<string> = new Set<keyof SamplingHandlerOptions>(["requiredScopes", "tool"]);
+const SAMPLING_OPTIONS: ReadonlySet<string> = new Set<keyof SamplingHandlerOptions>(["requiredScopes", "tool", "taskSupport"]);
+
+/** `tasks/get` and `tasks/cancel` params (SEP-2663), and `tasks/update`'s. */
+const TASK_ID_PARAMS = z.looseObject({ taskId: z.string().min(1).max(256) });
+// the SDK lifts `inputResponses` out of params (extra.mcpReq.inputResponses) before any handler
+const TASK_UPDATE_PARAMS = z.looseObject({ taskId: z.string().min(1).max(256) });
+
+/** What HMCPServer reads of the SDK's registered tools (McpServer `_registeredTools`, SDK 2.x). */
+interface SdkRegisteredTool {
+  enabled: boolean;
+  execution?: { taskSupport?: string };
+  annotations?: { idempotentHint?: boolean };
+}
+/** McpServer's tools/call steps (SDK 2.x), which a task's run takes without a JSON-RPC request around it. */
+interface SdkToolCall {
+  _registeredTools: Record<string, SdkRegisteredTool>;
+  validateToolInput(tool: SdkRegisteredTool, args: unknown, name: string): Promise<unknown>;
+  executeToolHandler(tool: SdkRegisteredTool, args: unknown, ctx: unknown): Promise<CallToolResult>;
+  validateToolOutput(tool: SdkRegisteredTool, result: unknown, name: string): Promise<void>;
+  createToolError(message: string): CallToolResult;
+}
 const SAMPLING_TOOL_OPTIONS: ReadonlySet<string> = new Set(["title", "description"]);
 
 type RequestHandlerMap = Map<string, InnerHandler>;
+
+/** `registerTool`'s config as HMCPServer takes it: the SDK's, and the tool's `execution` (MCP `Tool.execution`). */
+type HMCPToolConfig<I, O> = {
+  title?: string;
+  description?: string;
+  inputSchema?: I;
+  outputSchema?: O;
+  annotations?: ToolAnnotations;
+  icons?: Icon[];
+  scopeChallenge?: ScopeChallengeHandler;
+  _meta?: Record<string, unknown>;
+  /**
+   * `taskSupport`: `"optional"` runs the tool as an MCP task (extension `io.modelcontextprotocol/tasks`) for a
+   * 2026-07-28 client that declares the extension, `"required"` only so (-32021 to others), `"forbidden"` (the
+   * default) never. The SDK v2 leaves this out of `registerTool`; HMCP keeps it (and lists it on 2025-11-25).
+   */
+  execution?: ToolExecution;
+};
+
+// eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging -- retypes registerTool only (see below)
+export interface HMCPServer {
+  /**
+   * Registers a tool (McpServer's `registerTool`), with its `execution.taskSupport` kept: see {@link HMCPToolConfig}.
+   * Its callback's exception reaches the client as "Tool execution failed", never its message (ProtocolErrors excepted).
+   */
+  registerTool<OutputArgs extends StandardSchemaWithJSON, InputArgs extends StandardSchemaWithJSON | undefined = undefined>(
+    name: string,
+    config: HMCPToolConfig<InputArgs, OutputArgs>,
+    cb: ToolCallback<InputArgs>,
+  ): RegisteredTool;
+  /** @deprecated McpServer's raw-shape form (wrap the shape with `z.object({...})`). */
+  registerTool<InputArgs extends Record<string, z.ZodType>, OutputArgs extends Record<string, z.ZodType> | StandardSchemaWithJSON | undefined = undefined>(
+    name: string,
+    config: HMCPToolConfig<InputArgs, OutputArgs>,
+    cb: (args: z.infer<z.ZodObject<InputArgs>>, ctx: ServerContext) => CallToolResult | InputRequiredResult | Promise<CallToolResult | InputRequiredResult>,
+  ): RegisteredTool;
+}
 
 /**
  * An HMCP agent server.
@@ -95,12 +160,16 @@ type RequestHandlerMap = Map<string, InnerHandler>;
  *
  * @throws HMCPConfigError at construction when an option is invalid or unknown (naming the key).
  */
+// eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging -- the interface above only retypes registerTool, which the class re-implements (#sanitizeToolErrors)
 export class HMCPServer extends McpServer {
   readonly pipeline: RequestPipeline;
   readonly #info: Implementation;
   #samplingHandler: SamplingHandler | undefined;
   #samplingScopes: string[] | undefined;
   #samplingTool = false;
+  #samplingTaskSupport: "optional" | "required" | undefined;
+  /** The tasks extension's options (`false`: off). */
+  readonly #taskOptions: HMCPServerOptions["tasks"];
   /** Serves MCP 2026-07-28 requests (set by createHttpApp for the modern era): see {@link serveModernEra}. */
   #modern = false;
   /** The next connect comes from `serveStdio` (the SDK's per-connection stdio channel): a local caller. */
@@ -116,6 +185,7 @@ export class HMCPServer extends McpServer {
       ...(opts.instructions !== undefined && { instructions: opts.instructions }),
     });
     this.#info = serverInfo;
+    this.#taskOptions = opts.tasks;
     this.pipeline = new RequestPipeline(opts, {
       agentName: serverInfo.name,
       transport: () => this.#transportKind,
@@ -123,6 +193,8 @@ export class HMCPServer extends McpServer {
       clientCapabilities: () => this.server.getClientCapabilities(),
       methodScopes: (method) => (method === "sampling/createMessage" ? this.#samplingScopes : undefined),
       samplingTool: () => this.#samplingTool,
+      tasks: () => (this.#modern && this.#taskOptions !== false ? { runtime: this.#tasks(), support: (name) => this.#taskSupport(name) } : undefined),
+      runTask: (task, signal) => this.#runTask(task, signal),
     });
     this.#interceptRequestHandlers();
     this.#sanitizeToolErrors();
@@ -148,8 +220,12 @@ export class HMCPServer extends McpServer {
     }
     if (this.#samplingHandler) throw new Error("HMCPServer.sampling: a sampling handler is already registered");
     if (this.isConnected()) throw new Error("HMCPServer.sampling: register the handler before connect()");
+    if (options.taskSupport !== undefined && options.taskSupport !== "optional" && options.taskSupport !== "required") {
+      throw new HMCPConfigError('HMCPServer.sampling options: invalid \'taskSupport\': expected "optional" or "required"', "taskSupport");
+    }
     this.#samplingHandler = handler;
     this.#samplingScopes = options.requiredScopes;
+    this.#samplingTaskSupport = options.taskSupport;
     if (options.tool) this.#registerSamplingTool(options.tool === true ? {} : options.tool);
     return this;
   }
@@ -166,6 +242,7 @@ export class HMCPServer extends McpServer {
     if (this.isConnected()) throw new Error("HMCPServer.serveModernEra: call it before connect()");
     this.#modern = true;
     if (this.#samplingHandler && !this.#samplingTool) this.#registerSamplingTool({});
+    if (this.#taskOptions !== false) this.#registerTaskMethods();
     // an unknown method is the SDK's to refuse there: MCP 2026-07-28 (transports, Streamable HTTP) answers it with
     // HTTP 404 and -32601, which the SDK's handler does only when no handler (the pipeline's fallback) took it
     (this.server as unknown as { fallbackRequestHandler?: unknown }).fallbackRequestHandler = undefined;
@@ -194,6 +271,7 @@ export class HMCPServer extends McpServer {
           "HMCP sampling as a tool: the arguments are sampling/createMessage params (messages, maxTokens, systemPrompt ...), the result's structuredContent is the agent's CreateMessageResult.",
         inputSchema: SAMPLING_TOOL_INPUT_SCHEMA,
         outputSchema: SAMPLING_TOOL_OUTPUT_SCHEMA,
+        ...(this.#samplingTaskSupport !== undefined && { execution: { taskSupport: this.#samplingTaskSupport } }),
       },
       async (args: unknown, ctx: object) => {
         // the listed schema is the outline a host can render; the full CreateMessageRequest params check is here
@@ -241,7 +319,12 @@ export class HMCPServer extends McpServer {
     this.#localCaller = stdio || memory;
     // registerCapabilities merges `experimental` one level deep, so other experimental capabilities are kept.
     const hmcp = this.hmcpCapability as JSONObject;
-    this.server.registerCapabilities({ experimental: { hmcp }, ...(this.#modern && { extensions: { [HMCP_EXTENSION_ID]: hmcp } }) });
+    // the tasks extension is advertised where tasks can be made: on 2026-07-28, by a server configured for them or with a
+    // tool that declares task support
+    const tasks = this.#modern && this.#taskOptions !== false && (this.#taskOptions !== undefined || this.#anyTaskTool());
+    this.server.registerCapabilities({ experimental: { hmcp }, ...(this.#modern && { extensions: { [HMCP_EXTENSION_ID]: hmcp, ...(tasks && { [TASKS_EXTENSION_ID]: {} }) } }) });
+    // the embedded store (PGlite) takes seconds to start: begun now, not on the first task
+    if (tasks) void this.#tasks().store().catch(() => undefined);
     // sampling/createMessage always has a handler, so a server without one answers with a clear HMCP error
     // (and the request is audited) instead of "Method not found".
     this.server.setRequestHandler('sampling/createMessage', (request, ctx) => this.#onSampling(request.params, ctx));
@@ -267,6 +350,130 @@ export class HMCPServer extends McpServer {
     return CreateMessageResultSchema.parse(result);
   }
 
+  /** The task runtime of this server's task store. */
+  #tasks(): TaskRuntime {
+    return taskRuntimeFor(this.#taskOptions === false ? undefined : this.#taskOptions);
+  }
+
+  #sdkTools(): SdkToolCall {
+    return this as unknown as SdkToolCall;
+  }
+
+  /** A registered tool's declared task support and idempotence (undefined for an unknown or disabled tool). */
+  #taskSupport(name: string): { taskSupport?: string; idempotent: boolean; validate: (args: unknown) => Promise<unknown> } | undefined {
+    const tools = this.#sdkTools();
+    const tool = Object.prototype.hasOwnProperty.call(tools._registeredTools, name) ? tools._registeredTools[name] : undefined;
+    if (tool === undefined || !tool.enabled) return undefined;
+    return {
+      ...(tool.execution?.taskSupport !== undefined && { taskSupport: tool.execution.taskSupport }),
+      idempotent: tool.annotations?.idempotentHint === true,
+      validate: (args) => tools.validateToolInput(tool, args, name),
+    };
+  }
+
+  #anyTaskTool(): boolean {
+    return Object.values(this.#sdkTools()._registeredTools).some((t) => t.execution?.taskSupport === "optional" || t.execution?.taskSupport === "required");
+  }
+
+  /**
+   * A `tools/call` without a JSON-RPC request around it (a task's run): McpServer's own steps (argument check, the
+   * callback, the output check), a callback's exception an `isError` result as the SDK makes it, a protocol error left
+   * to fail the task.
+   */
+  async #callTool(request: JSONRPCRequest, extra: object): Promise<CallToolResult> {
+    const tools = this.#sdkTools();
+    const name = String((request.params as { name?: unknown }).name);
+    const tool = Object.prototype.hasOwnProperty.call(tools._registeredTools, name) ? tools._registeredTools[name] : undefined;
+    if (tool === undefined || !tool.enabled) throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Tool ${name} not found`);
+    try {
+      const args = await tools.validateToolInput(tool, (request.params as { arguments?: unknown }).arguments, name);
+      const result = await tools.executeToolHandler(tool, args, extra);
+      await tools.validateToolOutput(tool, result, name);
+      return result;
+    } catch (error) {
+      if (error instanceof ProtocolError) throw error;
+      return tools.createToolError(error instanceof Error ? error.message : String(error));
+    }
+  }
+
+  /** Runs a stored task once: its `tools/call` through the pipeline, as the principal that created it. */
+  async #runTask(task: StoredTask, signal: AbortSignal): Promise<RunOutcome> {
+    const runtime = this.#tasks();
+    const p = task.principal ?? undefined;
+    const request = { jsonrpc: "2.0" as const, id: task.requestId, method: "tools/call", params: task.params } as JSONRPCRequest;
+    // the SDK context a tool callback gets in a task: the run's signal and the call's _meta; nothing to send on
+    const extra = {
+      sessionId: undefined,
+      mcpReq: {
+        id: task.requestId,
+        method: "tools/call",
+        _meta: task.params["_meta"],
+        signal,
+        inputResponses: undefined,
+        requestState: () => undefined,
+        notify: async () => undefined,
+        send: async () => {
+          throw new HMCPError(HMCPErrorCode.SamplingNotSupported, "A task asks its client through ctx.elicit / ctx.sample (answered with tasks/update)", { reason: "not_supported_in_task" });
+        },
+      },
+      ...(p !== undefined && { http: { authInfo: { token: "", clientId: p.clientId, scopes: p.scopes, extra: { principal: p } } } }),
+    } as unknown as Parameters<InnerHandler>[1];
+    const ctxOf = () => hmcpContextOrUndefined(extra) as (ReturnType<typeof hmcpContextOrUndefined> & { rounds?: InputRounds; onProgress?: (m: string) => void; patientsTouched: ReadonlySet<string> }) | undefined;
+    let result: unknown;
+    try {
+      result = await this.pipeline.handle(request, extra, (req, ex) => {
+        const ctx = ctxOf();
+        if (ctx) ctx.onProgress = (message) => runtime.progress(task.taskId, message);
+        return this.#callTool(req, ex);
+      }, { taskRun: { task, runtime } });
+    } catch (error) {
+      if (signal.aborted) return { kind: "cancelled" };
+      const e = error instanceof ProtocolError ? error : new ProtocolError(ProtocolErrorCode.InternalError, "Internal error");
+      const journal = ctxOf()?.rounds?.entries ?? task.journal;
+      return { kind: "failed", error: { code: e.code, message: e.message, ...(e.data !== undefined && { data: e.data }) }, journal };
+    }
+    if (signal.aborted) return { kind: "cancelled" };
+    const rounds = ctxOf()?.rounds;
+    const r = result as Record<string, unknown>;
+    if (r["resultType"] === "input_required" && rounds?.question) {
+      return { kind: "input_required", inputRequests: r["inputRequests"] as Record<string, unknown>, question: rounds.question, journal: rounds.entries, patients: [...(ctxOf()?.patientsTouched ?? [])] };
+    }
+    return { kind: "completed", result: r, journal: rounds?.entries ?? task.journal, patients: [...(ctxOf()?.patientsTouched ?? [])] };
+  }
+
+  /**
+   * The tasks extension's methods (SEP-2663): `tasks/get`, `tasks/update`, `tasks/cancel`, each through the pipeline
+   * (bearer, scopes, one audit record naming the task). A task is seen only by the principal and patient context that
+   * created it: any other caller gets the answer an unknown id gets (-32602), recorded as denied.
+   */
+  #registerTaskMethods(): void {
+    const agent = this.#info.name;
+    const lookup = async (taskId: string, extra: object, rerun: boolean) => {
+      const ctx = hmcpContext(extra) as ReturnType<typeof hmcpContext> & { task?: { id: string; status?: string }; auditAs?: { outcome: "denied"; reason: string } };
+      if (!declaresTasks((extra as { mcpReq: { envelope?: Record<string, unknown> } }).mcpReq.envelope)) throw tasksRequired();
+      const found = await this.#tasks().read(taskId, taskOwner(agent, ctx.principal), rerun ? (t, s) => this.#runTask(t, s) : undefined);
+      if (found.denied) ctx.auditAs = { outcome: "denied", reason: "task_owner_mismatch" };
+      if (found.task === undefined) throw taskNotFound(found.expired);
+      ctx.task = { id: found.task.taskId, status: found.task.status };
+      // the patients the task is about: a read of its result is a disclosure about them
+      for (const patient of found.task.patients ?? []) (ctx.patientsTouched as Set<string>).add(patient);
+      return { task: found.task, ctx };
+    };
+    this.server.setRequestHandler("tasks/get", { params: TASK_ID_PARAMS }, async (params, extra) => detailedTask((await lookup(params.taskId, extra, true)).task));
+    this.server.setRequestHandler("tasks/update", { params: TASK_UPDATE_PARAMS }, async (params, extra) => {
+      const { task, ctx } = await lookup(params.taskId, extra, false);
+      const responses = (extra as { mcpReq: { inputResponses?: Record<string, unknown> } }).mcpReq.inputResponses ?? {};
+      const took = await this.#tasks().answer(task, responses, (t, s) => this.#runTask(t, s));
+      if (took) (ctx as unknown as { interactions: Array<{ kind: string; outcome: string }> }).interactions.push(took);
+      return {};
+    });
+    this.server.setRequestHandler("tasks/cancel", { params: TASK_ID_PARAMS }, async (params, extra) => {
+      const { task } = await lookup(params.taskId, extra, false);
+      await this.#tasks().cancel(task);
+      return {};
+    });
+  }
+
   /**
    * The SDK reports a tool callback's exception to the client as an `isError` result carrying the exception's
    * message, which may hold PHI. Callbacks registered with `registerTool` are wrapped: the exception is kept on the
@@ -275,8 +482,8 @@ export class HMCPServer extends McpServer {
    */
   #sanitizeToolErrors(): void {
     const register = this.registerTool.bind(this) as (...args: unknown[]) => unknown;
-    (this as unknown as { registerTool: (...args: unknown[]) => unknown }).registerTool = (name, config, callback) =>
-      register(name, config, async (...args: unknown[]) => {
+    (this as unknown as { registerTool: (...args: unknown[]) => unknown }).registerTool = (name, config, callback) => {
+      const registered = register(name, config, async (...args: unknown[]) => {
         const extra = args[args.length - 1] as object;
         try {
           const result = await (callback as (...a: unknown[]) => unknown)(...args);
@@ -291,7 +498,12 @@ export class HMCPServer extends McpServer {
           if (error instanceof ProtocolError) throw error;
           throw new Error("Tool execution failed");
         }
-      });
+      }) as { execution?: unknown };
+      // SDK 2.x's registerTool drops `execution`; kept on the registered tool, which tools/list (2025-11-25) lists
+      const execution = (config as { execution?: unknown } | undefined)?.execution;
+      if (execution !== undefined) registered.execution = execution;
+      return registered;
+    };
   }
 
   /**

@@ -21,3 +21,7 @@ export type { PostgresRequestStateStoreOptions, RequestStateQueryable } from "./
 export type { RequestStateOptions, RequestStateStore, RequestStateRefusal } from "./request-state.js";
 export { defaultOperationalLogger } from "./logger.js";
 export type { OperationalLogger } from "./logger.js";
+export { PostgresTaskStore } from "./task-store.js";
+export type { PostgresTaskStoreOptions, StoredTask, TaskQueryable, TaskStatus, TaskStore } from "./task-store.js";
+export { TASKS_EXTENSION_ID } from "./tasks.js";
+export type { TaskOptions } from "./tasks.js";

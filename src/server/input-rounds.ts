@@ -43,6 +43,16 @@ interface Journal {
   pending: { kind: AskKind; ask: string; key: string };
 }
 
+/**
+ * An answer to a question as the journal keeps it, after checking it is the asked kind's result (an `ElicitResult`, a
+ * `CreateMessageResult`). @returns the journal entry and the interaction to record; undefined when malformed
+ */
+export function journalAnswer(q: { kind: AskKind; ask: string }, raw: unknown): { entry: unknown; outcome: "accept" | "decline" | "cancel" | "answered" } | undefined {
+  const parsed = (q.kind === "elicitation" ? ElicitResultSchema : CreateMessageResultSchema).safeParse(raw);
+  if (!parsed.success) return undefined;
+  return { entry: { t: "ask", kind: q.kind, ask: q.ask, answer: parsed.data }, outcome: q.kind === "elicitation" ? (parsed.data as ElicitResult).action : "answered" };
+}
+
 /** Thrown by `ctx.elicit` / `ctx.sample` / `ctx.step` when the run must end with an input-required result. */
 export class InputRequiredSignal extends Error {
   constructor() {
@@ -104,10 +114,38 @@ export class InputRounds {
   /** Steps now running: no question may be asked meanwhile (its journal place would be ambiguous). */
   #stepsRunning = 0;
 
-  constructor(sealer: RequestStateSealer, binding: () => string, envelope: Record<string, unknown> | undefined) {
-    this.#sealer = sealer;
+  /** A task's run (tasks.ts): the journal lives in the task store, not in a sealed `requestState`. */
+  #task: { onStep: (entries: readonly unknown[]) => Promise<void> } | undefined;
+
+  constructor(sealer: RequestStateSealer | undefined, binding: () => string, envelope: Record<string, unknown> | undefined) {
+    this.#sealer = sealer!;
     this.#bindingOf = binding;
     this.#capabilities = envelope?.[CLIENT_CAPABILITIES_META_KEY] as ClientCaps | undefined;
+  }
+
+  /**
+   * The rounds of a task's run (extension `io.modelcontextprotocol/tasks`): the handler replays `entries` (the task's
+   * journal: answers given through `tasks/update`, step results), a new question ends the run with its input request
+   * (surfaced by `tasks/get`), and `onStep` is awaited with the journal each time a step ends (so a step's result is
+   * durable before the handler goes on).
+   * @param capabilities - the client capabilities declared on the `tools/call` that created the task
+   */
+  static forTask(entries: readonly unknown[], capabilities: unknown, onStep: (entries: readonly unknown[]) => Promise<void>): InputRounds {
+    const rounds = new InputRounds(undefined, () => "", { [CLIENT_CAPABILITIES_META_KEY]: capabilities });
+    rounds.#entries = [...(entries as JournalEntry[])];
+    rounds.#task = { onStep };
+    return rounds;
+  }
+
+  /** The question this run ends with (its kind, params digest and input-request key), if any. */
+  get question(): { kind: AskKind; ask: string; key: string } | undefined {
+    const p = this.#pending;
+    return p === undefined ? undefined : { kind: p.kind, ask: p.ask, key: p.key };
+  }
+
+  /** A task's journal after this run (answers and step results, in order). */
+  get entries(): readonly unknown[] {
+    return this.#entries;
   }
 
   /** The flow id and this request's round (1 = the flow's first request), once the request is part of a flow. */
@@ -254,6 +292,7 @@ export class InputRounds {
       throw roundError(new ProtocolError(INTERNAL_ERROR, "A step's result must be JSON", { reason: "step_not_json" }));
     }
     this.#entries[i] = copy === undefined ? { t: "step", name } : { t: "step", name, value: copy };
+    if (this.#task) await this.#task.onStep(this.#entries);
     return value;
   }
 
@@ -281,6 +320,8 @@ export class InputRounds {
       if (journal.round > MAX_ROUNDS || JSON.stringify(journal).length > MAX_JOURNAL_BYTES) {
         throw roundError(new ProtocolError(INTERNAL_ERROR, `This request asked too often or carries too much (at most ${MAX_ROUNDS} rounds and ${MAX_JOURNAL_BYTES} bytes of answers and step results)`, { reason: "input_round_limit" }));
       }
+      // a task keeps its journal in the task store; the question goes out through tasks/get
+      if (this.#task) return { resultType: "input_required", inputRequests: { [p.key]: { method: p.method, params: p.params } } };
       const requestState = await this.#sealer.seal(journal, this.#bound());
       return { resultType: "input_required", inputRequests: { [p.key]: { method: p.method, params: p.params } }, requestState };
     })();

@@ -1,6 +1,8 @@
 /**
  * HMCPServer options: validated with zod at construction (STYLE.md habit 8). Unknown keys are an error naming the key.
  */
+import type { TaskOptions } from "./tasks.js";
+import type { TaskStore } from "./task-store.js";
 import { z } from "zod";
 import type { ServerCapabilities } from "@modelcontextprotocol/server";
 import { HMCPConfigError, unknownOptionMessage, type Principal } from "../protocol/index.js";
@@ -67,6 +69,13 @@ export interface HMCPServerOptions {
    * @throws HMCPConfigError at construction for a key shorter than 32 bytes or a ttl outside 1..86400 s
    */
   requestState?: RequestStateOptions;
+  /**
+   * MCP tasks (extension `io.modelcontextprotocol/tasks`, on MCP 2026-07-28; see tasks in README.md): a tool registered
+   * with `execution: { taskSupport: "optional" | "required" }` runs as a task for a client that declares the extension.
+   * `store` (default: an embedded in-memory PGlite, one per process), `ttlMs` (default 3,600,000; null for unlimited),
+   * `pollIntervalMs` (default 1,000), `leaseMs` (default 30,000). `false` turns tasks off (tools run synchronously).
+   */
+  tasks?: TaskOptions | false;
 }
 
 const PrincipalSchema = z
@@ -125,6 +134,19 @@ const OptionsSchema = z
         store: z.custom<RequestStateStore>((v) => typeof (v as RequestStateStore)?.claim === "function", { message: "expected a RequestStateStore (claim)" }).optional(),
       })
       .strict()
+      .optional(),
+    tasks: z
+      .union([
+        z.literal(false),
+        z
+          .object({
+            store: z.custom<TaskStore>((v) => typeof (v as TaskStore)?.get === "function" && typeof (v as TaskStore)?.put === "function", { message: "expected a TaskStore (e.g. PostgresTaskStore.open({ db }))" }).optional(),
+            ttlMs: z.number().int().positive().nullable().optional(),
+            pollIntervalMs: z.number().int().positive().optional(),
+            leaseMs: z.number().int().min(30).optional(),
+          })
+          .strict(),
+      ])
       .optional(),
     hooks: z
       .object({

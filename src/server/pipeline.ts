@@ -10,7 +10,7 @@ import { createHash, randomUUID } from "node:crypto";
 import { contentDigest } from "../audit/canonical-json.js";
 import { defaultOperationalLogger, type OperationalLogger } from "./logger.js";
 import { CreateMessageResultSchema } from "@modelcontextprotocol/core";
-import { ProtocolError, ProtocolErrorCode, SdkError, SdkErrorCode } from "@modelcontextprotocol/server";
+import { CLIENT_CAPABILITIES_META_KEY, ProtocolError, ProtocolErrorCode, SdkError, SdkErrorCode } from "@modelcontextprotocol/server";
 import type { JSONRPCRequest, ServerContext } from "@modelcontextprotocol/server";
 import { HMCPError, HMCPErrorCode, INTERNAL_ERROR, INVALID_PARAMS, scopeMethodOf, toWireError, withRedactionsMeta, type Principal, type TransportKind } from "../protocol/index.js";
 import { checkAccess, satisfiesAny, type ScopeRequest } from "../auth/scopes.js";
@@ -25,6 +25,8 @@ import type { HMCPServerOptions, PipelineHooks } from "./options.js";
 import { attachContext, type BackRequestOptions, type RequestContext } from "./context.js";
 import { INPUT_ROUND_METHODS, InputRounds, isInputRoundError, roundBinding } from "./input-rounds.js";
 import { claimsHmcpState, RequestStateSealer } from "./request-state.js";
+import { createTaskResult, declaresTasks, tasksRequired, type TaskRun, type TaskRuntime } from "./tasks.js";
+import type { StoredTask, TaskStatus } from "./task-store.js";
 /** The SDK's handler `extra`. */
 export type HandlerExtra = ServerContext;
 /** A registered SDK request handler. */
@@ -95,6 +97,19 @@ export interface PipelineHost {
   readonly methodScopes: (method: string) => readonly string[] | undefined;
   /** True when the server exposes its sampling handler as the sampling tool (SAMPLING_TOOL_NAME). */
   readonly samplingTool: () => boolean;
+  /**
+   * The tasks extension on this server (MCP 2026-07-28 only), and a tool's declared task support
+   * (`execution.taskSupport`) and idempotence (`annotations.idempotentHint`): undefined when tasks are off.
+   */
+  readonly tasks?: () => { runtime: TaskRuntime; support: (tool: string) => { taskSupport?: string; idempotent: boolean; validate?: (args: unknown) => Promise<unknown> } | undefined } | undefined;
+  /** Runs a stored task once on this server (its tool through this pipeline). */
+  readonly runTask?: TaskRun;
+}
+
+/** A run of a stored task through the pipeline (see tasks.ts). */
+export interface TaskRunOptions {
+  task: StoredTask;
+  runtime: TaskRuntime;
 }
 
 /** The record digests of a request that got no reply: the request's only. */
@@ -213,7 +228,7 @@ export class RequestPipeline {
   }
 
   /** Runs one request through the pipeline around `inner`. */
-  async handle(request: JSONRPCRequest, extra: HandlerExtra, inner: InnerHandler, options: { unknownMethod?: boolean } = {}): Promise<unknown> {
+  async handle(request: JSONRPCRequest, extra: HandlerExtra, inner: InnerHandler, options: { unknownMethod?: boolean; taskRun?: TaskRunOptions } = {}): Promise<unknown> {
     if (LIFECYCLE_METHODS.has(request.method)) return inner(request, extra);
     this.#handled++;
     const ctx = this.#context(request, extra);
@@ -226,7 +241,9 @@ export class RequestPipeline {
       if (this.#running.size === 0) for (const w of this.#idleWaiters.splice(0)) w();
     }
   }
-  async #handle(ctx: Ctx, request: JSONRPCRequest, extra: HandlerExtra, inner: InnerHandler, options: { unknownMethod?: boolean }): Promise<unknown> {
+  async #handle(ctx: Ctx, request: JSONRPCRequest, extra: HandlerExtra, inner: InnerHandler, options: { unknownMethod?: boolean; taskRun?: TaskRunOptions }): Promise<unknown> {
+    const taskRun = options.taskRun;
+    if (taskRun) ctx.task = { id: taskRun.task.taskId, status: "working" };
     const auditing = this.auditing;
     // the record's content digests, computed where the content is final: a request or result that cannot be digested
     // is refused or withheld, so nothing is served that the audit trail cannot describe
@@ -240,8 +257,9 @@ export class RequestPipeline {
         throw new HMCPError(HMCPErrorCode.AuditUnavailable, "Audit trail unavailable", { reason: "audit_unavailable" });
       }
       ctx.admitted = true;
-      // MCP 2026-07-28: a retried request's answers to the server's input requests (`inputResponses`), which the SDK
-      // lifts out of params before any handler: the request digest covers them as sent, and they pass the input stage
+      // MCP 2026-07-28: a retried request's answers to the server's input requests (`inputResponses`, a task's answers on
+      // tasks/update too), which the SDK lifts out of params before any handler: the request digest covers them as
+      // sent, and they pass the input stage
       const answers = extra.mcpReq.inputResponses;
       const answered = answers !== undefined && Object.keys(answers).length > 0;
       if (auditing) {
@@ -252,7 +270,8 @@ export class RequestPipeline {
       const scopeMethod = this.#host.samplingTool() ? scopeMethodOf(request.method, request.params) : request.method;
       this.#authorize(ctx, request, scopeMethod, options.unknownMethod === true);
       if (this.#hooks.authorize) await this.#hooks.authorize(ctx);
-      if (this.#guardrails && INPUT_CONTENT_METHODS.has(request.method) && request.params) {
+      // a task's run takes the arguments the input stage passed when the task was created
+      if (this.#guardrails && INPUT_CONTENT_METHODS.has(request.method) && request.params && !taskRun) {
         const args = (request.params as { arguments?: unknown }).arguments;
         if (scopeMethod !== request.method && typeof args === "object" && args !== null) {
           // the sampling tool's arguments are sampling params: checked as a sampling request (messages, maxTokens,
@@ -266,7 +285,11 @@ export class RequestPipeline {
       }
       // MCP 2026-07-28 multi round-trip: the handler's questions become input-required rounds (input-rounds.ts); a
       // retry's sealed requestState is opened (bound to this caller and request, unexpired, unused) before anything runs
-      if (extra.mcpReq.envelope !== undefined && INPUT_ROUND_METHODS.has(request.method)) {
+      if (taskRun) {
+        // a task's questions are answered through tasks/update and kept, with its steps' results, in the task store
+        const { task, runtime } = taskRun;
+        ctx.rounds = InputRounds.forTask(task.journal, task.capabilities, (entries) => runtime.saveJournal(task.taskId, entries));
+      } else if (extra.mcpReq.envelope !== undefined && INPUT_ROUND_METHODS.has(request.method)) {
         this.#sealer ??= sealerFor(this.#requestStateOptions);
         ctx.rounds = new InputRounds(this.#sealer, () => roundBinding(this.#host.agentName, request, ctx.principal, PATIENT_META_KEY), extra.mcpReq.envelope as Record<string, unknown>);
         // a state the handler minted itself (the SDK's inputRequired({ requestState })) is the handler's to check
@@ -286,6 +309,30 @@ export class RequestPipeline {
       await ctx.rounds?.claim();
       if (took) ctx.interactions.push(took);
       attachContext(extra, ctx);
+      // MCP tasks (extension io.modelcontextprotocol/tasks): a tool declaring task support runs as a task when the
+      // request declares the extension; one that runs only as a task is refused to a client that did not (-32021)
+      const tasks = !taskRun && request.method === "tools/call" && extra.mcpReq.envelope !== undefined ? this.#host.tasks?.() : undefined;
+      const support = tasks?.support(String((request.params as { name?: unknown } | undefined)?.name));
+      if (tasks && support && (support.taskSupport === "optional" || support.taskSupport === "required")) {
+        if (!declaresTasks(extra.mcpReq.envelope as Record<string, unknown>)) {
+          if (support.taskSupport === "required") throw tasksRequired();
+        } else {
+          const envelope = extra.mcpReq.envelope as Record<string, unknown>;
+          // the arguments are checked before the task exists: a call that cannot run is refused, not made a failed task
+          await support.validate?.((req.params as { arguments?: unknown }).arguments);
+          const task = await tasks.runtime.create({ agent: this.#host.agentName, principal: ctx.principal, request: req, capabilities: envelope[CLIENT_CAPABILITIES_META_KEY], idempotent: support.idempotent, patients: [...ctx.patientsTouched] });
+          ctx.task = { id: task.taskId, status: "working" };
+          result = createTaskResult(task);
+          if (auditing) {
+            const d = digestOrRefuse(result, "result");
+            if (d !== undefined) digests["response"] = d;
+          }
+          this.#record(ctx, "allowed", undefined, "task_created");
+          // the run is the task's from now on: its own pipeline pass, its own audit record
+          tasks.runtime.start(task, this.#host.runTask!);
+          return result;
+        }
+      }
       try {
         result = await inner(req, extra);
       } catch (error) {
@@ -297,6 +344,7 @@ export class RequestPipeline {
       ctx.rounds?.refuseMixedRounds(result);
       if (ctx.rounds?.pending) {
         result = await ctx.rounds.inputRequiredResult();
+        if (ctx.task) ctx.task.status = "input_required";
         const asked = (result as { inputRequests: Record<string, { method: string }> }).inputRequests;
         for (const q of Object.values(asked)) ctx.interactions.push({ kind: q.method === "elicitation/create" ? "elicitation" : "sampling", outcome: "input_required" });
       }
@@ -307,6 +355,7 @@ export class RequestPipeline {
       if (this.#guardrails && OUTPUT_CONTENT_METHODS.has(request.method) && result && typeof result === "object" && !ctx.rounds?.pending) {
         result = await this.#guard(ctx, "output", result);
       }
+      if (taskRun && ctx.task?.status === "working") ctx.task.status = "completed";
       if (auditing) {
         const d = digestOrRefuse(result, "result");
         if (d !== undefined) digests["response"] = d;
@@ -323,6 +372,7 @@ export class RequestPipeline {
           error,
         });
       }
+      if (ctx.task && taskRun) ctx.task.status = ctx.signal.aborted ? "cancelled" : "failed";
       if (ctx.signal.aborted) {
         this.#record(ctx, "failed", undefined, "aborted", requestDigestOnly(digests));
         throw wire;
@@ -336,11 +386,12 @@ export class RequestPipeline {
           delete digests["response"];
         }
       }
-      this.#record(ctx, outcomeOf(wire), wire.code, reasonOf(wire));
+      this.#record(ctx, ctx.auditAs?.outcome ?? outcomeOf(wire), wire.code, ctx.auditAs?.reason ?? reasonOf(wire));
       throw wire;
     }
     // The SDK sends no reply, result or error, to a request whose signal was aborted (cancelled by the client, its
-    // session closed): its record says so, with no response digest.
+    // session closed): its record says so, with no response digest. A task's run aborted: the task was cancelled.
+    if (taskRun && ctx.signal.aborted && ctx.task) ctx.task.status = "cancelled";
     if (ctx.signal.aborted) this.#record(ctx, "failed", undefined, "aborted", requestDigestOnly(digests));
     else if (ctx.toolError !== undefined) this.#record(ctx, "failed", undefined, "tool_error");
     else this.#record(ctx, "allowed", undefined, undefined);
@@ -449,6 +500,7 @@ export class RequestPipeline {
     if (ctx.sessionId !== undefined) record["sessionId"] = ctx.sessionId;
     record["source"] = ctx.sourceAddress !== undefined ? { address: ctx.sourceAddress } : {};
     if (status !== undefined) record["status"] = status;
+    if (ctx.task !== undefined) record["task"] = ctx.task.status === undefined ? { id: ctx.task.id } : { id: ctx.task.id, status: ctx.task.status };
     record["time"] = new Date().toISOString();
     record["transport"] = ctx.transport;
     record["type"] = "request";
@@ -512,6 +564,12 @@ class Ctx implements RequestContext {
   readonly digests: Record<string, string> = {};
   /** Its audit record has been written (once only). */
   recorded = false;
+  /** The MCP task this request is about (created, run, read, answered or cancelled), for its audit record. */
+  task: { id: string; status?: TaskStatus } | undefined = undefined;
+  /** The record's outcome and reason when they differ from what the wire error tells the caller (a task not theirs). */
+  auditAs: { outcome: AuditOutcome; reason: string } | undefined = undefined;
+  /** A task run's hook for `progress` (the task's statusMessage). */
+  onProgress: ((message: string) => void) | undefined = undefined;
   readonly #extra: HandlerExtra;
   readonly #pipeline: RequestPipeline;
   readonly #host: PipelineHost;
@@ -577,6 +635,8 @@ class Ctx implements RequestContext {
   }
 
   async progress(done: number, total?: number, message?: string): Promise<void> {
+    // a task's progress is its statusMessage (the tasks extension sends no progress notifications)
+    if (this.onProgress) return this.onProgress(message ?? (total !== undefined ? `${done}/${total}` : String(done)));
     const token = this.#extra.mcpReq._meta?.progressToken;
     if (token === undefined) return;
     await this.#extra.mcpReq.notify({

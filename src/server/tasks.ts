@@ -1,0 +1,377 @@
+/**
+ * MCP tasks: the extension `io.modelcontextprotocol/tasks` (SEP-2663, "Tasks Extension"), on MCP 2026-07-28.
+ *
+ * A `tools/call` of a tool that declares `execution.taskSupport` (`"optional"` or `"required"`), from a client whose
+ * request declares the extension, is answered with a `CreateTaskResult` (`resultType: "task"`) once the task is stored;
+ * the tool then runs in the background, through the same pipeline (scopes, patient context, output guardrails, one audit
+ * record per run carrying the task id). The client polls `tasks/get`; a question the tool asks (`ctx.elicit`,
+ * `ctx.sample`) parks the task in `input_required` with the question in `inputRequests`, and `tasks/update` answers it;
+ * `tasks/cancel` cancels it.
+ *
+ * How a run survives its process: like an MCP 2026-07-28 input round (input-rounds.ts), a run replays the handler from
+ * the start against the task's journal (the answers given so far and every `ctx.step` result, stored as each step
+ * ends), so any instance sharing the store resumes a task, and a step (an EMR write) is not repeated. A running task
+ * holds a lease its instance renews; a task whose instance died (lease expired) is marked failed when next read, or run
+ * again when its tool declares itself idempotent (`annotations.idempotentHint`).
+ *
+ * @internal
+ */
+import { createHash, randomUUID } from "node:crypto";
+import type { JSONRPCRequest } from "@modelcontextprotocol/server";
+import { CLIENT_CAPABILITIES_META_KEY, MissingRequiredClientCapabilityError, ProtocolError } from "@modelcontextprotocol/server";
+import { PGlite } from "@electric-sql/pglite";
+import { INVALID_PARAMS, type Principal } from "../protocol/index.js";
+import { isTerminal, PostgresTaskStore, type StoredTask, type TaskStatus, type TaskStore } from "./task-store.js";
+import { journalAnswer } from "./input-rounds.js";
+
+/** The extension's identifier (SEP-2663 "Extension Identifier"). */
+export const TASKS_EXTENSION_ID = "io.modelcontextprotocol/tasks";
+
+/** Options of the tasks extension (`HMCPServerOptions.tasks`). */
+export interface TaskOptions {
+  /**
+   * Where tasks are kept. Default: a PGlite database in this process's memory, shared by every server of the process
+   * (tasks then survive neither a restart nor reach another instance: give a {@link PostgresTaskStore} over `pg` with
+   * `DATABASE_URL`, or over PGlite with a data directory, for that).
+   */
+  store?: TaskStore;
+  /** A task's lifetime from creation, ms (`ttlMs`); null for unlimited. Default 3,600,000 (one hour). */
+  ttlMs?: number | null;
+  /** The polling interval suggested to clients, ms (`pollIntervalMs`). Default 1,000. */
+  pollIntervalMs?: number;
+  /**
+   * How long a running task's lease lasts without renewal, ms (renewed every third of it while the run goes on). A
+   * task whose lease ran out lost its instance. Default 30,000.
+   */
+  leaseMs?: number;
+}
+
+/** The error a task records when the instance running it stopped (its lease expired). */
+export const TASK_RUNNER_LOST = "task_runner_lost";
+
+/** Whether a 2026-07-28 request's envelope declares the tasks extension. */
+export function declaresTasks(envelope: Record<string, unknown> | undefined): boolean {
+  const caps = envelope?.[CLIENT_CAPABILITIES_META_KEY] as { extensions?: Record<string, unknown> } | undefined;
+  const ext = caps?.extensions;
+  return typeof ext === "object" && ext !== null && ext[TASKS_EXTENSION_ID] !== undefined && ext[TASKS_EXTENSION_ID] !== null;
+}
+
+/** -32021 for a tool that runs only as a task, called by a client that did not declare the extension. */
+export function tasksRequired(): ProtocolError {
+  return new MissingRequiredClientCapabilityError({ requiredCapabilities: { extensions: { [TASKS_EXTENSION_ID]: {} } } } as never, "This tool runs only as a task: declare the io.modelcontextprotocol/tasks extension");
+}
+
+/** Who may see a task: the principal (issuer, tenant, client, subject) and its patient context, digested. */
+export function taskOwner(agent: string, principal: Principal | undefined): string {
+  const who = principal === undefined ? null : [principal.issuer ?? "", principal.tenant ?? "", principal.clientId, principal.sub ?? "", principal.patient ?? null];
+  return createHash("sha256").update(JSON.stringify([agent, who])).digest("hex");
+}
+
+/** -32602 for a task that is unknown, expired, or not the caller's (one answer for all three: existence is not told). */
+export function taskNotFound(expired = false): ProtocolError {
+  return new ProtocolError(INVALID_PARAMS, expired ? "Failed to retrieve task: Task has expired" : "Failed to retrieve task: Task not found", { reason: expired ? "task_expired" : "task_not_found" });
+}
+
+/** The `Task` members of a stored task (SEP-2663 "Tasks"), without the status payload. */
+function taskFields(t: StoredTask): Record<string, unknown> {
+  return {
+    taskId: t.taskId,
+    status: t.status,
+    ...(t.statusMessage !== undefined && { statusMessage: t.statusMessage }),
+    createdAt: new Date(t.createdAt).toISOString(),
+    lastUpdatedAt: new Date(t.lastUpdatedAt).toISOString(),
+    ttlMs: t.ttlMs,
+    pollIntervalMs: t.pollIntervalMs,
+  };
+}
+
+/** The `CreateTaskResult` of a new task (`resultType: "task"`, the Task's members at the top level). */
+export function createTaskResult(t: StoredTask): Record<string, unknown> {
+  return { resultType: "task", ...taskFields(t) };
+}
+
+/** The `tasks/get` result (`DetailedTask`): the Task and, by status, `inputRequests`, `result` or `error`. */
+export function detailedTask(t: StoredTask): Record<string, unknown> {
+  return {
+    ...taskFields(t),
+    ...(t.status === "input_required" && { inputRequests: t.inputRequests ?? {} }),
+    ...(t.status === "completed" && { result: t.result ?? {} }),
+    ...(t.status === "failed" && { error: t.error ?? { code: -32603, message: "Internal error" } }),
+  };
+}
+
+/** How a run of a task ended. */
+export type RunOutcome = (
+  | { kind: "completed"; result: Record<string, unknown>; journal: readonly unknown[] }
+  | { kind: "input_required"; inputRequests: Record<string, unknown>; question: NonNullable<StoredTask["question"]>; journal: readonly unknown[] }
+  | { kind: "failed"; error: { code: number; message: string; data?: unknown }; journal: readonly unknown[] }
+) & { patients?: readonly string[] } | { kind: "cancelled" };
+
+/** Runs a task once (the server's tool through its pipeline), given the task and the run's abort signal. */
+export type TaskRun = (task: StoredTask, signal: AbortSignal) => Promise<RunOutcome>;
+
+let defaultStore: Promise<TaskStore> | undefined;
+/** The process's embedded store: an in-memory PGlite, opened on first use. */
+function embeddedStore(): Promise<TaskStore> {
+  return (defaultStore ??= (async () => PostgresTaskStore.open({ db: await PGlite.create() }))());
+}
+
+/** The tasks of one task store in this process: creates tasks, runs them, answers their reads and writes. */
+export class TaskRuntime {
+  /** This instance's id as a task runner (the lease holder). */
+  readonly runner = randomUUID();
+  readonly ttlMs: number | null;
+  readonly pollIntervalMs: number;
+  readonly leaseMs: number;
+  readonly #store: TaskStore | undefined;
+  /** Runs in this process: their abort controllers (for tasks/cancel) and where they end. */
+  readonly #running = new Map<string, { abort: AbortController; done: Promise<void> }>();
+  #heartbeat: NodeJS.Timeout | undefined;
+  #nextSweep = 0;
+
+  constructor(options: TaskOptions = {}) {
+    this.#store = options.store;
+    this.ttlMs = options.ttlMs === undefined ? 3_600_000 : options.ttlMs;
+    this.pollIntervalMs = options.pollIntervalMs ?? 1_000;
+    this.leaseMs = options.leaseMs ?? 30_000;
+  }
+
+  store(): Promise<TaskStore> {
+    return this.#store !== undefined ? Promise.resolve(this.#store) : embeddedStore();
+  }
+
+  /** Runs of this process not yet ended. */
+  get running(): number {
+    return this.#running.size;
+  }
+
+  /**
+   * Stores a new task for `request` (status `working`, leased to this instance) and starts `run` in the background.
+   * Resolves once the task is durable (SEP-2663: a CreateTaskResult only for a task `tasks/get` finds).
+   */
+  async create(input: { agent: string; principal: Principal | undefined; request: JSONRPCRequest; capabilities: unknown; idempotent: boolean; patients: readonly string[] }): Promise<StoredTask> {
+    const store = await this.store();
+    const now = Date.now();
+    const params = { ...((input.request.params ?? {}) as Record<string, unknown>) };
+    // the protocol envelope (version, capabilities) belongs to the request, not to the task's later runs
+    const meta = params["_meta"] as Record<string, unknown> | undefined;
+    if (meta !== undefined) {
+      const kept = Object.fromEntries(Object.entries(meta).filter(([k]) => !k.startsWith("io.modelcontextprotocol/")));
+      if (Object.keys(kept).length > 0) params["_meta"] = kept;
+      else delete params["_meta"];
+    }
+    const task: StoredTask = {
+      taskId: randomUUID(),
+      agent: input.agent,
+      owner: taskOwner(input.agent, input.principal),
+      status: "working",
+      createdAt: now,
+      lastUpdatedAt: now,
+      ttlMs: this.ttlMs,
+      pollIntervalMs: this.pollIntervalMs,
+      requestId: input.request.id,
+      params,
+      capabilities: input.capabilities ?? {},
+      principal: input.principal ?? null,
+      ...(input.patients.length > 0 && { patients: [...input.patients] }),
+      journal: [],
+      runner: this.runner,
+      leaseUntil: now + this.leaseMs,
+      idempotent: input.idempotent,
+      version: 0,
+    };
+    await store.create(task);
+    return task;
+  }
+
+  /**
+   * The task `taskId` as `owner` may see it: undefined when unknown, not `owner`'s, or expired (then deleted, and
+   * `expired` set). A `working` task whose runner's lease expired is settled first: failed (`task_runner_lost`), or
+   * taken over and run again here by `rerun` when its tool is idempotent.
+   */
+  async read(taskId: string, owner: string, rerun?: TaskRun): Promise<{ task?: StoredTask; expired?: boolean; denied?: boolean }> {
+    const store = await this.store();
+    this.#sweep(store);
+    let task = await store.get(taskId);
+    if (task === undefined) return {};
+    if (task.owner !== owner) return { denied: true };
+    if (task.ttlMs !== null && Date.now() >= task.createdAt + task.ttlMs) return { expired: true };
+    for (let tries = 0; task.status === "working" && !this.#running.has(task.taskId) && (task.leaseUntil ?? 0) < Date.now() && tries < 3; tries++) {
+      // its instance stopped mid-run: nothing renews the lease
+      const takeOver = task.idempotent && rerun !== undefined;
+      const next: StoredTask = takeOver
+        ? { ...task, runner: this.runner, leaseUntil: Date.now() + this.leaseMs, lastUpdatedAt: Date.now(), statusMessage: "Run again: the instance running it stopped" }
+        : {
+            ...task,
+            status: "failed",
+            statusMessage: "The agent instance running this task stopped",
+            error: { code: -32603, message: "The agent instance running this task stopped", data: { reason: TASK_RUNNER_LOST } },
+            lastUpdatedAt: Date.now(),
+          };
+      if (!takeOver) delete next.runner;
+      const stored = await store.put(next);
+      if (stored !== undefined) {
+        if (takeOver) this.start(stored, rerun!);
+        return { task: stored };
+      }
+      task = await store.get(taskId);
+      if (task === undefined) return {};
+    }
+    return { task };
+  }
+
+  /**
+   * Answers the question a task waits on (`tasks/update`): the entry for the pending key, checked as the asked kind's
+   * result, joins the journal and the task goes back to `working` under this instance, then `rerun` resumes it. Keys
+   * not outstanding are ignored (SEP-2663). @returns the interaction to record, or undefined when nothing was taken
+   * @throws ProtocolError -32602 `invalid_input_response` when the answer is malformed
+   */
+  async answer(task: StoredTask, responses: Record<string, unknown>, rerun: TaskRun): Promise<{ kind: "elicitation" | "sampling"; outcome: string } | undefined> {
+    const store = await this.store();
+    let current: StoredTask | undefined = task;
+    for (let tries = 0; current !== undefined && tries < 3; tries++) {
+      const q = current.question;
+      if (current.status !== "input_required" || q === undefined || !(q.key in responses)) return undefined;
+      const taken = journalAnswer(q, responses[q.key]);
+      if (taken === undefined) throw new ProtocolError(INVALID_PARAMS, `Invalid inputResponses entry '${q.key}': expected ${q.kind === "elicitation" ? "an ElicitResult" : "a CreateMessageResult"}`, { reason: "invalid_input_response" });
+      const next: StoredTask = { ...current, status: "working", journal: [...current.journal, taken.entry], runner: this.runner, leaseUntil: Date.now() + this.leaseMs, lastUpdatedAt: Date.now() };
+      delete next.question;
+      delete next.inputRequests;
+      delete next.statusMessage;
+      const stored = await store.put(next);
+      if (stored !== undefined) {
+        this.start(stored, rerun);
+        return { kind: q.kind, outcome: taken.outcome };
+      }
+      current = await store.get(task.taskId);
+    }
+    return undefined;
+  }
+
+  /** Cancels a task not yet terminal (`tasks/cancel`): stored as `cancelled` and its run here, if any, aborted. */
+  async cancel(task: StoredTask): Promise<void> {
+    const store = await this.store();
+    let current: StoredTask | undefined = task;
+    for (let tries = 0; current !== undefined && !isTerminal(current.status) && tries < 3; tries++) {
+      const next: StoredTask = { ...current, status: "cancelled", statusMessage: "Cancelled by the client", lastUpdatedAt: Date.now() };
+      delete next.runner;
+      delete next.question;
+      delete next.inputRequests;
+      if ((await store.put(next)) !== undefined) break;
+      current = await store.get(task.taskId);
+    }
+    this.#running.get(task.taskId)?.abort.abort(new Error("task cancelled"));
+  }
+
+  /** Sets a running task's `statusMessage` (a handler's `ctx.progress`); best effort, never in the run's way. */
+  progress(taskId: string, message: string): void {
+    void (async () => {
+      const store = await this.store();
+      const t = await store.get(taskId);
+      if (t === undefined || t.status !== "working" || t.runner !== this.runner) return;
+      await store.put({ ...t, statusMessage: message.slice(0, 1024), lastUpdatedAt: Date.now() });
+    })().catch(() => undefined);
+  }
+
+  /** Stores a run's journal as a step ends (so the step's result is durable before the handler goes on). */
+  async saveJournal(taskId: string, journal: readonly unknown[]): Promise<void> {
+    const store = await this.store();
+    for (let tries = 0; tries < 5; tries++) {
+      const t = await store.get(taskId);
+      if (t === undefined || t.status !== "working" || t.runner !== this.runner) return;
+      if ((await store.put({ ...t, journal: [...journal], lastUpdatedAt: Date.now() })) !== undefined) return;
+    }
+  }
+
+  /** Starts `run` for a task this instance holds, in the background; its outcome is stored when it ends. */
+  start(task: StoredTask, run: TaskRun): void {
+    if (this.#running.has(task.taskId)) return;
+    const abort = new AbortController();
+    const done = (async () => {
+      let outcome: RunOutcome;
+      try {
+        outcome = await run(task, abort.signal);
+      } catch (error) {
+        outcome = { kind: "failed", error: { code: -32603, message: "Internal error" }, journal: task.journal };
+        void error;
+      }
+      await this.#settle(task.taskId, outcome);
+    })()
+      .catch(() => undefined)
+      .finally(() => {
+        this.#running.delete(task.taskId);
+        if (this.#running.size === 0 && this.#heartbeat) {
+          clearInterval(this.#heartbeat);
+          this.#heartbeat = undefined;
+        }
+      });
+    this.#running.set(task.taskId, { abort, done });
+    this.#heartbeat ??= setInterval(() => void this.#renew(), Math.max(10, Math.floor(this.leaseMs / 3)));
+    this.#heartbeat.unref?.();
+  }
+
+  /** Resolves when no run of this process is going on. */
+  async whenIdle(): Promise<void> {
+    while (this.#running.size > 0) await Promise.all([...this.#running.values()].map((r) => r.done));
+  }
+
+  /** Aborts every run of this process (shutdown): their tasks stay `working` until their lease expires. */
+  abortAll(): void {
+    for (const r of this.#running.values()) r.abort.abort(new Error("agent shutting down"));
+  }
+
+  async #renew(): Promise<void> {
+    const ids = [...this.#running.keys()];
+    if (ids.length === 0) return;
+    try {
+      const store = await this.store();
+      const gone = await store.renew(this.runner, ids, Date.now() + this.leaseMs);
+      // cancelled (or taken over) elsewhere: stop the run here
+      for (const id of gone) this.#running.get(id)?.abort.abort(new Error("task no longer running here"));
+    } catch {
+      // the database is away: the leases may lapse, and the tasks then be settled as lost; nothing else to do here
+    }
+  }
+
+  async #settle(taskId: string, outcome: RunOutcome): Promise<void> {
+    const store = await this.store();
+    for (let tries = 0; tries < 5; tries++) {
+      const t = await store.get(taskId);
+      // cancelled meanwhile, or taken over by another instance: the outcome is not this run's to store
+      if (t === undefined || t.status !== "working" || t.runner !== this.runner) return;
+      if (outcome.kind === "cancelled") return;
+      const next: StoredTask = { ...t, journal: [...outcome.journal], lastUpdatedAt: Date.now() };
+      const patients = new Set([...(t.patients ?? []), ...(outcome.patients ?? [])]);
+      if (patients.size > 0) next.patients = [...patients];
+      delete next.runner;
+      delete next.leaseUntil;
+      delete next.statusMessage;
+      if (outcome.kind === "completed") Object.assign(next, { status: "completed" satisfies TaskStatus, result: outcome.result });
+      else if (outcome.kind === "failed") Object.assign(next, { status: "failed" satisfies TaskStatus, error: outcome.error, statusMessage: outcome.error.message });
+      else Object.assign(next, { status: "input_required" satisfies TaskStatus, inputRequests: outcome.inputRequests, question: outcome.question, statusMessage: "Waiting for the client's answer" });
+      if ((await store.put(next)) !== undefined) return;
+    }
+  }
+
+  #sweep(store: TaskStore): void {
+    const now = Date.now();
+    if (now < this.#nextSweep) return;
+    this.#nextSweep = now + 60_000;
+    store.sweep(now).catch(() => undefined);
+  }
+}
+
+const RUNTIMES = new WeakMap<object, TaskRuntime>();
+let defaultRuntime: TaskRuntime | undefined;
+/**
+ * The runtime of a task store in this process: one per store (per-request servers built from one configuration share
+ * it, whether or not they share the options object); the embedded store's is the process's. `ttlMs`, `pollIntervalMs`
+ * and `leaseMs` are those of the first options seen for the store.
+ */
+export function taskRuntimeFor(options: TaskOptions | undefined): TaskRuntime {
+  const store = options?.store;
+  if (store === undefined) return (defaultRuntime ??= new TaskRuntime(options));
+  let r = RUNTIMES.get(store);
+  if (r === undefined) RUNTIMES.set(store, (r = new TaskRuntime(options)));
+  return r;
+}
