@@ -92,15 +92,19 @@ const ROTATE = Symbol("rotate");
 
 /** What {@link ChainSinkBase.fault} reports: no PHI, no path. */
 export interface AuditSinkFault {
-  /** The error code of the failed write (`ENOSPC`, `EROFS`, `EIO`, a SQLSTATE ...), or `write_failed` when it had none. */
+  /**
+   * The error code of the failed write (`ENOSPC`, `EROFS`, `EIO`, a SQLSTATE such as `57P01` for a server shut down
+   * under the write, `ECONNREFUSED` while the database refuses connections, `HANDLE_CLOSED` for a database handle
+   * closed under the sink ...), or `write_failed` when it had none.
+   */
   code: string;
   /** When the first write of this fault failed, RFC 3339. */
   since: string;
   /** Records appended and not written yet (they are written on recovery). */
   waiting: number;
   /**
-   * False when retrying cannot help (a second writer on the same PostgreSQL chain): the sink then refuses records
-   * (`append` throws) until the process restarts with the cause fixed.
+   * False when retrying cannot help (a second writer on the same PostgreSQL chain, a database handle closed under the
+   * sink): the sink then refuses records (`append` throws) until the process restarts with the cause fixed.
    */
   recovers: boolean;
 }
@@ -210,6 +214,14 @@ export abstract class ChainSinkBase implements AuditSink {
   protected isPermanent(_error: unknown): boolean {
     return false;
   }
+  /**
+   * An error (with a `code`) when the store's handle can never write again (closed under the sink), else undefined.
+   * Checked before a request is admitted ({@link assertWritable}) and when a write fails; return only errors
+   * {@link isPermanent} counts as permanent. Default: never.
+   */
+  protected handleLost(): Error | undefined {
+    return undefined;
+  }
 
   /** Public JWK that verifies this sink's checkpoints (undefined when unsigned). */
   get publicJwk() {
@@ -256,6 +268,11 @@ export abstract class ChainSinkBase implements AuditSink {
    */
   assertWritable(reserve = 1): void {
     if (this.closed) throw new AuditSinkError("closed", "audit sink is closed");
+    if (!this.failure) {
+      // a handle closed under the sink: refuse before a request is served whose record could not be kept
+      const lost = this.handleLost();
+      if (lost !== undefined) this.fail(lost);
+    }
     if (this.failure) throw this.failure;
     if (this.queue.length + reserve > this.maxQueued) throw new AuditSinkError("backpressure", `audit sink has ${this.queue.length} records waiting to be written`);
   }
@@ -311,7 +328,10 @@ export abstract class ChainSinkBase implements AuditSink {
   }
 
   /** Enters (or stays in) a write fault: refuse new requests, reject flushes, retry later. */
-  private fail(e: unknown): void {
+  private fail(error: unknown): void {
+    // a write that failed because the handle is closed is that fault, whatever the driver's own error says
+    const lost = this.handleLost();
+    const e: unknown = lost === undefined || lost === error ? error : Object.assign(lost, { cause: error });
     const code = errorCode(e) ?? "write_failed";
     if (!this.failure) {
       this.failedSince = this.now();

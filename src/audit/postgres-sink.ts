@@ -33,6 +33,12 @@ export interface PostgresAuditSinkOptions extends ChainSinkCommon {
   createTable?: boolean;
 }
 
+/**
+ * The fault code (`AuditSinkFault.code`, readiness) when the database handle the sink writes through is closed (PGlite
+ * closed, `pg.Pool` ended): it cannot write again, so the fault lasts until the process restarts with a live handle.
+ */
+export const HANDLE_CLOSED = "HANDLE_CLOSED";
+
 const TABLE_RE = /^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?$/;
 
 /**
@@ -69,8 +75,22 @@ export class PostgresAuditSink extends ChainSinkBase {
     const { rows } = await opts.db.query(`SELECT seq, hash, line FROM ${table} WHERE instance_id = $1 ORDER BY seq DESC LIMIT 1`, [opts.instanceId]);
     const last = rows[0] as { seq: string | number; hash: string; line: string } | undefined;
     const sink = new PostgresAuditSink(opts.db, table, opts, signer, last ? Number(last.seq) : 0, last?.hash ?? GENESIS_HASH);
+    sink.detach = sink.listenForConnectionErrors();
     if (last !== undefined) await sink.continueAfter(recordOf(last.line));
     return sink;
+  }
+
+  /**
+   * A `pg.Pool` emits `error` when an idle connection breaks (the server restarted or killed), and a `pg.Client` when
+   * its connection does: without a listener, Node would end the process. The sink listens (a notice with the code, no
+   * message), so a database outage is a write fault it recovers from, not a crash. Other listeners are left alone.
+   */
+  private listenForConnectionErrors(): (() => void) | undefined {
+    const emitter = this.db as { on?: unknown; off?: unknown };
+    if (typeof emitter.on !== "function" || typeof emitter.off !== "function") return undefined;
+    const onError = (e: unknown) => this.notice("audit database connection lost", { where: this.where(), code: errorCode(e) ?? "unknown" });
+    (emitter.on as (ev: string, fn: (e: unknown) => void) => void).call(this.db, "error", onError);
+    return () => (emitter.off as (ev: string, fn: (e: unknown) => void) => void).call(this.db, "error", onError);
   }
 
   protected override async persist(entries: SealedEntry[]): Promise<void> {
@@ -82,17 +102,55 @@ export class PostgresAuditSink extends ChainSinkBase {
       values.push(`($${b + 1}, $${b + 2}, $${b + 3}, $${b + 4}, $${b + 5}, $${b + 6}, $${b + 7})`);
       params.push(this.chainId, e.seq, e.prev, e.hash, e.time, e.type, e.line);
     }
-    await this.db.query(`INSERT INTO ${this.table} (instance_id, seq, prev, hash, time, type, line) VALUES ${values.join(", ")}`, params);
+    try {
+      await this.db.query(`INSERT INTO ${this.table} (instance_id, seq, prev, hash, time, type, line) VALUES ${values.join(", ")}`, params);
+    } catch (e) {
+      if (errorCode(e) !== "23505") throw e;
+      // A batch whose commit was not answered (the server killed, the connection lost after COMMIT) may be in the table:
+      // rows that are these very entries (same seq and hash) were ours, and only the rest is written; any other row at
+      // one of these seqs is another writer's, and the fault stays (retrying would fork the chain).
+      const rest = await this.notYetStored(entries);
+      if (rest === undefined) throw e;
+      this.notice("audit batch found committed after a lost answer", { where: this.where(), from: entries[0]!.seq, stored: entries.length - rest.length });
+      await this.persist(rest);
+    }
   }
 
-  /** A unique violation (SQLSTATE 23505): another writer took the chain's next seq; retrying would fork it. */
+  /**
+   * The entries not in the table yet, when every row at one of their seqs is the entry itself (same hash); undefined
+   * when a row at one of them is another writer's.
+   */
+  private async notYetStored(entries: SealedEntry[]): Promise<SealedEntry[] | undefined> {
+    const { rows } = await this.db.query(`SELECT seq, hash FROM ${this.table} WHERE instance_id = $1 AND seq >= $2 AND seq <= $3`, [this.chainId, entries[0]!.seq, entries.at(-1)!.seq]);
+    const stored = new Map((rows as Array<{ seq: string | number; hash: string }>).map((r) => [Number(r.seq), r.hash]));
+    for (const e of entries) if (stored.has(e.seq) && stored.get(e.seq) !== e.hash) return undefined;
+    return entries.filter((e) => !stored.has(e.seq));
+  }
+
+  /**
+   * Faults retrying cannot clear: a unique violation (SQLSTATE 23505) that is not a batch of ours found committed after
+   * a lost answer (another writer took the chain's next seq: retrying would fork it), and a database handle that is
+   * closed ({@link HANDLE_CLOSED}).
+   */
   protected override isPermanent(error: unknown): boolean {
-    return (error as { code?: unknown } | null)?.code === "23505";
+    const code = errorCode(error);
+    return code === "23505" || code === HANDLE_CLOSED;
+  }
+
+  /** An error when the database handle is closed (PGlite `closed`, a `pg.Pool` ended), so it can never write again. */
+  protected override handleLost(): Error | undefined {
+    const h = this.db as { closed?: unknown; ended?: unknown; ending?: unknown };
+    if (h.closed !== true && h.ended !== true && h.ending !== true) return undefined;
+    return Object.assign(new Error("the audit database handle is closed"), { code: HANDLE_CLOSED });
   }
 
   protected override async release(): Promise<void> {
-    // The connection is the caller's.
+    // The connection is the caller's; only the listener added by open() goes.
+    this.detach?.();
   }
+
+  /** Removes the `error` listener {@link open} added to a `pg.Pool` or `pg.Client`. */
+  private detach: (() => void) | undefined;
 
   protected override where(): string {
     return `${this.table}:${this.chainId}`;
@@ -143,6 +201,12 @@ export async function listAuditChains(db: AuditQueryable, table = "hmcp_audit"):
   if (!TABLE_RE.test(table)) throw new Error("listAuditChains: invalid table name");
   const { rows } = await db.query(`SELECT DISTINCT instance_id FROM ${table} ORDER BY instance_id`);
   return (rows as { instance_id: string }[]).map((r) => r.instance_id);
+}
+
+/** A driver error's code (SQLSTATE, errno code) or undefined. */
+function errorCode(e: unknown): string | undefined {
+  const code = (e as { code?: unknown } | null)?.code;
+  return typeof code === "string" ? code : undefined;
 }
 
 /** The record of a stored chain line, or `undefined` when the line does not parse. */
