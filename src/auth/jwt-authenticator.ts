@@ -26,11 +26,24 @@ export type JwksSource =
   | {
       /** The authorization server's `jwks_uri`: https, or http on a loopback host (127.0.0.0/8, [::1], localhost). */
       uri: string | URL;
-      /** HTTP timeout per fetch, ms. Default 5000. */
+      /**
+       * HTTP timeout per fetch, ms. Default 5000. A request waiting for the key set waits at most this long, then is
+       * refused (401 `invalid_token`, audit reason `key_set_timeout`); concurrent requests share one fetch.
+       * jose `createRemoteJWKSet` option `timeoutDuration`.
+       */
       timeoutMs?: number;
-      /** Minimum time between re-fetches triggered by an unknown `kid`, ms. Default 30000. */
+      /**
+       * Minimum time between re-fetches triggered by an unknown `kid`, ms. Default 30000. A token signed with a key
+       * published since the last fetch is accepted once the cooldown has passed (refused `unknown_key` until then); a
+       * stream of tokens with made-up `kid`s costs the authorization server one fetch per cooldown. jose option
+       * `cooldownDuration`.
+       */
       cooldownMs?: number;
-      /** Maximum age of the fetched key set before it is re-fetched, ms. Default 600000 (10 min). */
+      /**
+       * Maximum age of the fetched key set before it is re-fetched, ms. Default 600000 (10 min). Until then, tokens
+       * signed with a key in the set verify while the authorization server is down; a key removed from the set is
+       * refused once the set is re-fetched (this age, or an unknown `kid` after the cooldown). jose option `cacheMaxAge`.
+       */
       cacheMaxAgeMs?: number;
     }
   | {
@@ -141,12 +154,15 @@ function classify(e: unknown, audience: string): VerifyOutcome {
     case "ERR_JWKS_NO_MATCHING_KEY":
     case "ERR_JWKS_MULTIPLE_MATCHING_KEYS":
       return fail("No trusted key matches the access token", "unknown_key");
+    case "ERR_JWKS_TIMEOUT":
+      // the key set did not answer within jwks.timeoutMs: the wait is bounded, the request refused
+      return fail("The access token could not be verified: the authorization server's key set did not answer in time", "key_set_timeout");
     case "ERR_JWS_INVALID":
     case "ERR_JWT_INVALID":
     case "ERR_JOSE_NOT_SUPPORTED":
       return fail("The access token is malformed", "malformed_token");
     default:
-      // JWKS fetch failures (timeout, network, non-200, bad JSON): fail closed.
+      // JWKS fetch failures (network, non-200, bad JSON): fail closed.
       return fail("The access token could not be verified: the authorization server's key set is unavailable", "key_set_unavailable");
   }
 }

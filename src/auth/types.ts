@@ -55,6 +55,7 @@ export type BearerFailureReason =
   | "wrong_token_type"
   | "no_client"
   | "key_set_unavailable"
+  | "key_set_timeout"
   | "inactive"
   | "introspection_unavailable"
   | "insufficient_scope";

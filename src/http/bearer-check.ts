@@ -20,6 +20,8 @@ export function principalOf(req: Request): Principal | undefined {
 }
 
 /** The JSON-RPC body a GET or DELETE on the endpoint is checked as by the bearer authenticator. */
+/** Bearer refusals caused by the authorization server's side (its key set, its introspection endpoint): audited `failed`. */
+const SERVER_SIDE_REASONS: ReadonlySet<string> = new Set(["key_set_unavailable", "key_set_timeout", "introspection_unavailable"]);
 const AS_INITIALIZE = Object.freeze({ jsonrpc: "2.0", method: "initialize" });
 
 /** Paths the RFC 9728 metadata may be served at (the bearer check in force says which one). */
@@ -92,7 +94,9 @@ export function bearerCheck(options: BearerCheckOptions): RequestHandler {
       return;
     }
     if (!check.ok) {
-      audit.refused(req, res, check.status, check.reason ?? check.error ?? "no_token", "denied", check.principal);
+      // the authorization server's key set or introspection endpoint failing is the server side's fault, not the caller's
+      const outcome = check.reason !== undefined && SERVER_SIDE_REASONS.has(check.reason) ? "failed" : "denied";
+      audit.refused(req, res, check.status, check.reason ?? check.error ?? "no_token", outcome, check.principal);
       res
         .status(check.status)
         .set("www-authenticate", check.wwwAuthenticate)
