@@ -244,4 +244,4 @@ export type {
 
 // --- http ---
 export { createHttpApp, listen, BoundedEventStore, EventNotFoundError, EventStoreBudget } from "./http/index.js";
-export type { HttpAppOptions, HttpApp, Listening, EventStoreLimits, Readiness, ReadinessProblem } from "./http/index.js";
+export type { HttpAppOptions, HttpApp, Listening, ListenOptions, EventStoreLimits, Readiness, ReadinessProblem } from "./http/index.js";

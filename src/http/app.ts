@@ -5,7 +5,7 @@
  * its sessions) → error boundary. Each refusal on the way is audited where it is decided (refusal-audit.ts). The only
  * folder that imports express.
  */
-import type { Server as NodeHttpServer } from "node:http";
+import { createServer as createNodeServer, type Server as NodeHttpServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Duplex } from "node:stream";
 import express, { type Express } from "express";
@@ -29,6 +29,7 @@ import { RefusalAudit, timing } from "./refusal-audit.js";
 import { shutdownGate } from "./shutdown-gate.js";
 import { clientErrorHandler } from "./client-error.js";
 import { requestChecks } from "./request-checks.js";
+import { requestCap } from "./request-cap.js";
 
 /** Options of {@link createHttpApp}. */
 export interface HttpAppOptions {
@@ -67,6 +68,11 @@ export interface HttpAppOptions {
    * (`bearer: false`). Default 1,000 (or `maxSessions`, if smaller).
    */
   maxSessionsPerPrincipal?: number;
+  /**
+   * Most JSON-RPC requests served at once, both eras together; a further one gets HTTP 503 with `Retry-After: 1` and an
+   * audit record (`too_many_requests`) until one ends. Default 1,024.
+   */
+  maxConcurrentRequests?: number;
   /** A session with no request for this long, and none running, is closed, ms. Default 1,800,000 (30 minutes). */
   sessionIdleTimeoutMs?: number;
   /** Receives records for requests refused at the HTTP layer and for session start/end. */
@@ -199,7 +205,7 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
   });
   if (options.bearer !== false) app.get(RESOURCE_METADATA_ROUTE, protectedResourceMetadata(bearerInForce));
   app.use(path, ...bodyLimit(bodyLimitBytes), auth);
-  app.all(path, requestChecks(audit), shutdownGate(() => closing, audit), eraRouting({ modern: modern.serve, legacy: legacyEra(sessions, audit, options.audit) }));
+  app.all(path, requestChecks(audit), shutdownGate(() => closing, audit), requestCap(options.maxConcurrentRequests ?? 1_024, audit), eraRouting({ modern: modern.serve, legacy: legacyEra(sessions, audit, options.audit) }));
   app.use(errorBoundary(audit, logger, agent));
 
   return {
@@ -316,13 +322,43 @@ export interface Listening {
   close(options?: { drainTimeoutMs?: number }): Promise<void>;
 }
 
+/** Options of {@link listen}. */
+export interface ListenOptions {
+  /** Port; default a free one. */
+  port?: number;
+  /** Interface; default 127.0.0.1. */
+  host?: string;
+  /**
+   * Time a client has to send its request headers, ms (Node's `headersTimeout`); a client that trickles them (slowloris)
+   * gets 408 and an audit record (`request_timeout`). Default 10,000 (Node's own is 60,000).
+   */
+  headersTimeoutMs?: number;
+  /**
+   * Time a client has to send its whole request, body included, ms (Node's `requestTimeout`): a body trickled byte by
+   * byte is cut off with 408 and an audit record. Not the time to answer: a long-running request or SSE stream is not
+   * affected. Default 30,000 (Node's own is 300,000).
+   */
+  requestTimeoutMs?: number;
+}
+
 /**
- * Listens on `host:port` (default 127.0.0.1 and a free port), with the app's {@link HttpApp.clientError} listener.
+ * Listens on `host:port` (default 127.0.0.1 and a free port) on a Node HTTP server whose header and request timeouts
+ * ({@link ListenOptions}) cut slow clients off, with the app's {@link HttpApp.clientError} listener.
+ * @throws HMCPConfigError when a timeout is not a positive integer; the listen error (EADDRINUSE …)
  */
-export async function listen(httpApp: HttpApp, options: { port?: number; host?: string } = {}): Promise<Listening> {
+export async function listen(httpApp: HttpApp, options: ListenOptions = {}): Promise<Listening> {
   const host = options.host ?? "127.0.0.1";
+  const headersTimeout = options.headersTimeoutMs ?? 10_000;
+  const requestTimeout = options.requestTimeoutMs ?? 30_000;
+  for (const [name, v] of [["headersTimeoutMs", headersTimeout], ["requestTimeoutMs", requestTimeout]] as const) {
+    if (!(Number.isSafeInteger(v) && v > 0)) throw new HMCPConfigError(`listen: '${name}' must be a positive integer (ms)`, name);
+  }
   const server = await new Promise<NodeHttpServer>((resolve, reject) => {
-    const s = httpApp.app.listen(options.port ?? 0, host, (err?: Error) => (err ? reject(err) : resolve(s)));
+    // Node checks both timeouts every connectionsCheckingInterval (its default 30 s would let a slow client hold a
+    // connection long past them): checked at a tenth of the shorter one, at most every second
+    const s = createNodeServer({ headersTimeout: Math.min(headersTimeout, requestTimeout), requestTimeout, connectionsCheckingInterval: Math.max(10, Math.min(1_000, Math.floor(Math.min(headersTimeout, requestTimeout) / 10))) }, httpApp.app);
+    s.once("error", reject);
+    s.listen(options.port ?? 0, host, () => resolve(s));
     // refusals of Node's HTTP parser (431 headers too large, 400 malformed HTTP, 408 timeouts), answered and audited
     if (httpApp.clientError) s.on("clientError", httpApp.clientError);
   });

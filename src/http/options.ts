@@ -3,7 +3,7 @@ import { HMCPConfigError, refuseUnknownOptions } from "../protocol/index.js";
 import type { HttpAppOptions } from "./app.js";
 
 const HTTP_APP_OPTIONS = new Set([
-  "createServer", "bearer", "path", "allowedHosts", "bodyLimitBytes", "eventStore", "maxSessions", "maxSessionsPerPrincipal", "sessionIdleTimeoutMs",
+  "createServer", "bearer", "path", "allowedHosts", "bodyLimitBytes", "eventStore", "maxSessions", "maxSessionsPerPrincipal", "maxConcurrentRequests", "sessionIdleTimeoutMs",
   "audit", "logger", "agentName", "sseRetryMs", "enableJsonResponse",
 ]);
 
@@ -12,13 +12,14 @@ export function validateHttpAppOptions(options: HttpAppOptions): void {
   if (typeof options !== "object" || options === null) throw new HMCPConfigError("createHttpApp: options must be an object", "");
   refuseUnknownOptions("createHttpApp", options, HTTP_APP_OPTIONS);
   if (typeof options.createServer !== "function") throw new HMCPConfigError("createHttpApp: 'createServer' must be a function returning an HMCPServer", "createServer");
-  const positive = (name: "bodyLimitBytes" | "maxSessions" | "maxSessionsPerPrincipal" | "sessionIdleTimeoutMs" | "sseRetryMs") => {
+  const positive = (name: "bodyLimitBytes" | "maxSessions" | "maxSessionsPerPrincipal" | "maxConcurrentRequests" | "sessionIdleTimeoutMs" | "sseRetryMs") => {
     const v = options[name];
     if (v !== undefined && !(Number.isSafeInteger(v) && v > 0)) throw new HMCPConfigError(`createHttpApp: '${name}' must be a positive integer`, name);
   };
   positive("bodyLimitBytes");
   positive("maxSessions");
   positive("maxSessionsPerPrincipal");
+  positive("maxConcurrentRequests");
   positive("sessionIdleTimeoutMs");
   positive("sseRetryMs");
   if (options.path !== undefined && !(typeof options.path === "string" && options.path.startsWith("/"))) throw new HMCPConfigError("createHttpApp: 'path' must start with '/'", "path");
