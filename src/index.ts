@@ -243,5 +243,5 @@ export type {
 } from "./client/index.js";
 
 // --- http ---
-export { createHttpApp, listen, BoundedEventStore, EventNotFoundError, EventStoreBudget } from "./http/index.js";
-export type { HttpAppOptions, HttpApp, Listening, ListenOptions, EventStoreLimits, Readiness, ReadinessProblem } from "./http/index.js";
+export { createHttpApp, listen, BoundedEventStore, EventNotFoundError, EventStoreBudget, PostgresEventStore } from "./http/index.js";
+export type { HttpAppOptions, HttpApp, Listening, ListenOptions, EventStoreLimits, Readiness, ReadinessProblem, PostgresEventStoreOptions, SessionEventStore, EventStoreQueryable } from "./http/index.js";

@@ -16,6 +16,7 @@ import type { AuditSink } from "../audit/record.js";
 import { auditSinkStatus, type AuditSinkStatus } from "../audit/admission.js";
 import { defaultOperationalLogger, type HMCPServer, type OperationalLogger } from "../server/index.js";
 import type { EventStoreLimits } from "./event-store.js";
+import type { PostgresEventStore } from "./event-store-postgres.js";
 import { anonymousCaller, bearerCheck, protectedResourceMetadata, RESOURCE_METADATA_ROUTE } from "./bearer-check.js";
 import { bodyLimit, DEFAULT_BODY_LIMIT_BYTES } from "./body-limit.js";
 import { eraRouting } from "./era-routing.js";
@@ -54,10 +55,12 @@ export interface HttpAppOptions {
   /** Largest JSON body accepted, bytes. Default 1,048,576 (1 MiB); larger bodies get HTTP 413. */
   bodyLimitBytes?: number;
   /**
-   * Limits of each session's event store (resumability), and `totalBytes` for all sessions together (default 64 MiB);
-   * `false` disables resumability. Default: see {@link EventStoreLimits}.
+   * Where 2025-era sessions keep the events a client can resume from (`Last-Event-ID`): limits of each session's
+   * in-memory store, and `totalBytes` for all sessions together (default 64 MiB; see {@link EventStoreLimits}); or a
+   * {@link PostgresEventStore} (one table shared by every session, and by every instance pointed at it; its limits are
+   * its own); `false` disables resumability. Default: in memory, with the default limits.
    */
-  eventStore?: EventStoreLimits | false;
+  eventStore?: EventStoreLimits | PostgresEventStore | false;
   /** Most concurrent sessions; further initialize requests get HTTP 503. Default 10,000. */
   maxSessions?: number;
   /**

@@ -21,9 +21,14 @@ export interface EventStoreLimits {
   totalBytes?: number;
 }
 
-/** Bytes held by several stores together, and their ceiling. */
+/**
+ * Bytes held by several stores together, and their ceiling; also the source of their event ids, so an id of one
+ * store (session) names no event of another.
+ */
 export class EventStoreBudget {
   used = 0;
+  /** The last event id issued by the stores sharing this budget. */
+  seq = 0;
   constructor(readonly maxBytes: number) {}
 }
 
@@ -44,8 +49,9 @@ export class EventNotFoundError extends Error {
 }
 
 /**
- * Oldest events are evicted first once any limit is exceeded. Event ids are `<seq>` decimal strings, unique per store
- * (one store per session).
+ * Oldest events are evicted first once any limit is exceeded. Event ids are `<seq>` decimal strings, unique among the
+ * stores sharing a budget (`createHttpApp`: all sessions of the app, so a `Last-Event-ID` of one session is unknown in
+ * every other), else per store.
  */
 export class BoundedEventStore implements EventStore {
   readonly #maxEvents: number;
@@ -92,7 +98,7 @@ export class BoundedEventStore implements EventStore {
   }
 
   async storeEvent(streamId: string, message: JSONRPCMessage): Promise<string> {
-    const seq = ++this.#seq;
+    const seq = this.#budget ? ++this.#budget.seq : ++this.#seq;
     const bytes = Buffer.byteLength(JSON.stringify(message));
     if (this.#cleared) return String(seq);
     const budget = this.#budget;

@@ -94,7 +94,7 @@ async function sessionRequestAcceptable(req: Request, res: Response, s: LegacySe
       audit.refuse(req, res, { status: 400, code: TRANSPORT_ERROR, message: "Bad Request: malformed Last-Event-ID", reason: "last_event_id_malformed" });
       return false;
     }
-    if (!s.eventStore.holds(lastEventId)) {
+    if (!(await s.eventStore.holds(lastEventId))) {
       audit.refuse(req, res, { status: 400, code: TRANSPORT_ERROR, message: "Bad Request: unknown Last-Event-ID (the events after it are no longer stored)", reason: "last_event_id_unknown" });
       return false;
     }

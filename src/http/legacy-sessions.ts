@@ -9,12 +9,13 @@ import { NodeStreamableHTTPServerTransport } from "@modelcontextprotocol/node";
 import type { Principal } from "../protocol/index.js";
 import type { HMCPServer } from "../server/index.js";
 import { BoundedEventStore, EventStoreBudget, type EventStoreLimits } from "./event-store.js";
+import { PostgresEventStore, type SessionEventStore } from "./event-store-postgres.js";
 import { actorOf, sourceOf, type RefusalAudit } from "./refusal-audit.js";
 
 /** One open session. */
 export interface LegacySession {
   transport: NodeStreamableHTTPServerTransport;
-  eventStore: BoundedEventStore | undefined;
+  eventStore: SessionEventStore | undefined;
   server: HMCPServer;
   /** Who may use the session: {@link ownerOf} its opener. */
   owner: string;
@@ -43,8 +44,11 @@ export function ownerOf(p: Principal | undefined): string {
 /** How the registry builds and bounds sessions (resolved `HttpAppOptions`). */
 export interface LegacySessionsOptions {
   createServer: () => HMCPServer;
-  /** Each session's event store limits, and `totalBytes` for all together; `false`: no resumability. */
-  eventStore: EventStoreLimits | false | undefined;
+  /**
+   * Each session's in-memory event store limits, and `totalBytes` for all together; a {@link PostgresEventStore} (one
+   * table for every session); `false`: no resumability.
+   */
+  eventStore: EventStoreLimits | PostgresEventStore | false | undefined;
   enableJsonResponse: boolean | undefined;
   /** SSE `retry:` field, ms. */
   sseRetryMs: number;
@@ -80,7 +84,8 @@ export class LegacySessions {
     this.#options = options;
     this.maxSessions = options.maxSessions;
     this.maxSessionsPerPrincipal = options.maxSessionsPerPrincipal;
-    this.#eventBudget = new EventStoreBudget(options.eventStore === false ? 0 : (options.eventStore?.totalBytes ?? 64 * 1024 * 1024));
+    const limits = options.eventStore === false || options.eventStore instanceof PostgresEventStore ? undefined : options.eventStore;
+    this.#eventBudget = new EventStoreBudget(limits?.totalBytes ?? 64 * 1024 * 1024);
     this.#sweeper = setInterval(() => this.#sweep(), Math.max(1000, Math.min(60_000, options.idleTimeoutMs / 2)));
     this.#sweeper.unref();
   }
@@ -159,9 +164,12 @@ export class LegacySessions {
   async #open(req: Request, res: Response, principal: Principal | undefined, owner: string, holder: string, onInitialized: () => void): Promise<void> {
     const o = this.#options;
     const server = o.createServer();
-    const eventStore = o.eventStore === false ? undefined : new BoundedEventStore(o.eventStore ?? {}, Date.now, this.#eventBudget);
+    // the id is chosen here, so a PostgreSQL event store can be bound to it before the transport issues it
+    const id = randomUUID();
+    const eventStore: SessionEventStore | undefined =
+      o.eventStore === false ? undefined : o.eventStore instanceof PostgresEventStore ? o.eventStore.forSession(id) : new BoundedEventStore(o.eventStore ?? {}, Date.now, this.#eventBudget);
     const transport: NodeStreamableHTTPServerTransport = new NodeStreamableHTTPServerTransport({
-      sessionIdGenerator: () => randomUUID(),
+      sessionIdGenerator: () => id,
       ...(eventStore && { eventStore }),
       ...(o.enableJsonResponse && { enableJsonResponse: true }),
       retryInterval: o.sseRetryMs,
