@@ -73,7 +73,8 @@ export interface HMCPServerOptions {
    * MCP tasks (extension `io.modelcontextprotocol/tasks`, on MCP 2026-07-28; see tasks in README.md): a tool registered
    * with `execution: { taskSupport: "optional" | "required" }` runs as a task for a client that declares the extension.
    * `store` (default: an embedded in-memory PGlite, one per process), `ttlMs` (default 3,600,000; null for unlimited),
-   * `pollIntervalMs` (default 1,000), `leaseMs` (default 30,000). `false` turns tasks off (tools run synchronously).
+   * `pollIntervalMs` (default 1,000), `leaseMs` (default 30,000), `maxActivePerOwner` (default 100: further
+   * task-creating calls are refused with -32000 `too_many_tasks`). `false` turns tasks off (tools run synchronously).
    */
   tasks?: TaskOptions | false;
 }
@@ -144,6 +145,7 @@ const OptionsSchema = z
             ttlMs: z.number().int().positive().nullable().optional(),
             pollIntervalMs: z.number().int().positive().optional(),
             leaseMs: z.number().int().min(30).optional(),
+            maxActivePerOwner: z.number().int().positive().optional(),
           })
           .strict(),
       ])

@@ -71,8 +71,12 @@ export interface StoredTask {
  * "Task Creation": a CreateTaskResult is sent only once the task is durably created).
  */
 export interface TaskStore {
-  /** Stores a new task (version 0). */
-  create(task: StoredTask): Promise<void>;
+  /**
+   * Stores a new task (version 0), unless its owner already has `maxActive` tasks not yet terminal (`working` or
+   * `input_required`; under concurrent creation the bound may be passed by the number of creations in flight).
+   * @returns false when refused for that bound
+   */
+  create(task: StoredTask, maxActive?: number): Promise<boolean>;
   /** The task, or undefined when unknown (or deleted after expiry). */
   get(taskId: string): Promise<StoredTask | undefined>;
   /**
@@ -149,21 +153,25 @@ export class PostgresTaskStore implements TaskStore {
     if (!TABLE_RE.test(table)) throw new Error("PostgresTaskStore: 'table' may hold letters, digits and '_' (optionally schema.table)");
     if (options.createTable !== false) {
       await options.db.query(
-        `CREATE TABLE IF NOT EXISTS ${table} (task_id text PRIMARY KEY, status text NOT NULL, version integer NOT NULL, runner text, lease_until timestamptz, expires_at timestamptz, body jsonb NOT NULL)`,
+        `CREATE TABLE IF NOT EXISTS ${table} (task_id text PRIMARY KEY, owner text NOT NULL, status text NOT NULL, version integer NOT NULL, runner text, lease_until timestamptz, expires_at timestamptz, body jsonb NOT NULL)`,
       );
+      await options.db.query(`CREATE INDEX IF NOT EXISTS ${table.replace(".", "_")}_owner_status ON ${table} (owner, status)`);
     }
     return new PostgresTaskStore(options.db, table);
   }
 
-  async create(task: StoredTask): Promise<void> {
-    await this.db.query(`INSERT INTO ${this.table} (task_id, status, version, runner, lease_until, expires_at, body) VALUES ($1, $2, 0, $3, $4, $5, $6)`, [
-      task.taskId,
-      task.status,
-      task.runner ?? null,
-      ms(task.leaseUntil),
-      task.ttlMs === null ? null : ms(task.createdAt + task.ttlMs),
-      JSON.stringify({ ...task, version: 0 }),
-    ]);
+  async create(task: StoredTask, maxActive?: number): Promise<boolean> {
+    const values = [task.taskId, task.owner, task.status, task.runner ?? null, ms(task.leaseUntil), task.ttlMs === null ? null : ms(task.createdAt + task.ttlMs), JSON.stringify({ ...task, version: 0 })];
+    if (maxActive === undefined) {
+      await this.db.query(`INSERT INTO ${this.table} (task_id, owner, status, version, runner, lease_until, expires_at, body) VALUES ($1, $2, $3, 0, $4, $5, $6, $7)`, values);
+      return true;
+    }
+    // one statement: the count and the insert see the same snapshot (expired tasks do not count)
+    const { rows } = await this.db.query(
+      `INSERT INTO ${this.table} (task_id, owner, status, version, runner, lease_until, expires_at, body) SELECT $1, $2, $3, 0, $4, $5, $6, $7 WHERE (SELECT count(*) FROM ${this.table} WHERE owner = $2 AND status IN ('working', 'input_required') AND (expires_at IS NULL OR expires_at > now())) < $8 RETURNING task_id`,
+      [...values, maxActive],
+    );
+    return rows.length === 1;
   }
 
   async get(taskId: string): Promise<StoredTask | undefined> {

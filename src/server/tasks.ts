@@ -44,6 +44,12 @@ export interface TaskOptions {
    * task whose lease ran out lost its instance. Default 30,000.
    */
   leaseMs?: number;
+  /**
+   * Most tasks one owner (principal and patient context) may have not yet ended (`working`, `input_required`); a
+   * further task-creating call is refused (`-32000`, `data.reason` `too_many_tasks`) until one ends or expires.
+   * Default 100.
+   */
+  maxActivePerOwner?: number;
 }
 
 /** The error a task records when the instance running it stopped (its lease expired). */
@@ -123,6 +129,7 @@ export class TaskRuntime {
   readonly ttlMs: number | null;
   readonly pollIntervalMs: number;
   readonly leaseMs: number;
+  readonly maxActivePerOwner: number;
   readonly #store: TaskStore | undefined;
   /** Runs in this process: their abort controllers (for tasks/cancel) and where they end. */
   readonly #running = new Map<string, { abort: AbortController; done: Promise<void> }>();
@@ -134,6 +141,7 @@ export class TaskRuntime {
     this.ttlMs = options.ttlMs === undefined ? 3_600_000 : options.ttlMs;
     this.pollIntervalMs = options.pollIntervalMs ?? 1_000;
     this.leaseMs = options.leaseMs ?? 30_000;
+    this.maxActivePerOwner = options.maxActivePerOwner ?? 100;
   }
 
   store(): Promise<TaskStore> {
@@ -180,7 +188,9 @@ export class TaskRuntime {
       idempotent: input.idempotent,
       version: 0,
     };
-    await store.create(task);
+    if (!(await store.create(task, this.maxActivePerOwner))) {
+      throw new ProtocolError(-32000, `Too many tasks in progress for this caller (${this.maxActivePerOwner}): wait for one to end, or cancel one`, { reason: "too_many_tasks" });
+    }
     return task;
   }
 

@@ -232,6 +232,29 @@ describe("MCP tasks on 2026-07-28", () => {
     expect(rows[0]!.body).not.toContain("123-45-6789");
   });
 
+  it("maxActivePerOwner: a caller with that many tasks not yet ended is refused another (-32000 too_many_tasks, audited), others are not; once one ends it may start another", async () => {
+    const keys = await makeKeys();
+    const audit: AuditRecordInput[] = [];
+    const capStore = await PostgresTaskStore.open({ db: pglite, table: "hmcp_tasks_cap" });
+    const url = await serve(keys, audit, [], { store: capStore, maxActivePerOwner: 2 });
+    const token = await mint(keys, { scope: "hmcp:access" });
+    const other = await mint(keys, { scope: "hmcp:access", sub: "another-clinician" });
+    const start = (t: string) => rpc(url, t, "tools/call", { name: "slow_compute", arguments: { ms: 20_000 } });
+    const first = (await start(token)).result!["taskId"] as string;
+    const second = (await start(token)).result!["taskId"] as string;
+    const third = await start(token);
+    expect(third.error).toMatchObject({ code: -32000, data: { reason: "too_many_tasks" } });
+    expect(audit.find((r) => r.reason === "too_many_tasks")).toMatchObject({ method: "tools/call", outcome: "failed" });
+    const others = await start(other);
+    expect(others.result?.["resultType"]).toBe("task");
+    await rpc(url, token, "tasks/cancel", { taskId: first });
+    const fourth = await start(token);
+    expect(fourth.result?.["resultType"]).toBe("task");
+    // the rest cancelled, so that the app's shutdown has nothing to wait for
+    for (const taskId of [second, fourth.result!["taskId"] as string]) await rpc(url, token, "tasks/cancel", { taskId });
+    await rpc(url, other, "tasks/cancel", { taskId: others.result!["taskId"] as string });
+  });
+
   it("ttlMs: a task past its lifetime is refused as expired and deleted", async () => {
     const keys = await makeKeys();
     const ttlStore = await PostgresTaskStore.open({ db: pglite, table: "hmcp_tasks_ttl" });
