@@ -22,12 +22,14 @@ let database: SharedDatabase | undefined;
 let proxy: Proxy | undefined;
 const instances: Instance[] = [];
 let endpoint: URL;
+/** What each instance's process is started with. */
+let instanceEnv: Record<string, string>;
 
 beforeAll(async () => {
   keys = await makeKeys();
   token = await mint(keys, { scope: "hmcp:access" });
   database = await startSharedDatabase();
-  const env = { ...database.env, HMCP_TEST_JWK: JSON.stringify(keys.jwk), HMCP_REQUEST_STATE_KEY: KEY };
+  const env = (instanceEnv = { ...database.env, HMCP_TEST_JWK: JSON.stringify(keys.jwk), HMCP_REQUEST_STATE_KEY: KEY });
   // one after the other: the first creates the shared tables
   for (const id of ["instance-a", "instance-b"]) instances.push(await startInstance(id, env));
   proxy = await startProxy(instances.map((i) => i.url));
@@ -143,6 +145,51 @@ describe(`two instances behind a reverse proxy, one shared database (${ran})`, (
     await direct.body?.cancel();
     expect(direct.status).toBe(404);
     await (await fetch(endpoint, { method: "DELETE", headers })).body?.cancel();
+  });
+
+  it("tasks: a task started through the proxy is read and answered through either instance; killing the instance running an idempotent task (kill -9) hands it to the others, its write replayed, not repeated", { timeout: 120_000 }, async () => {
+    const client = async (url: URL) => {
+      const c = new HMCPClient({ name: "orchestrator", version: "1.0.0" }, { protocolEra: "modern", guardrails: false, onElicitation: async () => ({ action: "accept", content: {} }) });
+      await c.connect({ type: "http", url: url.href, headers: { authorization: `Bearer ${token}` } });
+      return c;
+    };
+    const viaProxy = await client(endpoint);
+    const [a, b] = [await client(new URL("/mcp", instances[0]!.url)), await client(new URL("/mcp", instances[1]!.url))];
+    try {
+      const started = await viaProxy.startToolCall({ name: "approve_write", arguments: { label: "obs-1" } });
+      if (!("task" in started)) throw new Error("not a task");
+      const taskId = started.task.taskId;
+      // read through each instance directly, whichever created it
+      for (let i = 0; i < 300 && (await a.getTask(taskId)).status === "working"; i++) await new Promise((r) => setTimeout(r, 20));
+      expect((await a.getTask(taskId)).status).toBe("input_required");
+      expect((await b.getTask(taskId)).status).toBe("input_required");
+      // answered and awaited through instance B: the question came from whichever instance ran the first round
+      const result = await b.waitForTask(taskId);
+      expect(result.content).toEqual([{ type: "text", text: expect.stringMatching(/^written obs-1: asked by instance-[ab], written by instance-b, finished by instance-b$/) }]);
+      expect((await a.getTask(taskId)).result).toEqual(result);
+
+      // a third instance, outside the proxy, runs an idempotent task and is killed mid-run
+      const c = await startInstance("instance-c", instanceEnv);
+      const viaC = await client(new URL("/mcp", c.url));
+      const held = await viaC.startToolCall({ name: "write_then_hold", arguments: { label: "obs-2" } });
+      if (!("task" in held)) throw new Error("not a task");
+      await c.waitForLine(/^task-written obs-2$/);
+      await c.kill9();
+      // past its lease, the next read through the proxy takes it over and runs it again: the write is replayed
+      await new Promise((r) => setTimeout(r, 1_200));
+      let state = await viaProxy.getTask(held.task.taskId);
+      for (let i = 0; i < 300 && !/^written by instance-c, running on instance-[ab]$/.test(state.statusMessage ?? ""); i++) {
+        await new Promise((r) => setTimeout(r, 20));
+        state = await viaProxy.getTask(held.task.taskId);
+      }
+      expect(state).toMatchObject({ status: "working", statusMessage: expect.stringMatching(/^written by instance-c, running on instance-[ab]$/) });
+      await viaProxy.cancelTask(held.task.taskId);
+      const { rows } = (await database!.db.query("SELECT label, instance FROM multi_emr_writes ORDER BY id")) as { rows: Array<{ label: string; instance: string }> };
+      expect(rows).toEqual([{ label: "obs-1", instance: "instance-b" }, { label: "obs-2", instance: "instance-c" }]);
+      await viaC.close().catch(() => undefined);
+    } finally {
+      for (const x of [viaProxy, a, b]) await x.close();
+    }
   });
 
   it("kill -9 of one instance mid-request: that request fails, later ones succeed through the other, and both audit chains verify with every acknowledged request in them", async () => {
