@@ -77,6 +77,14 @@ export interface HMCPServerOptions {
    * task-creating calls are refused with -32000 `too_many_tasks`). `false` turns tasks off (tools run synchronously).
    */
   tasks?: TaskOptions | false;
+  /**
+   * Reply only once the request's audit record is durable in the `audit` sink (its `flush`: a group commit, default
+   * window 5 ms, shared by the requests waiting): a process killed (`kill -9`, power loss) right after answering then
+   * never leaves an answered request without its record. Costs each request up to one commit window of latency; a
+   * sink that cannot persist holds replies until it recovers. Default false (the record is appended before the reply
+   * and persisted within the sink's window).
+   */
+  replyAfterAuditDurable?: boolean;
 }
 
 const PrincipalSchema = z
@@ -150,6 +158,7 @@ const OptionsSchema = z
           .strict(),
       ])
       .optional(),
+    replyAfterAuditDurable: z.boolean().optional(),
     hooks: z
       .object({
         authorize: z.custom<PipelineHooks["authorize"]>((v) => typeof v === "function").optional(),

@@ -128,6 +128,7 @@ export class RequestPipeline {
   /** Seals the `requestState` of MCP 2026-07-28 input rounds (created on the first modern request that needs it). */
   #sealer: RequestStateSealer | undefined;
   readonly #requestStateOptions: HMCPServerOptions["requestState"];
+  readonly #replyAfterDurable: boolean;
   /** The contexts of the requests inside {@link handle} (lifecycle methods excepted), and who waits for none to be. */
   readonly #running = new Set<Ctx>();
   #handled = 0;
@@ -148,6 +149,7 @@ export class RequestPipeline {
     this.#host = host;
     this.#logger = options.logger ?? defaultOperationalLogger();
     this.#requestStateOptions = options.requestState;
+    this.#replyAfterDurable = options.replyAfterAuditDurable === true;
     // refuse bad keys at construction, not on the first question asked
     if (options.requestState !== undefined) this.#sealer = sealerFor(options.requestState);
   }
@@ -328,6 +330,7 @@ export class RequestPipeline {
             if (d !== undefined) digests["response"] = d;
           }
           this.#record(ctx, "allowed", undefined, "task_created");
+          await this.#durable();
           // the run is the task's from now on: its own pipeline pass, its own audit record
           tasks.runtime.start(task, this.#host.runTask!);
           return result;
@@ -387,6 +390,7 @@ export class RequestPipeline {
         }
       }
       this.#record(ctx, ctx.auditAs?.outcome ?? outcomeOf(wire), wire.code, ctx.auditAs?.reason ?? reasonOf(wire));
+      await this.#durable();
       throw wire;
     }
     // The SDK sends no reply, result or error, to a request whose signal was aborted (cancelled by the client, its
@@ -395,6 +399,7 @@ export class RequestPipeline {
     if (ctx.signal.aborted) this.#record(ctx, "failed", undefined, "aborted", requestDigestOnly(digests));
     else if (ctx.toolError !== undefined) this.#record(ctx, "failed", undefined, "tool_error");
     else this.#record(ctx, "allowed", undefined, undefined);
+    await this.#durable();
     return result;
   }
 
@@ -506,6 +511,17 @@ export class RequestPipeline {
     record["type"] = "request";
     record["v"] = AUDIT_RECORD_VERSION;
     this.#emit(record as unknown as AuditRecordInput, ctx.admitted);
+  }
+
+  /**
+   * With `replyAfterAuditDurable`, waits until the audit sink has persisted every record appended so far (its `flush`:
+   * one group commit, shared by the requests waiting on it), so that no reply leaves before its record is durable. A
+   * sink that cannot persist (its disk full, its database away) holds the reply until it recovers: no acknowledgement
+   * without a record. A flush that fails is left to the sink's fault handling (the next request is refused).
+   */
+  async #durable(): Promise<void> {
+    if (!this.#replyAfterDurable || this.#audit === undefined) return;
+    await this.#audit.flush().catch(() => undefined);
   }
 
   /** Admits a request when the audit sink can take its record, reserving room for it (src/audit/admission.ts). */
