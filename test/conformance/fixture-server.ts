@@ -15,9 +15,10 @@
 import { pathToFileURL } from "node:url";
 import { crc32, deflateSync } from "node:zlib";
 import { z } from "zod";
-import { CLIENT_CAPABILITIES_META_KEY, LOG_LEVEL_META_KEY, ResourceTemplate, completable, inputRequired, inputResponse } from "@modelcontextprotocol/server";
+import { CLIENT_CAPABILITIES_META_KEY, LOG_LEVEL_META_KEY, ProtocolError, ProtocolErrorCode, ResourceTemplate, completable, inputRequired, inputResponse } from "@modelcontextprotocol/server";
 import type { ClientCapabilities, LoggingLevel, ServerNotification } from "@modelcontextprotocol/server";
-import { HMCPServer, createHttpApp, hmcpContext, listen } from "hmcp";
+import { PGlite } from "@electric-sql/pglite";
+import { HMCPServer, PostgresTaskStore, createHttpApp, hmcpContext, listen, type TaskStore } from "hmcp";
 
 /** A valid 1×1 PNG (one red RGBA pixel), built here so that the bytes are checked by construction (PNG spec, ISO/IEC 15948). */
 function redPixelPng(): string {
@@ -71,6 +72,13 @@ const JSON_SCHEMA_2020_12_INPUT = z.strictObject({
 });
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+/** Sleeps `ms`, or rejects as soon as `signal` aborts (a task's run is aborted by tasks/cancel). */
+const sleepUnlessAborted = (ms: number, signal: AbortSignal) =>
+  new Promise<void>((resolve, reject) => {
+    if (signal.aborted) return reject(new Error("aborted"));
+    const timer = setTimeout(resolve, ms);
+    signal.addEventListener("abort", () => (clearTimeout(timer), reject(new Error("aborted"))), { once: true });
+  });
 
 interface Extra {
   mcpReq: {
@@ -93,8 +101,11 @@ const askConfirmation = (message: string) => ({
 const textOf = (content: unknown) =>
   typeof content === "object" && content !== null && (content as { type?: unknown }).type === "text" ? String((content as { text?: unknown }).text) : JSON.stringify(content);
 
-/** One HMCPServer per MCP session (createHttpApp calls this on every initialize). */
-export function createConformanceServer(): HMCPServer {
+/**
+ * One HMCPServer per MCP session (createHttpApp calls this on every initialize). `taskStore`: where tasks are kept
+ * (default: HMCP's embedded store, opened on the first task-capable connect).
+ */
+export function createConformanceServer(taskStore?: TaskStore): HMCPServer {
   const server = new HMCPServer(
     { name: "hmcp-conformance-fixture", version: "0.1.0" },
     {
@@ -103,6 +114,7 @@ export function createConformanceServer(): HMCPServer {
       auth: false,
       guardrails: false,
       capabilities: { logging: {}, resources: { subscribe: true, listChanged: true } },
+      ...(taskStore !== undefined && { tasks: { store: taskStore } }),
     },
   );
 
@@ -414,6 +426,63 @@ export function createConformanceServer(): HMCPServer {
     return { content: [{ type: "text", text: "prompt list changed" }] };
   });
 
+  // --- MCP tasks (extension io.modelcontextprotocol/tasks, SEP-2663; suite scenarios tasks-*). On 2026-07-28 a tool declaring
+  // `execution.taskSupport` runs as a task for a request that declares the extension (HMCP creates the task when the call
+  // arrives, before the handler runs); for any other request an "optional" tool runs inline and a "required" one is -32021.
+  server.registerTool("greet", { description: "Says hello (synchronous)", inputSchema: z.object({ name: z.string() }) }, async ({ name }) => ({
+    content: [{ type: "text", text: `Hello, ${name}!` }],
+  }));
+
+  // Sleeps `seconds` (0: at once); tasks/cancel aborts the run's signal, and the task is stored as cancelled.
+  server.registerTool(
+    "slow_compute",
+    { description: "Sleeps `seconds`, then answers", inputSchema: z.object({ seconds: z.number().min(0).max(600), label: z.string().optional() }), execution: { taskSupport: "optional" } },
+    async ({ seconds, label }, extra) => {
+      await sleepUnlessAborted(seconds * 1000, extra.mcpReq.signal);
+      return { content: [{ type: "text", text: `Computed${label === undefined ? "" : ` ${label}`} after ${seconds} s` }] };
+    },
+  );
+
+  // A tool execution error (`isError: true`), after about a second: the task completes with it (not failed).
+  server.registerTool("failing_job", { description: "Always reports a tool error (runs only as a task)", execution: { taskSupport: "required" } }, async (extra) => {
+    await sleepUnlessAborted(1000, extra.mcpReq.signal);
+    return { content: [{ type: "text", text: "The job failed" }], isError: true };
+  });
+
+  // A protocol error (a JSON-RPC error, not a tool result): the task fails with it inline.
+  server.registerTool("protocol_error_job", { description: "Fails with a JSON-RPC error", execution: { taskSupport: "optional" } }, async () => {
+    throw new ProtocolError(ProtocolErrorCode.InternalError, "protocol_error_job: the job's backend failed");
+  });
+
+  // HMCP API: one question; in a task it parks the task in input_required until tasks/update answers it.
+  server.registerTool(
+    "confirm_delete",
+    { description: "Asks a confirmation, then 'deletes' the file", inputSchema: z.object({ filename: z.string() }), execution: { taskSupport: "optional" } },
+    async ({ filename }, extra) => {
+      const answer = await hmcpContext(extra).elicit({
+        message: `Delete ${filename}?`,
+        requestedSchema: { type: "object", properties: { confirm: { type: "boolean" } }, required: ["confirm"] },
+      });
+      const confirmed = answer.action === "accept" && answer.content?.["confirm"] === true;
+      return { content: [{ type: "text", text: confirmed ? `Deleted ${filename}` : `Kept ${filename} (${answer.action})` }] };
+    },
+  );
+
+  // HMCP API: two questions asked at once (Promise.all).
+  server.registerTool("multi_input", { description: "Asks two questions at once", execution: { taskSupport: "optional" } }, async (extra) => {
+    const ctx = hmcpContext(extra);
+    const [first, second] = await Promise.all([ctx.elicit(askString("First: what is your name?", "name")), ctx.elicit(askString("Second: what is your name?", "name"))]);
+    return { content: [{ type: "text", text: `first=${String(first.content?.["name"] ?? first.action)}, second=${String(second.content?.["name"] ?? second.action)}` }] };
+  });
+
+  // HMCP API: asks the caller's name, then runs as a task. HMCP creates a task when the call arrives, so a client
+  // declaring the extension gets a CreateTaskResult on the first round and the question through tasks/get (the
+  // tasks-mrtr-composition scenario wants the question as an input-required round first: see README.md).
+  server.registerTool("test_tool_with_task", { description: "Asks a name, then answers as a task", execution: { taskSupport: "required" } }, async (extra) => {
+    const answer = await hmcpContext(extra).elicit(askString("What is your name?", "name"));
+    return { content: [{ type: "text", text: `Hello, ${String(answer.content?.["name"] ?? answer.action)}!` }] };
+  });
+
   // --- resources
   server.registerResource(
     "static-text",
@@ -507,7 +576,10 @@ export function createConformanceServer(): HMCPServer {
 async function main(): Promise<void> {
   const portArg = process.argv.indexOf("--port");
   const port = portArg >= 0 ? Number(process.argv[portArg + 1]) : 0;
-  const http = createHttpApp({ createServer: createConformanceServer, bearer: false, agentName: "hmcp-conformance-fixture" });
+  // The tasks' store, as HMCP's default (PostgresTaskStore over an in-memory PGlite), but opened before the fixture
+  // listens: PGlite takes seconds to start (about 16 s on 2 cores), longer than the suite waits for a tools/call.
+  const taskStore = await PostgresTaskStore.open({ db: await PGlite.create() });
+  const http = createHttpApp({ createServer: () => createConformanceServer(taskStore), bearer: false, agentName: "hmcp-conformance-fixture" });
   const listening = await listen(http, { host: "127.0.0.1", port });
   process.stdout.write(`${JSON.stringify({ url: new URL("/mcp", listening.url).href })}\n`);
 
