@@ -435,8 +435,8 @@ export class HMCPServer extends McpServer {
     if (signal.aborted) return { kind: "cancelled" };
     const rounds = ctxOf()?.rounds;
     const r = result as Record<string, unknown>;
-    if (r["resultType"] === "input_required" && rounds?.question) {
-      return { kind: "input_required", inputRequests: r["inputRequests"] as Record<string, unknown>, question: rounds.question, journal: rounds.entries, patients: [...(ctxOf()?.patientsTouched ?? [])] };
+    if (r["resultType"] === "input_required" && rounds !== undefined && rounds.questions.length > 0) {
+      return { kind: "input_required", inputRequests: r["inputRequests"] as Record<string, unknown>, questions: rounds.questions, journal: rounds.entries, patients: [...(ctxOf()?.patientsTouched ?? [])] };
     }
     return { kind: "completed", result: r, journal: rounds?.entries ?? task.journal, patients: [...(ctxOf()?.patientsTouched ?? [])] };
   }
@@ -464,7 +464,7 @@ export class HMCPServer extends McpServer {
       const { task, ctx } = await lookup(params.taskId, extra, false);
       const responses = (extra as { mcpReq: { inputResponses?: Record<string, unknown> } }).mcpReq.inputResponses ?? {};
       const took = await this.#tasks().answer(task, responses, (t, s) => this.#runTask(t, s));
-      if (took) (ctx as unknown as { interactions: Array<{ kind: string; outcome: string }> }).interactions.push(took);
+      (ctx as unknown as { interactions: Array<{ kind: string; outcome: string }> }).interactions.push(...took);
       return {};
     });
     this.server.setRequestHandler("tasks/cancel", { params: TASK_ID_PARAMS }, async (params, extra) => {

@@ -34,6 +34,7 @@ type ClientCaps = { elicitation?: { form?: unknown; url?: unknown } | null; samp
 const MAX_ROUNDS = 64;
 const MAX_JOURNAL_BYTES = 512 * 1024;
 type JournalEntry = { t: "ask"; kind: AskKind; ask: string; answer: unknown } | { t: "step"; name: string; value?: unknown };
+type Pending = { kind: AskKind; ask: string; key: string; method: string; params: unknown };
 interface Journal {
   v: 1;
   flow: string;
@@ -107,7 +108,14 @@ export class InputRounds {
   #entries: JournalEntry[] = [];
   #cursor = 0;
   #previous: Journal["pending"] | undefined;
-  #pending: { kind: AskKind; ask: string; key: string; method: string; params: unknown } | undefined;
+  #pending: Pending | undefined;
+  /**
+   * A task's run: the questions asked beside the pending one, before its answer (`Promise.all` of `ctx.elicit` calls),
+   * each at its own journal place after it; all of them wait for their answers at once (see {@link questions}).
+   */
+  #beside: Pending[] = [];
+  /** A task's run: a step was reached while a question waits, so no later question may join it (its place would move). */
+  #besideClosed = false;
   #result: Promise<Record<string, unknown>> | undefined;
   /** The opened state, claimed by {@link claim} right before the handler runs. */
   #opened: OpenedRequestState | undefined;
@@ -137,10 +145,13 @@ export class InputRounds {
     return rounds;
   }
 
-  /** The question this run ends with (its kind, params digest and input-request key), if any. */
-  get question(): { kind: AskKind; ask: string; key: string } | undefined {
+  /**
+   * The questions this run ends with (kind, params digest and input-request key), in journal order: one, or in a task's
+   * run several asked at once (each answer joins the journal at its question's place, once all are answered).
+   */
+  get questions(): Array<{ kind: AskKind; ask: string; key: string }> {
     const p = this.#pending;
-    return p === undefined ? undefined : { kind: p.kind, ask: p.ask, key: p.key };
+    return p === undefined ? [] : [p, ...this.#beside].map((q) => ({ kind: q.kind, ask: q.ask, key: q.key }));
   }
 
   /** A task's journal after this run (answers and step results, in order). */
@@ -236,7 +247,17 @@ export class InputRounds {
   ask(kind: "elicitation", params: unknown): ElicitResult;
   ask(kind: "sampling", params: unknown): CreateMessageResult;
   ask(kind: AskKind, params: unknown): unknown {
-    if (this.#pending) throw new InputRequiredSignal();
+    if (this.#pending) {
+      // a task's run: a question asked while another waits, before its answer, does not depend on it: it waits beside
+      // it (both keys in inputRequests at once). Elsewhere (a round's requestState carries one question) it is asked
+      // on the next round.
+      if (this.#task && !this.#besideClosed && this.#stepsRunning === 0 && this.#declares(kind, params)) {
+        const ask = contentDigest(params) ?? "";
+        const i = this.#cursor++;
+        this.#beside.push({ kind, ask, key: `${kind}-${i}`, method: kind === "elicitation" ? "elicitation/create" : "sampling/createMessage", params });
+      } else this.#besideClosed = true;
+      throw new InputRequiredSignal();
+    }
     // a question while a step runs (beside it, or inside it) has no single place in the journal
     if (this.#stepsRunning > 0) throw roundError(new ProtocolError(INTERNAL_ERROR, "A question was asked while a ctx.step was running (await the step first; ask outside it)", { reason: "input_round_concurrent" }));
     const ask = contentDigest(params) ?? "";
@@ -271,7 +292,10 @@ export class InputRounds {
 
   /** A step of the handler: its journalled result, or `run()`'s (journalled at its own place, whenever it ends). */
   async step<T>(name: string, run: () => T | Promise<T>): Promise<T> {
-    if (this.#pending) throw new InputRequiredSignal();
+    if (this.#pending) {
+      this.#besideClosed = true;
+      throw new InputRequiredSignal();
+    }
     const i = this.#cursor++;
     const e = this.#entries[i];
     if (e !== undefined) {
@@ -314,14 +338,14 @@ export class InputRounds {
     this.#result ??= (async () => {
       const journal: Journal = { v: 1, flow: this.#flow!, round: this.#round + 1, entries: this.#entries, pending: { kind: p.kind, ask: p.ask, key: p.key } };
       // a hole is a step that never ended (a question asked beside it): its result would be lost, so the step re-run
-      let holes = journal.entries.length !== this.#cursor - 1;
+      let holes = journal.entries.length !== this.#cursor - 1 - this.#beside.length;
       for (let k = 0; k < journal.entries.length && !holes; k++) holes = !(k in journal.entries);
       if (holes) throw roundError(new ProtocolError(INTERNAL_ERROR, "A question was asked while a ctx.step was running (await the step first)", { reason: "input_round_concurrent" }));
       if (journal.round > MAX_ROUNDS || JSON.stringify(journal).length > MAX_JOURNAL_BYTES) {
         throw roundError(new ProtocolError(INTERNAL_ERROR, `This request asked too often or carries too much (at most ${MAX_ROUNDS} rounds and ${MAX_JOURNAL_BYTES} bytes of answers and step results)`, { reason: "input_round_limit" }));
       }
-      // a task keeps its journal in the task store; the question goes out through tasks/get
-      if (this.#task) return { resultType: "input_required", inputRequests: { [p.key]: { method: p.method, params: p.params } } };
+      // a task keeps its journal in the task store; the questions go out through tasks/get
+      if (this.#task) return { resultType: "input_required", inputRequests: Object.fromEntries([p, ...this.#beside].map((q) => [q.key, { method: q.method, params: q.params }])) };
       const requestState = await this.#sealer.seal(journal, this.#bound());
       return { resultType: "input_required", inputRequests: { [p.key]: { method: p.method, params: p.params } }, requestState };
     })();

@@ -48,9 +48,12 @@ export interface StoredTask {
   principal: Principal | null;
   /** Answers given through `tasks/update` and `ctx.step` results, in the order the handler asked and ran them. */
   journal: unknown[];
-  /** The question now waiting for an answer (status `input_required`). */
-  question?: { kind: "elicitation" | "sampling"; ask: string; key: string };
-  /** The input requests `tasks/get` surfaces (status `input_required`). */
+  /**
+   * The questions of the run that stopped for input (status `input_required`), in journal order: one, or several the
+   * handler asked at once. `answer` is an answer taken already (the journal entry), kept until all are answered.
+   */
+  questions?: Array<{ kind: "elicitation" | "sampling"; ask: string; key: string; answer?: unknown }>;
+  /** The input requests `tasks/get` surfaces (status `input_required`): the questions not answered yet. */
   inputRequests?: Record<string, unknown>;
   /** The tool's result (status `completed`). */
   result?: Record<string, unknown>;

@@ -109,7 +109,7 @@ export function detailedTask(t: StoredTask): Record<string, unknown> {
 /** How a run of a task ended. */
 export type RunOutcome = (
   | { kind: "completed"; result: Record<string, unknown>; journal: readonly unknown[] }
-  | { kind: "input_required"; inputRequests: Record<string, unknown>; question: NonNullable<StoredTask["question"]>; journal: readonly unknown[] }
+  | { kind: "input_required"; inputRequests: Record<string, unknown>; questions: NonNullable<StoredTask["questions"]>; journal: readonly unknown[] }
   | { kind: "failed"; error: { code: number; message: string; data?: unknown }; journal: readonly unknown[] }
 ) & { patients?: readonly string[] } | { kind: "cancelled" };
 
@@ -231,31 +231,47 @@ export class TaskRuntime {
   }
 
   /**
-   * Answers the question a task waits on (`tasks/update`): the entry for the pending key, checked as the asked kind's
-   * result, joins the journal and the task goes back to `working` under this instance, then `rerun` resumes it. Keys
-   * not outstanding are ignored (SEP-2663). @returns the interaction to record, or undefined when nothing was taken
-   * @throws ProtocolError -32602 `invalid_input_response` when the answer is malformed
+   * Answers questions a task waits on (`tasks/update`): each entry for an outstanding key, checked as the asked kind's
+   * result, is kept; once every question of the run is answered, the answers join the journal in the questions' order,
+   * the task goes back to `working` under this instance and `rerun` resumes it. Until then the task stays
+   * `input_required`, `inputRequests` holding the questions still open. Keys not outstanding are ignored (SEP-2663).
+   * @returns the interactions to record (none when nothing was taken)
+   * @throws ProtocolError -32602 `invalid_input_response` when an answer is malformed (then none is taken)
    */
-  async answer(task: StoredTask, responses: Record<string, unknown>, rerun: TaskRun): Promise<{ kind: "elicitation" | "sampling"; outcome: string } | undefined> {
+  async answer(task: StoredTask, responses: Record<string, unknown>, rerun: TaskRun): Promise<Array<{ kind: "elicitation" | "sampling"; outcome: string }>> {
     const store = await this.store();
     let current: StoredTask | undefined = task;
     for (let tries = 0; current !== undefined && tries < 3; tries++) {
-      const q = current.question;
-      if (current.status !== "input_required" || q === undefined || !(q.key in responses)) return undefined;
-      const taken = journalAnswer(q, responses[q.key]);
-      if (taken === undefined) throw new ProtocolError(INVALID_PARAMS, `Invalid inputResponses entry '${q.key}': expected ${q.kind === "elicitation" ? "an ElicitResult" : "a CreateMessageResult"}`, { reason: "invalid_input_response" });
-      const next: StoredTask = { ...current, status: "working", journal: [...current.journal, taken.entry], runner: this.runner, leaseUntil: Date.now() + this.leaseMs, lastUpdatedAt: Date.now() };
-      delete next.question;
-      delete next.inputRequests;
-      delete next.statusMessage;
+      if (current.status !== "input_required" || current.questions === undefined) return [];
+      const took: Array<{ kind: "elicitation" | "sampling"; outcome: string }> = [];
+      const questions = current.questions.map((q) => {
+        if (q.answer !== undefined || !(q.key in responses)) return q;
+        const taken = journalAnswer(q, responses[q.key]);
+        if (taken === undefined) throw new ProtocolError(INVALID_PARAMS, `Invalid inputResponses entry '${q.key}': expected ${q.kind === "elicitation" ? "an ElicitResult" : "a CreateMessageResult"}`, { reason: "invalid_input_response" });
+        took.push({ kind: q.kind, outcome: taken.outcome });
+        return { ...q, answer: taken.entry };
+      });
+      if (took.length === 0) return [];
+      const open = questions.filter((q) => q.answer === undefined);
+      let next: StoredTask;
+      if (open.length > 0) {
+        // a partial answer: the task waits for the rest
+        const inputRequests = Object.fromEntries(Object.entries(current.inputRequests ?? {}).filter(([key]) => open.some((q) => q.key === key)));
+        next = { ...current, questions, inputRequests, lastUpdatedAt: Date.now() };
+      } else {
+        next = { ...current, status: "working", journal: [...current.journal, ...questions.map((q) => q.answer)], runner: this.runner, leaseUntil: Date.now() + this.leaseMs, lastUpdatedAt: Date.now() };
+        delete next.questions;
+        delete next.inputRequests;
+        delete next.statusMessage;
+      }
       const stored = await store.put(next);
       if (stored !== undefined) {
-        this.start(stored, rerun);
-        return { kind: q.kind, outcome: taken.outcome };
+        if (open.length === 0) this.start(stored, rerun);
+        return took;
       }
       current = await store.get(task.taskId);
     }
-    return undefined;
+    return [];
   }
 
   /** Cancels a task not yet terminal (`tasks/cancel`): stored as `cancelled` and its run here, if any, aborted. */
@@ -265,7 +281,7 @@ export class TaskRuntime {
     for (let tries = 0; current !== undefined && !isTerminal(current.status) && tries < 3; tries++) {
       const next: StoredTask = { ...current, status: "cancelled", statusMessage: "Cancelled by the client", lastUpdatedAt: Date.now() };
       delete next.runner;
-      delete next.question;
+      delete next.questions;
       delete next.inputRequests;
       if ((await store.put(next)) !== undefined) break;
       current = await store.get(task.taskId);
@@ -358,7 +374,7 @@ export class TaskRuntime {
       delete next.statusMessage;
       if (outcome.kind === "completed") Object.assign(next, { status: "completed" satisfies TaskStatus, result: outcome.result });
       else if (outcome.kind === "failed") Object.assign(next, { status: "failed" satisfies TaskStatus, error: outcome.error, statusMessage: outcome.error.message });
-      else Object.assign(next, { status: "input_required" satisfies TaskStatus, inputRequests: outcome.inputRequests, question: outcome.question, statusMessage: "Waiting for the client's answer" });
+      else Object.assign(next, { status: "input_required" satisfies TaskStatus, inputRequests: outcome.inputRequests, questions: outcome.questions, statusMessage: "Waiting for the client's answer" });
       if ((await store.put(next)) !== undefined) return;
     }
   }

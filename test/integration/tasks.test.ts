@@ -270,6 +270,53 @@ describe("MCP tasks on 2026-07-28", () => {
     expect((await rpc(url, token, "tasks/get", { taskId })).error).toMatchObject({ code: -32602, data: { reason: "task_not_found" } });
   });
 
+  it("questions asked at once (Promise.all of ctx.elicit) wait side by side: tasks/get surfaces both keys, a partial tasks/update keeps the task input_required with the other key, the last answer resumes it", async () => {
+    const keys = await makeKeys();
+    const audit: AuditRecordInput[] = [];
+    const writes: string[] = [];
+    const url = await serve(keys, audit, writes, { store }, (a, w, tasks) => {
+      const s = agent(a, w, tasks);
+      s.registerTool("co_sign", { description: "asks two clinicians at once, then writes", execution: { taskSupport: "optional" } }, async (extra) => {
+        const ctx = hmcpContext(extra);
+        const ask = (who: string) => ctx.elicit({ message: `Co-sign as ${who}?`, requestedSchema: { type: "object", properties: { approve: { type: "boolean" } }, required: ["approve"] } });
+        const [attending, resident] = await Promise.all([ask("attending"), ask("resident")]);
+        const id = await ctx.step("write", () => {
+          w.push("co-signed");
+          return "Observation/obs-co";
+        });
+        return { content: [{ type: "text", text: `attending=${attending.action} resident=${resident.action} ${id}` }] };
+      });
+      return s;
+    });
+    const token = await mint(keys, { scope: "hmcp:access", patient: "p1" });
+    const taskId = (await rpc(url, token, "tools/call", { name: "co_sign", arguments: {} })).result!["taskId"] as string;
+    const waiting = await until(url, token, taskId, (t) => t["status"] !== "working");
+    expect(waiting["status"]).toBe("input_required");
+    const asked = waiting["inputRequests"] as Record<string, any>;
+    expect(Object.keys(asked)).toHaveLength(2);
+    const [first, second] = Object.keys(asked) as [string, string];
+    expect(asked[first].params.message).toBe("Co-sign as attending?");
+    expect(asked[second].params.message).toBe("Co-sign as resident?");
+    // the second question answered first; an unknown key beside it is ignored
+    const ack = await rpc(url, token, "tasks/update", { taskId, inputResponses: { [second]: { action: "decline" }, "elicitation-99": { action: "accept" } } });
+    expect(ack.result).toMatchObject({ resultType: "complete" });
+    const partial = (await rpc(url, token, "tasks/get", { taskId })).result!;
+    expect(partial["status"]).toBe("input_required");
+    expect(Object.keys(partial["inputRequests"])).toEqual([first]);
+    // an answered key is not taken again; the malformed answer to the open one is refused and takes nothing
+    expect((await rpc(url, token, "tasks/update", { taskId, inputResponses: { [first]: { nope: true } } })).error).toMatchObject({ code: -32602, data: { reason: "invalid_input_response" } });
+    await rpc(url, token, "tasks/update", { taskId, inputResponses: { [second]: { action: "accept", content: { approve: true } } } });
+    expect(Object.keys((await rpc(url, token, "tasks/get", { taskId })).result!["inputRequests"])).toEqual([first]);
+    await rpc(url, token, "tasks/update", { taskId, inputResponses: { [first]: { action: "accept", content: { approve: true } } } });
+    const done = await until(url, token, taskId, (t) => t["status"] === "completed" || t["status"] === "failed");
+    expect(done["result"]?.content[0].text).toBe("attending=accept resident=decline Observation/obs-co");
+    expect(writes).toEqual(["co-signed"]);
+    const updates = audit.filter((r) => r.method === "tasks/update" && r.task?.id === taskId && r.outcome === "allowed");
+    expect(updates.map((r) => r.interactions ?? [])).toEqual([[{ kind: "elicitation", outcome: "decline" }], [], [{ kind: "elicitation", outcome: "accept" }]]);
+    const asking = audit.find((r) => r.method === "tools/call" && r.task?.id === taskId && r.task.status === "input_required");
+    expect(asking?.interactions).toEqual([{ kind: "elicitation", outcome: "input_required" }, { kind: "elicitation", outcome: "input_required" }]);
+  });
+
   it("HMCPClient: callTool waits a task out, answering its question through onElicitation; another client fetches a task by id; HMCP sampling through the tool runs as a task", async () => {
     const keys = await makeKeys();
     const writes: string[] = [];
