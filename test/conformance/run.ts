@@ -7,6 +7,8 @@
  *   npm run conformance:2026                 # `--requirements 2026-07-28`: the scenarios MCP 2026-07-28 requires, on
  *                                            # suite 0.2.0-alpha.12 with baseline-2026-07-28.yml
  *   npm run conformance:2026 -- --scenario tasks-lifecycle   # one scenario of that suite at the 2026-07-28 wire
+ *   npm run conformance:tasks                # the tasks extension's scenarios (not scored for 2026-07-28, so a
+ *                                            # requirement-set run does not hold them to the baseline), one by one
  *
  * Exit status: 0 when every scenario passes or is baselined; 1 on an unexpected failure (a FAILURE or WARNING check
  * in a scenario not in the baseline), on a stale baseline entry (a baselined scenario that now passes), or when the
@@ -137,7 +139,20 @@ async function main(): Promise<number> {
   let code: number;
   try {
     process.stdout.write(`conformance: fixture listening at ${url}\n`);
-    code = await runSuite(url, process.argv.slice(2));
+    // `--scenario a,b,c`: each scenario in turn against the one fixture (the baseline applies to each); the run fails
+    // if any does
+    const args = process.argv.slice(2);
+    const at = args.indexOf("--scenario");
+    const scenarios = at < 0 ? [undefined] : (args[at + 1] ?? "").split(",").filter((name) => name !== "");
+    code = 0;
+    for (const scenario of scenarios) {
+      const one = scenario === undefined ? args : [...args.slice(0, at + 1), scenario, ...args.slice(at + 2)];
+      const exit = await runSuite(url, one);
+      if (exit !== 0) {
+        if (scenario !== undefined) process.stdout.write(`conformance: scenario ${scenario} FAILED (exit ${exit})\n`);
+        code = exit;
+      }
+    }
   } finally {
     await stopFixture(child);
   }
