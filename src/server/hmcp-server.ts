@@ -461,8 +461,11 @@ export class HMCPServer extends McpServer {
     };
     this.server.setRequestHandler("tasks/get", { params: TASK_ID_PARAMS }, async (params, extra) => detailedTask((await lookup(params.taskId, extra, true)).task));
     this.server.setRequestHandler("tasks/update", { params: TASK_UPDATE_PARAMS }, async (params, extra) => {
+      // SEP-2663: `inputResponses` is a required member of tasks/update (the SDK lifts it out of params: absent, it is
+      // undefined here; a non-object arrives as {}, and is acknowledged as an update that answers nothing)
+      const responses = (extra as { mcpReq: { inputResponses?: Record<string, unknown> } }).mcpReq.inputResponses;
+      if (responses === undefined) throw new ProtocolError(ProtocolErrorCode.InvalidParams, "Invalid params for tasks/update: inputResponses is required");
       const { task, ctx } = await lookup(params.taskId, extra, false);
-      const responses = (extra as { mcpReq: { inputResponses?: Record<string, unknown> } }).mcpReq.inputResponses ?? {};
       const took = await this.#tasks().answer(task, responses, (t, s) => this.#runTask(t, s));
       (ctx as unknown as { interactions: Array<{ kind: string; outcome: string }> }).interactions.push(...took);
       return {};

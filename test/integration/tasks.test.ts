@@ -303,6 +303,8 @@ describe("MCP tasks on 2026-07-28", () => {
     const partial = (await rpc(url, token, "tasks/get", { taskId })).result!;
     expect(partial["status"]).toBe("input_required");
     expect(Object.keys(partial["inputRequests"])).toEqual([first]);
+    // tasks/update without inputResponses (a required member) is refused
+    expect((await rpc(url, token, "tasks/update", { taskId })).error).toMatchObject({ code: -32602 });
     // an answered key is not taken again; the malformed answer to the open one is refused and takes nothing
     expect((await rpc(url, token, "tasks/update", { taskId, inputResponses: { [first]: { nope: true } } })).error).toMatchObject({ code: -32602, data: { reason: "invalid_input_response" } });
     await rpc(url, token, "tasks/update", { taskId, inputResponses: { [second]: { action: "accept", content: { approve: true } } } });
