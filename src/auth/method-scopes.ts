@@ -35,11 +35,13 @@ export const DEFAULT_METHOD_SCOPES: Readonly<Record<string, readonly string[]>> 
   "completion/complete": READ,
   // Acts (a tool may write).
   "tools/call": WRITE,
-  // MCP tasks (extension io.modelcontextprotocol/tasks): any HMCP scope; a task is further seen only by the principal
-  // and patient context that created it.
+  // MCP tasks (extension io.modelcontextprotocol/tasks on 2026-07-28; the revision's own on 2025-11-25): any HMCP
+  // scope; a task is further seen only by the principal and patient context that created it.
   "tasks/get": ANY_HMCP,
   "tasks/update": ANY_HMCP,
   "tasks/cancel": ANY_HMCP,
+  "tasks/result": ANY_HMCP,
+  "tasks/list": ANY_HMCP,
   "logging/setLevel": ["hmcp:access"],
 });
 

@@ -16,6 +16,7 @@ import { hmcpContext, hmcpContextOrUndefined, type SamplingHandler } from "./con
 import { isInputRoundError, type InputRounds } from "./input-rounds.js";
 import { declaresTasks, detailedTask, taskNotFound, taskOwner, taskRuntimeFor, tasksRequired, TASKS_EXTENSION_ID, type RunOutcome, type TaskRuntime } from "./tasks.js";
 import type { StoredTask } from "./task-store.js";
+import { legacyTasksCapability, registerLegacyTaskMethods } from "./tasks-legacy.js";
 
 /** The key of HMCPServer's stdio mark (used by serveStdio only; not exported from the package entry). @internal */
 export const STDIO_ENTRY: unique symbol = Symbol("hmcp.stdioEntry");
@@ -172,6 +173,8 @@ export class HMCPServer extends McpServer {
   readonly #taskOptions: HMCPServerOptions["tasks"];
   /** Serves MCP 2026-07-28 requests (set by createHttpApp for the modern era): see {@link serveModernEra}. */
   #modern = false;
+  /** Advertises MCP 2025-11-25 tasks on the legacy era (set on connect): see tasks-legacy.ts. */
+  #legacyTasks = false;
   /** The next connect comes from `serveStdio` (the SDK's per-connection stdio channel): a local caller. */
   #stdioEntry = false;
   #transportKind: TransportKind = "memory";
@@ -193,7 +196,10 @@ export class HMCPServer extends McpServer {
       clientCapabilities: () => this.server.getClientCapabilities(),
       methodScopes: (method) => (method === "sampling/createMessage" ? this.#samplingScopes : undefined),
       samplingTool: () => this.#samplingTool,
-      tasks: () => (this.#modern && this.#taskOptions !== false ? { runtime: this.#tasks(), support: (name) => this.#taskSupport(name) } : undefined),
+      tasks: () => {
+        if (this.#taskOptions === false || !(this.#modern || this.#legacyTasks)) return undefined;
+        return { era: this.#modern ? "modern" : "legacy", runtime: this.#tasks(), support: (name) => this.#taskSupport(name) };
+      },
       runTask: (task, signal) => this.#runTask(task, signal),
     });
     this.#interceptRequestHandlers();
@@ -322,9 +328,30 @@ export class HMCPServer extends McpServer {
     // the tasks extension is advertised where tasks can be made: on 2026-07-28, by a server configured for them or with a
     // tool that declares task support
     const tasks = this.#modern && this.#taskOptions !== false && (this.#taskOptions !== undefined || this.#anyTaskTool());
-    this.server.registerCapabilities({ experimental: { hmcp }, ...(this.#modern && { extensions: { [HMCP_EXTENSION_ID]: hmcp, ...(tasks && { [TASKS_EXTENSION_ID]: {} }) } }) });
+    // on 2025-11-25, the revision's own tasks (capability `tasks`), for tools/call, when a tool declares task support
+    this.#legacyTasks = !this.#modern && this.#taskOptions !== false && this.#anyTaskTool();
+    const listable = this.pipeline.authEnabled;
+    this.server.registerCapabilities({
+      experimental: { hmcp },
+      ...(this.#modern && { extensions: { [HMCP_EXTENSION_ID]: hmcp, ...(tasks && { [TASKS_EXTENSION_ID]: {} }) } }),
+      // tasks/list only where callers can be told apart (2025-11-25, "Task Isolation and Access Control")
+      ...(this.#legacyTasks && { tasks: legacyTasksCapability(listable) }),
+    });
+    if (this.#legacyTasks) {
+      registerLegacyTaskMethods(
+        (method, schemas, handler) => this.server.setRequestHandler(method as "tasks/get", schemas as never, handler as never),
+        {
+          agent: this.#info.name,
+          runtime: () => this.#tasks(),
+          run: (t, signal) => this.#runTask(t, signal),
+          listable,
+          guardAnswer: (extra, key, answer) => this.pipeline.guardAnswer(extra, key, answer),
+        },
+        hmcpContext,
+      );
+    }
     // the embedded store (PGlite) takes seconds to start: begun now, not on the first task
-    if (tasks) void this.#tasks().store().catch(() => undefined);
+    if (tasks || this.#legacyTasks) void this.#tasks().store().catch(() => undefined);
     // sampling/createMessage always has a handler, so a server without one answers with a clear HMCP error
     // (and the request is audited) instead of "Method not found".
     this.server.setRequestHandler('sampling/createMessage', (request, ctx) => this.#onSampling(request.params, ctx));
@@ -338,7 +365,11 @@ export class HMCPServer extends McpServer {
         reason: "sampling_not_supported",
       });
     }
-    return this.#runSampling(params as Parameters<SamplingHandler>[0], extra);
+    // MCP 2025-11-25 defines no task-augmented client → server sampling (its tasks are for tools/call, and for requests
+    // a server sends): a `task` param here is ignored and the request served as a plain one ("Receivers that do not
+    // declare the task capability for a request type MUST process requests of that type normally")
+    const { task: _task, ...plain } = params as Record<string, unknown>;
+    return this.#runSampling(plain as Parameters<SamplingHandler>[0], extra);
   }
 
   /** Runs the sampling handler (from `sampling/createMessage` or the sampling tool) and checks its result. */

@@ -22,10 +22,11 @@ import { AUDIT_RECORD_VERSION, markInternalRecord, type AuditOutcome, type Audit
 import { AuditSinkError } from "../audit/chain-sink.js";
 import { admit, appendAdmitted, appendUnreserved, markSinkFailed } from "../audit/admission.js";
 import type { HMCPServerOptions, PipelineHooks } from "./options.js";
-import { attachContext, type BackRequestOptions, type RequestContext } from "./context.js";
+import { attachContext, hmcpContextOrUndefined, type BackRequestOptions, type RequestContext } from "./context.js";
 import { INPUT_ROUND_METHODS, InputRounds, isInputRoundError, roundBinding } from "./input-rounds.js";
 import { claimsHmcpState, RequestStateSealer } from "./request-state.js";
 import { createTaskResult, declaresTasks, tasksRequired, type TaskRun, type TaskRuntime } from "./tasks.js";
+import { legacyCallMode, legacyCreateTaskResult, legacyTaskTtl, withoutTaskParam } from "./tasks-legacy.js";
 import type { StoredTask, TaskStatus } from "./task-store.js";
 /** The SDK's handler `extra`. */
 export type HandlerExtra = ServerContext;
@@ -98,10 +99,11 @@ export interface PipelineHost {
   /** True when the server exposes its sampling handler as the sampling tool (SAMPLING_TOOL_NAME). */
   readonly samplingTool: () => boolean;
   /**
-   * The tasks extension on this server (MCP 2026-07-28 only), and a tool's declared task support
-   * (`execution.taskSupport`) and idempotence (`annotations.idempotentHint`): undefined when tasks are off.
+   * MCP tasks on this server: the era that serves them (`modern`: the extension on 2026-07-28; `legacy`: 2025-11-25
+   * tasks, where the server advertised them), and a tool's declared task support (`execution.taskSupport`) and
+   * idempotence (`annotations.idempotentHint`): undefined when tasks are off.
    */
-  readonly tasks?: () => { runtime: TaskRuntime; support: (tool: string) => { taskSupport?: string; idempotent: boolean; validate?: (args: unknown) => Promise<unknown> } | undefined } | undefined;
+  readonly tasks?: () => { era: "modern" | "legacy"; runtime: TaskRuntime; support: (tool: string) => { taskSupport?: string; idempotent: boolean; validate?: (args: unknown) => Promise<unknown> } | undefined } | undefined;
   /** Runs a stored task once on this server (its tool through this pipeline). */
   readonly runTask?: TaskRun;
 }
@@ -167,6 +169,21 @@ export class RequestPipeline {
   requiredScopes(method: string): readonly string[] {
     if (this.#auth === false) return [];
     return this.#host.methodScopes(method) ?? requiredScopesForMethod(method, this.#auth.requiredScopes);
+  }
+
+  /**
+   * Runs an answer a client gave to a task's question (MCP 2025-11-25 `tasks/result`, which asks it on its own stream)
+   * through the input stage, within the request's context (its decisions go in that request's audit record), as
+   * 2026-07-28 `inputResponses` are checked: wrapped as the arguments of a tool call named `inputResponses`.
+   * @returns the answer as the stage passed it (redacted, maybe)
+   * @throws HMCPError GuardrailBlocked when the stage blocks it
+   */
+  async guardAnswer(extra: HandlerExtra, key: string, answer: unknown): Promise<unknown> {
+    const ctx = hmcpContextOrUndefined(extra);
+    if (!this.#guardrails || !(ctx instanceof Ctx)) return answer;
+    const wrapped = { name: "inputResponses", arguments: { [key]: answer } };
+    const checked = (await this.#guard(ctx, "input", wrapped, "tools/call")) as typeof wrapped;
+    return checked.arguments[key];
   }
 
   /** Records a session start or end (stdio; the HTTP app records its own). */
@@ -311,30 +328,37 @@ export class RequestPipeline {
       await ctx.rounds?.claim();
       if (took) ctx.interactions.push(took);
       attachContext(extra, ctx);
-      // MCP tasks (extension io.modelcontextprotocol/tasks): a tool declaring task support runs as a task when the
-      // request declares the extension; one that runs only as a task is refused to a client that did not (-32021)
-      const tasks = !taskRun && request.method === "tools/call" && extra.mcpReq.envelope !== undefined ? this.#host.tasks?.() : undefined;
+      // MCP tasks: a tool declaring task support runs as a task when the request asks for one: on 2026-07-28 by
+      // declaring the extension io.modelcontextprotocol/tasks (a tool that runs only as a task is refused to a client that
+      // did not, -32021); on 2025-11-25 by the `task` param, where tasks are advertised (tasks-legacy.ts)
+      const tasks = !taskRun && request.method === "tools/call" ? this.#host.tasks?.() : undefined;
       const support = tasks?.support(String((request.params as { name?: unknown } | undefined)?.name));
-      if (tasks && support && (support.taskSupport === "optional" || support.taskSupport === "required")) {
-        if (!declaresTasks(extra.mcpReq.envelope as Record<string, unknown>)) {
-          if (support.taskSupport === "required") throw tasksRequired();
-        } else {
-          const envelope = extra.mcpReq.envelope as Record<string, unknown>;
-          // the arguments are checked before the task exists: a call that cannot run is refused, not made a failed task
-          await support.validate?.((req.params as { arguments?: unknown }).arguments);
-          const task = await tasks.runtime.create({ agent: this.#host.agentName, principal: ctx.principal, request: req, capabilities: envelope[CLIENT_CAPABILITIES_META_KEY], idempotent: support.idempotent, patients: [...ctx.patientsTouched] });
-          ctx.task = { id: task.taskId, status: "working" };
-          result = createTaskResult(task);
-          if (auditing) {
-            const d = digestOrRefuse(result, "result");
-            if (d !== undefined) digests["response"] = d;
-          }
-          this.#record(ctx, "allowed", undefined, "task_created");
-          await this.#durable();
-          // the run is the task's from now on: its own pipeline pass, its own audit record
-          tasks.runtime.start(task, this.#host.runTask!);
-          return result;
+      let create: { capabilities: unknown; ttlMs?: number | null; result: (t: StoredTask) => Record<string, unknown> } | undefined;
+      if (tasks?.era === "modern" && extra.mcpReq.envelope !== undefined && support && (support.taskSupport === "optional" || support.taskSupport === "required")) {
+        if (declaresTasks(extra.mcpReq.envelope as Record<string, unknown>)) create = { capabilities: (extra.mcpReq.envelope as Record<string, unknown>)[CLIENT_CAPABILITIES_META_KEY], result: createTaskResult };
+        else if (support.taskSupport === "required") throw tasksRequired();
+      } else if (tasks?.era === "legacy" && extra.mcpReq.envelope === undefined && support) {
+        const params = (req.params ?? {}) as Record<string, unknown>;
+        if (legacyCallMode(support.taskSupport, params) === "task") {
+          create = { capabilities: this.#host.clientCapabilities() ?? {}, ttlMs: legacyTaskTtl(params["task"], tasks.runtime.ttlMs), result: legacyCreateTaskResult };
+          req = withoutTaskParam(req);
         }
+      }
+      if (tasks && support && create) {
+        // the arguments are checked before the task exists: a call that cannot run is refused, not made a failed task
+        await support.validate?.((req.params as { arguments?: unknown }).arguments);
+        const task = await tasks.runtime.create({ agent: this.#host.agentName, principal: ctx.principal, request: req, capabilities: create.capabilities, idempotent: support.idempotent, patients: [...ctx.patientsTouched], ...(create.ttlMs !== undefined && { ttlMs: create.ttlMs }) });
+        ctx.task = { id: task.taskId, status: "working" };
+        result = create.result(task);
+        if (auditing) {
+          const d = digestOrRefuse(result, "result");
+          if (d !== undefined) digests["response"] = d;
+        }
+        this.#record(ctx, "allowed", undefined, "task_created");
+        await this.#durable();
+        // the run is the task's from now on: its own pipeline pass, its own audit record
+        tasks.runtime.start(task, this.#host.runTask!);
+        return result;
       }
       try {
         result = await inner(req, extra);

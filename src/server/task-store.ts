@@ -94,6 +94,11 @@ export interface TaskStore {
   renew(runner: string, taskIds: readonly string[], leaseUntil: number): Promise<string[]>;
   /** Deletes tasks whose TTL elapsed before `now` (ms since the epoch). @returns how many */
   sweep(now: number): Promise<number>;
+  /**
+   * The tasks of `owner` (MCP 2025-11-25 `tasks/list`), oldest first (by `createdAt`, then `taskId`), at most `limit`,
+   * starting after `after` when given; tasks whose TTL elapsed before `now` are left out.
+   */
+  list(owner: string, options: { after?: { createdAt: number; taskId: string }; limit: number; now: number }): Promise<StoredTask[]>;
 }
 
 /** What the store needs from a database client: `pg.Pool`, `pg.Client` and PGlite all fit. */
@@ -207,4 +212,15 @@ export class PostgresTaskStore implements TaskStore {
     return rows.length;
   }
 
+  async list(owner: string, options: { after?: { createdAt: number; taskId: string }; limit: number; now: number }): Promise<StoredTask[]> {
+    // the owner and the creation time are in the body (no column: tables made before tasks/list keep working)
+    const after = options.after;
+    const { rows } = await this.db.query(
+      `SELECT body, version, lease_until FROM ${this.table} WHERE body->>'owner' = $1 AND (expires_at IS NULL OR expires_at > $2)` +
+        (after === undefined ? "" : ` AND ((body->>'createdAt')::bigint, task_id) > ($4::bigint, $5)`) +
+        ` ORDER BY (body->>'createdAt')::bigint, task_id LIMIT $3`,
+      after === undefined ? [owner, ms(options.now), options.limit] : [owner, ms(options.now), options.limit, after.createdAt, after.taskId],
+    );
+    return (rows as Row[]).map(fromRow);
+  }
 }

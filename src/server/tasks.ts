@@ -106,6 +106,27 @@ export function detailedTask(t: StoredTask): Record<string, unknown> {
   };
 }
 
+/** Tasks per `tasks/list` page (MCP 2025-11-25). */
+export const LIST_PAGE_SIZE = 50;
+
+/** A `tasks/list` cursor: where the previous page ended (creation time and id), base64url JSON; opaque to clients. */
+function encodeCursor(t: StoredTask): string {
+  return Buffer.from(JSON.stringify([t.createdAt, t.taskId])).toString("base64url");
+}
+
+function decodeCursor(cursor: string): { createdAt: number; taskId: string } {
+  let v: unknown;
+  try {
+    v = JSON.parse(Buffer.from(cursor, "base64url").toString("utf8"));
+  } catch {
+    v = undefined;
+  }
+  if (!Array.isArray(v) || v.length !== 2 || !Number.isSafeInteger(v[0]) || typeof v[1] !== "string" || v[1].length > 256) {
+    throw new ProtocolError(INVALID_PARAMS, "Invalid params: unknown cursor", { reason: "invalid_cursor" });
+  }
+  return { createdAt: v[0] as number, taskId: v[1] };
+}
+
 /** How a run of a task ended. */
 export type RunOutcome = (
   | { kind: "completed"; result: Record<string, unknown>; journal: readonly unknown[] }
@@ -133,6 +154,10 @@ export class TaskRuntime {
   readonly #store: TaskStore | undefined;
   /** Runs in this process: their abort controllers (for tasks/cancel) and where they end. */
   readonly #running = new Map<string, { abort: AbortController; done: Promise<void> }>();
+  /** Who waits here for a task to change (MCP 2025-11-25 `tasks/result`). */
+  readonly #waiters = new Map<string, Set<() => void>>();
+  /** Questions being asked now by a `tasks/result` of this process (`taskId\0key`). */
+  readonly #asking = new Set<string>();
   #heartbeat: NodeJS.Timeout | undefined;
   #nextSweep = 0;
 
@@ -157,7 +182,7 @@ export class TaskRuntime {
    * Stores a new task for `request` (status `working`, leased to this instance) and starts `run` in the background.
    * Resolves once the task is durable (SEP-2663: a CreateTaskResult only for a task `tasks/get` finds).
    */
-  async create(input: { agent: string; principal: Principal | undefined; request: JSONRPCRequest; capabilities: unknown; idempotent: boolean; patients: readonly string[] }): Promise<StoredTask> {
+  async create(input: { agent: string; principal: Principal | undefined; request: JSONRPCRequest; capabilities: unknown; idempotent: boolean; patients: readonly string[]; ttlMs?: number | null }): Promise<StoredTask> {
     const store = await this.store();
     const now = Date.now();
     const params = { ...((input.request.params ?? {}) as Record<string, unknown>) };
@@ -175,7 +200,7 @@ export class TaskRuntime {
       status: "working",
       createdAt: now,
       lastUpdatedAt: now,
-      ttlMs: this.ttlMs,
+      ttlMs: input.ttlMs === undefined ? this.ttlMs : input.ttlMs,
       pollIntervalMs: this.pollIntervalMs,
       requestId: input.request.id,
       params,
@@ -267,6 +292,7 @@ export class TaskRuntime {
       const stored = await store.put(next);
       if (stored !== undefined) {
         if (open.length === 0) this.start(stored, rerun);
+        this.#changed(task.taskId);
         return took;
       }
       current = await store.get(task.taskId);
@@ -274,8 +300,11 @@ export class TaskRuntime {
     return [];
   }
 
-  /** Cancels a task not yet terminal (`tasks/cancel`): stored as `cancelled` and its run here, if any, aborted. */
-  async cancel(task: StoredTask): Promise<void> {
+  /**
+   * Cancels a task not yet terminal (`tasks/cancel`): stored as `cancelled` and its run here, if any, aborted.
+   * @returns the task as it now is (`cancelled`, or the terminal state it reached first), undefined when it is gone
+   */
+  async cancel(task: StoredTask): Promise<StoredTask | undefined> {
     const store = await this.store();
     let current: StoredTask | undefined = task;
     for (let tries = 0; current !== undefined && !isTerminal(current.status) && tries < 3; tries++) {
@@ -283,10 +312,74 @@ export class TaskRuntime {
       delete next.runner;
       delete next.questions;
       delete next.inputRequests;
-      if ((await store.put(next)) !== undefined) break;
+      const stored = await store.put(next);
+      if (stored !== undefined) {
+        current = stored;
+        break;
+      }
       current = await store.get(task.taskId);
     }
     this.#running.get(task.taskId)?.abort.abort(new Error("task cancelled"));
+    this.#changed(task.taskId);
+    return current;
+  }
+
+  /**
+   * Resolves when a task of this process's runs or answers changes here, or after `ms` (a change made by another
+   * instance is seen only by reading again), or when `signal` aborts.
+   */
+  whenChanged(taskId: string, ms: number, signal: AbortSignal): Promise<void> {
+    return new Promise<void>((resolve) => {
+      let waiters = this.#waiters.get(taskId);
+      if (waiters === undefined) this.#waiters.set(taskId, (waiters = new Set()));
+      const done = () => {
+        clearTimeout(timer);
+        signal.removeEventListener("abort", done);
+        const w = this.#waiters.get(taskId);
+        w?.delete(done);
+        if (w?.size === 0) this.#waiters.delete(taskId);
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      signal.addEventListener("abort", done, { once: true });
+      waiters.add(done);
+      if (signal.aborted) done();
+    });
+  }
+
+  #changed(taskId: string): void {
+    for (const w of [...(this.#waiters.get(taskId) ?? [])]) w();
+  }
+
+  /**
+   * Claims the asking of a task's question in this process (MCP 2025-11-25 `tasks/result` sends it to the client):
+   * false when another request here is asking it already. Release with {@link releaseQuestion}.
+   */
+  claimQuestion(taskId: string, key: string): boolean {
+    const k = `${taskId}\0${key}`;
+    if (this.#asking.has(k)) return false;
+    this.#asking.add(k);
+    return true;
+  }
+
+  releaseQuestion(taskId: string, key: string): void {
+    this.#asking.delete(`${taskId}\0${key}`);
+    this.#changed(taskId);
+  }
+
+  /**
+   * A page of `owner`'s tasks (MCP 2025-11-25 `tasks/list`), oldest first, at most {@link LIST_PAGE_SIZE}.
+   * @param cursor - a `nextCursor` of a previous page (opaque to clients)
+   * @throws ProtocolError -32602 (`invalid_cursor`) for a cursor this runtime did not make
+   */
+  async list(owner: string, cursor: string | undefined): Promise<{ tasks: StoredTask[]; nextCursor?: string }> {
+    const store = await this.store();
+    this.#sweep(store);
+    const after = cursor === undefined ? undefined : decodeCursor(cursor);
+    const rows = await store.list(owner, { ...(after !== undefined && { after }), limit: LIST_PAGE_SIZE + 1, now: Date.now() });
+    const tasks = rows.slice(0, LIST_PAGE_SIZE);
+    const last = tasks[tasks.length - 1];
+    return { tasks, ...(rows.length > LIST_PAGE_SIZE && last !== undefined && { nextCursor: encodeCursor(last) }) };
   }
 
   /** Sets a running task's `statusMessage` (a handler's `ctx.progress`); best effort, never in the run's way. */
@@ -375,7 +468,10 @@ export class TaskRuntime {
       if (outcome.kind === "completed") Object.assign(next, { status: "completed" satisfies TaskStatus, result: outcome.result });
       else if (outcome.kind === "failed") Object.assign(next, { status: "failed" satisfies TaskStatus, error: outcome.error, statusMessage: outcome.error.message });
       else Object.assign(next, { status: "input_required" satisfies TaskStatus, inputRequests: outcome.inputRequests, questions: outcome.questions, statusMessage: "Waiting for the client's answer" });
-      if ((await store.put(next)) !== undefined) return;
+      if ((await store.put(next)) !== undefined) {
+        this.#changed(taskId);
+        return;
+      }
     }
   }
 
