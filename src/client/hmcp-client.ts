@@ -145,6 +145,8 @@ export class HMCPClient {
   #reconnecting: Promise<void> | undefined;
   /** Set by `close()`: no automatic reconnect after the application closed the client. */
   #closed = false;
+  /** The server's tools' `execution.taskSupport` (legacy era), from `tools/list`, for the connection it was read on. */
+  #toolTaskSupport: { generation: number; tools: Map<string, string | undefined> } | undefined;
 
   /**
    * @throws HMCPConfigError naming an unknown option (with the closest known name) or an option of the wrong kind
@@ -358,28 +360,64 @@ export class HMCPClient {
 
   /**
    * Calls a tool without waiting for a task: the tool's `CallToolResult` (`{ result }`, not yet through the input
-   * stage: {@link callTool} does that), or, when the server made the call a task (MCP tasks, extension
-   * `io.modelcontextprotocol/tasks`, on 2026-07-28), the new task (`{ task }`), whose `taskId` the caller may keep to
-   * fetch the result later, from this or another process ({@link waitForTask}).
+   * stage: {@link callTool} does that), or, when the call became a task, the new task (`{ task }`), whose `taskId` the
+   * caller may keep to fetch the result later, from this or another process ({@link waitForTask}). On 2026-07-28 the
+   * server decides (extension `io.modelcontextprotocol/tasks`, which this client declares); on 2025-11-25 this client
+   * asks for a task (`task: {}`) when the server advertises `tasks.requests.tools.call` and the tool's
+   * `execution.taskSupport` (read once per connection from `tools/list`) is `"optional"` or `"required"`.
    * @throws as {@link callTool}
    */
   async startToolCall(params: CallToolRequest["params"], options: { signal?: AbortSignal; timeoutMs?: number } = {}): Promise<{ result: CallToolResult } | { task: TaskState }> {
     await this.#ready();
+    // MCP 2025-11-25: a task is asked for with the `task` param, where the server advertises tasks for tools/call and
+    // the tool declares task support (a tool that does not refuses the param, -32601)
+    const legacyTask = this.sdk.getProtocolEra() !== "modern" && (params as { task?: unknown }).task === undefined && (await this.#legacyTaskSupport(params.name, options.signal));
+    const sent = legacyTask ? { ...params, task: {} } : params;
     const raw = (await this.sdk
-      .request({ method: "tools/call", params }, LOOSE, { ...(options.timeoutMs !== undefined && { timeout: options.timeoutMs }), ...(options.signal && { signal: options.signal }) })
+      .request({ method: "tools/call", params: sent }, LOOSE, { ...(options.timeoutMs !== undefined && { timeout: options.timeoutMs }), ...(options.signal && { signal: options.signal }) })
       .catch((e: unknown) => Promise.reject(typedHttpRefusal(e, this.#endpoint())))) as CallToolResult;
     const task = (raw._meta as Record<string, unknown> | undefined)?.[TASK_CARRIER] as TaskState | undefined;
     if (task !== undefined) return { task };
+    const created = (raw as { task?: unknown }).task;
+    if (this.sdk.getProtocolEra() !== "modern" && typeof created === "object" && created !== null && typeof (created as { taskId?: unknown }).taskId === "string") return { task: fromLegacyTask(created as Record<string, unknown>) };
     return { result: raw };
+  }
+
+  /**
+   * On the legacy era, whether `tool` runs as a task: the server advertises `tasks.requests.tools.call` (MCP 2025-11-25,
+   * "Capabilities") and the tool's `execution.taskSupport` (from `tools/list`, kept per connection) is `"optional"` or
+   * `"required"`.
+   */
+  async #legacyTaskSupport(tool: string, signal: AbortSignal | undefined): Promise<boolean> {
+    const caps = this.sdk.getServerCapabilities() as { tasks?: { requests?: { tools?: { call?: unknown } } } } | undefined;
+    if (caps?.tasks?.requests?.tools?.call === undefined) return false;
+    const generation = this.#generation;
+    if (this.#toolTaskSupport?.generation !== generation || !this.#toolTaskSupport.tools.has(tool)) {
+      const tools = new Map<string, string | undefined>();
+      let cursor: string | undefined;
+      do {
+        const page = await this.sdk.listTools(cursor === undefined ? undefined : { cursor }, { ...(signal && { signal }) }).catch((e: unknown) => Promise.reject(typedHttpRefusal(e, this.#endpoint())));
+        for (const t of page.tools) tools.set(t.name, (t as { execution?: { taskSupport?: string } }).execution?.taskSupport);
+        cursor = page.nextCursor;
+      } while (cursor !== undefined);
+      this.#toolTaskSupport = { generation, tools };
+    }
+    const support = this.#toolTaskSupport.tools.get(tool);
+    return support === "optional" || support === "required";
   }
 
   /** The task's state now (`tasks/get`). @throws ProtocolError -32602 when the task is unknown, expired or not this caller's */
   async getTask(taskId: string, options: { signal?: AbortSignal } = {}): Promise<TaskState> {
     await this.#ready();
-    return (await this.sdk.request({ method: "tasks/get", params: { taskId } }, LOOSE, { ...(options.signal && { signal: options.signal }) }).catch((e: unknown) => Promise.reject(typedHttpRefusal(e, this.#endpoint())))) as unknown as TaskState;
+    const raw = (await this.sdk.request({ method: "tasks/get", params: { taskId } }, LOOSE, { ...(options.signal && { signal: options.signal }) }).catch((e: unknown) => Promise.reject(typedHttpRefusal(e, this.#endpoint())))) as Record<string, unknown>;
+    return this.sdk.getProtocolEra() === "modern" ? (raw as unknown as TaskState) : fromLegacyTask(raw);
   }
 
-  /** Asks the server to cancel the task (`tasks/cancel`; cooperative: it may still complete). @throws as {@link getTask} */
+  /**
+   * Asks the server to cancel the task (`tasks/cancel`; cooperative: it may still complete).
+   * @throws as {@link getTask}; on MCP 2025-11-25, ProtocolError -32602 when the task already ended (that revision's
+   *   "Task Cancellation"; 2026-07-28 acknowledges it)
+   */
   async cancelTask(taskId: string): Promise<void> {
     await this.#ready();
     await this.sdk.request({ method: "tasks/cancel", params: { taskId } }, LOOSE).catch((e: unknown) => Promise.reject(typedHttpRefusal(e, this.#endpoint())));
@@ -388,7 +426,9 @@ export class HMCPClient {
   /**
    * Waits for a task to end, answering its questions on the way: each input request (`elicitation/create`,
    * `sampling/createMessage`) goes through this client's guardrails to `onElicitation` / `onSampling`, as a server's
-   * question does on either era, and the answer back with `tasks/update`. Works for a task another process started.
+   * question does on either era, and the answer back with `tasks/update` (2026-07-28). On 2025-11-25 it polls `tasks/get`
+   * until the task leaves `working`, then waits on `tasks/result`, on whose stream the server asks its questions
+   * (`onStatus` then sees no later state). Works for a task another process started.
    * @returns the tool's `CallToolResult` (through this client's input stage, as {@link callTool})
    * @throws ProtocolError with the task's JSON-RPC error when it failed; ProtocolError -32603 `task_cancelled` when it was
    *   cancelled; as {@link getTask}
@@ -405,6 +445,9 @@ export class HMCPClient {
       signal.throwIfAborted();
       const task = await this.getTask(taskId, { signal });
       options.onStatus?.(task);
+      // MCP 2025-11-25: once the task ended or waits for input, tasks/result returns its result (or its error), and the
+      // server sends its questions on that request's stream, answered as any question of the server's
+      if (this.sdk.getProtocolEra() !== "modern" && task.status !== "working") return this.#legacyTaskResult(task, signal);
       if (task.status === "completed") return (task.result ?? { content: [] }) as CallToolResult;
       if (task.status === "failed") {
         const e = task.error ?? { code: -32603, message: "Task failed" };
@@ -429,6 +472,21 @@ export class HMCPClient {
         const t = setTimeout(resolve, wait);
         signal.addEventListener("abort", () => (clearTimeout(t), reject(signal.reason)), { once: true });
       });
+    }
+  }
+
+  /** `tasks/result` (MCP 2025-11-25): blocks until the task ends; the server's questions come on its stream meanwhile. */
+  async #legacyTaskResult(task: TaskState, signal: AbortSignal): Promise<CallToolResult> {
+    for (;;) {
+      // as long as the task may live (a question may wait for a human), not the SDK's 60 s default
+      const left = task.ttlMs === null ? 86_400_000 : Date.parse(task.createdAt) + task.ttlMs - Date.now();
+      try {
+        return (await this.sdk.request({ method: "tasks/result", params: { taskId: task.taskId } }, LOOSE, { signal, timeout: Math.max(1_000, left) })) as CallToolResult;
+      } catch (error) {
+        // past the task's lifetime: the next read says expired (or the task ended meanwhile)
+        if (!(error instanceof SdkError && error.code === SdkErrorCode.RequestTimeout)) throw typedHttpRefusal(error, this.#endpoint());
+        task = await this.getTask(task.taskId, { signal });
+      }
     }
   }
 
@@ -549,6 +607,12 @@ export class HMCPClient {
       return first;
     };
   }
+}
+
+/** A 2025-11-25 `Task` (`ttl`, `pollInterval`) as {@link TaskState} (`ttlMs`, `pollIntervalMs`). */
+function fromLegacyTask(t: Record<string, unknown>): TaskState {
+  const { ttl, pollInterval, _meta: _m, ...rest } = t;
+  return { ...(rest as Omit<TaskState, "ttlMs" | "pollIntervalMs">), ttlMs: typeof ttl === "number" ? ttl : null, ...(typeof pollInterval === "number" && { pollIntervalMs: pollInterval }) };
 }
 
 /** The SDK's request options for a sampling call, either era (progress resets the timeout). */

@@ -2,13 +2,13 @@
  * MCP 2025-11-25 tasks for tools/call on the legacy era (initialize, sessions), on the same task runtime and store as
  * the 2026-07-28 extension: the `tasks` capability, `task` on tools/call → CreateTaskResult, tasks/get, tasks/result
  * (which asks the task's question on its own stream), tasks/list (the caller's own), tasks/cancel; owner-bound,
- * audited, guarded. Raw JSON-RPC over HTTP with a session.
+ * audited, guarded. Raw JSON-RPC over HTTP with a session, and HMCPClient.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { PGlite } from "@electric-sql/pglite";
 import { ProtocolError } from "@modelcontextprotocol/server";
 import { z } from "zod";
-import { createHttpApp, HMCPServer, hmcpContext, listen, PostgresTaskStore, type AuditRecordInput, type GuardrailRunner, type HMCPServerOptions, type TaskStore } from "hmcp";
+import { createHttpApp, HMCPClient, HMCPServer, hmcpContext, listen, PostgresTaskStore, type AuditRecordInput, type GuardrailRunner, type HMCPServerOptions, type TaskStore } from "hmcp";
 import { bearerFor, makeKeys, mint, type TestKeys } from "../fixtures/bearer.js";
 import { MCP_HEADERS, readSse } from "../fixtures/raw-http.js";
 
@@ -353,5 +353,52 @@ describe("MCP 2025-11-25 tasks on the legacy era", () => {
     expect(s.capabilities["tasks"]).toBeUndefined();
     expect((await s.rpc("tools/call", { name: "echo_optional", arguments: { text: "plain" }, task: {} })).result).toMatchObject({ content: [{ text: "plain" }] });
     expect((await s.rpc("tasks/get", { taskId: "00000000-0000-4000-8000-000000000000" })).error).toMatchObject({ code: -32601 });
+  });
+
+  it("HMCPClient on the legacy era: callTool runs a task-supporting tool as a task, answering through onElicitation; startToolCall / getTask / waitForTask / cancelTask", async () => {
+    const keys = await makeKeys();
+    const audit: AuditRecordInput[] = [];
+    const writes: string[] = [];
+    const url = await serve(keys, () => agent(audit, writes));
+    const token = await mint(keys, { scope: "hmcp:access", patient: "p1" });
+    const asked: string[] = [];
+    const statuses: string[] = [];
+    const c = new HMCPClient({ name: "orchestrator", version: "1.0.0" }, {
+      guardrails: false,
+      onElicitation: async (params) => {
+        asked.push(params.message);
+        return { action: "accept", content: { approve: true } };
+      },
+    });
+    await c.connect({ type: "http", url: url.href, headers: { authorization: `Bearer ${token}` } });
+    closers.push(() => c.close());
+    expect(c.protocolEra).toBe("legacy");
+    const result = await c.callTool({ name: "write_observation", arguments: { patient: "p1", code: "spo2" } }, { onStatus: (t) => statuses.push(t.status) });
+    expect(result.content).toEqual([{ type: "text", text: "written Observation/obs-1" }]);
+    expect(asked).toEqual(["Approve writing spo2 for p1?"]);
+    expect(statuses.length).toBeGreaterThan(0);
+    // it ran as a task: created, then asked through tasks/result
+    const created = audit.find((r) => r.method === "tools/call" && r.reason === "task_created");
+    expect(created?.task?.id).toBeDefined();
+    expect(audit.find((r) => r.method === "tasks/result" && r.task?.id === created!.task!.id)).toMatchObject({ interactions: [{ kind: "elicitation", outcome: "accept" }] });
+    // a tool without task support is called plainly
+    expect((await c.callTool({ name: "greet", arguments: { name: "World" } })).content).toEqual([{ type: "text", text: "Hello, World!" }]);
+
+    const started = await c.startToolCall({ name: "slow_compute", arguments: { ms: 300 } });
+    expect("task" in started && started.task).toMatchObject({ status: "working", ttlMs: 3_600_000, pollIntervalMs: 20 });
+    const taskId = "task" in started ? started.task.taskId : "";
+    const d = new HMCPClient({ name: "orchestrator-2", version: "1.0.0" }, { guardrails: false });
+    await d.connect({ type: "http", url: url.href, headers: { authorization: `Bearer ${token}` } });
+    closers.push(() => d.close());
+    expect((await d.waitForTask(taskId)).content).toEqual([{ type: "text", text: "slept 300" }]);
+    expect(await d.getTask(taskId)).toMatchObject({ taskId, status: "completed", ttlMs: 3_600_000 });
+
+    const long = await c.startToolCall({ name: "slow_compute", arguments: { ms: 20_000 } });
+    const longId = "task" in long ? long.task.taskId : "";
+    await c.cancelTask(longId);
+    expect((await c.getTask(longId)).status).toBe("cancelled");
+    await expect(c.waitForTask(longId)).rejects.toMatchObject({ code: -32603, data: { reason: "task_cancelled" } });
+    await expect(c.cancelTask(longId)).rejects.toMatchObject({ code: -32602 });
+    expect(writes).toEqual(["p1:spo2"]);
   });
 });
