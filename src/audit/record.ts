@@ -88,9 +88,10 @@ export const AuditRecordInputSchema = z
      */
     inputRound: z.object({ flow: z.string().uuid(), round: z.number().int().min(1) }).strict().optional(),
     /**
-     * The MCP task (extension `io.modelcontextprotocol/tasks`) this record is about: a `tools/call` answered with a task
-     * (`status` `working`), a run of the task ending (`completed`, `failed`, `cancelled`, `input_required`), or a
-     * `tasks/get` / `tasks/update` / `tasks/cancel` naming it (its status when answered). Absent otherwise.
+     * The MCP task (extension `io.modelcontextprotocol/tasks` on 2026-07-28, the revision's tasks on 2025-11-25) this
+     * record is about: a `tools/call` answered with a task (`status` `working`), a run of the task ending (`completed`,
+     * `failed`, `cancelled`, `input_required`), or a `tasks/get` / `tasks/update` / `tasks/result` / `tasks/cancel`
+     * naming it (its status when answered). Absent otherwise (`tasks/list` names none).
      */
     task: z.object({ id: z.string().uuid(), status: z.enum(["working", "input_required", "completed", "failed", "cancelled"]).optional() }).strict().optional(),
     /** Wall time from request arrival to reply, ms. */

@@ -120,9 +120,11 @@ type HMCPToolConfig<I, O> = {
   scopeChallenge?: ScopeChallengeHandler;
   _meta?: Record<string, unknown>;
   /**
-   * `taskSupport`: `"optional"` runs the tool as an MCP task (extension `io.modelcontextprotocol/tasks`) for a
-   * 2026-07-28 client that declares the extension, `"required"` only so (-32021 to others), `"forbidden"` (the
-   * default) never. The SDK v2 leaves this out of `registerTool`; HMCP keeps it (and lists it on 2025-11-25).
+   * `taskSupport`: `"optional"` runs the tool as an MCP task for a 2026-07-28 client that declares the extension
+   * `io.modelcontextprotocol/tasks` and for a 2025-11-25 `tools/call` with the `task` param; `"required"` only so
+   * (-32021 on 2026-07-28, -32601 on 2025-11-25), `"forbidden"` (the default) never. The SDK v2 leaves this out of
+   * `registerTool`; HMCP keeps it (and lists it on 2025-11-25). Register such tools before `connect`: the 2025-11-25
+   * `tasks` capability is decided there.
    */
   execution?: ToolExecution;
 };

@@ -70,8 +70,9 @@ export interface HMCPServerOptions {
    */
   requestState?: RequestStateOptions;
   /**
-   * MCP tasks (extension `io.modelcontextprotocol/tasks`, on MCP 2026-07-28; see tasks in README.md): a tool registered
-   * with `execution: { taskSupport: "optional" | "required" }` runs as a task for a client that declares the extension.
+   * MCP tasks (see "Tasks" in README.md): a tool registered with `execution: { taskSupport: "optional" | "required" }`
+   * runs as a task for a 2026-07-28 client that declares the extension `io.modelcontextprotocol/tasks`, and for a
+   * 2025-11-25 `tools/call` carrying the `task` param (that revision's tasks, advertised in `capabilities.tasks`).
    * `store` (default: an embedded in-memory PGlite, one per process), `ttlMs` (default 3,600,000; null for unlimited),
    * `pollIntervalMs` (default 1,000), `leaseMs` (default 30,000), `maxActivePerOwner` (default 100: further
    * task-creating calls are refused with -32000 `too_many_tasks`). `false` turns tasks off (tools run synchronously).
