@@ -155,8 +155,9 @@ export function registerLegacyTaskMethods(setRequestHandler: SetRequestHandler, 
     for (;;) {
       const { task, ctx } = await lookup(params.taskId, extra, true);
       if (isTerminal(task.status)) return terminalResult(task);
-      // the questions a run asked at once are sent one at a time, each on this request's stream
-      const pending = task.status === "input_required" ? task.questions?.find((q) => q.answer === undefined) : undefined;
+      // the questions a run asked at once are sent one at a time, each on this request's stream; only a question whose
+      // input request is stored is asked (a malformed row waits instead of spinning this loop)
+      const pending = task.status === "input_required" ? task.questions?.find((q) => q.answer === undefined && (task.inputRequests ?? {})[q.key] !== undefined) : undefined;
       if (pending !== undefined && host.runtime().claimQuestion(task.taskId, pending.key)) {
         try {
           await askClient(task, pending, ctx, extra);
@@ -173,8 +174,7 @@ export function registerLegacyTaskMethods(setRequestHandler: SetRequestHandler, 
 
   /** Sends the task's question to the client on this request's stream, and feeds the answer to the runtime. */
   async function askClient(task: StoredTask, q: NonNullable<StoredTask["questions"]>[number], ctx: TaskCtx, extra: ServerContext): Promise<void> {
-    const request = (task.inputRequests ?? {})[q.key] as { method?: string; params?: Record<string, unknown> } | undefined;
-    if (request?.method === undefined) return;
+    const request = (task.inputRequests ?? {})[q.key] as { method: string; params?: Record<string, unknown> };
     const params = { ...(request.params ?? {}), _meta: { ...((request.params?.["_meta"] as Record<string, unknown> | undefined) ?? {}), [RELATED_TASK_META_KEY]: { taskId: task.taskId } } };
     // the question waits for a human (an approval): as long as the task lives, not the SDK's 60 s default
     const timeout = task.ttlMs === null ? 86_400_000 : Math.max(1_000, task.createdAt + task.ttlMs - Date.now());
