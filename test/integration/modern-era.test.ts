@@ -205,7 +205,8 @@ describe("MCP 2026-07-28 on createHttpApp", () => {
     expect(audit.filter((r) => r.method === "sampling/createMessage").map((r) => r.outcome)).toEqual(["allowed"]);
   });
 
-  it("stdio serves both eras: the opening message picks one; HMCPClient reaches sampling on each; the option is checked", async () => {
+  // three agent processes, one after the other: 10 s alone, more on a loaded machine
+  it("stdio serves both eras: the opening message picks one; HMCPClient reaches sampling on each; the option is checked", { timeout: 120_000 }, async () => {
     for (const [mode, era] of [["modern", "modern"], ["auto", "modern"], ["legacy", "legacy"]] as const) {
       const conn = await connectEcho("stdio", { protocolEra: mode });
       closers.unshift(() => conn.close());

@@ -133,7 +133,13 @@ describe(`two instances behind a reverse proxy, one shared database (${ran})`, (
     // the events are rows of the shared table, under this session's id
     const { rows } = (await database!.db.query("SELECT count(*) AS n FROM hmcp_events WHERE session_id = $1", [sid])) as { rows: Array<{ n: string }> };
     expect(Number(rows[0]!.n)).toBeGreaterThanOrEqual(2);
-    const resumed = await fetch(endpoint, { method: "GET", headers: { ...headers, accept: "text/event-stream", "last-event-id": lastId } });
+    // until the server has seen the cut-off stream close, the stream is still its (409): a client retries after `retry:`
+    let resumed = await fetch(endpoint, { method: "GET", headers: { ...headers, accept: "text/event-stream", "last-event-id": lastId } });
+    for (let i = 0; i < 50 && resumed.status === 409; i++) {
+      await resumed.body?.cancel();
+      await new Promise((r) => setTimeout(r, 100));
+      resumed = await fetch(endpoint, { method: "GET", headers: { ...headers, accept: "text/event-stream", "last-event-id": lastId } });
+    }
     expect(resumed.status).toBe(200);
     const rest = await readSse(resumed, (e) => e.data.includes('"result"'));
     const progress = rest.map((e) => JSON.parse(e.data) as { method?: string; params?: { progress: number } }).filter((m) => m.method === "notifications/progress");
