@@ -5,7 +5,8 @@
  */
 import { AsyncLocalStorage } from "node:async_hooks";
 import type { Request, Response } from "express";
-import { createMcpHandler, type ServerNotifier } from "@modelcontextprotocol/server";
+import { createMcpHandler, ProtocolErrorCode, type ServerNotifier } from "@modelcontextprotocol/server";
+import { declaresTasks, TASKS_EXTENSION_ID } from "../server/tasks.js";
 import { toNodeHandler } from "@modelcontextprotocol/node";
 import { TRANSPORT_ERROR } from "../protocol/errors.js";
 import type { HMCPServer, OperationalLogger } from "../server/index.js";
@@ -59,7 +60,10 @@ export class ModernEra {
 
   /** Serves one modern-era request (the era routing's `modern`). */
   readonly serve = async (req: Request, res: Response): Promise<void> => {
-    if ((req.body as { method?: unknown } | undefined)?.method === "subscriptions/listen" && !this.#holdSubscription(req, res)) return;
+    if ((req.body as { method?: unknown } | undefined)?.method === "subscriptions/listen") {
+      if (this.#refuseTaskNotifications(req, res)) return;
+      if (!this.#holdSubscription(req, res)) return;
+    }
     const built: HMCPServer[] = [];
     try {
       await this.#batch.run(built, () => this.#serveNode(req, res, req.body));
@@ -90,6 +94,25 @@ export class ModernEra {
   /** Shutdown: what still runs after the drain is aborted like a session's requests. */
   close(): Promise<void> {
     return this.#handler.close();
+  }
+
+  /**
+   * Task status notifications (`notifications.taskIds`) asked for by a client that did not declare the tasks extension:
+   * -32021 with the missing capability (SEP-2663, "Task Status Notifications"), HTTP 400, one audit record.
+   * @returns true when refused (the response is sent)
+   */
+  #refuseTaskNotifications(req: Request, res: Response): boolean {
+    const params = (req.body as { params?: { notifications?: { taskIds?: unknown }; _meta?: Record<string, unknown> } }).params;
+    if (params?.notifications?.taskIds === undefined || declaresTasks(params._meta)) return false;
+    this.#audit.refuse(req, res, {
+      status: 400,
+      code: ProtocolErrorCode.MissingRequiredClientCapability,
+      message: "Task notifications need the io.modelcontextprotocol/tasks extension",
+      reason: "missing_client_capability",
+      data: { requiredCapabilities: { extensions: { [TASKS_EXTENSION_ID]: {} } } },
+      id: (req.body as { id?: string | number }).id ?? null,
+    });
+    return true;
   }
 
   /**

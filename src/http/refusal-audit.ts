@@ -30,6 +30,8 @@ export interface Refusal {
   headers?: Record<string, string>;
   /** The JSON-RPC id to answer with, when the refused request's is known; default null (JSON-RPC 2.0 §5). */
   id?: string | number | null;
+  /** More members of the error's `data` (beside `reason`), e.g. `requiredCapabilities` of a -32021. */
+  data?: Record<string, unknown>;
 }
 
 /** A record's fields the HTTP layer states itself; the rest take the defaults of {@link RefusalAudit.write}. */
@@ -77,7 +79,9 @@ export class RefusalAudit {
   refuse(req: Request, res: Response, r: Refusal): void {
     this.refused(req, res, r.status, r.reason, r.outcome ?? "denied");
     if (r.headers) res.set(r.headers);
-    res.status(r.status).json({ ...jsonRpcError(r.code, r.message, r.reason), id: r.id ?? null });
+    const body = jsonRpcError(r.code, r.message, r.reason);
+    if (r.data !== undefined) body.error.data = { ...r.data, reason: r.reason };
+    res.status(r.status).json({ ...body, id: r.id ?? null });
   }
 
   /**

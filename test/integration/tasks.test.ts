@@ -232,6 +232,27 @@ describe("MCP tasks on 2026-07-28", () => {
     expect(rows[0]!.body).not.toContain("123-45-6789");
   });
 
+  it("subscriptions/listen asking for task notifications without the extension is -32021 naming it (HTTP 400, audited)", async () => {
+    const keys = await makeKeys();
+    const audit: AuditRecordInput[] = [];
+    const url = await serve(keys, audit, [], { store });
+    const token = await mint(keys, { scope: "hmcp:access" });
+    const listen = (capabilities: Record<string, unknown>, signal?: AbortSignal) =>
+      fetch(url, {
+        method: "POST",
+        ...(signal && { signal }),
+        headers: { authorization: `Bearer ${token}`, "content-type": "application/json", accept: "application/json, text/event-stream", "mcp-protocol-version": MODERN, "mcp-method": "subscriptions/listen" },
+        body: JSON.stringify({ jsonrpc: "2.0", id: 9, method: "subscriptions/listen", params: { notifications: { taskIds: ["00000000-0000-4000-8000-000000000000"] }, _meta: { "io.modelcontextprotocol/protocolVersion": MODERN, "io.modelcontextprotocol/clientCapabilities": capabilities } } }),
+      });
+    const refused = await listen({});
+    expect(refused.status).toBe(400);
+    expect(await refused.json()).toMatchObject({ id: 9, error: { code: -32021, data: { reason: "missing_client_capability", requiredCapabilities: { extensions: { [TASKS_EXTENSION_ID]: {} } } } } });
+    const abort = new AbortController();
+    const accepted = await listen({ extensions: { [TASKS_EXTENSION_ID]: {} } }, abort.signal);
+    expect(accepted.status).toBe(200);
+    abort.abort();
+  });
+
   it("maxActivePerOwner: a caller with that many tasks not yet ended is refused another (-32000 too_many_tasks, audited), others are not; once one ends it may start another", async () => {
     const keys = await makeKeys();
     const audit: AuditRecordInput[] = [];
