@@ -56,10 +56,19 @@ async function openPglite(dataDir: string): Promise<SqlClient> {
   };
 }
 
-/** Opens a `pg` pool on `databaseUrl` (max 4 connections). */
+/**
+ * Opens a `pg` pool on `databaseUrl` (max 4 connections). An idle connection that breaks (the server restarted, a
+ * proxy dropped it) makes the pool emit 'error', which ends the process when nothing listens: the pool drops that
+ * connection and opens a new one on next use, so the error is only logged, by its SQLSTATE or errno code (never the
+ * server's message, which may quote a statement's values). A transaction whose connection broke fails, and the
+ * connection is discarded rather than returned to the pool.
+ */
 async function openPg(databaseUrl: string): Promise<SqlClient> {
   const pg = (await import("pg")).default;
   const pool = new pg.Pool({ connectionString: databaseUrl, max: 4 });
+  pool.on("error", (e: Error & { code?: string }) => {
+    process.stderr.write(`emr-store: an idle PostgreSQL connection failed (${e.code ?? "no code"}); the pool reconnects on next use\n`);
+  });
   const query: Query = async <T>(sql: string, params: unknown[] = []) => (await pool.query(sql, params)).rows as T[];
   const safeUrl = (() => {
     try {
@@ -74,16 +83,18 @@ async function openPg(databaseUrl: string): Promise<SqlClient> {
     query,
     async transaction(fn) {
       const client = await pool.connect();
+      let broken: Error | undefined;
       try {
         await client.query("BEGIN");
         const out = await fn(async <T>(sql: string, params: unknown[] = []) => (await client.query(sql, params)).rows as T[]);
         await client.query("COMMIT");
         return out;
       } catch (e) {
-        await client.query("ROLLBACK").catch(() => undefined);
+        // a ROLLBACK that fails too: the connection itself is gone, not to be reused
+        await client.query("ROLLBACK").catch((r: Error) => (broken = r));
         throw e;
       } finally {
-        client.release();
+        client.release(broken);
       }
     },
     close: () => pool.end(),
@@ -106,6 +117,8 @@ export async function checkDatabaseUrl(databaseUrl: string): Promise<void> {
   if (!u.hostname) throw new Error("DATABASE_URL names no host: expected postgres://user:password@host:5432/database");
   const pg = (await import("pg")).default;
   const client = new pg.Client({ connectionString: databaseUrl, connectionTimeoutMillis: 5000 });
+  // a connection broken while this check holds it fails the check's query; its 'error' event must not end the process
+  client.on("error", () => undefined);
   try {
     await client.connect();
     await client.query("select 1");

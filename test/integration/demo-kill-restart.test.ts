@@ -6,8 +6,9 @@
 import { spawn } from "node:child_process";
 import { copyFile, mkdir, readdir, readFile } from "node:fs/promises";
 import path from "node:path";
-import { afterAll, describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it, vi } from "vitest";
 import { loadPatientBundles } from "../../demo/fhir/synthea.js";
+import { startTestDatabase, testDatabaseKinds } from "../fixtures/postgres.js";
 import { isClinicalType } from "../../demo/fhir/resource.js";
 import type { DemoReport } from "../../demo/orchestrator/report.js";
 import { EmrStore, repoRoot, shippedData, tempDir } from "./demo-helpers.js";
@@ -148,6 +149,39 @@ describe("demo crash safety and clean restart", () => {
       expect(await db.count()).toBe(a.patients.reduce((n, p) => n + Object.values(p.written).reduce((x, y) => x + y, 0), 0));
     } finally {
       await db.close();
+    }
+  });
+});
+
+if (testDatabaseKinds().includes("postgresql")) describe("demo EMR store on PostgreSQL (DATABASE_URL) while the server restarts", () => {
+  it("[postgresql] the idle connections the restart breaks are logged by code, without PHI, and do not end the process; the store answers once the server is back", { timeout: 120_000 }, async () => {
+    const pg = await startTestDatabase("postgresql");
+    cleanup.push(() => pg.close());
+    const store = await EmrStore.open({ databaseUrl: pg.url! });
+    cleanup.push(() => store.close());
+    const patientId = "restart-patient-7";
+    const item = { sourceKey: "urn:uuid:restart-obs-1", resourceType: "Observation" as const, resource: { resourceType: "Observation", status: "final", code: { text: "Body temperature" } } };
+    // several connections in the pool, idle when the server stops (each then makes the pool emit 'error')
+    await Promise.all([store.importResources(patientId, [item]), store.count(), store.count(), store.listByPatient(patientId)]);
+    const logged: string[] = [];
+    const write = process.stderr.write.bind(process.stderr);
+    const spy = vi.spyOn(process.stderr, "write").mockImplementation((chunk: string | Uint8Array, ...rest: unknown[]) => {
+      if (String(chunk).startsWith("emr-store:")) logged.push(String(chunk));
+      return (write as (...a: unknown[]) => boolean)(chunk, ...rest);
+    });
+    try {
+      await pg.stop!("fast");
+      // the pool's 'error' events arrive as the server closes each idle connection
+      await vi.waitFor(() => expect(logged.length).toBeGreaterThan(0), { timeout: 30_000, interval: 20 });
+      await pg.start!();
+      expect(await store.count()).toBe(1);
+      expect((await store.listByPatient(patientId)).map((r) => r.sourceKey)).toEqual([item.sourceKey]);
+    } finally {
+      spy.mockRestore();
+    }
+    for (const line of logged) {
+      expect(line).toMatch(/^emr-store: an idle PostgreSQL connection failed \([0-9A-Z]{5}|E[A-Z]+|no code\); the pool reconnects on next use\n$/);
+      expect(line).not.toContain(patientId);
     }
   });
 });
