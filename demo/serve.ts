@@ -7,6 +7,7 @@ import { mkdir, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { FileAuditSink, generateAuditSigningKey, resourceMetadataUrlFor } from "hmcp";
 import type { StoreLocation } from "./emr-store/sql.js";
+import { WRITE_TOOL_NAME } from "./emr-writeback/agent.js";
 import { loadPatientBundles } from "./fhir/synthea.js";
 import { startDemoAuth } from "./runtime/auth.js";
 import { appendAnchorTo } from "./runtime/agent-config.js";
@@ -99,7 +100,7 @@ export function serveBanner(o: {
   return [
     "",
     "HMCP demo agents are serving (Ctrl-C stops them):",
-    `  EMR-writeback agent   ${o.emrUrl}   (tool sampling_createMessage for hosts without sampling)`,
+    `  EMR-writeback agent   ${o.emrUrl}   (tools sampling_createMessage for hosts without sampling, ${WRITE_TOOL_NAME}: an MCP task on 2026-07-28)`,
     `  patient-data agent    ${o.patientDataUrl}`,
     `  authorization server  ${o.issuer}   (SMART discovery: ${o.issuer}/.well-known/smart-configuration)`,
     "clients (private_key_jwt; their keys: " + o.keysDir + "):",

@@ -16,6 +16,7 @@
  * refused (`version_conflict`), not overwritten.
  */
 import { createHash } from "node:crypto";
+import { PostgresTaskStore } from "hmcp";
 import { type ClinicalType, type FhirResource, mapReferences, patientElement } from "../fhir/resource.js";
 import { openSql, type Query, type SqlClient, type StoreLocation } from "./sql.js";
 
@@ -100,6 +101,17 @@ export class EmrStore {
   close(): Promise<void> {
     return this.sql.close();
   }
+
+  /**
+   * The EMR-writeback agent's MCP tasks, in this store's own database (table `hmcp_tasks`, created if missing): the
+   * same data directory (PGlite) or PostgreSQL database, so a task (a write waiting for the clinician's approval) lives
+   * as long as the EMR it writes to, and survives a restart of the agent. Opened once per store.
+   */
+  tasks(): Promise<PostgresTaskStore> {
+    this.taskStore ??= PostgresTaskStore.open({ db: { query: async (text, params) => ({ rows: await this.sql.query(text, params) }) } });
+    return this.taskStore;
+  }
+  private taskStore: Promise<PostgresTaskStore> | undefined;
 
   /**
    * Writes `items` for `patientId` in chunks of `chunkSize` (default 50), one transaction per chunk,

@@ -1,19 +1,28 @@
 /**
- * The EMR-writeback agent: an HMCPServer whose sampling handler writes clinical FHIR resources into the EMR store.
+ * The EMR-writeback agent: an HMCPServer whose sampling handler, and whose tool `write_clinical_resources`, write
+ * clinical FHIR resources into the EMR store.
  *
  * One request's way (issue 5):
  *   parse (Bundle / array / `clinical_data={...} patient_id=...`) → no patient id: `stopReason: "infoNeeded"`
  *   → patient-context check and a per-resource-type write-scope check (all or nothing: an unauthorised type
  *   refuses the whole request with `InsufficientScope`) → financial / unsupported types refused with a reason
  *   → shape validation (per-resource errors) → clinician approval by elicitation (accept / decline / cancel)
- *   → write in chunks with progress notifications → one-line summary from the caller's model (server → client
- *   sampling; skipped when the caller has no model) → summary text, plus `resource_link`s in `_meta`.
+ *   → write in chunks with progress → one-line summary from the caller's model (sampling; skipped when the caller has
+ *   no model) → summary text and `resource_link`s to what was written.
+ *
+ * Two ways in, one write: the sampling handler (HMCP's conversation: it answers `infoNeeded` when the patient is not
+ * named; its result carries one content block, so its links travel in `_meta`), and the tool
+ * {@link WRITE_TOOL_NAME} (`{ patient_id, clinical_data }`), whose result carries the links as `resource_link` content
+ * blocks. The tool declares `execution.taskSupport: "optional"`: on MCP 2026-07-28, for a client that declares the
+ * tasks extension (`io.modelcontextprotocol/tasks`), the approval and the write run as a task kept in the EMR's own
+ * database (`hmcp_tasks`), so a task waiting for the clinician survives a restart of the agent.
  *
  * The written resources are MCP resources of this agent, `emr://fhir/{resourceType}/{id}`, readable behind the
  * same SMART scopes (read access to that type for that patient).
  */
 import { ResourceTemplate, ProtocolError } from "@modelcontextprotocol/server";
-import type { ResourceLink } from "@modelcontextprotocol/server";
+import type { CallToolResult, ResourceLink } from "@modelcontextprotocol/server";
+import { z } from "zod";
 import {
   HMCPError,
   HMCPServer,
@@ -23,15 +32,15 @@ import {
   hmcpContext,
   type CreateMessageParams,
   type HMCPServerOptions,
-  type SamplingContext,
-  type SamplingHandlerResult,
+  type RequestContext,
+  type TaskOptions,
 } from "hmcp";
 import type { EmrStore, ImportItem } from "../emr-store/store.js";
 import { sourceKeyOf } from "../emr-store/store.js";
 import { type ClinicalType, CLINICAL_TYPES, isClinicalType, isFinancialType, patientElement, resourceDate } from "../fhir/resource.js";
 import { validateClinicalResource } from "../fhir/validate.js";
 import type { EncounterSummaryTask } from "../model/rule-based-provider.js";
-import { parseWritebackRequest, WritebackRequestError } from "./request.js";
+import { parseWritebackRequest, writebackRequestOf, WritebackRequestError, type WritebackRequest } from "./request.js";
 
 /** `_meta` key of the machine-readable outcome of a writeback (see {@link WritebackOutcome}). */
 export const WRITEBACK_META_KEY = "hmcp-demo/writeback";
@@ -39,6 +48,26 @@ export const WRITEBACK_META_KEY = "hmcp-demo/writeback";
 export const RESOURCE_LINKS_META_KEY = "hmcp-demo/resourceLinks";
 /** URI scheme of the stored resources. */
 export const EMR_URI_PREFIX = "emr://fhir/";
+/**
+ * The tool that writes one patient's clinical resources after the clinician's approval: arguments `{ patient_id,
+ * clinical_data }` (a FHIR Bundle or an array of resources); a task on MCP 2026-07-28 for a client that takes tasks.
+ */
+export const WRITE_TOOL_NAME = "write_clinical_resources";
+
+/**
+ * The polling interval the agent suggests for its tasks, ms: the demo's agents and orchestrator share a loopback
+ * interface, and each encounter is a task; an agent across a network keeps HMCP's default (1,000 ms).
+ */
+export const TASK_POLL_INTERVAL_MS = 25;
+
+/** The write tool's arguments: checked here for shape; each resource is checked by the write itself. */
+const WRITE_TOOL_INPUT = z.object({
+  patient_id: z.string().regex(/^[A-Za-z0-9\-.]{1,64}$/, "a FHIR Patient id"),
+  clinical_data: z.union([
+    z.looseObject({ resourceType: z.literal("Bundle"), entry: z.array(z.looseObject({ fullUrl: z.string().optional(), resource: z.looseObject({ resourceType: z.string() }) })) }),
+    z.array(z.looseObject({ resourceType: z.string() })),
+  ]),
+});
 
 /** One refused resource: its position in the request, type, stable reason code and a readable sentence. */
 export interface Refusal {
@@ -68,6 +97,19 @@ export interface EmrAgentOptions {
   chunkSize?: number;
   /** Ask for a clinician's approval before writing. Default true. */
   requireApproval?: boolean;
+  /**
+   * MCP tasks for the write tool (`HMCPServerOptions.tasks`): give every server of the agent the same options object
+   * (and so the same `store`). Default: tasks off.
+   */
+  tasks?: TaskOptions;
+}
+
+/** What one write did: the text for the caller, the machine-readable outcome, links to what was written. */
+interface Written {
+  text: string;
+  /** Absent when the patient is not named (`infoNeeded`). */
+  outcome?: WritebackOutcome;
+  links: ResourceLink[];
 }
 
 function requestText(params: CreateMessageParams): string {
@@ -104,13 +146,43 @@ export function createEmrWritebackServer(options: EmrAgentOptions): HMCPServer {
       instructions:
         "Writes clinical FHIR R4 resources (Observation, Condition, MedicationRequest, Procedure, Immunization, AllergyIntolerance, " +
         "DiagnosticReport, CarePlan) for one patient into the EMR after a clinician's approval. Send a Bundle, an array, or " +
-        "clinical_data={...} patient_id=... in a sampling request.",
+        "clinical_data={...} patient_id=... in a sampling request, or call the tool write_clinical_resources with { patient_id, clinical_data } " +
+        "(an MCP task on 2026-07-28; its result links each resource written).",
       ...options.server,
+      ...(options.tasks !== undefined && { tasks: options.tasks }),
     },
   );
 
   // also as the sampling tool, for hosts that cannot send sampling/createMessage (the MCP Inspector)
-  server.sampling(async (params, ctx) => handle(params, ctx), { tool: { title: "Write clinical resources to the EMR (after approval)" } });
+  server.sampling(
+    async (params, ctx) => {
+      const done = await write(readRequest(() => parseWritebackRequest(requestText(params))), ctx);
+      if (done.outcome === undefined) return { content: text(done.text), stopReason: INFO_NEEDED, _meta: { [INFO_NEEDED_META_KEY]: { fields: ["patient_id"] } } };
+      return { content: text(done.text), stopReason: "endTurn", _meta: { [WRITEBACK_META_KEY]: done.outcome, [RESOURCE_LINKS_META_KEY]: done.links } };
+    },
+    { tool: { title: "Write clinical resources to the EMR (after approval)" } },
+  );
+
+  server.registerTool(
+    WRITE_TOOL_NAME,
+    {
+      title: "Write one patient's clinical resources to the EMR (after approval)",
+      description:
+        "Writes clinical FHIR R4 resources for the patient patient_id after a clinician approves. Returns a summary and a resource_link " +
+        "to each resource written (readable with resources/read). Runs as an MCP task (io.modelcontextprotocol/tasks) for clients that take tasks.",
+      inputSchema: WRITE_TOOL_INPUT,
+      // a write replayed after a lost run stores nothing twice (rows keyed by source identity; the write is a ctx.step)
+      annotations: { idempotentHint: true, destructiveHint: false, openWorldHint: false },
+      execution: { taskSupport: "optional" },
+    },
+    async (args, extra): Promise<CallToolResult> => {
+      const done = await write(readRequest(() => writebackRequestOf(args)), hmcpContext(extra));
+      return {
+        content: [text(done.text), ...done.links],
+        ...(done.outcome !== undefined && { _meta: { [WRITEBACK_META_KEY]: done.outcome } }),
+      };
+    },
+  );
 
   server.registerResource(
     "emr-resource",
@@ -143,22 +215,22 @@ export function createEmrWritebackServer(options: EmrAgentOptions): HMCPServer {
     },
   );
 
-  async function handle(params: CreateMessageParams, ctx: SamplingContext): Promise<SamplingHandlerResult> {
-    let req;
+  /** Reads a request; its errors are the caller's (invalid params), with their fixed, content-free messages. */
+  function readRequest(read: () => WritebackRequest): WritebackRequest {
     try {
-      req = parseWritebackRequest(requestText(params));
+      return read();
     } catch (e) {
       if (e instanceof WritebackRequestError) throw new ProtocolError(INVALID_PARAMS, e.message);
       throw e;
     }
+  }
+
+  async function write(req: WritebackRequest, ctx: RequestContext): Promise<Written> {
     const patientId = req.patientId ?? ctx.patient;
     if (!patientId) {
       return {
-        content: text(
-          `I need the patient_id of the patient these ${req.entries.length} resources belong to. Resend them as clinical_data={...} patient_id=<FHIR Patient id>.`,
-        ),
-        stopReason: INFO_NEEDED,
-        _meta: { [INFO_NEEDED_META_KEY]: { fields: ["patient_id"] } },
+        text: `I need the patient_id of the patient these ${req.entries.length} resources belong to. Resend them as clinical_data={...} patient_id=<FHIR Patient id>.`,
+        links: [],
       };
     }
     ctx.assertPatient(patientId);
@@ -195,11 +267,7 @@ export function createEmrWritebackServer(options: EmrAgentOptions): HMCPServer {
     });
 
     const outcome: WritebackOutcome = { patientId, approval: "not_asked", written: [], refused };
-    const finish = (summary: string, links: ResourceLink[] = []): SamplingHandlerResult => ({
-      content: text(summary),
-      stopReason: "endTurn",
-      _meta: { [WRITEBACK_META_KEY]: outcome, [RESOURCE_LINKS_META_KEY]: links },
-    });
+    const finish = (summary: string, links: ResourceLink[] = []): Written => ({ text: summary, outcome, links });
     if (items.length === 0) return finish(`Nothing to write: ${refused.length} resource(s) refused.`);
 
     const counts = new Map<string, number>();
@@ -219,8 +287,9 @@ export function createEmrWritebackServer(options: EmrAgentOptions): HMCPServer {
         return finish(`The clinician ${outcome.approval === "decline" ? "declined" : "cancelled"} the write: nothing was written.`);
     }
 
-    // A step: on MCP 2026-07-28 this handler runs again for the summary's round (ctx.sample below); the write then
-    // returns what it wrote the first time instead of writing again (its result rides in the sealed requestState)
+    // A step: on MCP 2026-07-28 this handler runs again for the summary's round (ctx.sample below), and a task's run
+    // again after each answer; the write then returns what it wrote the first time instead of writing again (its result
+    // rides in the sealed requestState, or in the task's journal in the task store)
     const statuses = await ctx.step("emr-write", async () => {
       const db = await store();
       await ctx.progress(0, items.length, "writing");

@@ -42,6 +42,20 @@ function asResource(r: unknown, i: number): FhirResource {
   throw new WritebackRequestError(`entry ${i} is not a FHIR resource (no resourceType)`);
 }
 
+/**
+ * Reads a request already parsed from JSON (a Bundle, an array of resources, or `{ patient_id, clinical_data }`): the
+ * sampling handler's JSON text, or the write tool's arguments.
+ * @throws WritebackRequestError with a fixed, content-free message.
+ */
+export function writebackRequestOf(json: unknown): WritebackRequest {
+  const o = json as Record<string, unknown>;
+  if (o && !Array.isArray(o) && typeof o === "object" && ("clinical_data" in o || "clinicalData" in o)) {
+    const pid = o["patient_id"] ?? o["patientId"];
+    return { ...(typeof pid === "string" && pid ? { patientId: pid } : {}), entries: entriesOf(o["clinical_data"] ?? o["clinicalData"]) };
+  }
+  return { entries: entriesOf(json) };
+}
+
 /** Parses the request text. @throws WritebackRequestError with a fixed, content-free message. */
 export function parseWritebackRequest(text: string): WritebackRequest {
   const t = text.trim();
@@ -52,12 +66,7 @@ export function parseWritebackRequest(text: string): WritebackRequest {
     } catch {
       throw new WritebackRequestError(`the request is not valid JSON: ${FORMAT_HELP}`);
     }
-    const o = json as Record<string, unknown>;
-    if (o && !Array.isArray(o) && typeof o === "object" && ("clinical_data" in o || "clinicalData" in o)) {
-      const pid = o["patient_id"] ?? o["patientId"];
-      return { ...(typeof pid === "string" && pid ? { patientId: pid } : {}), entries: entriesOf(o["clinical_data"] ?? o["clinicalData"]) };
-    }
-    return { entries: entriesOf(json) };
+    return writebackRequestOf(json);
   }
   const at = t.indexOf("clinical_data=");
   if (at < 0) throw new WritebackRequestError(`no clinical data found: ${FORMAT_HELP}`);

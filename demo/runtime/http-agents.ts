@@ -6,7 +6,8 @@
 import { createHttpApp, listen, type AuditSink, type BearerAuthenticator, type GuardrailRunner, type HMCPServerOptions, type Listening } from "hmcp";
 import { EmrStore } from "../emr-store/store.js";
 import type { StoreLocation } from "../emr-store/sql.js";
-import { createEmrWritebackServer } from "../emr-writeback/agent.js";
+import { emrTaskStore } from "../emr-store/task-store.js";
+import { createEmrWritebackServer, TASK_POLL_INTERVAL_MS } from "../emr-writeback/agent.js";
 import { createPatientDataServer } from "../patient-data/agent.js";
 import { PatientIndex } from "../patient-data/patient-index.js";
 import type { FhirResource } from "../fhir/resource.js";
@@ -55,8 +56,10 @@ export async function startHttpAgents(options: HttpAgentsOptions): Promise<Runni
   };
   // bound late: listen() hands each app the URL it got, which is its resource identifier (RFC 8707 audience)
   const bearer = bearerFor ? (resource: URL) => bearerFor(resource.href) : false;
+  // the write tool's tasks, in the EMR's own database: one options object (one store object) for every server built
+  const tasks = { store: emrTaskStore(store), pollIntervalMs: TASK_POLL_INTERVAL_MS };
   const emrApp = createHttpApp({
-    createServer: () => createEmrWritebackServer({ store, server: serverOptions, ...(options.requireApproval === false && { requireApproval: false }) }),
+    createServer: () => createEmrWritebackServer({ store, server: serverOptions, tasks, ...(options.requireApproval === false && { requireApproval: false }) }),
     bearer,
     agentName: "emr-writeback",
     bodyLimitBytes: 4 * 1024 * 1024,

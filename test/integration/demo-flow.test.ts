@@ -1,15 +1,17 @@
 /**
- * Each step of the demo flow on its own, through the agents' public MCP interface over HTTP with real OAuth.
+ * Each step of the demo flow on its own, through the agents' public MCP interface over HTTP with real OAuth; last, the
+ * write as an MCP task on 2026-07-28, taken up after a restart of the agents.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { HMCPErrorCode, INFO_NEEDED, INFO_NEEDED_META_KEY } from "hmcp";
 import { ProtocolError } from "@modelcontextprotocol/server";
-import type { ElicitResult, Progress } from "@modelcontextprotocol/server";
-import { RESOURCE_LINKS_META_KEY, WRITEBACK_META_KEY, type WritebackOutcome } from "../../demo/emr-writeback/agent.js";
+import type { ElicitResult, Progress, ResourceLink } from "@modelcontextprotocol/server";
+import { RESOURCE_LINKS_META_KEY, WRITE_TOOL_NAME, WRITEBACK_META_KEY, type WritebackOutcome } from "../../demo/emr-writeback/agent.js";
+import { isClinicalType } from "../../demo/fhir/resource.js";
 import { LOOKUP_META_KEY } from "../../demo/patient-data/agent.js";
 import { bundleOf } from "../../demo/orchestrator/orchestrator.js";
 import type { EncounterBatch, PatientInput } from "../../demo/fhir/synthea.js";
-import { startStack, type DemoStack } from "./demo-helpers.js";
+import { approveAll, startStack, type DemoStack } from "./demo-helpers.js";
 
 let stack: DemoStack;
 let patient: PatientInput;
@@ -211,5 +213,65 @@ describe("defences", () => {
     const app = await stack.emrClient("patient-app");
     const e = await errorOf(app.sdk.readResource({ uri }));
     expect(e.code).toBe(HMCPErrorCode.PatientContextViolation);
+  });
+});
+
+describe("EMR agent: the write as an MCP task (2026-07-28)", () => {
+  it("a task waiting for the clinician's approval survives a restart of the agent, is taken up by its id, and links what it wrote (resources/read)", async () => {
+    const fifth = stack.patients[4]!;
+    const pid = fifth.patient.id!;
+    const encounter = fifth.encounters.filter((e) => e.entries.some((x) => isClinicalType(x.resource.resourceType))).at(-1)!;
+    let asked = 0;
+    const first = await stack.emrClient(
+      "orchestrator",
+      () => {
+        asked++;
+        return { action: "accept", content: { approve: true } };
+      },
+      { era: "modern" },
+    );
+    const started = await first.startToolCall({ name: WRITE_TOOL_NAME, arguments: { patient_id: pid, clinical_data: bundleOf(encounter) }, _meta: { "hmcp/patient": pid } });
+    if (!("task" in started)) throw new Error("expected the write to be a task");
+    const taskId = started.task.taskId;
+    expect(started.task.status).toBe("working");
+    // the approval is asked: the task waits in input_required, nothing is written yet
+    let t = await first.getTask(taskId);
+    while (t.status === "working") {
+      await new Promise((r) => setTimeout(r, t.pollIntervalMs ?? 25));
+      t = await first.getTask(taskId);
+    }
+    expect(t.status).toBe("input_required");
+    expect(Object.values(t.inputRequests ?? {})).toEqual([expect.objectContaining({ method: "elicitation/create" })]);
+    expect(asked).toBe(0);
+    expect(await (await stack.agents.store()).listByPatient(pid)).toEqual([]);
+
+    // the agents stop and start again on the same store; a new client (another process, in real life) takes the task up
+    await first.close();
+    await stack.restartAgents();
+    const again = await stack.emrClient("orchestrator", approveAll, { era: "modern" });
+    const seen: string[] = [];
+    const result = await again.waitForTask(taskId, { onStatus: (s) => seen.push(s.status) });
+    expect(seen[0]).toBe("input_required");
+    expect(seen.at(-1)).toBe("completed");
+    const out = outcomeOf(result);
+    expect(out.approval).toBe("accept");
+    expect(out.written.length).toBeGreaterThan(0);
+    expect(await (await stack.agents.store()).listByPatient(pid)).toHaveLength(out.written.length);
+
+    // what was written, as resource_link content blocks (not only in _meta), each readable with resources/read
+    expect(result.content[0]).toMatchObject({ type: "text" });
+    const links = result.content.filter((c): c is ResourceLink => c.type === "resource_link");
+    expect(links.map((l) => l.uri)).toEqual(out.written.map((w) => `emr://fhir/${w.resourceType}/${w.id}`));
+    expect(links[0]).toMatchObject({ mimeType: "application/fhir+json" });
+    const read = await again.readResource({ uri: links[0]!.uri });
+    const res = JSON.parse((read.contents[0] as { text: string }).text) as Record<string, unknown>;
+    expect(`emr://fhir/${String(res["resourceType"])}/${String(res["id"])}`).toBe(links[0]!.uri);
+    expect(JSON.stringify(res)).toContain(`Patient/${pid}`);
+
+    // the task is its creator's: another client does not see it; the link is read behind the same scopes and patient
+    const reader = await stack.emrClient("reader", approveAll, { era: "modern" });
+    expect((await errorOf(reader.getTask(taskId))).code).toBe(-32602);
+    const app = await stack.emrClient("patient-app", approveAll, { era: "modern" });
+    expect((await errorOf(app.readResource({ uri: links[0]!.uri }))).code).toBe(HMCPErrorCode.PatientContextViolation);
   });
 });

@@ -29,11 +29,14 @@ export const approveAll: ClientElicitationHandler = () => ({ action: "accept", c
 
 export interface DemoStack {
   patients: PatientInput[];
+  /** The running agents (replaced by {@link restartAgents}). */
   agents: RunningAgents;
   auth: DemoAuth;
-  /** A connected client of `clientId` to the EMR agent. */
-  emrClient(clientId: string, approve?: ClientElicitationHandler): Promise<HMCPClient>;
+  /** A connected client of `clientId` to the EMR agent; `era` "modern": MCP 2026-07-28, which takes tasks (default legacy). */
+  emrClient(clientId: string, approve?: ClientElicitationHandler, options?: { era?: "modern" | "legacy" }): Promise<HMCPClient>;
   patientDataClient(): Promise<HMCPClient>;
+  /** Stops the agents and starts them again on the same EMR store (new ports; the same authorization server). */
+  restartAgents(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -41,37 +44,48 @@ export async function startStack(options: { extraPatients?: Resource[] } = {}): 
   const patients = await loadPatientBundles(shippedData);
   const store = await tempDir("hmcp-demo-flow-");
   const auth = await startDemoAuth({ boundPatient: patients[0]!.patient.id! });
-  const agents = await startHttpAgents({
-    store: { dataDir: store.dir },
-    patients: [...patients.map((p) => p.patient), ...(options.extraPatients ?? [])],
-    bearerFor: auth.bearerFor,
-    guardrails: demoGuardrails(),
-  });
+  const start = () =>
+    startHttpAgents({
+      store: { dataDir: store.dir },
+      patients: [...patients.map((p) => p.patient), ...(options.extraPatients ?? [])],
+      bearerFor: auth.bearerFor,
+      guardrails: demoGuardrails(),
+    });
   const clients: HMCPClient[] = [];
   const model = new RuleBasedModelProvider();
-  return {
+  const stack: DemoStack = {
     patients,
-    agents,
+    agents: await start(),
     auth,
-    async emrClient(clientId, approve = approveAll) {
-      const c = new HMCPClient({ name: clientId, version: "1" }, { tokenProvider: auth.tokenProvider(clientId, agents.emrUrl), guardrails: demoGuardrails(), onElicitation: approve, onSampling: (p) => model.createMessage(p) });
-      await c.connect({ type: "http", url: agents.emrUrl });
+    async emrClient(clientId, approve = approveAll, opts = {}) {
+      const url = stack.agents.emrUrl;
+      const c = new HMCPClient(
+        { name: clientId, version: "1" },
+        { tokenProvider: auth.tokenProvider(clientId, url), guardrails: demoGuardrails(), onElicitation: approve, onSampling: (p) => model.createMessage(p), ...(opts.era === "modern" && { protocolEra: "modern" as const }) },
+      );
+      await c.connect({ type: "http", url });
       clients.push(c);
       return c;
     },
     async patientDataClient() {
-      const c = new HMCPClient({ name: "orchestrator", version: "1" }, { tokenProvider: auth.tokenProvider("orchestrator", agents.patientDataUrl), guardrails: demoGuardrails() });
-      await c.connect({ type: "http", url: agents.patientDataUrl });
+      const url = stack.agents.patientDataUrl;
+      const c = new HMCPClient({ name: "orchestrator", version: "1" }, { tokenProvider: auth.tokenProvider("orchestrator", url), guardrails: demoGuardrails() });
+      await c.connect({ type: "http", url });
       clients.push(c);
       return c;
     },
+    async restartAgents() {
+      await stack.agents.close();
+      stack.agents = await start();
+    },
     async close() {
       for (const c of clients) await c.close().catch(() => undefined);
-      await agents.close();
+      await stack.agents.close();
       await auth.stop();
       await store.remove();
     },
   };
+  return stack;
 }
 
 /**
