@@ -306,7 +306,17 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
     await db.close();
   }
   const report: DemoReport = {
-    patients: runs.map((r, i) => ({ name: r.name, birthDate: r.birthDate, patientId: r.patientId ?? null, sent: r.sent, written: written[i]!, created: r.created, refused: r.refused })),
+    patients: runs.map((r, i) => ({
+      name: r.name,
+      birthDate: r.birthDate,
+      patientId: r.patientId ?? null,
+      sent: r.sent,
+      written: written[i]!,
+      created: r.created,
+      refused: r.refused,
+      tasks: r.tasks,
+      ...(r.readBack && { readBack: r.readBack }),
+    })),
     defences,
     audit: { file: files[0] ?? auditDir, files, records, verified, dir: auditDir, publicKey: publicKeyFile, anchors: anchorsFile, anchored: anchors.length, ...(auditError && { error: auditError }) },
     emr: "dataDir" in store ? { dataDir: store.dataDir } : { databaseUrl: db.location && "databaseUrl" in db.location ? db.location.databaseUrl : "postgres" },
@@ -315,7 +325,8 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
   };
   if (display) display.line(`\n${renderSummary(report, (options.out ?? process.stdout).columns || 80)}`);
   // A clinician's decline or cancel is a legitimate outcome, not a failure of the run.
-  const ok = runs.every((r) => r.patientId && (!r.problem || r.problem.startsWith("approval "))) && defences.insufficientScopeRefused && defences.crossPatientRefused && verified && defences.injectionBlocked && defences.deidentified;
+  // and what a patient's writes acknowledged is readable back through its resource_link
+  const ok = runs.every((r) => r.patientId && (!r.problem || r.problem.startsWith("approval ")) && (Object.keys(r.acknowledged).length === 0 || r.readBack !== undefined)) && defences.insufficientScopeRefused && defences.crossPatientRefused && verified && defences.injectionBlocked && defences.deidentified;
   return { report, runs, ok };
 }
 

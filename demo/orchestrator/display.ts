@@ -6,6 +6,7 @@
 import path from "node:path";
 import cliProgress from "cli-progress";
 import Table from "cli-table3";
+import { WRITE_TOOL_NAME } from "../emr-writeback/agent.js";
 import type { OrchestratorEvent } from "./orchestrator.js";
 import type { DemoReport } from "./report.js";
 
@@ -94,6 +95,16 @@ export function createDisplay(options: { totalResources: number; verbose: boolea
           overall?.update(done);
           break;
         }
+        case "task-created":
+          step("task", `EMR agent runs the write as task ${e.taskId} (tools/call ${WRITE_TOOL_NAME} → CreateTaskResult, ${e.status}; polled with tasks/get)`);
+          break;
+        case "task-done":
+          flushProgress();
+          step("task", `task ${e.task.taskId}: ${e.task.life.join(" → ")} (answers sent with tasks/update)`);
+          break;
+        case "read-back":
+          step("read back", e.resourceType !== undefined ? `resources/read ${e.uri} (1 of the ${e.links} resource_link(s) returned) → ${e.resourceType}` : `resources/read ${e.uri} → unreadable`);
+          break;
         case "batch-done":
           flushProgress();
           // Without a model summary (the model failed), the agent's answer starts with its own tally.

@@ -5,7 +5,7 @@
  * so a rerun reports the same numbers; `created` (an extension) says how much of it this run added.
  */
 import type { EmrStore } from "../emr-store/store.js";
-import type { PatientRun } from "./orchestrator.js";
+import type { PatientRun, TaskRun } from "./orchestrator.js";
 
 export interface DemoReport {
   patients: Array<{
@@ -18,6 +18,14 @@ export interface DemoReport {
     created: Record<string, number>;
     /** One entry per (type, reason); `count` says how many resources (an extension of the issue's shape). */
     refused: Array<{ resourceType: string; reason: string; count: number }>;
+    /**
+     * The MCP tasks the EMR agent ran this patient's writes as, one per encounter (MCP 2026-07-28; `[]` on the legacy
+     * era): task id, final status and `life` (`working`, one `input_required (<method>)` per question, the final
+     * status). Ids and statuses only, no PHI. An extension of the issue's shape.
+     */
+    tasks: TaskRun[];
+    /** A resource this run wrote, read back through its `resource_link` (`resources/read`). An extension of the issue's shape. */
+    readBack?: { uri: string; resourceType: string };
   }>;
   /** The defences shown after the writes; `deidentified`: a record read for an outside model came back de-identified. */
   defences: {

@@ -15,7 +15,9 @@ afterAll(async () => {
 });
 
 describe("demo --all on the 30 Synthea bundles", () => {
-  it("stores every clinical resource exactly once, for the right patient, unchanged; audit verifies", { timeout: 240_000 }, async () => {
+  // 735 encounters, each a full HMCP exchange and, on MCP 2026-07-28 (the default), an MCP task: created, polled, asked
+  // twice (approval, summary) and answered with tasks/update; 77 s to 203 s on the 2-core machine, by its load
+  it("stores every clinical resource exactly once, for the right patient, unchanged; audit verifies", { timeout: 480_000 }, async () => {
     const tmp = await tempDir("hmcp-demo-e2e-");
     cleanup.push(tmp.remove);
     const store = { dataDir: path.join(tmp.dir, "emr") };
@@ -28,6 +30,8 @@ describe("demo --all on the 30 Synthea bundles", () => {
     expect(report.patients).toHaveLength(30);
     expect(report.defences.injectionBlocked).toBe(true);
     expect(ok).toBe(true);
+    // every encounter's write ran as a task that completed
+    expect(report.patients.every((p) => p.tasks.length > 0 && p.tasks.every((t) => t.status === "completed"))).toBe(true);
 
     const db = await EmrStore.open(store);
     try {

@@ -125,8 +125,11 @@ describe("demo crash safety and clean restart", () => {
     expect(r2.code).toBe(0);
     const a = JSON.parse(await readFile(path.join(tmp.dir, "r1.json"), "utf8")) as DemoReport;
     const b = JSON.parse(await readFile(path.join(tmp.dir, "r2.json"), "utf8")) as DemoReport;
-    // The same numbers, except what each run added: everything the first time, nothing the second.
-    const withoutCreated = (r: DemoReport) => r.patients.map(({ created: _c, ...p }) => p);
+    // The same numbers, except what each run added (everything the first time, nothing the second) and the ids of the
+    // MCP tasks each write ran as (one per patient's encounter, completed, on both runs).
+    const withoutCreated = (r: DemoReport) => r.patients.map(({ created: _c, tasks: _t, ...p }) => p);
+    for (const r of [a, b]) expect(r.patients.map((p) => p.tasks.map((t) => t.status))).toEqual(r.patients.map(() => ["completed"]));
+    expect(new Set([...a.patients, ...b.patients].map((p) => p.tasks[0]!.taskId)).size).toBe(12);
     expect(withoutCreated(b)).toEqual(withoutCreated(a));
     expect(a.patients.map((p) => p.created)).toEqual(a.patients.map((p) => p.written));
     expect(b.patients.every((p) => Object.keys(p.created).length === 0)).toBe(true);

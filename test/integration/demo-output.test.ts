@@ -52,19 +52,30 @@ function section(text: string, name: string): string[] {
 }
 
 describe("demo console output", () => {
-  it("labels the infoNeeded, lookup, approval, progress and model-summary steps, in order; a rerun says it wrote nothing new", { timeout: 120_000 }, async () => {
+  it("labels the infoNeeded, lookup, task, approval, model-summary and read-back steps, in order; a rerun says it wrote nothing new", { timeout: 120_000 }, async () => {
     const common = await onePatient("hmcp-demo-output-");
 
     const first = await demoOutput(common);
     expect(first.ok).toBe(true);
     const lines = section(first.text, "Claudie Walsh");
     const labels = lines.slice(1, -1).map((l) => l.slice(2, 16).trim());
-    expect(labels).toEqual(["infoNeeded", "lookup", "approval", "progress", "model summary"]);
-    const at = (label: string) => lines.find((l) => l.slice(2, 16).trim() === label)!;
+    expect(labels).toEqual(["infoNeeded", "lookup", "task", "approval", "model summary", "task", "read back"]);
+    const at = (label: string, n = 0) => lines.filter((l) => l.slice(2, 16).trim() === label)[n]!;
     expect(at("infoNeeded")).toMatch(/EMR agent needs patient_id \(stopReason "infoNeeded"\)$/);
+    // the write is an MCP task: created, waiting for the approval and then the summary, completed
+    const [task] = first.report.patients[0]!.tasks;
+    expect(task).toEqual({ taskId: expect.stringMatching(/^[0-9a-f-]{36}$/), status: "completed", life: ["working", "input_required (elicitation/create)", "input_required (sampling/createMessage)", "completed"] });
+    expect(at("task")).toBe(`  task           EMR agent runs the write as task ${task!.taskId} (tools/call write_clinical_resources → CreateTaskResult, working; polled with tasks/get)`);
     expect(at("approval")).toMatch(/EMR agent asks \(elicitation\/create\): "Approve writing 7 clinical resource\(s\) .*\?" → approved automatically/);
-    expect(at("progress")).toMatch(/EMR agent writes \(notifications\/progress\): 0\/7 · 7\/7$/);
     expect(at("model summary")).toMatch(/orchestrator's model \(sampling\/createMessage from the EMR agent\): Encounter 2020-10-28: 5 Observation/);
+    expect(at("task", 1)).toBe(
+      `  task           task ${task!.taskId}: working → input_required (elicitation/create) → input_required (sampling/createMessage) → completed (answers sent with tasks/update)`,
+    );
+    // one of the resource_links the task's result carried, read back with resources/read
+    const back = first.report.patients[0]!.readBack!;
+    expect(back.uri).toMatch(/^emr:\/\/fhir\/(Observation|Procedure|Immunization)\/[0-9a-f-]{36}$/);
+    expect(back.uri.split("/")[3]).toBe(back.resourceType);
+    expect(at("read back")).toBe(`  read back      resources/read ${back.uri} (1 of the 7 resource_link(s) returned) → ${back.resourceType}`);
 
     expect(lines.at(-1)).toBe("✔ Claudie Walsh: 7 newly written, 0 already in the EMR, 2 refused");
     // prose lines wrap at 80 columns with a two-space continuation indent; every line fits
@@ -84,34 +95,48 @@ describe("demo console output", () => {
     expect(second.report.patients[0]).toMatchObject({ written: first.report.patients[0]!.written, created: {} });
   });
 
-  it("runs on MCP 2026-07-28 by default, the approval and the summary as input rounds of one flow; --era legacy takes the 2025 path", { timeout: 120_000 }, async () => {
-    type Rec = { agent: string; method?: string; outcome: string; inputRound?: { flow: string; round: number }; interactions?: Array<{ kind: string; outcome: string }> };
-    const writes = async (report: DemoReport) => {
+  it("runs on MCP 2026-07-28 by default, the write a task whose approval and summary are answered with tasks/update; --era legacy takes the 2025 path", { timeout: 120_000 }, async () => {
+    type Rec = { agent: string; method?: string; outcome: string; reason?: string; task?: { id: string; status?: string }; inputRound?: { flow: string; round: number }; interactions?: Array<{ kind: string; outcome: string }> };
+    const recordsOf = async (report: DemoReport) => {
       const lines = (await Promise.all(report.audit.files.map((f) => readFile(f, "utf8")))).join("\n").split("\n").filter((l) => l.trim() !== "");
-      const records = lines.map((l) => JSON.parse(l) as { record?: Rec } & Rec).map((e) => e.record ?? e);
-      // the orchestrator's write of its one patient: the EMR agent's records that asked anything
-      return records.filter((r) => r.agent === "emr-writeback" && r.interactions !== undefined);
+      return lines.map((l) => JSON.parse(l) as { record?: Rec } & Rec).map((e) => e.record ?? e);
     };
     const modern = await demoOutput(await onePatient("hmcp-demo-era-"));
     expect(modern.ok).toBe(true);
     expect(modern.report.era).toBe("modern");
     expect(modern.text).toMatch(/· MCP 2026-07-28 ·/);
-    expect(section(modern.text, "Claudie Walsh").find((l) => l.includes("progress"))).toMatch(/: 0\/7 · 7\/7$/);
-    const rounds = await writes(modern.report);
-    expect(rounds.map((r) => [r.method, r.inputRound?.round, r.interactions])).toEqual([
-      ["tools/call", 1, [{ kind: "elicitation", outcome: "input_required" }]],
-      ["tools/call", 2, [{ kind: "elicitation", outcome: "accept" }, { kind: "sampling", outcome: "input_required" }]],
-      ["tools/call", 3, [{ kind: "sampling", outcome: "answered" }]],
+    // a task's progress is its statusMessage, polled: no progress notifications, so no progress line
+    expect(section(modern.text, "Claudie Walsh").some((l) => l.includes("notifications/progress"))).toBe(false);
+    const [task] = modern.report.patients[0]!.tasks;
+    expect(task?.status).toBe("completed");
+    // the task's records: its creation, each run of the tool (the approval asked, the summary asked, completed), the
+    // answers given with tasks/update, and the polls; none of another task
+    const records = (await recordsOf(modern.report)).filter((r) => r.agent === "emr-writeback" && r.task !== undefined);
+    expect(new Set(records.map((r) => r.task!.id))).toEqual(new Set([task!.taskId]));
+    expect(records.filter((r) => r.method === "tools/call").map((r) => [r.task!.status, r.reason, r.interactions])).toEqual([
+      ["working", "task_created", undefined],
+      ["input_required", undefined, [{ kind: "elicitation", outcome: "input_required" }]],
+      ["input_required", undefined, [{ kind: "sampling", outcome: "input_required" }]],
+      ["completed", undefined, undefined],
     ]);
-    expect(new Set(rounds.map((r) => r.inputRound?.flow)).size).toBe(1);
+    expect(records.filter((r) => r.method === "tasks/update").map((r) => r.interactions)).toEqual([[{ kind: "elicitation", outcome: "accept" }], [{ kind: "sampling", outcome: "answered" }]]);
+    expect(records.filter((r) => r.method === "tasks/get").at(-1)?.task?.status).toBe("completed");
+    expect(records.every((r) => r.outcome === "allowed")).toBe(true);
     expect(modern.report.patients[0]).toMatchObject({ created: { Observation: 5, Procedure: 1, Immunization: 1 } });
 
     const legacy = await demoOutput({ ...(await onePatient("hmcp-demo-era-legacy-")), era: "legacy" });
     expect(legacy.ok).toBe(true);
     expect(legacy.text).toMatch(/· MCP 2025-11-25 \(legacy era\) ·/);
-    expect((await writes(legacy.report)).map((r) => [r.method, r.inputRound, r.interactions])).toEqual([
+    // the 2025 path as before: one sampling request, the approval and the summary sent back on it, progress notified
+    expect((await recordsOf(legacy.report)).filter((r) => r.agent === "emr-writeback" && r.interactions !== undefined).map((r) => [r.method, r.inputRound, r.interactions])).toEqual([
       ["sampling/createMessage", undefined, [{ kind: "elicitation", outcome: "accept" }, { kind: "sampling", outcome: "answered" }]],
     ]);
+    const lines = section(legacy.text, "Claudie Walsh");
+    expect(lines.slice(1, -1).map((l) => l.slice(2, 16).trim())).toEqual(["infoNeeded", "lookup", "approval", "progress", "model summary", "read back"]);
+    expect(lines.find((l) => l.slice(2, 16).trim() === "progress")).toMatch(/EMR agent writes \(notifications\/progress\): 0\/7 · 7\/7$/);
+    expect(legacy.report.patients[0]!.tasks).toEqual([]);
+    // the links of a sampling result travel in its _meta; read back the same way
+    expect(legacy.report.patients[0]!.readBack).toEqual(modern.report.patients[0]!.readBack);
     expect(legacy.report.patients[0]!.created).toEqual(modern.report.patients[0]!.created);
   });
 
@@ -161,6 +186,7 @@ describe("demo console output", () => {
     expect(code).toBe(0);
     const report = JSON.parse(stdout) as DemoReport;
     expect(report.patients.map((p) => p.name)).toEqual(["Claudie Walsh"]);
+    expect(report.patients[0]!.tasks.map((t) => t.status)).toEqual(["completed"]);
     // the fourth defence: a record read for an outside model came back de-identified, and says what was replaced
     expect(report.defences).toMatchObject({ injectionBlocked: true, insufficientScopeRefused: true, crossPatientRefused: true, deidentified: true });
     expect(report.defences.redactions?.["DATE"]).toBeGreaterThan(0);

@@ -21,6 +21,7 @@ describe("the demo's per-patient line", () => {
       refused: refused > 0 ? [{ resourceType: "Observation", reason: "approval_decline", count: refused }] : [],
       sourceKeys: [],
       summaries: [],
+      tasks: [],
     });
     display.onEvent({ type: "patient-done", patient, report: run({ Observation: 3 }, { Observation: 1 }, 2) });
     display.onEvent({ type: "patient-done", patient, report: { ...run({}, {}, 5), problem: "approval declined for some encounters" } });

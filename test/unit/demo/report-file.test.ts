@@ -7,7 +7,7 @@ import type { DemoReport } from "../../../demo/orchestrator/report.js";
 
 // The --report file names patients: like the audit files, it is readable by its owner only.
 const report: DemoReport = {
-  patients: [{ name: "Test Patient", birthDate: "2000-01-01", patientId: "p-1", sent: { Observation: 1 }, written: { Observation: 1 }, created: { Observation: 1 }, refused: [] }],
+  patients: [{ name: "Test Patient", birthDate: "2000-01-01", patientId: "p-1", sent: { Observation: 1 }, written: { Observation: 1 }, created: { Observation: 1 }, refused: [], tasks: [] }],
   defences: { injectionBlocked: true, insufficientScopeRefused: true, crossPatientRefused: true, deidentified: true },
   audit: { file: "a.jsonl", files: ["a.jsonl"], records: 1, verified: true, dir: "audit", publicKey: "keys.jwks.json", anchors: "anchors.jsonl", anchored: 1 },
   emr: { dataDir: "emr" },
