@@ -9,10 +9,11 @@ import type { EmrStore } from "./store.js";
 export function emrTaskStore(store: () => Promise<EmrStore>): TaskStore {
   const tasks = async () => (await store()).tasks();
   return {
-    create: async (task) => (await tasks()).create(task),
+    create: async (task, maxActive) => (await tasks()).create(task, maxActive),
     get: async (taskId) => (await tasks()).get(taskId),
     put: async (task) => (await tasks()).put(task),
     renew: async (runner, taskIds, leaseUntil) => (await tasks()).renew(runner, taskIds, leaseUntil),
     sweep: async (now) => (await tasks()).sweep(now),
+    list: async (owner, options) => (await tasks()).list(owner, options),
   };
 }
