@@ -286,7 +286,9 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
   const prefixes = [...new Set(files.map((f) => path.basename(f).replace(/-\d{8}-\d+\.jsonl$/, "")))];
   const publicKeys: JWK[] = [];
   for (const prefix of prefixes) {
-    publicKeys.push((prefix === "demo" ? auditKey.publicJwk : JSON.parse(await readFile(publicKeyFileFor(auditDir, prefix), "utf8"))) as JWK);
+    if (prefix === "demo") publicKeys.push(auditKey.publicJwk as JWK);
+    // each process that wrote to the agent's chain appended its key (one JWK per line)
+    else for (const line of (await readFile(publicKeyFileFor(auditDir, prefix), "utf8")).split("\n")) if (line.trim() !== "") publicKeys.push(JSON.parse(line) as JWK);
   }
   await writeFile(publicKeyFile, `${JSON.stringify({ keys: publicKeys })}\n`);
   const anchors = readAnchorFile(anchorsFile);

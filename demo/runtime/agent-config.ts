@@ -3,7 +3,7 @@
  * variable HMCP_DEMO_AGENT_CONFIG (JSON). Over stdio there is no HTTP auth: the agent runs under `principal`.
  */
 import { appendFileSync, readFileSync } from "node:fs";
-import { writeFile } from "node:fs/promises";
+import { appendFile } from "node:fs/promises";
 import path from "node:path";
 import { z } from "zod";
 import { FileAuditSink, generateAuditSigningKey, type CheckpointAnchor, type Principal } from "hmcp";
@@ -64,13 +64,15 @@ export function readAnchorFile(file: string): CheckpointAnchor[] {
 
 /**
  * Opens this process's audit chain. The checkpoint signing key is generated here and never leaves the process;
- * its public half is written next to the chain (`<prefix>.pub.jwk`) for verification. With `audit.anchors`, each
+ * its public half is appended next to the chain (`<prefix>.pub.jwk`, one JWK per line) for verification. With `audit.anchors`, each
  * checkpoint's anchor is appended to that file ({@link appendAnchorTo}).
  */
 export async function openAgentAudit(cfg: AgentProcessConfig): Promise<FileAuditSink | undefined> {
   if (!cfg.audit) return undefined;
   const key = await generateAuditSigningKey();
-  await writeFile(publicKeyFileFor(cfg.audit.dir, cfg.audit.prefix), `${JSON.stringify(key.publicJwk)}\n`);
+  // appended, one JWK per line: a chain continued by a later process of the same agent (the SDK's stdio start, a
+  // restart) holds checkpoints signed with each process's key, and every one must stay verifiable
+  await appendFile(publicKeyFileFor(cfg.audit.dir, cfg.audit.prefix), `${JSON.stringify(key.publicJwk)}\n`);
   return FileAuditSink.open({
     dir: cfg.audit.dir,
     prefix: cfg.audit.prefix,

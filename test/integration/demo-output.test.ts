@@ -193,4 +193,12 @@ describe("demo console output", () => {
     expect(stderr.replace(/\n {2}(?=\S)/g, " ")).toMatch(/record read for an outside model de-identified: yes \(.*DATE ×\d+/);
     expect(stderr).toMatch(/^Defences: prompt injection blocked: yes/m);
   });
+
+  it("over stdio (one process per agent; the SDK's stdio start may continue a chain in a second process): every chain verifies against the keys the run collected", { timeout: 240_000 }, async () => {
+    const options = await onePatient("hmcp-demo-stdio-");
+    const run = await demoOutput({ ...options, transport: "stdio" });
+    expect(run.ok).toBe(true);
+    expect(run.text).toMatch(/every chain verified: yes/);
+    expect(run.report.audit.verified).toBe(true);
+  });
 });
