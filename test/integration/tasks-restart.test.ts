@@ -41,6 +41,24 @@ function startAgent(db: string, jwk: object, leaseMs: number): Promise<{ child: 
   });
 }
 
+const CLIENT = fileURLToPath(new URL("../fixtures/task-client.ts", import.meta.url));
+
+/** Runs test/fixtures/task-client.ts: a separate process waits for the task and prints its result (or error). */
+function clientProcess(url: string, token: string, taskId: string): Promise<unknown> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ["--import", "tsx", CLIENT], { cwd: ROOT, env: { ...process.env, HMCP_URL: url, HMCP_TOKEN: token, HMCP_TASK_ID: taskId }, stdio: ["ignore", "pipe", "inherit"] });
+    let out = "";
+    child.stdout!.setEncoding("utf8").on("data", (d: string) => (out += d));
+    child.once("exit", () => {
+      try {
+        resolve(JSON.parse(out.trim().split("\n").at(-1)!));
+      } catch {
+        reject(new Error(`the client process printed no result: ${out}`));
+      }
+    });
+  });
+}
+
 function killed(child: ChildProcess): Promise<void> {
   return new Promise((resolve) => {
     child.once("exit", () => resolve());
@@ -109,6 +127,9 @@ describe("MCP tasks across a kill -9 of the agent", () => {
     const b = await startAgent(target, keys.jwk, leaseMs);
     const cb = await connect(b.url, token);
     expect((await cb.waitForTask(doneId)).content).toEqual([{ type: "text", text: "row 1 (finished)" }]);
+    // a new client process, holding only the task's id, fetches the result from the restarted agent
+    const fetched = await clientProcess(b.url, token, doneId);
+    expect(fetched).toEqual({ content: [{ type: "text", text: "row 1 (finished)" }] });
     await new Promise((r) => setTimeout(r, leaseMs + 100));
     const lost = await cb.getTask(plainId);
     expect(lost).toMatchObject({ status: "failed", error: { code: -32603, data: { reason: "task_runner_lost" } } });
