@@ -48,10 +48,27 @@ export async function takePidLock(file: string): Promise<PidLockResult> {
   }
 }
 
-/** Removes `file` if this process holds it. */
+/**
+ * Lock files this process released but could not remove (their folder became read-only, `EROFS` / `EACCES`), by inode:
+ * stale, so the next {@link takePidLock} of this process takes them over instead of taking them for another open.
+ */
+const leftBehind = new Map<string, number>();
+
+/**
+ * Removes `file` if this process holds it. When the file system refuses the removal (a read-only folder) the lock is
+ * released all the same: the file stays, naming this process, and is taken over by the next take, in this process or
+ * (once this one has ended) another.
+ */
 export async function releasePidLock(file: string): Promise<void> {
   file = path.resolve(file);
-  if (held.delete(file)) await unlink(file).catch(() => undefined);
+  if (!held.delete(file)) return;
+  await unlink(file).catch(() => {
+    try {
+      leftBehind.set(file, statSync(file).ino);
+    } catch {
+      // gone after all
+    }
+  });
 }
 
 async function acquire(file: string, tmp: string, depth: number): Promise<PidLockResult> {
@@ -91,6 +108,7 @@ async function linkNew(tmp: string, file: string): Promise<boolean> {
   try {
     await link(tmp, file);
     held.add(file);
+    leftBehind.delete(file);
     return true;
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code === "EEXIST") return false;
@@ -123,13 +141,24 @@ function writtenBefore(file: string, ms: number): boolean {
   }
 }
 
+/** Whether `file` is a lock this process released and could not remove (the same inode: not written again since). */
+function releasedHere(file: string): boolean {
+  const ino = leftBehind.get(file);
+  if (ino === undefined) return false;
+  try {
+    return statSync(file).ino === ino;
+  } catch {
+    return false;
+  }
+}
+
 /** Whether the lock `file` naming `pid` belongs to a running process. */
 function running(pid: number, file: string): boolean {
   if (pid === 0) return false;
   // our own pid: held by this process when this module took it, or when another instance of it (a worker thread, a
   // second copy of the module, the same folder reached through a symlink) wrote it after this process started; a
   // lock written before that is an earlier process's that had the same pid (pid 1 in a restarted container)
-  if (pid === process.pid) return held.has(file) || !writtenBefore(file, PROCESS_START_MS);
+  if (pid === process.pid) return held.has(file) || (!releasedHere(file) && !writtenBefore(file, PROCESS_START_MS));
   try {
     process.kill(pid, 0);
     return true;

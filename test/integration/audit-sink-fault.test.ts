@@ -1,15 +1,13 @@
 /**
- * Issue #25 item 3, the audit sink's fault: a FileAuditSink on a file system that fills up (ENOSPC). The fault is real:
- * the sink's folder is a 256 KiB tmpfs mounted for the test and filled with a ballast file; freeing the ballast clears
- * it. As root the tmpfs is mounted directly; otherwise in a user + mount namespace of a child process (`unshare -rm`,
- * which Linux lets an unprivileged user create), whose mount this process reaches through `/proc/<pid>/root`.
+ * Issue #25 item 3, the audit sink's faults: a FileAuditSink on a file system that fills up (ENOSPC) or becomes
+ * read-only under it (EROFS). The faults are real: the sink's folder is a 256 KiB tmpfs mounted for the test
+ * (test/fixtures/tmpfs.ts), filled with a ballast file (freeing the ballast clears it) or covered by a read-only bind
+ * mount of itself (unmounting it clears it).
  */
-import { execFileSync, spawn, type ChildProcess } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
-import { open, readFile, readdir, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { readFile, readdir, rm, open } from "node:fs/promises";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import { z } from "zod";
 import {
   AuditSinkError,
   FileAuditSink,
@@ -24,50 +22,9 @@ import {
   type Listening,
 } from "hmcp";
 import { MCP_HEADERS, openSession } from "../fixtures/raw-http.js";
+import { mountTmpfs, type ScratchFileSystem } from "../fixtures/tmpfs.js";
 
-/** A mounted 256 KiB tmpfs: `dir` to write in, `release` to unmount it. */
-interface TinyFileSystem {
-  dir: string;
-  release(): void;
-}
-
-/** Mounts a 256 KiB tmpfs (see the module comment). @throws Error when neither way works here */
-async function tinyFileSystem(): Promise<TinyFileSystem> {
-  const base = mkdtempSync(path.join(tmpdir(), "hmcp-enospc-"));
-  try {
-    // root (CI): a plain mount; a container without CAP_SYS_ADMIN refuses it, and the namespace below is tried
-    execFileSync("mount", ["-t", "tmpfs", "-o", "size=256k,mode=0700", "tmpfs", base], { stdio: "ignore" });
-    return {
-      dir: base,
-      release: () => {
-        execFileSync("umount", ["-l", base]);
-        rmSync(base, { recursive: true, force: true });
-      },
-    };
-  } catch {
-    // not allowed to mount here
-  }
-  // unprivileged: the mount lives in a child's namespace for as long as the child does
-  const holder: ChildProcess = spawn("unshare", ["-rm", "sh", "-c", `mount -t tmpfs -o size=256k,mode=0700 none "${base}" && echo mounted && exec sleep 600`], { stdio: ["ignore", "pipe", "pipe"] });
-  const mounted = await new Promise<boolean>((resolve) => {
-    holder.stdout!.once("data", (d: Buffer) => resolve(d.toString().includes("mounted")));
-    holder.once("exit", () => resolve(false));
-  });
-  if (!mounted) {
-    holder.kill("SIGKILL");
-    rmSync(base, { recursive: true, force: true });
-    throw new Error("could not mount a tmpfs: not root, and `unshare -rm` (user + mount namespaces) is not allowed here");
-  }
-  return {
-    dir: `/proc/${holder.pid}/root${base}`,
-    release: () => {
-      holder.kill("SIGKILL");
-      rmSync(base, { recursive: true, force: true });
-    },
-  };
-}
-
-const mounts: TinyFileSystem[] = [];
+const mounts: ScratchFileSystem[] = [];
 let http: Listening | undefined;
 afterEach(async () => {
   await http?.close();
@@ -75,12 +32,13 @@ afterEach(async () => {
   for (const m of mounts.splice(0)) m.release();
 });
 
-/** A tmpfs for one test, released after it. */
-async function mountTiny(): Promise<string> {
-  const m = await tinyFileSystem();
+/** A 256 KiB tmpfs for one test, released after it. */
+async function mountTinyFs(): Promise<ScratchFileSystem> {
+  const m = await mountTmpfs(256);
   mounts.push(m);
-  return m.dir;
+  return m;
 }
+const mountTiny = async (): Promise<string> => (await mountTinyFs()).dir;
 
 /** Fills the file system of `dir` with `ballast` (a real ENOSPC for whoever writes next). */
 async function fill(dir: string): Promise<void> {
@@ -115,11 +73,32 @@ async function serveUntilWriteFails(endpoint: URL, sid: string, sink: FileAuditS
 }
 
 let handled = 0;
-const agentWith = (sink: AuditSink) => () =>
-  new HMCPServer({ name: "audited", version: "1" }, { auth: false, audit: sink, guardrails: false }).sampling(async () => {
+const agentWith = (sink: AuditSink) => () => {
+  const s = new HMCPServer({ name: "audited", version: "1" }, { auth: false, audit: sink, guardrails: false }).sampling(async () => {
     handled++;
     return { content: { type: "text", text: "ok" } };
   });
+  // for MCP 2026-07-28 requests (client → server sampling/createMessage is gone there)
+  s.registerTool("ping", { inputSchema: z.object({}) }, async () => {
+    handled++;
+    return { content: [{ type: "text", text: "pong" }] };
+  });
+  return s;
+};
+
+const MODERN = "2026-07-28";
+/** One MCP 2026-07-28 `tools/call` (no session); the JSON-RPC reply. */
+async function askModern(endpoint: URL, id: number): Promise<{ result?: unknown; error?: { code: number; data?: { reason?: string } } }> {
+  const res = await fetch(endpoint, {
+    method: "POST",
+    headers: { ...MCP_HEADERS, "mcp-protocol-version": MODERN, "mcp-method": "tools/call", "mcp-name": "ping" },
+    body: JSON.stringify({ jsonrpc: "2.0", id, method: "tools/call", params: { name: "ping", arguments: {}, _meta: { "io.modelcontextprotocol/protocolVersion": MODERN, "io.modelcontextprotocol/clientCapabilities": {} } } }),
+  });
+  const text = await res.text();
+  if (text.startsWith("{")) return JSON.parse(text) as Awaited<ReturnType<typeof askModern>>;
+  const data = text.split("\n").filter((l) => l.startsWith("data: ")).map((l) => JSON.parse(l.slice(6)) as { id?: number });
+  return data.find((m) => m.id === id) as Awaited<ReturnType<typeof askModern>>;
+}
 
 /** One sampling request on a 2025-era session; the JSON-RPC reply. */
 async function ask(endpoint: URL, sid: string, id: number): Promise<{ result?: unknown; error?: { code: number; data?: { reason?: string } } }> {
@@ -257,6 +236,96 @@ describe("audit sink fault: the disk fills up (ENOSPC on a tiny tmpfs)", () => {
     const again = await FileAuditSink.open({ dir, signing: { privateKey: keys.privateJwk }, onNotice: () => undefined });
     await again.close();
     const { files } = await trail(dir);
+    const verified = await verifyAuditFiles(files, { publicKey: keys.publicJwk });
+    expect(verified).toMatchObject({ ok: true, closed: true });
+    expect(verified.recoveries).toHaveLength(1);
+  });
+});
+
+describe("audit sink fault: the folder becomes read-only under the sink (EROFS)", () => {
+  it("the file in hand keeps taking records, the next file (rotation) is refused EROFS: readiness says so, both eras get -32055 with a record each, the sink recovers once the folder is writable, and the trail verifies", async () => {
+    const fs = await mountTinyFs();
+    const keys = await generateAuditSigningKey();
+    const notices: Array<{ message: string; meta: Record<string, unknown> }> = [];
+    // small files, so a rotation (a file created in the folder) comes within a few requests
+    const sink = await FileAuditSink.open({ dir: fs.dir, signing: { privateKey: keys.privateJwk }, retry: false, rotate: { maxBytes: 4096 }, onNotice: (message, meta) => notices.push({ message, meta }) });
+    handled = 0;
+    http = await listen(createHttpApp({ createServer: agentWith(sink), bearer: false, audit: sink }));
+    const endpoint = new URL("/mcp", http.url);
+    const sid = await openSession(endpoint);
+    expect((await ask(endpoint, sid, 1)).result).toBeDefined();
+    await sink.flush();
+
+    await fs.readOnly();
+    const served = await serveUntilWriteFails(endpoint, sid, sink, 100);
+    expect(notices.some((n) => n.message === "audit write failed" && n.meta["code"] === "EROFS")).toBe(true);
+    expect(sink.fault).toMatchObject({ code: "EROFS", recovers: true });
+
+    expect(await get(http.url, "/healthz")).toMatchObject({ status: 200, body: { status: "ok", ready: false } });
+    const ready = await get(http.url, "/readyz");
+    expect(ready.status).toBe(503);
+    expect(ready.body).toMatchObject({ status: "not_ready", problems: [{ component: "audit", reason: "audit_sink_failed", code: "EROFS", recovers: true }] });
+    expect((ready.body["problems"] as Array<{ message: string }>)[0]!.message).not.toContain(fs.dir);
+
+    // fails closed on both eras, the handler does not run, no session opens
+    const refused = await ask(endpoint, sid, 3);
+    expect(refused.error).toMatchObject({ code: HMCPErrorCode.AuditUnavailable, data: { reason: "audit_unavailable" } });
+    const refusedModern = await askModern(endpoint, 4);
+    expect(refusedModern.error).toMatchObject({ code: HMCPErrorCode.AuditUnavailable, data: { reason: "audit_unavailable" } });
+    await expect(openSession(endpoint)).rejects.toThrow(/503 .*-32055/);
+    expect(handled).toBe(1 + served);
+
+    // a retry while the folder is still read-only is refused with the reason; once it is writable the sink recovers
+    await expect(sink.recover()).rejects.toMatchObject({ name: "AuditSinkError", code: "write_failed" });
+    expect(sink.fault?.code).toBe("EROFS");
+    await fs.writable();
+    await sink.recover();
+    expect(await get(http.url, "/readyz")).toEqual({ status: 200, body: { status: "ready" } });
+    expect((await ask(endpoint, sid, 5)).result).toBeDefined();
+    expect((await askModern(endpoint, 6)).result).toBeDefined();
+    expect(handled).toBe(3 + served);
+
+    await http.close();
+    http = undefined;
+    await sink.close();
+
+    const { files, records } = await trail(fs.dir);
+    expect(files.length).toBeGreaterThan(1);
+    const verified = await verifyAuditFiles(files, { publicKey: keys.publicJwk });
+    expect(verified).toMatchObject({ ok: true, closed: true, signaturesChecked: true });
+    expect(verified.recoveries).toHaveLength(1);
+    const requests = records.filter((r) => r.type === "request");
+    // nothing acknowledged lost: every served request and both refused ones, one record each; the refused session too
+    expect(requests.filter((r) => r.outcome === "allowed")).toHaveLength(3 + served);
+    expect(requests.filter((r) => r.reason === "audit_unavailable")).toHaveLength(2);
+    expect(records.filter((r) => r.type === "http" && r.reason === "audit_unavailable")).toHaveLength(1);
+  });
+
+  it("shutdown while the folder stays read-only completes: the app closes, the sink's close rejects with a typed error, and the chain reopens once the folder is writable", async () => {
+    const fs = await mountTinyFs();
+    const keys = await generateAuditSigningKey();
+    const sink = await FileAuditSink.open({ dir: fs.dir, signing: { privateKey: keys.privateJwk }, retry: false, rotate: { maxBytes: 4096 }, onNotice: () => undefined });
+    http = await listen(createHttpApp({ createServer: agentWith(sink), bearer: false, audit: sink }));
+    const endpoint = new URL("/mcp", http.url);
+    const sid = await openSession(endpoint);
+    await sink.flush();
+    await fs.readOnly();
+    await serveUntilWriteFails(endpoint, sid, sink, 1);
+
+    await expect(http.close()).resolves.toBeUndefined();
+    http = undefined;
+    const closed = await sink.close().then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(closed).toBeInstanceOf(AuditSinkError);
+    expect(closed).toMatchObject({ code: "write_failed" });
+    expect((closed as Error).message).toMatch(/EROFS.*not written/);
+
+    await fs.writable();
+    const again = await FileAuditSink.open({ dir: fs.dir, signing: { privateKey: keys.privateJwk }, onNotice: () => undefined });
+    await again.close();
+    const { files } = await trail(fs.dir);
     const verified = await verifyAuditFiles(files, { publicKey: keys.publicJwk });
     expect(verified).toMatchObject({ ok: true, closed: true });
     expect(verified.recoveries).toHaveLength(1);
