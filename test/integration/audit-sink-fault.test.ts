@@ -126,6 +126,39 @@ async function trail(dir: string): Promise<{ files: string[]; records: AuditReco
   return { files, records };
 }
 
+/**
+ * After a recovered fault: closes the app and the sink; the trail verifies, closed, with one `recover` checkpoint, and
+ * nothing acknowledged is lost: `allowed` served requests and `refused` -32055 refusals, one record each, and the
+ * refused session. @returns the trail's files
+ */
+async function closeAndCheckTrail(sink: FileAuditSink, dir: string, publicKey: Awaited<ReturnType<typeof generateAuditSigningKey>>["publicJwk"], counts: { allowed: number; refused: number }): Promise<string[]> {
+  await http!.close();
+  http = undefined;
+  await sink.close();
+  const { files, records } = await trail(dir);
+  const verified = await verifyAuditFiles(files, { publicKey });
+  expect(verified).toMatchObject({ ok: true, closed: true, signaturesChecked: true });
+  expect(verified.recoveries).toHaveLength(1);
+  const requests = records.filter((r) => r.type === "request");
+  expect(requests.filter((r) => r.outcome === "allowed")).toHaveLength(counts.allowed);
+  expect(requests.filter((r) => r.reason === "audit_unavailable")).toHaveLength(counts.refused);
+  expect(records.filter((r) => r.type === "http" && r.reason === "audit_unavailable")).toHaveLength(1);
+  return files;
+}
+
+/** The documented shutdown while a fault lasts: the listener closes, then the sink's close rejects typed. @returns its error */
+async function shutDown(sink: FileAuditSink): Promise<AuditSinkError> {
+  await expect(http!.close()).resolves.toBeUndefined();
+  http = undefined;
+  const closed = await sink.close().then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(closed).toBeInstanceOf(AuditSinkError);
+  expect(closed).toMatchObject({ code: "write_failed" });
+  return closed as AuditSinkError;
+}
+
 describe("audit sink fault: the disk fills up (ENOSPC on a tiny tmpfs)", () => {
   it("readiness says so, requests are refused -32055 with a record each, the sink recovers once space is freed, and the trail verifies", async () => {
     const dir = await mountTiny();
@@ -170,19 +203,7 @@ describe("audit sink fault: the disk fills up (ENOSPC on a tiny tmpfs)", () => {
     expect((await ask(endpoint, sid, 4)).result).toBeDefined();
     expect(handled).toBe(2 + served);
 
-    await http.close();
-    http = undefined;
-    await sink.close();
-
-    const { files, records } = await trail(dir);
-    const verified = await verifyAuditFiles(files, { publicKey: keys.publicJwk });
-    expect(verified).toMatchObject({ ok: true, closed: true, signaturesChecked: true });
-    expect(verified.recoveries).toHaveLength(1);
-    const requests = records.filter((r) => r.type === "request");
-    // nothing acknowledged lost: every served request and the refused one, one record each; the refused session too
-    expect(requests.filter((r) => r.outcome === "allowed")).toHaveLength(2 + served);
-    expect(requests.filter((r) => r.reason === "audit_unavailable")).toHaveLength(1);
-    expect(records.filter((r) => r.type === "http" && r.reason === "audit_unavailable")).toHaveLength(1);
+    await closeAndCheckTrail(sink, dir, keys.publicJwk, { allowed: 2 + served, refused: 1 });
   });
 
   it("the sink retries by itself with back-off and recovers once space is freed", async () => {
@@ -220,16 +241,7 @@ describe("audit sink fault: the disk fills up (ENOSPC on a tiny tmpfs)", () => {
     await fill(dir);
     await serveUntilWriteFails(endpoint, sid, sink, 1);
 
-    // the documented shutdown: the listener first, then the sink
-    await expect(http.close()).resolves.toBeUndefined();
-    http = undefined;
-    const closed = await sink.close().then(
-      () => undefined,
-      (e: unknown) => e,
-    );
-    expect(closed).toBeInstanceOf(AuditSinkError);
-    expect(closed).toMatchObject({ code: "write_failed" });
-    expect((closed as Error).message).toMatch(/not written/);
+    expect((await shutDown(sink)).message).toMatch(/ENOSPC.*not written/);
 
     // the lock is released: once space is freed the chain reopens (a recover checkpoint: it did not end with close)
     await free(dir);
@@ -285,20 +297,9 @@ describe("audit sink fault: the folder becomes read-only under the sink (EROFS)"
     expect((await askModern(endpoint, 6)).result).toBeDefined();
     expect(handled).toBe(3 + served);
 
-    await http.close();
-    http = undefined;
-    await sink.close();
-
-    const { files, records } = await trail(fs.dir);
+    const files = await closeAndCheckTrail(sink, fs.dir, keys.publicJwk, { allowed: 3 + served, refused: 2 });
+    // the fault came at a rotation: the chain goes on in the next file
     expect(files.length).toBeGreaterThan(1);
-    const verified = await verifyAuditFiles(files, { publicKey: keys.publicJwk });
-    expect(verified).toMatchObject({ ok: true, closed: true, signaturesChecked: true });
-    expect(verified.recoveries).toHaveLength(1);
-    const requests = records.filter((r) => r.type === "request");
-    // nothing acknowledged lost: every served request and both refused ones, one record each; the refused session too
-    expect(requests.filter((r) => r.outcome === "allowed")).toHaveLength(3 + served);
-    expect(requests.filter((r) => r.reason === "audit_unavailable")).toHaveLength(2);
-    expect(records.filter((r) => r.type === "http" && r.reason === "audit_unavailable")).toHaveLength(1);
   });
 
   it("shutdown while the folder stays read-only completes: the app closes, the sink's close rejects with a typed error, and the chain reopens once the folder is writable", async () => {
@@ -312,15 +313,7 @@ describe("audit sink fault: the folder becomes read-only under the sink (EROFS)"
     await fs.readOnly();
     await serveUntilWriteFails(endpoint, sid, sink, 1);
 
-    await expect(http.close()).resolves.toBeUndefined();
-    http = undefined;
-    const closed = await sink.close().then(
-      () => undefined,
-      (e: unknown) => e,
-    );
-    expect(closed).toBeInstanceOf(AuditSinkError);
-    expect(closed).toMatchObject({ code: "write_failed" });
-    expect((closed as Error).message).toMatch(/EROFS.*not written/);
+    expect((await shutDown(sink)).message).toMatch(/EROFS.*not written/);
 
     await fs.writable();
     const again = await FileAuditSink.open({ dir: fs.dir, signing: { privateKey: keys.privateJwk }, onNotice: () => undefined });
