@@ -202,7 +202,7 @@ export type {
 } from "./auth/index.js";
 
 // --- server ---
-export { HMCPServer, hmcpContext, HMCPConfigError, PATIENT_META_KEY, serveStdio, defaultOperationalLogger, MemoryRequestStateStore, PostgresRequestStateStore, PostgresTaskStore, TASKS_EXTENSION_ID } from "./server/index.js";
+export { HMCPServer, hmcpContext, HMCPConfigError, PATIENT_META_KEY, serveStdio, defaultOperationalLogger, MemoryRequestStateStore, RequestStateStoreFull, PostgresRequestStateStore, PostgresTaskStore, TASKS_EXTENSION_ID } from "./server/index.js";
 export type {
   SamplingHandlerOptions,
   RequestContext,
@@ -218,6 +218,7 @@ export type {
   RequestStateOptions,
   RequestStateStore,
   RequestStateRefusal,
+  MemoryRequestStateStoreOptions,
   PostgresRequestStateStoreOptions,
   RequestStateQueryable,
   PostgresTaskStoreOptions,

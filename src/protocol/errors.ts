@@ -46,6 +46,14 @@ export const PARSE_ERROR = -32700;
  */
 export const TRANSPORT_ERROR = -32000;
 /**
+ * Implementation-defined server error (JSON-RPC 2.0 §5.1) for a request the server pipeline refuses because a bounded
+ * pool of the agent is full, not because of anything wrong with the request (`data.reason`: `too_many_tasks`,
+ * `too_many_input_rounds`): retry later. The same value as {@link TRANSPORT_ERROR}, which the HTTP layer answers for
+ * its own limits.
+ * @internal
+ */
+export const LIMIT_REACHED = -32000;
+/**
  * The MCP SDK's Streamable HTTP code for an unknown or ended `Mcp-Session-Id` (HTTP 404; MCP 2025-11-25 transports,
  * "Session Management": the client then starts a new session with initialize).
  * @internal

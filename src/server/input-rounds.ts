@@ -22,7 +22,8 @@ import { CLIENT_CAPABILITIES_META_KEY, MissingRequiredClientCapabilityError, Pro
 import type { CreateMessageResult, ElicitResult, JSONRPCRequest } from "@modelcontextprotocol/server";
 import { contentDigest } from "../audit/canonical-json.js";
 import { INTERNAL_ERROR, INVALID_PARAMS, type Principal } from "../protocol/index.js";
-import { RequestStateError, type OpenedRequestState, type RequestStateSealer } from "./request-state.js";
+import { LIMIT_REACHED } from "../protocol/errors.js";
+import { RequestStateError, RequestStateStoreFull, type OpenedRequestState, type RequestStateSealer } from "./request-state.js";
 
 /** Methods whose result may be `input_required` (2026-07-28, "Supported Requests"). */
 export const INPUT_ROUND_METHODS: ReadonlySet<string> = new Set(["tools/call", "prompts/get", "resources/read"]);
@@ -199,7 +200,8 @@ export class InputRounds {
 
   /**
    * Claims the opened state (single use), once the retry's answer passed the guardrails and its schema check: a retry
-   * refused before that leaves the state usable. @throws ProtocolError -32602 `request_state_replayed`
+   * refused before that leaves the state usable. @throws ProtocolError -32602 `request_state_replayed`; -32000
+   * `too_many_input_rounds` when the store is at its bound ({@link RequestStateStoreFull}: the state stays usable)
    */
   async claim(): Promise<void> {
     if (this.#opened === undefined) return;
@@ -207,6 +209,9 @@ export class InputRounds {
       await this.#sealer.claim(this.#opened);
     } catch (e) {
       if (e instanceof RequestStateError) throw refusal(e.reason);
+      if (e instanceof RequestStateStoreFull) {
+        throw new ProtocolError(LIMIT_REACHED, "Too many input rounds in progress on this agent: retry later (the requestState stays valid until it expires)", { reason: "too_many_input_rounds" });
+      }
       throw e;
     }
   }

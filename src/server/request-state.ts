@@ -65,14 +65,49 @@ export interface RequestStateStore {
   claim(id: string, expiresAt: number): boolean | Promise<boolean>;
 }
 
+/** Options of {@link MemoryRequestStateStore}. */
+export interface MemoryRequestStateStoreOptions {
+  /**
+   * Most ids held at once, a count: the states claimed and not yet expired, i.e. the input rounds answered on this
+   * process within the last `ttlSeconds` (default 600 s). Default 100,000 (about 10 MiB of memory). At the bound (expired
+   * ids are dropped as claims arrive: the oldest at once, all of them at least once a second) a claim is refused with {@link RequestStateStoreFull}: the retry gets JSON-RPC `-32000`,
+   * `data.reason` `too_many_input_rounds` (audited, outcome `failed`) before its handler runs, and its state stays
+   * usable until it expires (retry later). An unexpired id is never dropped to make room: its state could be replayed.
+   */
+  maxEntries?: number;
+}
+
+const DEFAULT_MAX_ENTRIES = 100_000;
+
 /**
- * A {@link RequestStateStore} in this process's memory: ids are dropped once expired (swept as new ones arrive). Right
- * for one instance; several instances behind a load balancer need a shared store.
+ * Thrown by {@link MemoryRequestStateStore.claim} at its `maxEntries` bound. A store of your own may throw it too: the
+ * pipeline answers it with `-32000` `too_many_input_rounds`, where any other error of a store is `-32603`.
+ */
+export class RequestStateStoreFull extends Error {
+  constructor(readonly maxEntries: number) {
+    super(`requestState store full: ${maxEntries} unexpired ids held`);
+    this.name = "RequestStateStoreFull";
+  }
+}
+
+/**
+ * A {@link RequestStateStore} in this process's memory: ids are dropped once expired (swept as new ones arrive), and at
+ * most `maxEntries` are held (see {@link MemoryRequestStateStoreOptions}). Right for one instance; several instances
+ * behind a load balancer need a shared store.
  */
 export class MemoryRequestStateStore implements RequestStateStore {
-  readonly #ids = new Map<string, number>();
+  readonly #ids = new Map<string, number>(); // claim order, which is expiry order for states of one ttlSeconds
+  readonly #maxEntries: number;
   #nextSweep = 0;
 
+  /** @throws HMCPConfigError when `maxEntries` is not a positive integer */
+  constructor(options: MemoryRequestStateStoreOptions = {}) {
+    const max = options.maxEntries ?? DEFAULT_MAX_ENTRIES;
+    if (!(Number.isSafeInteger(max) && max > 0)) throw new HMCPConfigError("MemoryRequestStateStore: 'maxEntries' must be a positive integer", "maxEntries");
+    this.#maxEntries = max;
+  }
+
+  /** @throws RequestStateStoreFull when `maxEntries` unexpired ids are held and `id` is not one of them */
   claim(id: string, expiresAt: number): boolean {
     const now = Date.now();
     if (now >= this.#nextSweep) {
@@ -81,6 +116,14 @@ export class MemoryRequestStateStore implements RequestStateStore {
     }
     const held = this.#ids.get(id);
     if (held !== undefined && held > now) return false;
+    if (held === undefined && this.#ids.size >= this.#maxEntries) {
+      // full: drop the expired ids at the head (the oldest claims) before refusing; a few at most between sweeps
+      for (const [k, exp] of this.#ids) {
+        if (exp > now) break;
+        this.#ids.delete(k);
+      }
+      if (this.#ids.size >= this.#maxEntries) throw new RequestStateStoreFull(this.#maxEntries);
+    }
     this.#ids.set(id, expiresAt);
     return true;
   }
@@ -103,7 +146,7 @@ export interface RequestStateOptions {
   /** How long a state stays valid, seconds. Default 600 (10 minutes: a clinician's approval takes a while). */
   ttlSeconds?: number;
   /**
-   * Single-use ledger. Default: one {@link MemoryRequestStateStore} per process. Build it once, outside
+   * Single-use ledger. Default: one {@link MemoryRequestStateStore} per process (at most 100,000 unexpired ids). Build it once, outside
    * `createHttpApp`'s `createServer` (which runs per 2026-07-28 request): a store made per server forgets every claim.
    */
   store?: RequestStateStore;
@@ -202,6 +245,7 @@ export class RequestStateSealer {
   /**
    * Claims an opened state (single use), right before the retry runs.
    * @throws RequestStateError `request_state_replayed` (claimed before); whatever the store throws
+   *   ({@link RequestStateStoreFull} at its bound)
    */
   async claim(opened: OpenedRequestState): Promise<void> {
     if (!(await this.#store.claim(opened.id, opened.expiresAt))) throw new RequestStateError("request_state_replayed", opened.journal);

@@ -21,6 +21,7 @@ import type { JSONRPCRequest } from "@modelcontextprotocol/server";
 import { CLIENT_CAPABILITIES_META_KEY, MissingRequiredClientCapabilityError, ProtocolError } from "@modelcontextprotocol/server";
 import { PGlite } from "@electric-sql/pglite";
 import { INVALID_PARAMS, type Principal } from "../protocol/index.js";
+import { LIMIT_REACHED } from "../protocol/errors.js";
 import { isTerminal, PostgresTaskStore, type StoredTask, type TaskStatus, type TaskStore } from "./task-store.js";
 import { journalAnswer } from "./input-rounds.js";
 
@@ -214,7 +215,7 @@ export class TaskRuntime {
       version: 0,
     };
     if (!(await store.create(task, this.maxActivePerOwner))) {
-      throw new ProtocolError(-32000, `Too many tasks in progress for this caller (${this.maxActivePerOwner}): wait for one to end, or cancel one`, { reason: "too_many_tasks" });
+      throw new ProtocolError(LIMIT_REACHED, `Too many tasks in progress for this caller (${this.maxActivePerOwner}): wait for one to end, or cancel one`, { reason: "too_many_tasks" });
     }
     return task;
   }

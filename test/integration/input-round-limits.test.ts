@@ -1,0 +1,94 @@
+/**
+ * Pending input rounds at their bound (issue #25 item 4): on MCP 2026-07-28 a question to the caller ends the request
+ * and the state travels with the client, sealed; what the agent keeps is the single-use ledger of the states claimed
+ * (`MemoryRequestStateStore`, one id per answered round until its state expires). At `maxEntries` a retry is refused
+ * with JSON-RPC -32000 `too_many_input_rounds` and one audit record before its handler runs, and the agent keeps
+ * serving everything else. (On 2025-11-25 a question is a server → client request inside the request that asked it:
+ * bounded by `maxConcurrentRequests`, test/integration/http-exhaustion.test.ts.)
+ */
+import { afterEach, describe, expect, it } from "vitest";
+import { z } from "zod";
+import { createHttpApp, HMCPServer, hmcpContext, listen, MemoryRequestStateStore, type AuditRecordInput, type AuditSink } from "hmcp";
+import { bearerFor, makeKeys, mint } from "../fixtures/bearer.js";
+
+const closers: Array<() => Promise<void>> = [];
+afterEach(async () => {
+  for (const c of closers.splice(0)) await c();
+});
+
+const MODERN = "2026-07-28";
+const KEY = "a requestState key of at least 32 bytes, for tests only";
+
+/** An audit sink that keeps records in memory (the server's and the HTTP app's records go to it). */
+function memorySink(records: AuditRecordInput[]): AuditSink {
+  return { append: (r: AuditRecordInput) => void records.push(r), flush: async () => undefined, close: async () => undefined } as unknown as AuditSink;
+}
+
+type Rpc = { status: number; result?: { resultType?: string; requestState?: string; inputRequests?: Record<string, unknown>; content?: unknown }; error?: { code: number; message: string; data?: { reason?: string } } };
+
+/** A raw 2026-07-28 tools/call, optionally a retry with `requestState` and `inputResponses`. */
+async function call(url: URL, token: string, id: number, name: string, args: Record<string, unknown>, retry: { requestState?: string; inputResponses?: Record<string, unknown> } = {}): Promise<Rpc> {
+  const res = await fetch(url, {
+    method: "POST",
+    headers: { authorization: `Bearer ${token}`, "content-type": "application/json", accept: "application/json, text/event-stream", "mcp-protocol-version": MODERN, "mcp-method": "tools/call", "mcp-name": name },
+    body: JSON.stringify({ jsonrpc: "2.0", id, method: "tools/call", params: { name, arguments: args, ...retry, _meta: { "io.modelcontextprotocol/protocolVersion": MODERN, "io.modelcontextprotocol/clientCapabilities": { elicitation: { form: {} } } } } }),
+  });
+  return { status: res.status, ...((await res.json()) as Omit<Rpc, "status">) };
+}
+
+describe("pending input rounds at their bound (MCP 2026-07-28)", () => {
+  it("at maxEntries unexpired claims a retry gets -32000 too_many_input_rounds and one audit record, its handler does not run, and other requests are served", async () => {
+    const keys = await makeKeys();
+    const records: AuditRecordInput[] = [];
+    const writes: string[] = [];
+    const sink = memorySink(records);
+    // one store for every server the app builds (one per modern request), as documented
+    const store = new MemoryRequestStateStore({ maxEntries: 2 });
+    const agent = () => {
+      const s = new HMCPServer({ name: "approver", version: "1" }, { guardrails: false, audit: sink, requestState: { keys: [KEY], store } });
+      s.registerTool("approve", { inputSchema: z.object({ what: z.string() }) }, async ({ what }, extra) => {
+        const answer = await hmcpContext(extra).elicit({ message: `Approve ${what}?`, requestedSchema: { type: "object", properties: {} } });
+        await hmcpContext(extra).step("write", () => void writes.push(what));
+        return { content: [{ type: "text", text: answer.action }] };
+      });
+      s.registerTool("ping", { inputSchema: z.object({}) }, async () => ({ content: [{ type: "text", text: "pong" }] }));
+      return s;
+    };
+    const http = await listen(createHttpApp({ createServer: agent, bearer: bearerFor(keys), audit: sink }));
+    closers.push(() => http.close());
+    const url = new URL("/mcp", http.url);
+    const token = await mint(keys);
+
+    // three flows ask their question; answering them claims one id each
+    const asked: Array<{ what: string; state: string; key: string }> = [];
+    for (const [i, what] of ["order 1", "order 2", "order 3"].entries()) {
+      const first = await call(url, token, 10 + i, "approve", { what });
+      expect(first.result?.resultType).toBe("input_required");
+      asked.push({ what, state: first.result!.requestState!, key: Object.keys(first.result!.inputRequests!)[0]! });
+    }
+    const answer = (id: number, flow: (typeof asked)[number]) => call(url, token, id, "approve", { what: flow.what }, { requestState: flow.state, inputResponses: { [flow.key]: { action: "accept", content: {} } } });
+    expect((await answer(21, asked[0]!)).result?.content).toEqual([{ type: "text", text: "accept" }]);
+    expect((await answer(22, asked[1]!)).result?.content).toEqual([{ type: "text", text: "accept" }]);
+    expect(store.size).toBe(2);
+
+    // the bound: the third answer is refused before its handler runs, and the ledger does not grow
+    const refused = await answer(23, asked[2]!);
+    expect(refused.status).toBe(200);
+    expect(refused.error).toMatchObject({ code: -32000, data: { reason: "too_many_input_rounds" } });
+    expect(refused.error!.message).toMatch(/retry later/);
+    expect(writes).toEqual(["order 1", "order 2"]);
+    expect(store.size).toBe(2);
+    // a replay of a claimed state is still a replay (not a full ledger): told apart, nothing written twice
+    expect((await answer(24, asked[0]!)).error).toMatchObject({ code: -32602, data: { reason: "request_state_replayed" } });
+
+    // everything else is served: a new flow's question, a plain call
+    expect((await call(url, token, 25, "approve", { what: "order 4" })).result?.resultType).toBe("input_required");
+    expect((await call(url, token, 26, "ping", {})).result?.content).toEqual([{ type: "text", text: "pong" }]);
+
+    // one record for the refused retry: the pipeline's, failed (the agent is full, not the caller at fault)
+    const mine = records.filter((r) => r.requestId === 23);
+    expect(mine).toHaveLength(1);
+    expect(mine[0]).toMatchObject({ type: "request", method: "tools/call", outcome: "failed", reason: "too_many_input_rounds" });
+    expect(records.filter((r) => r.reason === "too_many_input_rounds")).toHaveLength(1);
+  });
+});
