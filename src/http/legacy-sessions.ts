@@ -110,9 +110,12 @@ export class LegacySessions {
     return s && s.owner === ownerOf(principal) ? s : undefined;
   }
 
-  /** The cap a new session of `principal` would exceed: first `maxSessions` (sessions open and being opened), then its own. */
+  /**
+   * The cap a new session of `principal` would exceed: first `maxSessions` (sessions open and being opened, and open
+   * `subscriptions/listen` streams), then its own.
+   */
   sessionCapFor(principal: Principal | undefined): SessionCap | undefined {
-    if (this.#sessions.size + this.#opening >= this.maxSessions) return "total";
+    if (this.#sessions.size + this.#opening + this.#streams >= this.maxSessions) return "total";
     if (principal !== undefined && (this.#held.get(principalKeyOf(principal)) ?? 0) >= this.maxSessionsPerPrincipal) return "principal";
     return undefined;
   }

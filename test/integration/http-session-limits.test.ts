@@ -26,9 +26,9 @@ afterEach(async () => {
   http = undefined;
 });
 
-async function token(sub: string): Promise<string> {
+async function token(sub: string, scope = "hmcp:sample hmcp:read"): Promise<string> {
   const now = Math.floor(Date.now() / 1000);
-  return new SignJWT({ iss: ISSUER, aud: RESOURCE, sub, client_id: sub, scope: "hmcp:sample hmcp:read", iat: now, exp: now + 300 })
+  return new SignJWT({ iss: ISSUER, aud: RESOURCE, sub, client_id: sub, scope, iat: now, exp: now + 300 })
     .setProtectedHeader({ alg: "ES256", kid: "k1", typ: "at+jwt" })
     .sign(signingKey);
 }
@@ -55,6 +55,61 @@ async function initialize(endpoint: URL, bearerToken: string): Promise<Opened> {
   });
   return { status: res.status, sessionId: res.headers.get("mcp-session-id"), retryAfter: res.headers.get("retry-after"), body: (await res.json()) as Opened["body"] };
 }
+
+const MODERN = "2026-07-28";
+/** An MCP 2026-07-28 `subscriptions/listen` request: a stream held open like a session (until `signal` aborts it). */
+function listenStream(endpoint: URL, bearerToken: string, id: number, signal?: AbortSignal): Promise<Response> {
+  return fetch(endpoint, {
+    method: "POST",
+    ...(signal && { signal }),
+    headers: { ...MCP_HEADERS, authorization: `Bearer ${bearerToken}`, "mcp-protocol-version": MODERN, "mcp-method": "subscriptions/listen" },
+    body: JSON.stringify({ jsonrpc: "2.0", id, method: "subscriptions/listen", params: { notifications: { toolsListChanged: true }, _meta: { "io.modelcontextprotocol/protocolVersion": MODERN, "io.modelcontextprotocol/clientCapabilities": {} } } }),
+  });
+}
+
+describe("sessions in all (maxSessions)", () => {
+  it("at maxSessions a new 2025 session or 2026-07-28 subscriptions/listen stream gets 503 with Retry-After and one audit record each; ending one frees its place", async () => {
+    const records: AuditRecordInput[] = [];
+    const sink: AuditSink = { append: (r) => void records.push(r), flush: async () => undefined, close: async () => undefined };
+    const { endpoint } = await start({ maxSessions: 1, audit: sink });
+    // other principals each time: the per-principal cap is not what refuses
+    const alice = await token("alice");
+    const held = await initialize(endpoint, alice);
+    expect(held.status).toBe(200);
+
+    const refused = await initialize(endpoint, await token("bob"));
+    expect(refused).toMatchObject({ status: 503, retryAfter: "5", sessionId: null, body: { error: { code: -32000 } } });
+    const carol = await token("carol", "hmcp:sample hmcp:access");
+    const stream = await listenStream(endpoint, carol, 7);
+    expect(stream.status).toBe(503);
+    expect(stream.headers.get("retry-after")).toBe("5");
+    expect(await stream.json()).toMatchObject({ id: 7, error: { code: -32000 } });
+    const refusals = records.filter((r) => r.reason === "too_many_sessions");
+    expect(refusals).toHaveLength(2);
+    expect(refusals.map((r) => [r.type, r.status, r.outcome, r.actor.sub])).toEqual([
+      ["http", 503, "failed", "bob"],
+      ["http", 503, "failed", "carol"],
+    ]);
+
+    // the session ends: its place goes to the stream, which holds it in turn until it ends
+    const del = await fetch(endpoint, { method: "DELETE", headers: { ...MCP_HEADERS, authorization: `Bearer ${alice}`, "mcp-session-id": held.sessionId!, "mcp-protocol-version": "2025-06-18" } });
+    expect(del.status).toBe(200);
+    const listening = new AbortController();
+    const open = await listenStream(endpoint, carol, 8, listening.signal);
+    expect(open.status).toBe(200);
+    expect((await initialize(endpoint, await token("dave"))).status).toBe(503);
+    listening.abort();
+    await open.body?.cancel().catch(() => undefined);
+    let again = await initialize(endpoint, await token("erin"));
+    // the stream's place is given back when the server sees the connection close
+    for (let i = 0; i < 100 && again.status === 503; i++) {
+      await new Promise((r) => setTimeout(r, 20));
+      again = await initialize(endpoint, await token("erin"));
+    }
+    expect(again.status).toBe(200);
+    expect(records.filter((r) => r.reason === "too_many_sessions").length).toBeGreaterThanOrEqual(3);
+  });
+});
 
 describe("sessions per principal", () => {
   it("a principal at its cap gets 429 with Retry-After and an audit record; other principals are unaffected; closing a session frees its place", async () => {
