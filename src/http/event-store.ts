@@ -7,9 +7,13 @@ import type { EventStore, JSONRPCMessage } from "@modelcontextprotocol/server";
 
 /** Limits of a {@link BoundedEventStore}. */
 export interface EventStoreLimits {
-  /** Most events kept (all streams together). Default 1,000. */
+  /**
+   * Most events kept per session (`createHttpApp` gives each 2025-era session its own store; all its streams
+   * together), a count. Default 1,000. The oldest go first; resuming from one that went is refused (HTTP 400,
+   * `last_event_id_unknown`, audited) and the client starts over.
+   */
   maxEvents?: number;
-  /** Most bytes of serialised messages kept. Default 1,048,576 (1 MiB). */
+  /** Most bytes of serialised messages kept per session. Default 1,048,576 (1 MiB). */
   maxBytes?: number;
   /** Age after which an event is dropped, ms. Default 300,000 (5 minutes). */
   ttlMs?: number;

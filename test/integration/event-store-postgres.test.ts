@@ -169,13 +169,14 @@ async function resume(endpoint: URL, sid: string, lastId: string) {
   return { status: res.status, text: events.map((e) => e.data).join("\n") };
 }
 
-const stores: Array<[string, () => Promise<{ eventStore: PostgresEventStore | undefined; count: () => Promise<number> }>]> = [
-  ["memory", async () => ({ eventStore: undefined, count: async () => -1 })],
+type StoreOption = PostgresEventStore | { maxEvents: number } | undefined;
+const stores: Array<[string, (limits?: { maxEvents: number }) => Promise<{ eventStore: StoreOption; count: () => Promise<number> }>]> = [
+  ["memory", async (limits) => ({ eventStore: limits, count: async () => -1 })],
   ...testDatabaseKinds().map((kind): (typeof stores)[number] => [
     kind,
-    async () => {
+    async (limits) => {
       const { db, table } = await database(kind);
-      const eventStore = await PostgresEventStore.open({ db, table });
+      const eventStore = await PostgresEventStore.open({ db, table, ...(limits && { limits }) });
       return { eventStore, count: async () => Number(((await db.query(`SELECT count(*) AS n FROM ${table}`)).rows[0] as { n: string }).n) };
     },
   ]),
@@ -206,11 +207,39 @@ describe.each(stores)("createHttpApp with the %s event store", (_name, make) => 
     expect(backOnB.text).toContain("RESULT-FOR-beta");
     expect(backOnB.text).not.toContain("alpha");
 
-    if (eventStore) {
+    if (eventStore instanceof PostgresEventStore) {
       // the events are rows of the shared table until their sessions end
       expect(await count()).toBeGreaterThan(0);
       for (const sid of [sidA, sidB]) await (await fetch(endpoint, { method: "DELETE", headers: headers(sid) })).body?.cancel();
       await expect.poll(count, { timeout: 10_000 }).toBe(0);
     }
+  });
+
+  it("at maxEvents per session the oldest events are dropped: resuming from one is refused (400 last_event_id_unknown, one audit record), from a kept one it replays, and the session keeps no more", async () => {
+    const { eventStore, count } = await make({ maxEvents: 3 });
+    const records: AuditRecordInput[] = [];
+    const audit = { append: (r: AuditRecordInput) => void records.push(r), flush: async () => undefined, close: async () => undefined };
+    http = await listen(createHttpApp({ createServer: progressAgent, bearer: false, audit, eventStore }));
+    const endpoint = new URL("/mcp", http.url);
+    const sid = await openSession(endpoint);
+    // one request run to its end: six progress notifications and the result, each an event with an id
+    const res = await fetch(endpoint, {
+      method: "POST",
+      headers: headers(sid),
+      body: JSON.stringify({ jsonrpc: "2.0", id: 7, method: "sampling/createMessage", params: { messages: [{ role: "user", content: { type: "text", text: "secret-gamma" } }], maxTokens: 5, _meta: { progressToken: "t" } } }),
+    });
+    const ids = (await readSse(res, (e) => e.data.includes('"result"'))).filter((e) => e.data !== "").map((e) => e.id!);
+    expect(ids).toHaveLength(7);
+
+    const dropped = await resume(endpoint, sid, ids[0]!);
+    expect(dropped).toEqual({ status: 400, text: "" });
+    const refusals = records.filter((r) => r.reason === "last_event_id_unknown");
+    expect(refusals).toHaveLength(1);
+    expect(refusals[0]).toMatchObject({ type: "http", status: 400, outcome: "denied" });
+    // the newest three are kept: after the third newest come the last progress and the result
+    const kept = await resume(endpoint, sid, ids.at(-3)!);
+    expect(kept.status).toBe(200);
+    expect(kept.text).toContain("RESULT-FOR-gamma");
+    if (eventStore instanceof PostgresEventStore) expect(await count()).toBeLessThanOrEqual(3);
   });
 });
