@@ -16,6 +16,7 @@ import {
   type GuardrailContext,
   type PipelineEntry,
 } from "../../../src/guardrails/index.js";
+import { DEFAULT_DECISION_CACHE } from "../../../src/guardrails/pipeline.js";
 
 const session = (sessionId: string, sub?: string): GuardrailContext => ({
   stage: "input",
@@ -191,6 +192,31 @@ describe("decision cache", () => {
     await p.evaluate("input", "t1", session("s1"));
     expect(seen).toEqual(["t1"]);
     expect(p.decisionCacheStats()).toMatchObject({ entries: 128, evictions: 2 });
+  });
+
+  it("at its default bound, under many callers, holds maxEntries decisions and never more: each decision beyond it evicts the least recently used one", async () => {
+    const { guardrail, seen } = spy();
+    const p = pipeline({ guardrail }); // the default limits
+    const max = DEFAULT_DECISION_CACHE.maxEntries;
+    // 16 callers x 400 items, interleaved: each caller stays within its share, so the whole cache's bound is what evicts
+    const callers = 16;
+    const items = 400;
+    for (let i = 0; i < items; i++) {
+      for (let c = 0; c < callers; c++) {
+        await p.evaluate("input", `caller ${c} item ${i}`, session(`s${c}`, `user${c}`));
+        expect(p.decisionCacheStats()!.entries).toBeLessThanOrEqual(max);
+      }
+    }
+    const stats = p.decisionCacheStats()!;
+    expect(stats.entries).toBe(max);
+    expect(stats.evictions).toBe(callers * items - max);
+    expect(stats.bytes).toBeLessThanOrEqual(DEFAULT_DECISION_CACHE.maxBytes);
+    // the newest are answered from the cache, the oldest were evicted and are checked again
+    seen.length = 0;
+    await p.evaluate("input", `caller 0 item ${items - 1}`, session("s0", "user0"));
+    await p.evaluate("input", "caller 0 item 0", session("s0", "user0"));
+    expect(seen).toEqual(["caller 0 item 0"]);
+    expect(p.decisionCacheStats()!.entries).toBe(max);
   });
 
   it("evicts the least recently used decision of any caller beyond maxEntries", async () => {
