@@ -60,6 +60,8 @@ const SENSITIVE_KEY = /^(name|names|given|family|patientName|fullName|ssn|mrn|ph
  * (winston's raw metadata, `info[Symbol.for("splat")]`, is not passed on). A caller's `timestamp` is dropped (the
  * format writes the real one) and so is a top-level `stack`; entries of winston's exception and rejection handlers keep
  * the first line of their message, without the stack and `trace`.
+ * A transport that fails (the log file's folder unwritable, the disk full) is dropped and reported once on stderr; the
+ * process and the other transports go on.
  * @throws TypeError when `transports` holds the audit transport (also from the logger's `add`, `configure` and `pipe`).
  */
 export function createOperationalLogger(opts: OperationalLoggerOptions = {}): winston.Logger {
@@ -97,7 +99,27 @@ export function createOperationalLogger(opts: OperationalLoggerOptions = {}): wi
     [options?.transports ?? []].flat().forEach(refuseAuditTransport);
     configure(options);
   };
+  dropFailedTransports(logger, service);
   return logger;
+}
+
+/**
+ * A transport that fails (its log file's folder unwritable or gone, the disk full) must not end the process: winston
+ * re-emits a transport's error on the logger, where, with no listener, Node throws it and the agent dies (with the
+ * requests it was serving). The failed transport is taken out, the others (the console) go on, and the failure is
+ * reported once on stderr by the transport's name and the error's code (no path, no message).
+ */
+function dropFailedTransports(logger: winston.Logger, service: string): void {
+  const reported = new WeakSet<object>();
+  logger.on("error", (err: unknown, transport?: LogTransport) => {
+    if (transport === undefined) return;
+    logger.remove(transport);
+    if (reported.has(transport)) return;
+    reported.add(transport);
+    const e = err as { code?: unknown; name?: unknown } | undefined;
+    const code = typeof e?.code === "string" ? e.code : typeof e?.name === "string" ? e.name : "error";
+    process.stderr.write(`${JSON.stringify({ level: "error", message: "operational log transport failed; dropped, the other transports go on", transport: (transport as { name?: string }).name ?? "unnamed", code, service, timestamp: new Date().toISOString() })}\n`);
+  });
 }
 
 /**

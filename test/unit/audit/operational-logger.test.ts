@@ -1,4 +1,4 @@
-import { readFile } from "node:fs/promises";
+import { readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { describe, expect, it, vi } from "vitest";
 import winston from "winston";
@@ -241,6 +241,18 @@ describe("createOperationalLogger", () => {
     const mem = new Memory();
     createOperationalLogger({ transports: [mem], redact: () => { throw new Error("boom"); } }).info("Adolfo Marquardt");
     expect(mem.lines[0]).not.toContain("Adolfo");
+  });
+
+  it("a file transport that cannot write (its folder is not a folder) is dropped: the process goes on and the other transports keep logging", async () => {
+    const mem = new Memory();
+    const notAFolder = path.join(await tempLogDir("not-a-folder"), "file");
+    await writeFile(notAFolder, "");
+    const logger = createOperationalLogger({ transports: [mem], file: path.join(notAFolder, "hmcp.log") });
+    logger.warn("first");
+    // the file transport's open fails (ENOTDIR) and is reported on the logger: without a listener Node would throw it
+    await vi.waitFor(() => expect(logger.transports.some((t) => t instanceof winston.transports.File)).toBe(false));
+    logger.warn("second");
+    expect(mem.lines.map((l) => (JSON.parse(l) as { message: string }).message)).toEqual(["first", "second"]);
   });
 
   it("writes redacted JSON Lines to a file", async () => {
