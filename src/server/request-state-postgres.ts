@@ -3,7 +3,7 @@
  * by every instance of an agent behind one endpoint, so a retry replayed to another instance is refused too.
  */
 import { refuseUnknownOptions } from "../protocol/config-error.js";
-import type { RequestStateStore } from "./request-state.js";
+import { RequestStateStoreFull, type RequestStateStore } from "./request-state.js";
 
 /** What the store needs from a database client: `pg.Pool`, `pg.Client` and PGlite all fit. */
 export interface RequestStateQueryable {
@@ -20,15 +20,22 @@ export interface PostgresRequestStateStoreOptions {
   createTable?: boolean;
   /** Delete expired ids at most this often, ms (on a claim; never in the way of the claim's answer). Default 60,000. */
   sweepIntervalMs?: number;
+  /**
+   * Most unexpired ids in the table, all instances together, a count. Default 1,000,000. At the bound a claim is refused
+   * with {@link RequestStateStoreFull} (the retry gets `-32000` `too_many_input_rounds`, audited, and its state stays
+   * usable until it expires). Counted in the claim's own statement, so concurrent claims on several instances can
+   * overshoot it by at most their number.
+   */
+  maxEntries?: number;
 }
 
 const TABLE_RE = /^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?$/;
-const KNOWN = new Set(["db", "table", "createTable", "sweepIntervalMs"]);
+const KNOWN = new Set(["db", "table", "createTable", "sweepIntervalMs", "maxEntries"]);
 
 /**
- * The `requestState` single-use ledger in one table (`id text PRIMARY KEY, expires_at timestamptz`): a claim is one
- * `INSERT … ON CONFLICT DO NOTHING RETURNING id`, atomic across instances (of two claims of one id, the database lets
- * exactly one insert). Expired ids are deleted now and then (an expired state is refused as expired before its id is
+ * The `requestState` single-use ledger in one table (`id text PRIMARY KEY, expires_at timestamptz`, indexed on
+ * `expires_at`), bounded by `maxEntries`: a claim is one `INSERT … ON CONFLICT DO NOTHING RETURNING id`, atomic across
+ * instances (of two claims of one id, the database lets exactly one insert). Expired ids are deleted now and then (an expired state is refused as expired before its id is
  * looked at, and ids are random, so an id is never claimed again).
  *
  * ```ts
@@ -43,6 +50,7 @@ export class PostgresRequestStateStore implements RequestStateStore {
     private readonly db: RequestStateQueryable,
     private readonly table: string,
     private readonly sweepIntervalMs: number,
+    private readonly maxEntries: number,
   ) {}
 
   /**
@@ -57,13 +65,20 @@ export class PostgresRequestStateStore implements RequestStateStore {
     if (!TABLE_RE.test(table)) throw new Error("PostgresRequestStateStore: 'table' may hold letters, digits and '_' (optionally schema.table)");
     const sweep = options.sweepIntervalMs ?? 60_000;
     if (!(Number.isSafeInteger(sweep) && sweep > 0)) throw new Error("PostgresRequestStateStore: 'sweepIntervalMs' must be a positive integer (ms)");
+    const max = options.maxEntries ?? 1_000_000;
+    if (!(Number.isSafeInteger(max) && max > 0)) throw new Error("PostgresRequestStateStore: 'maxEntries' must be a positive integer");
     if (options.createTable !== false) {
       await options.db.query(`CREATE TABLE IF NOT EXISTS ${table} (id text PRIMARY KEY, expires_at timestamptz NOT NULL)`);
+      // the bound counts unexpired ids: an index keeps that count a range scan
+      await options.db.query(`CREATE INDEX IF NOT EXISTS ${indexName(table)} ON ${table} (expires_at)`);
     }
-    return new PostgresRequestStateStore(options.db, table, sweep);
+    return new PostgresRequestStateStore(options.db, table, sweep, max);
   }
 
-  /** @throws whatever the database throws (the request is then refused: the pipeline fails closed) */
+  /**
+   * @throws {@link RequestStateStoreFull} at `maxEntries` unexpired ids; whatever the database throws (the request is
+   *   then refused: the pipeline fails closed)
+   */
   async claim(id: string, expiresAt: number): Promise<boolean> {
     const now = Date.now();
     if (now >= this.#nextSweep) {
@@ -72,7 +87,20 @@ export class PostgresRequestStateStore implements RequestStateStore {
       // five minutes' grace: an instance whose clock is behind the database's still refuses a replay until it expires
       this.db.query(`DELETE FROM ${this.table} WHERE expires_at < now() - interval '5 minutes'`).catch(() => undefined);
     }
-    const { rows } = await this.db.query(`INSERT INTO ${this.table} (id, expires_at) VALUES ($1, to_timestamp($2::double precision / 1000)) ON CONFLICT (id) DO NOTHING RETURNING id`, [id, expiresAt]);
-    return rows.length === 1;
+    // inserted only below the bound; LIMIT stops the count at the bound
+    const { rows } = await this.db.query(
+      `INSERT INTO ${this.table} (id, expires_at) SELECT $1, to_timestamp($2::double precision / 1000) WHERE (SELECT count(*) FROM (SELECT 1 FROM ${this.table} WHERE expires_at > now() LIMIT $3) held) < $3 ON CONFLICT (id) DO NOTHING RETURNING id`,
+      [id, expiresAt, this.maxEntries],
+    );
+    if (rows.length === 1) return true;
+    // not inserted: claimed before (a replay), or the bound
+    const held = await this.db.query(`SELECT 1 FROM ${this.table} WHERE id = $1`, [id]);
+    if (held.rows.length === 1) return false;
+    throw new RequestStateStoreFull(this.maxEntries);
   }
+}
+
+/** `<table>_expires_at_idx`, without the table's schema (an index lives in its table's schema). */
+function indexName(table: string): string {
+  return `${table.split(".").at(-1)}_expires_at_idx`;
 }

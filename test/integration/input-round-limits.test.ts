@@ -8,12 +8,13 @@
  */
 import { afterEach, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { createHttpApp, HMCPServer, hmcpContext, listen, MemoryRequestStateStore, type AuditRecordInput, type AuditSink } from "hmcp";
+import { createHttpApp, HMCPServer, hmcpContext, listen, MemoryRequestStateStore, PostgresRequestStateStore, RequestStateStoreFull, type AuditRecordInput, type AuditSink, type RequestStateStore } from "hmcp";
 import { bearerFor, makeKeys, mint } from "../fixtures/bearer.js";
+import { startTestDatabase, testDatabaseKinds } from "../fixtures/postgres.js";
 
 const closers: Array<() => Promise<void>> = [];
 afterEach(async () => {
-  for (const c of closers.splice(0)) await c();
+  for (const c of closers.splice(0).reverse()) await c();
 });
 
 const MODERN = "2026-07-28";
@@ -36,14 +37,34 @@ async function call(url: URL, token: string, id: number, name: string, args: Rec
   return { status: res.status, ...((await res.json()) as Omit<Rpc, "status">) };
 }
 
-describe("pending input rounds at their bound (MCP 2026-07-28)", () => {
+type Ledger = { store: RequestStateStore; size: () => Promise<number> };
+const ledgers: Array<[string, () => Promise<Ledger>]> = [
+  [
+    "memory",
+    async () => {
+      const store = new MemoryRequestStateStore({ maxEntries: 2 });
+      return { store, size: async () => store.size };
+    },
+  ],
+  ...testDatabaseKinds().map((kind): (typeof ledgers)[number] => [
+    kind,
+    async () => {
+      const database = await startTestDatabase(kind);
+      closers.push(() => database.close());
+      const store = await PostgresRequestStateStore.open({ db: database.db, maxEntries: 2 });
+      return { store, size: async () => Number(((await database.db.query("SELECT count(*) AS n FROM hmcp_request_state")).rows[0] as { n: string }).n) };
+    },
+  ]),
+];
+
+describe.each(ledgers)("pending input rounds at their bound (MCP 2026-07-28), the %s ledger", (_name, make) => {
   it("at maxEntries unexpired claims a retry gets -32000 too_many_input_rounds and one audit record, its handler does not run, and other requests are served", async () => {
     const keys = await makeKeys();
     const records: AuditRecordInput[] = [];
     const writes: string[] = [];
     const sink = memorySink(records);
     // one store for every server the app builds (one per modern request), as documented
-    const store = new MemoryRequestStateStore({ maxEntries: 2 });
+    const { store, size } = await make();
     const agent = () => {
       const s = new HMCPServer({ name: "approver", version: "1" }, { guardrails: false, audit: sink, requestState: { keys: [KEY], store } });
       s.registerTool("approve", { inputSchema: z.object({ what: z.string() }) }, async ({ what }, extra) => {
@@ -69,7 +90,7 @@ describe("pending input rounds at their bound (MCP 2026-07-28)", () => {
     const answer = (id: number, flow: (typeof asked)[number]) => call(url, token, id, "approve", { what: flow.what }, { requestState: flow.state, inputResponses: { [flow.key]: { action: "accept", content: {} } } });
     expect((await answer(21, asked[0]!)).result?.content).toEqual([{ type: "text", text: "accept" }]);
     expect((await answer(22, asked[1]!)).result?.content).toEqual([{ type: "text", text: "accept" }]);
-    expect(store.size).toBe(2);
+    expect(await size()).toBe(2);
 
     // the bound: the third answer is refused before its handler runs, and the ledger does not grow
     const refused = await answer(23, asked[2]!);
@@ -77,7 +98,7 @@ describe("pending input rounds at their bound (MCP 2026-07-28)", () => {
     expect(refused.error).toMatchObject({ code: -32000, data: { reason: "too_many_input_rounds" } });
     expect(refused.error!.message).toMatch(/retry later/);
     expect(writes).toEqual(["order 1", "order 2"]);
-    expect(store.size).toBe(2);
+    expect(await size()).toBe(2);
     // a replay of a claimed state is still a replay (not a full ledger): told apart, nothing written twice
     expect((await answer(24, asked[0]!)).error).toMatchObject({ code: -32602, data: { reason: "request_state_replayed" } });
 
@@ -90,5 +111,23 @@ describe("pending input rounds at their bound (MCP 2026-07-28)", () => {
     expect(mine).toHaveLength(1);
     expect(mine[0]).toMatchObject({ type: "request", method: "tools/call", outcome: "failed", reason: "too_many_input_rounds" });
     expect(records.filter((r) => r.reason === "too_many_input_rounds")).toHaveLength(1);
+  });
+});
+
+describe.each(testDatabaseKinds())("PostgresRequestStateStore bound on %s", (kind) => {
+  it("refuses a new id at maxEntries unexpired ones with RequestStateStoreFull, still tells a replay apart, and takes claims again once ids expire", async () => {
+    const database = await startTestDatabase(kind);
+    closers.push(() => database.close());
+    const store = await PostgresRequestStateStore.open({ db: database.db, table: "bounded_ledger", maxEntries: 2 });
+    const soon = Date.now() + 500;
+    const later = Date.now() + 600_000;
+    expect(await store.claim("short", soon)).toBe(true);
+    expect(await store.claim("long", later)).toBe(true);
+    await expect(store.claim("next", later)).rejects.toBeInstanceOf(RequestStateStoreFull);
+    expect(await store.claim("long", later)).toBe(false);
+    while (Date.now() <= soon + 50) await new Promise((r) => setTimeout(r, 50));
+    expect(await store.claim("next", later)).toBe(true);
+    await expect(store.claim("another", later)).rejects.toBeInstanceOf(RequestStateStoreFull);
+    await expect(PostgresRequestStateStore.open({ db: database.db, maxEntries: 0 })).rejects.toThrow(/maxEntries/);
   });
 });
