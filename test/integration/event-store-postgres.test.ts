@@ -169,6 +169,16 @@ async function resume(endpoint: URL, sid: string, lastId: string) {
   return { status: res.status, text: events.map((e) => e.data).join("\n") };
 }
 
+/** Runs one request of the progress agent to its end in `sid`; its event ids (six progress notifications and the result). */
+async function runToEnd(endpoint: URL, sid: string, secret: string): Promise<string[]> {
+  const res = await fetch(endpoint, {
+    method: "POST",
+    headers: headers(sid),
+    body: JSON.stringify({ jsonrpc: "2.0", id: 7, method: "sampling/createMessage", params: { messages: [{ role: "user", content: { type: "text", text: `secret-${secret}` } }], maxTokens: 5, _meta: { progressToken: "t" } } }),
+  });
+  return (await readSse(res, (e) => e.data.includes('"result"'))).filter((e) => e.data !== "").map((e) => e.id!);
+}
+
 type StoreOption = PostgresEventStore | { maxEvents: number } | undefined;
 const stores: Array<[string, (limits?: { maxEvents: number }) => Promise<{ eventStore: StoreOption; count: () => Promise<number> }>]> = [
   ["memory", async (limits) => ({ eventStore: limits, count: async () => -1 })],
@@ -222,13 +232,7 @@ describe.each(stores)("createHttpApp with the %s event store", (_name, make) => 
     http = await listen(createHttpApp({ createServer: progressAgent, bearer: false, audit, eventStore }));
     const endpoint = new URL("/mcp", http.url);
     const sid = await openSession(endpoint);
-    // one request run to its end: six progress notifications and the result, each an event with an id
-    const res = await fetch(endpoint, {
-      method: "POST",
-      headers: headers(sid),
-      body: JSON.stringify({ jsonrpc: "2.0", id: 7, method: "sampling/createMessage", params: { messages: [{ role: "user", content: { type: "text", text: "secret-gamma" } }], maxTokens: 5, _meta: { progressToken: "t" } } }),
-    });
-    const ids = (await readSse(res, (e) => e.data.includes('"result"'))).filter((e) => e.data !== "").map((e) => e.id!);
+    const ids = await runToEnd(endpoint, sid, "gamma");
     expect(ids).toHaveLength(7);
 
     const dropped = await resume(endpoint, sid, ids[0]!);
@@ -243,3 +247,25 @@ describe.each(stores)("createHttpApp with the %s event store", (_name, make) => 
     if (eventStore instanceof PostgresEventStore) expect(await count()).toBeLessThanOrEqual(3);
   });
 });
+
+describe("createHttpApp's in-memory event stores at totalBytes (all sessions together)", () => {
+  it("a session over the shared budget gives up its own oldest events, never another session's: resuming from one it gave up is refused (400 last_event_id_unknown, one audit record)", async () => {
+    const records: AuditRecordInput[] = [];
+    const audit = { append: (r: AuditRecordInput) => void records.push(r), flush: async () => undefined, close: async () => undefined };
+    // room for one request's seven events (about 1 KB) and a half
+    http = await listen(createHttpApp({ createServer: progressAgent, bearer: false, audit, eventStore: { totalBytes: 1500 } }));
+    const endpoint = new URL("/mcp", http.url);
+    const sidA = await openSession(endpoint);
+    const sidB = await openSession(endpoint);
+    const idsA = await runToEnd(endpoint, sidA, "alpha");
+    const idsB = await runToEnd(endpoint, sidB, "beta");
+
+    // B did not fit beside A: it gave up its own oldest events
+    expect(await resume(endpoint, sidB, idsB[0]!)).toEqual({ status: 400, text: "" });
+    expect(records.filter((r) => r.type === "http" && r.reason === "last_event_id_unknown").map((r) => [r.status, r.outcome])).toEqual([[400, "denied"]]);
+    // A kept all of its events, B its newest
+    expect((await resume(endpoint, sidA, idsA[0]!)).text).toContain("RESULT-FOR-alpha");
+    expect((await resume(endpoint, sidB, idsB.at(-2)!)).text).toContain("RESULT-FOR-beta");
+  });
+});
+
