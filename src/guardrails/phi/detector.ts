@@ -30,6 +30,7 @@ import { loadLexicon, type Lexicon } from "./lexicon.js";
 import { findNames } from "./names.js";
 import { PATTERNS, type Pattern } from "./patterns.js";
 import { byRule, ruleKey, type RuleLists, StartIndex, type StartRule } from "./prefilter.js";
+import { isWs } from "./text.js";
 
 export { PHI_ENTITY_TYPES, type PhiEntity, type PhiEntityType } from "./entities.js";
 
@@ -202,33 +203,52 @@ const PRIORITY: Record<PhiEntityType, number> = {
   EMAIL: 9, URL: 8, IP: 8, SSN: 8, ACCOUNT: 7, ADDRESS: 7, DATE: 6, PHONE: 6, ID: 5, AGE: 5, ZIP: 4, NAME: 3, LOCATION: 2,
 };
 
+/** `[TYPE]` of each type (one string per type rather than one per entity). */
+const REPLACEMENT = Object.fromEntries(PHI_ENTITY_TYPES.map((t) => [t, `[${t}]`])) as Record<PhiEntityType, string>;
+
+/** The types whose adjacent entities are joined. */
+const joins = (t: PhiEntityType): boolean => t === "NAME" || t === "LOCATION" || t === "ADDRESS";
+
+/** What `/^[.,]?\s{1,2}$/` finds in `text[from, to)`: an optional full stop or comma, then one or two white-space characters. */
+function joinGap(text: string, from: number, to: number): boolean {
+  const c = text.charCodeAt(from);
+  if (c === 46 || c === 44) from++;
+  const k = to - from;
+  if (k < 1 || k > 2) return false;
+  return isWs(text.charCodeAt(from)) && (k === 1 || isWs(text.charCodeAt(from + 1)));
+}
+
 /** Sorts, drops overlaps (longer / higher priority wins), joins adjacent names, adds replacements. */
 function merge(found: Found[], text: string): PhiEntity[] {
-  found.sort((a, b) => a.s - b.s || b.e - a.e || PRIORITY[b.type] - PRIORITY[a.type]);
+  found.sort(byStart);
   const out: PhiEntity[] = [];
-  for (const f of found) {
-    const prev = out[out.length - 1];
-    if (prev && f.s < prev.end) {
+  let prev: PhiEntity | undefined;
+  for (let i = 0; i < found.length; i++) {
+    const f = found[i]!;
+    if (prev !== undefined && f.s < prev.end) {
       if (f.e > prev.end) {
         if (f.e - f.s > prev.end - prev.start && PRIORITY[f.type] >= PRIORITY[prev.type]) {
           // a longer, stronger entity overlapping the previous: extend
           prev.end = f.e;
           prev.type = f.type;
-          prev.replacement = `[${f.type}]`;
+          prev.replacement = REPLACEMENT[f.type];
         } else {
           prev.end = f.e;
         }
       }
       continue;
     }
-    if (prev && (prev.type === f.type && (f.type === "NAME" || f.type === "LOCATION" || f.type === "ADDRESS")) && /^[.,]?\s{1,2}$/.test(text.slice(prev.end, f.s))) {
+    if (prev !== undefined && prev.type === f.type && joins(f.type) && joinGap(text, prev.end, f.s)) {
       prev.end = f.e;
       continue;
     }
-    out.push({ type: f.type, start: f.s, end: f.e, replacement: `[${f.type}]` });
+    out.push((prev = { type: f.type, start: f.s, end: f.e, replacement: REPLACEMENT[f.type] }));
   }
   return out;
 }
+
+/** Start ascending, then end descending, then priority descending (the order of {@link merge}). */
+const byStart = (a: Found, b: Found): number => a.s - b.s || b.e - a.e || PRIORITY[b.type] - PRIORITY[a.type];
 
 /**
  * Creates a PHI detector. The default lexicon is read once per process and shared.
