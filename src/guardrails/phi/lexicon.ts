@@ -250,6 +250,36 @@ export class LexTable {
       if (equalsAsciiLower(keys[id - 1]!, text, s, e)) return this.#rememberWord(x, h * 3, len <= PACKED ? len : -1, p0, p1, p2, p3);
     }
   }
+
+  /**
+   * Slot offset of the lower case of `text[s, e)`, or -1, when that lower case is `lower[c]` for each code unit `c`
+   * (the caller has checked: ./text.ts LOWER_UNIT); on a hit also sets {@link hitBits}. The same answer as
+   * {@link find} on the lower-case string, without making it.
+   */
+  findFolded(text: string, s: number, e: number, lower: Uint16Array): number {
+    let x = FNV_OFFSET;
+    for (let i = s; i < e; i++) x = Math.imul(x ^ lower[text.charCodeAt(i)]!, FNV_PRIME);
+    const slots = this.#slots;
+    const keys = this.keys;
+    const cache = this.#cache;
+    const r = (x & CACHE_MASK) * ROW;
+    if (cache[r] === x) {
+      const v = cache[r + 1]!;
+      if (v < 0) return -1;
+      if (v > 0 && equalsFolded(keys[slots[v - 1]! - 1]!, text, s, e, lower)) {
+        this.hitBits = cache[r + 2]!;
+        return v - 1;
+      }
+    }
+    let seen = false;
+    for (let h = x & this.#mask; ; h = (h + 1) & this.#mask) {
+      const id = slots[h * 3]!;
+      if (id === 0) return seen ? -1 : this.#remember(x, -1);
+      if (slots[h * 3 + 1] !== x) continue;
+      seen = true;
+      if (equalsFolded(keys[id - 1]!, text, s, e, lower)) return this.#rememberWord(x, h * 3, -1, 0, 0, 0, 0);
+    }
+  }
 }
 
 const CACHE_SIZE = 16384;
@@ -270,3 +300,10 @@ function equalsAsciiLower(k: string, text: string, s: number, e: number): boolea
   return true;
 }
 
+
+/** `k` equals `text[s, e)` with each code unit mapped by `lower`. */
+function equalsFolded(k: string, text: string, s: number, e: number, lower: Uint16Array): boolean {
+  if (k.length !== e - s) return false;
+  for (let i = s; i < e; i++) if (lower[text.charCodeAt(i)] !== k.charCodeAt(i - s)) return false;
+  return true;
+}

@@ -81,6 +81,43 @@ export function scanWords(text: string, word: (start: number, end: number, ascii
   }
 }
 
+/**
+ * Case facts of one UTF-16 code unit as a one-character string, filled on first use: bit 1 known, 2 `ch !== ch.toLowerCase()`,
+ * 4 `ch !== ch.toUpperCase()`, 8 its lower case is not exactly one code unit or depends on context (İ, final Σ): see
+ * {@link LOWER_UNIT}. A lone surrogate is its own lower and upper case (what `w[i]` gives for half of an astral letter).
+ */
+const UNIT_CASE = new Uint8Array(0x10000);
+/** The lower case of a code unit whose UNIT_CASE has no bit 8. */
+export const LOWER_UNIT = new Uint16Array(0x10000);
+export const CASE_LOWER_CHANGES = 2;
+export const CASE_UPPER_CHANGES = 4;
+export const CASE_NOT_SIMPLE = 8;
+/** UNIT_CASE of code unit `c` (see there). */
+export function unitCase(c: number): number {
+  let v = UNIT_CASE[c]!;
+  if (v === 0) {
+    const ch = String.fromCharCode(c);
+    const lo = ch.toLowerCase();
+    v = 1 | (lo !== ch ? CASE_LOWER_CHANGES : 0) | (ch.toUpperCase() !== ch ? CASE_UPPER_CHANGES : 0);
+    // Σ lower-cases to σ or ς by its place in the word
+    if (lo.length !== 1 || c === 0x3a3) v |= CASE_NOT_SIMPLE;
+    else LOWER_UNIT[c] = lo.charCodeAt(0);
+    UNIT_CASE[c] = v;
+  }
+  return v;
+}
+/** Astral code points whose lower case is another string (Deseret, Osage, Adlam ...): 1 yes, 2 no; filled on first use. */
+const ASTRAL_LOWER = new Map<number, number>();
+/** The astral code point `cp` lower-cases to itself. */
+export function astralLowerSame(cp: number): boolean {
+  let v = ASTRAL_LOWER.get(cp);
+  if (v === undefined) {
+    const ch = String.fromCodePoint(cp);
+    ASTRAL_LOWER.set(cp, (v = ch.toLowerCase() === ch ? 2 : 1));
+  }
+  return v === 2;
+}
+
 export const isUp = (c: number) => c >= 65 && c <= 90;
 export const isLow = (c: number) => c >= 97 && c <= 122;
 

@@ -13,7 +13,7 @@
 export const X_EXTRA = 1 << 28;
 import { F_AMBIGUOUS, F_COMMON, F_FIRST, F_INTL, F_LAST, type Lexicon } from "./lexicon.js";
 import { W_NOT_NAMES } from "./words.js";
-import { isCap, isNameCase, isTitleCase, isUp, isUpper, scanWords } from "./text.js";
+import { astralLowerSame, CASE_LOWER_CHANGES, CASE_NOT_SIMPLE, CASE_UPPER_CHANGES, isCap, isNameCase, isTitleCase, isUp, isUpper, LOWER_UNIT, scanWords, unitCase } from "./text.js";
 
 /** Shape bits of a token's word as written (see ./text.ts isTitleCase, isUpper, isNameCase, isCap). */
 export const SH_TC = 1;
@@ -26,6 +26,8 @@ export const SH_LW = 16;
 export const SH_ASCII = 32;
 /** The word has a hyphen. */
 export const SH_HY = 64;
+/** Not ASCII, and the lower case is one code unit per unit of the word (./text.ts LOWER_UNIT), so as long as it. */
+export const SH_SIMPLE = 128;
 
 /** Tokens of a text and the rules' shared per-token state. A token is its index `i` (0 <= i < n). */
 export interface NameContext {
@@ -186,20 +188,49 @@ export function nameContext(text: string, lx: Lexicon, extra: ReadonlySet<string
       if (hasExtra) lower = id >= 0 ? table.wordOf(id) : (w ?? text.slice(s, e)).toLowerCase();
     } else {
       otherLetters = true;
-      w = text.slice(s, e);
-      lower = w.toLowerCase();
-      // possessive: "Smith's", "SMITH’S" (the test is on the lower case, as the word's own case may differ)
-      const ll = lower.length;
-      if (ll >= 2 && lower.charCodeAt(ll - 1) === 115 && (lower.charCodeAt(ll - 2) === 39 || lower.charCodeAt(ll - 2) === 0x2019)) {
-        lower = lower.slice(0, -2);
-        w = w.slice(0, -2);
-        e = s + w.length;
+      // the word's lower case is one code unit per unit (LOWER_UNIT) unless a unit's is longer or depends on context
+      // (İ, final Σ) or an astral letter has a lower case: then the strings are made and tested as they are
+      let simple = true;
+      for (let k = s; k < e; k++) {
+        const c = text.charCodeAt(k);
+        if ((unitCase(c) & CASE_NOT_SIMPLE) !== 0) {
+          simple = false;
+          break;
+        }
+        if (c >= 0xd800 && c <= 0xdbff && k + 1 < e) {
+          const d = text.charCodeAt(k + 1);
+          if (d >= 0xdc00 && d <= 0xdfff && !astralLowerSame(((c - 0xd800) << 10) + (d - 0xdc00) + 0x10000)) {
+            simple = false;
+            break;
+          }
+        }
       }
-      id = table.find(lower);
-      if (id >= 0) f = table.hitBits;
-      L[n] = lower;
-      const tc = isTitleCase(w);
-      sh = (tc ? SH_TC : 0) | (isUpper(w) ? SH_UP : 0) | (tc || isNameCase(w) ? SH_NC : 0) | (isCap(w) ? SH_CAP : 0) | (w === lower ? SH_LW : 0) | (w.includes("-") ? SH_HY : 0);
+      if (simple) {
+        // possessive: "Smith’s", "SMITH’S" (on the lower case, as the word's own case may differ)
+        if (e - s >= 2 && LOWER_UNIT[text.charCodeAt(e - 1)] === 115) {
+          const q = LOWER_UNIT[text.charCodeAt(e - 2)];
+          if (q === 39 || q === 0x2019) e -= 2;
+        }
+        sh = SH_SIMPLE | shapeOf(text, s, e);
+        id = table.findFolded(text, s, e, LOWER_UNIT);
+        if (id >= 0) f = table.hitBits;
+        if (hasExtra) lower = id >= 0 ? table.wordOf(id) : text.slice(s, e).toLowerCase();
+      } else {
+        w = text.slice(s, e);
+        lower = w.toLowerCase();
+        // possessive: "Smith's", "SMITH’S" (the test is on the lower case, as the word's own case may differ)
+        const ll = lower.length;
+        if (ll >= 2 && lower.charCodeAt(ll - 1) === 115 && (lower.charCodeAt(ll - 2) === 39 || lower.charCodeAt(ll - 2) === 0x2019)) {
+          lower = lower.slice(0, -2);
+          w = w.slice(0, -2);
+          e = s + w.length;
+        }
+        id = table.find(lower);
+        if (id >= 0) f = table.hitBits;
+        L[n] = lower;
+        const tc = isTitleCase(w);
+        sh = (tc ? SH_TC : 0) | (isUpper(w) ? SH_UP : 0) | (tc || isNameCase(w) ? SH_NC : 0) | (isCap(w) ? SH_CAP : 0) | (w === lower ? SH_LW : 0) | (w.includes("-") ? SH_HY : 0);
+      }
     }
     if (hasExtra && extra.has(lower!)) f |= X_EXTRA;
     if (n === arrays.size) grow();
@@ -223,7 +254,7 @@ export function nameContext(text: string, lx: Lexicon, extra: ReadonlySet<string
     if (v === undefined) L[i] = v = (SH[i]! & SH_LW) !== 0 ? wOf(i) : wOf(i).toLowerCase();
     return v;
   };
-  const lowerLen = (i: number): number => ((SH[i]! & SH_ASCII) !== 0 ? E[i]! - S[i]! : lowerOf(i).length);
+  const lowerLen = (i: number): number => ((SH[i]! & (SH_ASCII | SH_SIMPLE)) !== 0 ? E[i]! - S[i]! : lowerOf(i).length);
   const lowerIs = (i: number, word: string): boolean => {
     if ((SH[i]! & SH_ASCII) === 0) return lowerOf(i) === word;
     const s = S[i]!;
@@ -293,4 +324,52 @@ export function nameContext(text: string, lx: Lexicon, extra: ReadonlySet<string
   // every letter is in a word, so only a text with letters outside ASCII (and none upper case in ASCII) needs the pattern
   const lowerText = upperSeen ? false : otherLetters ? !/\p{Lu}/u.test(text) : true;
   return { text, n, S, E, GE, F, SH, LID, w: wOf, lower: lowerOf, lowerLen, lowerIs, isName, weak, first, common, ambiguous, cities: lx.cities, known, onlyIntl, isCommon, commonParts, gap, sentenceStart, allCapsText, nameLike, lowerText };
+}
+
+/**
+ * The shape bits (SH_TC, SH_UP, SH_NC, SH_CAP, SH_LW, SH_HY) of the word `text[s, e)` with letters outside ASCII whose
+ * lower case is one unit per unit: what isTitleCase, isUpper, isNameCase, isCap, `w === w.toLowerCase()` and
+ * `w.includes("-")` answer on its string, from the case facts of its code units (those functions test `w[i]`, one code
+ * unit, against its lower and upper case). The rare cases that need the string (a name-case word with ' ’ - or "Mc",
+ * two leading capitals outside ASCII) make it.
+ */
+function shapeOf(text: string, s: number, e: number): number {
+  const len = e - s;
+  const c0 = text.charCodeAt(s);
+  const u0 = unitCase(c0);
+  let lowerAfterFirst = true; // no unit after the first changes when lower-cased
+  let upperAny = false; // some unit changes when upper-cased
+  let letter = (u0 & CASE_LOWER_CHANGES) !== 0;
+  let marks = false;
+  let hy = false;
+  if ((u0 & CASE_UPPER_CHANGES) !== 0) upperAny = true;
+  if (c0 === 39 || c0 === 0x2019) marks = true;
+  else if (c0 === 45) marks = hy = true;
+  for (let k = s + 1; k < e; k++) {
+    const c = text.charCodeAt(k);
+    const u = unitCase(c);
+    if ((u & CASE_LOWER_CHANGES) !== 0) {
+      lowerAfterFirst = false;
+      letter = true;
+    }
+    if ((u & CASE_UPPER_CHANGES) !== 0) upperAny = true;
+    if (c === 39 || c === 0x2019) marks = true;
+    else if (c === 45) marks = hy = true;
+  }
+  const c0Lower = (u0 & CASE_LOWER_CHANGES) !== 0; // the first unit is a capital (for ASCII: A-Z)
+  const tc = len >= 2 && c0Lower && lowerAfterFirst;
+  const up = !upperAny && letter;
+  let sh = (tc ? SH_TC | SH_NC : 0) | (up ? SH_UP : 0);
+  if (!tc && c0Lower && (marks || c0 === 77) && isNameCase(text.slice(s, e))) sh |= SH_NC;
+  // isCap: a capital first, then one letter, or a second unit that is not a capital, or all upper case
+  if (c0Lower) {
+    if (len === 1) sh |= SH_CAP;
+    else {
+      const c1 = text.charCodeAt(s + 1);
+      if (c0 < 128 ? !isUp(c1) || up : (unitCase(c1) & CASE_LOWER_CHANGES) === 0 || text.slice(s, e) === text.slice(s, e).toUpperCase()) sh |= SH_CAP;
+    }
+  }
+  if (!c0Lower && lowerAfterFirst) sh |= SH_LW;
+  if (hy) sh |= SH_HY;
+  return sh;
 }
