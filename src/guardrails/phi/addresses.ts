@@ -3,7 +3,7 @@
  * (city, region, postcode) that follow a street line.
  */
 import type { Found } from "./entities.js";
-import { NOT_ADDR_AFTER_NUM } from "./patterns.js";
+import { notAddrAfterNumAt, skipWs } from "./patterns.js";
 import type { WordSet } from "./lexicon.js";
 import type { RuleLists, StartRule } from "./prefilter.js";
 import { isUpper, isWs } from "./text.js";
@@ -39,15 +39,12 @@ function trimEnd(w: string, hyphens: boolean): string {
 }
 /** A house number and its separator at the start of a run. */
 const NUM_PREFIX = /\d{1,6}(?:\s\d{1,6})?\s/y;
-/** The longest word of {@link NOT_ADDR_AFTER_NUM} ("overnight") and the character after it fit in this many. */
-const UNIT_LOOK = 16;
-/** {@link NOT_ADDR_AFTER_NUM} at `at` (a dose, unit or time word follows: not an address), on a bounded slice. */
-const unitAfter = (text: string, at: number): boolean => NOT_ADDR_AFTER_NUM.test(text.slice(at, at + UNIT_LOOK));
-/** The first position at or after `at` that is not white space (as `trimStart` skips). */
-function skipWs(text: string, at: number): number {
-  while (at < text.length && isWs(text.charCodeAt(at))) at++;
-  return at;
-}
+/**
+ * NOT_ADDR_AFTER_NUM of ./patterns.ts at `at` (a dose, unit or time word follows: not an address). Its longest word
+ * ("overnight") and the character after it are within 16 characters, so this answers as the test on
+ * `text.slice(at, at + 16)` did.
+ */
+const unitAfter = (text: string, at: number): boolean => notAddrAfterNumAt(text, at);
 
 /** Share of upper-case letters among the first 2,000 letters (clinical notes are often all caps). */
 function upperShare(text: string): number {
@@ -93,6 +90,74 @@ const T_READ = 1 << 14;
 /** Read, and no token starts at this position. */
 const T_NONE = 1 << 15;
 
+/** At most this many distinct tokens of a text keep their tokenKind (a text of only distinct tokens gains nothing from more). */
+const KINDS_KEPT = 1 << 14;
+// tokenKind's bits: the T_* bits that depend on the token alone, and what the context-dependent ones need of it
+const K_T_BITS = T_SEP | T_NL | T_NUM | T_SUFFIX | T_UNIT | T_LOWER_WORD | T_LOWER_COMMON | T_STRONG | T_LOWER_ENDABLE;
+/** A capitalised common word that is not a suffix or unit: ends the run in all-capital text (T_UPPER_COMMON_STOP). */
+const K_UPPER_COMMON = 1 << 16;
+/** A capitalised street suffix: a street word (T_CAP). */
+const K_CAP_SUFFIX = 1 << 17;
+/** A capitalised word of 3+ letters that is not a common word: a street word in all-capital text, or ... */
+const K_CAP_WORD = 1 << 18;
+/** ... when it is not all upper case. */
+const K_NOT_UPPER_CORE = 1 << 19;
+/** Ends with a full stop, longer than 3, not a unit or suffix: ends a sentence before white space (T_SENTENCE_END). */
+const K_SENTENCE = 1 << 20;
+
+/** What an address token `raw` (as ADDR_TOKEN matched it, separator included) is, by its characters alone (K_* and T_* bits). */
+function tokenKind(raw: string, common: WordSet): number {
+  // the token without its separator; first-character classes by char code (ASCII), by regex only outside ASCII
+  let i0 = 0;
+  for (let c = raw.charCodeAt(0); i0 < raw.length && (isWs(c) || c === 44 || c === 62 || c === 63); c = raw.charCodeAt(++i0));
+  const tok = i0 > 0 ? raw.slice(i0) : raw;
+  const c0 = tok.charCodeAt(0);
+  // Estonian "tee" (road) only in lower case: upper-case "TEE" is a transesophageal echo
+  const suffix = ADDR_SUFFIX.test(tok) || tok === "tee";
+  const unit = UNIT_WORD.test(tok);
+  const num = c0 >= 48 && c0 <= 57;
+  const lu = c0 < 128 ? c0 >= 65 && c0 <= 90 : UPPER_START.test(tok);
+  const upper = !num && lu;
+  const lowerStart = c0 < 128 ? c0 >= 97 && c0 <= 122 : LOWER_START.test(tok);
+  const core = trimEnd(tok, true);
+  const lowerWord = lowerStart && !unit && !suffix && !/^(?:and|de|du|del|dei|der|van|von|u|ul|str|st|la|le|do|da|di|dos|das|y|of|the|corner|na)\.?$/.test(tok);
+  const rc0 = raw.charCodeAt(0);
+  let k = 0;
+  if (isWs(rc0) || rc0 === 44) k |= T_SEP;
+  if (raw.includes("\n")) k |= T_NL;
+  if (num) k |= T_NUM;
+  if (upper && !suffix && !unit && common.has(trimEnd(tok.toLowerCase(), false))) k |= K_UPPER_COMMON;
+  // street words are capitalised words; an all-capital acronym (PEEP, PSV) counts only in all-capital text
+  if (upper && suffix) k |= K_CAP_SUFFIX;
+  if (upper && core.length >= 3 && !common.has(core.toLowerCase())) k |= K_CAP_WORD;
+  if (!isUpper(core)) k |= K_NOT_UPPER_CORE;
+  if (suffix) k |= T_SUFFIX;
+  if (unit) k |= T_UNIT;
+  if (lowerWord) k |= T_LOWER_WORD;
+  if (lowerWord && common.has(trimEnd(tok.toLowerCase(), false))) k |= T_LOWER_COMMON;
+  if (tok.endsWith(".") && tok.length > 3 && !unit && !suffix) k |= K_SENTENCE;
+  if (num || lu || c0 === 40) k |= T_STRONG;
+  if (lowerStart && !/^(?:and|de|of|the|na|y)$/.test(tok)) k |= T_LOWER_ENDABLE;
+  return k;
+}
+
+/** stepsToWord's answer when the chain of tokens ends before a street word or lower-case word. */
+const FAR = 1 << 29;
+let path: Int32Array = new Int32Array(1024);
+const growPath = (a: Int32Array): Int32Array => {
+  const b = new Int32Array(a.length * 2);
+  b.set(a);
+  return b;
+};
+let keptSteps = new Int32Array(0);
+/** Zeroed step memo of `n` cells (kept for texts that fit {@link KEEP_ARRAYS}, like the token arrays). */
+function stepArray(n: number): Int32Array {
+  if (n > KEEP_ARRAYS) return new Int32Array(n);
+  if (keptSteps.length < n) keptSteps = new Int32Array(Math.min(KEEP_ARRAYS, Math.max(n, keptSteps.length * 2, 4096)));
+  else keptSteps.fill(0, 0, n);
+  return keptSteps;
+}
+
 /** Texts up to this many characters reuse one pair of token arrays (~6 MB at most, kept for the process). */
 const KEEP_ARRAYS = (1 << 20) + 1;
 let keptFlags = new Uint16Array(0);
@@ -119,8 +184,6 @@ export function scanAddresses(text: string, found: Found[], common: WordSet, can
   // the text is mostly upper case: counted when first asked (most texts read no upper-case token and no weak trigger)
   let upperTextV = -1;
   const upperText = (): boolean => (upperTextV < 0 ? (upperTextV = upperShare(text) > 0.5 ? 1 : 0) : upperTextV) === 1;
-  // Estonian "tee" (road) only in lower case: upper-case "TEE" is a transesophageal echo
-  const isSuffix = (tok: string) => ADDR_SUFFIX.test(tok) || tok === "tee";
   // Candidate runs overlap (every house number starts one and each reads up to 24 tokens), so each position's token is
   // read and classified once per text: text made of candidates ("1 via 1 via ...") costs no more than 24 reads of two
   // typed-array cells each. Per position: flags[pos] (T_* bits; 0 not read yet) and next[pos] (the index just past the
@@ -128,6 +191,8 @@ export function scanAddresses(text: string, found: Found[], common: WordSet, can
   // runs re-read them in text order, which the memory prefetcher follows, and a megabyte of tokens makes no garbage.
   let flags: Uint16Array | undefined;
   let nextAt: Int32Array | undefined;
+  /** tokenKind by token (with its separator), for this text. */
+  let kinds: Map<string, number> | undefined;
   /** Reads the token at `pos` into flags/nextAt (once) and returns its flags. */
   const tokenAt = (pos: number): number => {
     if (flags === undefined) [flags, nextAt] = tokenArrays(text.length + 1);
@@ -138,37 +203,59 @@ export function scanAddresses(text: string, found: Found[], common: WordSet, can
     if (m === null || m[0].length === 0) return (flags[pos] = T_NONE);
     const raw = m[0];
     const next = ADDR_TOKEN.lastIndex;
-    // the token without its separator; first-character classes by char code (ASCII), by regex only outside ASCII
-    let i0 = 0;
-    for (let c = raw.charCodeAt(0); i0 < raw.length && (isWs(c) || c === 44 || c === 62 || c === 63); c = raw.charCodeAt(++i0));
-    const tok = i0 > 0 ? raw.slice(i0) : raw;
-    const c0 = tok.charCodeAt(0);
-    const suffix = isSuffix(tok);
-    const unit = UNIT_WORD.test(tok);
-    const num = c0 >= 48 && c0 <= 57;
-    const lu = c0 < 128 ? c0 >= 65 && c0 <= 90 : UPPER_START.test(tok);
-    const upper = !num && lu;
-    const lowerStart = c0 < 128 ? c0 >= 97 && c0 <= 122 : LOWER_START.test(tok);
-    const core = trimEnd(tok, true);
-    const lowerWord = lowerStart && !unit && !suffix && !/^(?:and|de|du|del|dei|der|van|von|u|ul|str|st|la|le|do|da|di|dos|das|y|of|the|corner|na)\.?$/.test(tok);
-    const rc0 = raw.charCodeAt(0);
-    let f = T_READ;
-    if (isWs(rc0) || rc0 === 44) f |= T_SEP;
-    if (raw.includes("\n")) f |= T_NL;
-    if (num) f |= T_NUM;
-    if (num && unitAfter(text, skipWs(text, next))) f |= T_NUM_STOP;
-    if (upper && upperText() && !suffix && !unit && common.has(trimEnd(tok.toLowerCase(), false))) f |= T_UPPER_COMMON_STOP;
-    // street words are capitalised words; an all-capital acronym (PEEP, PSV) counts only in all-capital text
-    if (upper && ((core.length >= 3 && !common.has(core.toLowerCase()) && (upperText() || !isUpper(core))) || suffix)) f |= T_CAP;
-    if (suffix) f |= T_SUFFIX;
-    if (unit) f |= T_UNIT;
-    if (lowerWord) f |= T_LOWER_WORD;
-    if (lowerWord && common.has(trimEnd(tok.toLowerCase(), false))) f |= T_LOWER_COMMON;
-    if (tok.endsWith(".") && tok.length > 3 && !unit && !suffix && next < text.length && isWs(text.charCodeAt(next))) f |= T_SENTENCE_END;
-    if (num || lu || c0 === 40) f |= T_STRONG;
-    if (lowerStart && !/^(?:and|de|of|the|na|y)$/.test(tok)) f |= T_LOWER_ENDABLE;
+    // what depends on the token's characters only is classified once per distinct token of the text (a text repeats
+    // its tokens); the map lives for this call only, so no token of a text outlives its scan
+    let k = (kinds ??= new Map<string, number>()).get(raw);
+    if (k === undefined) {
+      k = tokenKind(raw, common);
+      if (kinds.size < KINDS_KEPT) kinds.set(raw, k);
+    }
+    let f = T_READ | (k & K_T_BITS);
+    if ((k & T_NUM) !== 0 && unitAfter(text, skipWs(text, next))) f |= T_NUM_STOP;
+    if ((k & K_UPPER_COMMON) !== 0 && upperText()) f |= T_UPPER_COMMON_STOP;
+    if ((k & K_CAP_SUFFIX) !== 0 || ((k & K_CAP_WORD) !== 0 && ((k & K_NOT_UPPER_CORE) !== 0 || upperText()))) f |= T_CAP;
+    if ((k & K_SENTENCE) !== 0 && next < text.length && isWs(text.charCodeAt(next))) f |= T_SENTENCE_END;
     nextAt![pos] = next;
     return (flags[pos] = f);
+  };
+  /** stepsToWord's answers by position (steps + 1; 0 not known yet); allocated on first use. */
+  let steps: Int32Array | undefined;
+  /**
+   * Steps along the chain of tokens from `pos` (each token starts where the previous ended, as a run reads them) to the
+   * first street word or lower-case word (T_CAP or T_LOWER_WORD), FAR when the chain ends first. A run without
+   * such a word finds no address, so a number whose next 24 tokens have none needs no run: "1 via 1 via ..." reads its
+   * chain once instead of 24 tokens per number. Each position is walked once per text (the answers are kept).
+   */
+  const stepsToWord = (pos: number): number => {
+    if (steps === undefined) steps = stepArray(text.length + 1);
+    let p = pos;
+    let k = 0;
+    let d: number;
+    for (;;) {
+      const known = steps[p]!;
+      if (known !== 0) {
+        d = known - 1;
+        break;
+      }
+      const t = tokenAt(p);
+      if ((t & T_NONE) !== 0) {
+        d = FAR;
+        break;
+      }
+      if ((t & (T_CAP | T_LOWER_WORD)) !== 0) {
+        d = 0;
+        break;
+      }
+      if (k === path.length) path = growPath(path);
+      path[k++] = p;
+      p = nextAt![p]!;
+    }
+    steps[p] = d + 1;
+    while (k > 0) {
+      d = Math.min(FAR, d + 1);
+      steps[path[--k]!] = d + 1;
+    }
+    return steps[pos]! - 1;
   };
   const tryRun = (start: number, triggered: boolean): number => {
     let pos = start;
@@ -253,7 +340,8 @@ export function scanAddresses(text: string, found: Found[], common: WordSet, can
     if ((m = ADDR_NUM_START_AT.exec(text)) === null) continue;
     from = m.index + m[0].length;
     if (m.index < covered) continue;
-    const e = tryRun(m.index, false);
+    // a run reads at most 24 tokens and finds an address only with a street word or a lower-case word among them
+    const e = stepsToWord(m.index) >= 24 ? m.index : tryRun(m.index, false);
     if (e > m.index) {
       found.push({ s: m.index, e, type: "ADDRESS" });
       covered = e;

@@ -6,6 +6,7 @@
 import type { PhiEntityType } from "./entities.js";
 import { domainGate, ipv6Gate, militaryGate, streetNumberGate, uuidGate } from "./gates.js";
 import type { StartRule } from "./prefilter.js";
+import { isWs } from "./text.js";
 
 // ---------------------------------------------------------------------------------------------
 // Pattern recognizers. Every pattern starts at a boundary (lookbehind) so that a failed attempt is
@@ -194,7 +195,7 @@ export const PATTERNS: Pattern[] = [
     type: "ADDRESS",
     start: { lead: /^(?:[Rr]u|[Vv]i|[Cc]a|[Aa]v|[Uu]l|[Ss]t|[Pp]i|[Pp]r|[Ll]a|[Tt]r|[Ee]s|[Pp]a|[Pp]l|[Aa]l)/, prev: "alnum" },
     re: /(?<![\p{L}\d])(?:[Rr]ua|[Rr]úa|[Rr]ue|[Vv]iale|[Cc]alle|[Aa]venida|[Aa]vda\.|[Uu]l\.|[Uu]lica|[Ss]trada|[Pp]iazza|[Pp]raça|[Ll]argo|[Tt]ravessa|[Ee]strada|[Cc]arrer|[Pp]aseo|[Pp]laza|[Cc]amino|[Aa]leja|[Tt]rg)\s{1,2}(?:(?:[\p{Lu}][\p{Ll}][\p{L}'’.-]*|de|do|da|dos|das|del|di|la|le|des|du)\s{1,2}){1,4}\d{1,5}[A-Za-z]?\b(?![.,]\d)(?:\.(?!\d))?/gu,
-    valid: (m) => !NOT_ADDR_AFTER_NUM.test(m.input.slice(m.index + m[0].length).trimStart()),
+    valid: (m) => !notAddrAfterNumAt(m.input, skipWs(m.input, m.index + m[0].length)),
   },
   // ZIP codes: after a state code or a ZIP label, or a standalone 5-digit number.
   { type: "ZIP", start: { lead: /^(?:zi|po)/i, prev: "alnum" }, re: /\b(?:zip(?:\s?code)?|postal\s?code|postcode)\s?(?:is\s)?:?\s{0,2}([A-Z0-9]{2,5}(?:[ -][A-Z0-9]{2,4})?)\b/gi, group: 1 },
@@ -221,3 +222,14 @@ export const PATTERNS: Pattern[] = [
 ];
 
 export const NOT_ADDR_AFTER_NUM = /^(?:%|(?:mg|ml|mcg|cc|kg|g|units?|hours?|hrs?|days?|weeks?|months?|years?|times|x|min|mins|minutes|am|pm|percent|liters?|l|views?|ago|overnight|doses?|tabs?|tablets?|puffs?|drops?|beats?|bpm|breaths?|mmhg)\b)/i;
+const NOT_ADDR_AFTER_NUM_AT = new RegExp(NOT_ADDR_AFTER_NUM.source.slice(1), "iy");
+/** {@link NOT_ADDR_AFTER_NUM} on `text` from `at` (as on `text.slice(at)`, without the slice). */
+export function notAddrAfterNumAt(text: string, at: number): boolean {
+  NOT_ADDR_AFTER_NUM_AT.lastIndex = at;
+  return NOT_ADDR_AFTER_NUM_AT.test(text);
+}
+/** The first position at or after `at` that is not white space (as `trimStart` skips). */
+export function skipWs(text: string, at: number): number {
+  while (at < text.length && isWs(text.charCodeAt(at))) at++;
+  return at;
+}
