@@ -92,7 +92,7 @@ class TokenArrays {
   readonly SH: Uint8Array;
   /** The lexicon slot of the token's lower case (./lexicon.ts LexTable.find), or -1. */
   readonly LID: Int32Array;
-  /** isName, weak, and the memos of known / isCommon / sentenceStart (zeroed per text). */
+  /** isName, weak, (unused), and the memos of isCommon / sentenceStart (zeroed per text). */
   readonly flags: Uint8Array;
   readonly upperBefore: Int32Array;
   constructor(readonly size: number) {
@@ -270,25 +270,23 @@ export function nameContext(text: string, lx: Lexicon, extra: ReadonlySet<string
   const isName = flags.subarray(0, n);
   const weak = flags.subarray(n, 2 * n);
   // per-token answers are memoised (0 unknown, 1 false, 2 true): the passes below ask the same questions many times
-  const knownM = flags.subarray(2 * n, 3 * n);
   const commonM = flags.subarray(3 * n, 4 * n);
   const startM = flags.subarray(4 * n, 5 * n);
+  // a pure function of the token's bits (cheaper to compute than to memoise)
   const known = (i: number) => {
-    let v = knownM[i]!;
-    if (v === 0) {
-      const f = F[i]!;
-      knownM[i] = v = ((f & X_EXTRA) !== 0) || ((((f & F_FIRST) !== 0) || ((f & F_LAST) !== 0) || ((f & F_INTL) !== 0)) && !((f & W_NOT_NAMES) !== 0)) ? 2 : 1;
-    }
-    return v === 2;
+    const f = F[i]!;
+    return (f & X_EXTRA) !== 0 || ((f & (F_FIRST | F_LAST | F_INTL)) !== 0 && (f & W_NOT_NAMES) === 0);
   };
   const onlyIntl = (i: number) => {
     const f = F[i]!;
     return ((f & F_INTL) !== 0) && !((f & F_FIRST) !== 0) && !((f & F_LAST) !== 0) && !((f & X_EXTRA) !== 0);
   };
   const isCommon = (i: number) => {
+    if ((F[i]! & (F_COMMON | F_AMBIGUOUS)) !== 0) return true;
+    // an ASCII or simple word's lower case is as long as the word; any other word's lower case is made once (memoised)
+    if ((SH[i]! & (SH_ASCII | SH_SIMPLE)) !== 0) return E[i]! - S[i]! < 2;
     let v = commonM[i]!;
-    // an ASCII word's lower case is as long as the word; any other word's lower case was made when it was read
-    if (v === 0) commonM[i] = v = ((F[i]! & F_COMMON) !== 0) || ((F[i]! & F_AMBIGUOUS) !== 0) || lowerLen(i) < 2 ? 2 : 1;
+    if (v === 0) commonM[i] = v = lowerLen(i) < 2 ? 2 : 1;
     return v === 2;
   };
   /** A hyphenated word with a one-letter or common part ("a-fib", "step-down"). */
