@@ -27,7 +27,7 @@ import { guardrailsDir } from "../root.js";
 import { ADDR_NUM_START_RULE, ADDR_TRIGGER_START, addressLines, scanAddresses } from "./addresses.js";
 import { PHI_ENTITY_TYPES, type Found, type PhiEntity, type PhiEntityType } from "./entities.js";
 import { loadLexicon, type Lexicon } from "./lexicon.js";
-import { findNames } from "./names.js";
+import { findNames, type NameTokens } from "./names.js";
 import { PATTERNS, type Pattern } from "./patterns.js";
 import { byRule, ruleKey, type RuleLists, StartIndex, type StartRule } from "./prefilter.js";
 import { isWs } from "./text.js";
@@ -94,8 +94,8 @@ class Detector implements PhiDetector {
       scanAddresses(text, found, this.#lx.common, (starts ??= byRule(START_INDEX.scan(text))), ADDR_TRIGGER_RULE, ADDR_NUM_RULE);
       addressLines(text, found);
     }
-    if (types.has("NAME") || types.has("LOCATION")) findNames(text, found, this.#lx, this.#extra, types);
-    return merge(found, text);
+    const names = types.has("NAME") || types.has("LOCATION") ? findNames(text, found, this.#lx, this.#extra, types) : undefined;
+    return merge(found, text, names);
   }
 
   redact(text: string): PhiRedaction {
@@ -218,34 +218,66 @@ function joinGap(text: string, from: number, to: number): boolean {
   return isWs(text.charCodeAt(from)) && (k === 1 || isWs(text.charCodeAt(from + 1)));
 }
 
-/** Sorts, drops overlaps (longer / higher priority wins), joins adjacent names, adds replacements. */
-function merge(found: Found[], text: string): PhiEntity[] {
+/**
+ * Sorts, drops overlaps (longer / higher priority wins), joins adjacent names, adds replacements. The name tokens
+ * (ascending) are read in the order of the sort without being sorted: a NAME span is found only once and no other
+ * entity has its priority, so its place among the sorted entities is fixed by the comparison alone.
+ */
+function merge(found: Found[], text: string, names: NameTokens | undefined): PhiEntity[] {
   found.sort(byStart);
   const out: PhiEntity[] = [];
   let prev: PhiEntity | undefined;
-  for (let i = 0; i < found.length; i++) {
-    const f = found[i]!;
-    if (prev !== undefined && f.s < prev.end) {
-      if (f.e > prev.end) {
-        if (f.e - f.s > prev.end - prev.start && PRIORITY[f.type] >= PRIORITY[prev.type]) {
+  const nn = names === undefined ? 0 : names.n;
+  const isName = names?.isName;
+  const NS = names?.S;
+  const NE = names?.E;
+  let i = 0;
+  let j = 0;
+  for (;;) {
+    while (j < nn && isName![j] === 0) j++;
+    let s: number;
+    let e: number;
+    let type: PhiEntityType;
+    if (i < found.length) {
+      const f = found[i]!;
+      // the name comes first when the entity sorts after it (start, then longer first, then higher priority)
+      if (j < nn && (f.s - NS![j]! || NE![j]! - f.e || NAME_PRIORITY - PRIORITY[f.type]) > 0) {
+        s = NS![j]!;
+        e = NE![j++]!;
+        type = "NAME";
+      } else {
+        s = f.s;
+        e = f.e;
+        type = f.type;
+        i++;
+      }
+    } else if (j < nn) {
+      s = NS![j]!;
+      e = NE![j++]!;
+      type = "NAME";
+    } else break;
+    if (prev !== undefined && s < prev.end) {
+      if (e > prev.end) {
+        if (e - s > prev.end - prev.start && PRIORITY[type] >= PRIORITY[prev.type]) {
           // a longer, stronger entity overlapping the previous: extend
-          prev.end = f.e;
-          prev.type = f.type;
-          prev.replacement = REPLACEMENT[f.type];
+          prev.end = e;
+          prev.type = type;
+          prev.replacement = REPLACEMENT[type];
         } else {
-          prev.end = f.e;
+          prev.end = e;
         }
       }
       continue;
     }
-    if (prev !== undefined && prev.type === f.type && joins(f.type) && joinGap(text, prev.end, f.s)) {
-      prev.end = f.e;
+    if (prev !== undefined && prev.type === type && joins(type) && joinGap(text, prev.end, s)) {
+      prev.end = e;
       continue;
     }
-    out.push((prev = { type: f.type, start: f.s, end: f.e, replacement: REPLACEMENT[f.type] }));
+    out.push((prev = { type, start: s, end: e, replacement: REPLACEMENT[type] }));
   }
   return out;
 }
+const NAME_PRIORITY = PRIORITY.NAME;
 
 /** Start ascending, then end descending, then priority descending (the order of {@link merge}). */
 const byStart = (a: Found, b: Found): number => a.s - b.s || b.e - a.e || PRIORITY[b.type] - PRIORITY[a.type];
