@@ -198,11 +198,11 @@ export function scanAddresses(text: string, found: Found[], common: WordSet, can
     if (flags === undefined) [flags, nextAt] = tokenArrays(text.length + 1);
     const f0 = flags[pos]!;
     if (f0 !== 0) return f0;
+    // test (no match array): a sticky match starts at pos and ends at lastIndex
     ADDR_TOKEN.lastIndex = pos;
-    const m = ADDR_TOKEN.exec(text);
-    if (m === null || m[0].length === 0) return (flags[pos] = T_NONE);
-    const raw = m[0];
+    if (!ADDR_TOKEN.test(text) || ADDR_TOKEN.lastIndex === pos) return (flags[pos] = T_NONE);
     const next = ADDR_TOKEN.lastIndex;
+    const raw = text.slice(pos, next);
     // what depends on the token's characters only is classified once per distinct token of the text (a text repeats
     // its tokens); the map lives for this call only, so no token of a text outlives its scan
     let k = (kinds ??= new Map<string, number>()).get(raw);
@@ -335,15 +335,17 @@ export function scanAddresses(text: string, found: Found[], common: WordSet, can
   let covered = 0;
   let from = 0;
   for (let i = cand.from[numRule]!, end = cand.from[numRule + 1]!; i < end; i++) {
-    if (cand.pos[i]! < from) continue;
-    ADDR_NUM_START_AT.lastIndex = cand.pos[i]!;
-    if ((m = ADDR_NUM_START_AT.exec(text)) === null) continue;
-    from = m.index + m[0].length;
-    if (m.index < covered) continue;
+    const at = cand.pos[i]!;
+    if (at < from) continue;
+    // test (no match array): a sticky match starts at `at` and ends at lastIndex (it has a digit: never empty)
+    ADDR_NUM_START_AT.lastIndex = at;
+    if (!ADDR_NUM_START_AT.test(text)) continue;
+    from = ADDR_NUM_START_AT.lastIndex;
+    if (at < covered) continue;
     // a run reads at most 24 tokens and finds an address only with a street word or a lower-case word among them
-    const e = stepsToWord(m.index) >= 24 ? m.index : tryRun(m.index, false);
-    if (e > m.index) {
-      found.push({ s: m.index, e, type: "ADDRESS" });
+    const e = stepsToWord(at) >= 24 ? at : tryRun(at, false);
+    if (e > at) {
+      found.push({ s: at, e, type: "ADDRESS" });
       covered = e;
       from = e;
     }
