@@ -60,6 +60,33 @@ const STREET_WORD_SUFFIX =
   /(?:tie|katu|kuja|polku|vej|gade|straße|strasse|str\.|weg|gasse|laan|straat|plein|vägen|gatan|veien|gata|utca|ulica|ul\.|rue|calle|avenida|rua|via|viale|piazza|street|road|avenue|maantee|puiestee)$/i;
 // Gates (./gates.ts): cheap scans, so the costlier pattern runs only when it can match.
 
+/** The number written by the ASCII digits `w[from, to)`. */
+function digitsValue(w: string, from: number, to: number): number {
+  let v = 0;
+  for (let i = from; i < to; i++) v = v * 10 + (w.charCodeAt(i) - 48);
+  return v;
+}
+
+const isWordUnit = (c: number): boolean => (c >= 48 && c <= 57) || (c >= 65 && c <= 90) || (c >= 97 && c <= 122) || c === 95;
+/** NOT_DATE_AFTER at `j` of `text` within the window ending at `end`: "%", "bpm" or "x" at a word end (the window's end counts as one). */
+function notDateAt(text: string, j: number, end: number): boolean {
+  if (j >= end) return false;
+  const c = text.charCodeAt(j);
+  if (c === 37) return true;
+  if ((c | 32) === 98) return j + 3 <= end && (text.charCodeAt(j + 1) | 32) === 112 && (text.charCodeAt(j + 2) | 32) === 109;
+  if ((c | 32) === 120) return j + 1 === end || !isWordUnit(text.charCodeAt(j + 1));
+  return false;
+}
+/**
+ * What `NOT_DATE_AFTER.test(text.slice(at, at + 3))` answers, without the slice: `/^\s?(?:%|bpm|x\b)/i` on the three
+ * characters from `at` (the slice's end is a word boundary for "x").
+ */
+export function notDateAfter3(text: string, at: number): boolean {
+  const end = Math.min(text.length, at + 3);
+  if (at >= end) return false;
+  return (isWs(text.charCodeAt(at)) && notDateAt(text, at + 1, end)) || notDateAt(text, at, end);
+}
+
 /** A month/day (or month/2-digit year) match `a/b` that is a fraction, a ventilator setting or a score, not a date. */
 function fractionNotDate(m: RegExpExecArray, a: number, b: number): boolean {
   const before = m.input.slice(Math.max(0, m.index - 28), m.index);
@@ -127,7 +154,7 @@ export const PATTERNS: Pattern[] = [
     re: /(?<![\w/.]|\d-)(?:0?[1-9]|1[0-2])(?:\/(?:0?[1-9]|[12]\d|3[01])(?:\/(?:19|20)?\d{2})?|-(?:0?[1-9]|[12]\d|3[01])-(?:19|20)?\d{2})(?![\w/]|-\d|\.\d)/g,
     valid: (m) => {
       const parts = m[0].split(/[/-]/);
-      if (parts.length === 3) return !NOT_DATE_AFTER.test(m.input.slice(m.index + m[0].length, m.index + m[0].length + 3));
+      if (parts.length === 3) return !notDateAfter3(m.input, m.index + m[0].length);
       return !fractionNotDate(m, Number(parts[0]), Number(parts[1]));
     },
   },
@@ -136,7 +163,7 @@ export const PATTERNS: Pattern[] = [
   {
     type: "DATE",
     re: /(?<![\d/.])(?:0?[1-9]|1[0-2])\/(?:0?[1-9]|[12]\d|3[01])\/(?:19|20)?\d{2}(?![\d/])/g,
-    valid: (m) => !NOT_DATE_AFTER.test(m.input.slice(m.index + m[0].length, m.index + m[0].length + 3)),
+    valid: (m) => !notDateAfter3(m.input, m.index + m[0].length),
   },
   { type: "DATE", re: /\d\/\d{1,2}-((?:0?[1-9]|1[0-2])\/(?:0?[1-9]|[12]\d|3[01]))(?![\d/])/g, group: 1 },
   {
@@ -144,8 +171,12 @@ export const PATTERNS: Pattern[] = [
     re: /(?<![\w/.-])(?:0?[1-9]|1[0-2])\/(?:19|20)?\d{2}(?![\w/]|\.\d)/g,
     // month/year with a 2-digit year reads like the settings and scores above ("5/40%", "#9/10")
     valid: (m) => {
-      const [a, b] = m[0].split("/").map(Number) as [number, number];
-      if (b > 31 && !NOT_DATE_AFTER.test(m.input.slice(m.index + m[0].length, m.index + m[0].length + 3))) return true;
+      // the match is digits, "/", digits: both numbers read from the char codes
+      const w = m[0];
+      const slash = w.indexOf("/");
+      const a = digitsValue(w, 0, slash);
+      const b = digitsValue(w, slash + 1, w.length);
+      if (b > 31 && !notDateAfter3(m.input, m.index + w.length)) return true;
       return !fractionNotDate(m, a, b);
     },
   },
