@@ -137,12 +137,31 @@ export const PATTERNS: Pattern[] = [
     type: "PHONE",
     re: /(?<![\w/.-])\d{2,5}(?:-\d{2,7}){1,4}(?![\w/]|[.-]\d)/g,
     valid: (m) => {
-      const groups = m[0].split("-");
-      if (m[0].replace(/\D/g, "").length < 8 || /^(?:\d{4}-\d{1,2}-\d{1,2}|\d{1,2}-\d{1,2}-\d{2,4})$/.test(m[0])) return false;
+      // the match is 2-5 groups of digits joined by hyphens: their lengths by one pass over the characters
+      const w = m[0];
+      let groups = 0;
+      let digits = 0;
+      let all34 = true; // every group has 3 or 4 digits
+      let long = false; // some group has 6 or more
+      const g = [0, 0, 0];
+      for (let i = 0, run = 0; i <= w.length; i++) {
+        if (i < w.length && w.charCodeAt(i) !== 45) {
+          run++;
+          continue;
+        }
+        if (groups < 3) g[groups] = run;
+        groups++;
+        digits += run;
+        if (run < 3 || run > 4) all34 = false;
+        if (run >= 6) long = true;
+        run = 0;
+      }
+      // not 8 digits, or a date (yyyy-m-d, m-d-yy)
+      if (digits < 8 || (groups === 3 && ((g[0] === 4 && g[1]! <= 2 && g[2]! <= 2) || (g[0]! <= 2 && g[1]! <= 2 && g[2]! >= 2 && g[2]! <= 4)))) return false;
       // groups of 3-4 digits are ranges and series ("1900-0700", "0700-1500-2300", "100-110-120", DRG 291-292-293)
-      if (groups.every((g) => g.length >= 3 && g.length <= 4)) return false;
+      if (all34) return false;
       // two groups: only a long subscriber number ("0961-7596216")
-      if (groups.length === 2 && !groups.some((g) => g.length >= 6)) return false;
+      if (groups === 2 && !long) return false;
       // product, lot and code numbers ("NDC 0093-7180-56", "Lot 12-3456-78", FHIR "code": "...")
       return !/(?:ndc|lot|batch|serial|drg|cpt|icd|code|sku|model|part)\W{0,4}$|"code"\s{0,4}:\s{0,4}"$/i.test(m.input.slice(Math.max(0, m.index - 16), m.index));
     },

@@ -114,8 +114,9 @@ export function nameContext(text: string, lx: Lexicon, extra: ReadonlySet<string
   const table = lx.table;
   // the arrays of the previous call, grown (and then this text's own) when the text has more words
   let arrays = (shared ??= new TokenArrays(KEEP_TOKENS));
-  const grow = (): void => {
-    const bigger = new TokenArrays(arrays.size * 2);
+  /** Grows the arrays once the text's words outnumber them: to the count the words so far predict for the whole text (at least double). */
+  const grow = (at: number): void => {
+    const bigger = new TokenArrays(Math.max(arrays.size * 2, Math.ceil(((n + 1) / Math.max(1, at)) * text.length * 1.05) + 64));
     bigger.S.set(arrays.S);
     bigger.E.set(arrays.E);
     bigger.GE.set(arrays.GE);
@@ -233,7 +234,7 @@ export function nameContext(text: string, lx: Lexicon, extra: ReadonlySet<string
       }
     }
     if (hasExtra && extra.has(lower!)) f |= X_EXTRA;
-    if (n === arrays.size) grow();
+    if (n === arrays.size) grow(e);
     const a = arrays;
     a.S[n] = s;
     a.E[n] = e;
