@@ -60,10 +60,11 @@ export class ModernEra {
 
   /** Serves one modern-era request (the era routing's `modern`). */
   readonly serve = async (req: Request, res: Response): Promise<void> => {
-    if ((req.body as { method?: unknown } | undefined)?.method === "subscriptions/listen") {
+    const method = (req.body as { method?: unknown } | undefined)?.method;
+    if (method === "subscriptions/listen") {
       if (this.#refuseTaskNotifications(req, res)) return;
       if (!this.#holdSubscription(req, res)) return;
-    }
+    } else if (typeof method === "string" && TASK_METHODS.has(method) && this.#refuseTaskMethod(req, res)) return;
     const built: HMCPServer[] = [];
     try {
       await this.#batch.run(built, () => this.#serveNode(req, res, req.body));
@@ -104,15 +105,34 @@ export class ModernEra {
   #refuseTaskNotifications(req: Request, res: Response): boolean {
     const params = (req.body as { params?: { notifications?: { taskIds?: unknown }; _meta?: Record<string, unknown> } }).params;
     if (params?.notifications?.taskIds === undefined || declaresTasks(params._meta)) return false;
+    this.#refuseWithoutTasks(req, res, "Task notifications need the io.modelcontextprotocol/tasks extension");
+    return true;
+  }
+
+  /**
+   * `tasks/get`, `tasks/update` or `tasks/cancel` from a client that did not declare the tasks extension: -32021 with
+   * the missing capability (SEP-2663), HTTP 400, one audit record, decided here before any server is built, so the
+   * answer is the same whether or not the agent's servers offer tasks (a server without task support registers no
+   * tasks/* handler: a client declaring the extension gets -32601 from it).
+   * @returns true when refused (the response is sent)
+   */
+  #refuseTaskMethod(req: Request, res: Response): boolean {
+    const body = req.body as { id?: unknown; params?: { _meta?: Record<string, unknown> } };
+    // a notification of that name is not a call: the SDK's to ignore
+    if (!("id" in body) || declaresTasks(body.params?._meta)) return false;
+    this.#refuseWithoutTasks(req, res, "The tasks/* methods need the io.modelcontextprotocol/tasks extension");
+    return true;
+  }
+
+  #refuseWithoutTasks(req: Request, res: Response, message: string): void {
     this.#audit.refuse(req, res, {
       status: 400,
       code: ProtocolErrorCode.MissingRequiredClientCapability,
-      message: "Task notifications need the io.modelcontextprotocol/tasks extension",
+      message,
       reason: "missing_client_capability",
       data: { requiredCapabilities: { extensions: { [TASKS_EXTENSION_ID]: {} } } },
       id: (req.body as { id?: string | number }).id ?? null,
     });
-    return true;
   }
 
   /**
@@ -147,6 +167,9 @@ export class ModernEra {
     return true;
   }
 }
+
+/** The tasks extension's methods (SEP-2663), which a client must declare the extension to call. */
+const TASK_METHODS: ReadonlySet<string> = new Set(["tasks/get", "tasks/update", "tasks/cancel"]);
 
 /** The audit reason of a status the SDK's 2026-07-28 handler answered before any handler ran. */
 function modernRefusalReason(status: number): string {

@@ -177,6 +177,8 @@ export class HMCPServer extends McpServer {
   #modern = false;
   /** Advertises MCP 2025-11-25 tasks on the legacy era (set on connect): see tasks-legacy.ts. */
   #legacyTasks = false;
+  /** The tasks extension's methods are registered (on the first connect that advertises the extension). */
+  #taskMethods = false;
   /** The next connect comes from `serveStdio` (the SDK's per-connection stdio channel): a local caller. */
   #stdioEntry = false;
   #transportKind: TransportKind = "memory";
@@ -250,7 +252,6 @@ export class HMCPServer extends McpServer {
     if (this.isConnected()) throw new Error("HMCPServer.serveModernEra: call it before connect()");
     this.#modern = true;
     if (this.#samplingHandler && !this.#samplingTool) this.#registerSamplingTool({});
-    if (this.#taskOptions !== false) this.#registerTaskMethods();
     // an unknown method is the SDK's to refuse there: MCP 2026-07-28 (transports, Streamable HTTP) answers it with
     // HTTP 404 and -32601, which the SDK's handler does only when no handler (the pipeline's fallback) took it
     (this.server as unknown as { fallbackRequestHandler?: unknown }).fallbackRequestHandler = undefined;
@@ -352,6 +353,11 @@ export class HMCPServer extends McpServer {
         hmcpContext,
       );
     }
+    // tasks/get, tasks/update, tasks/cancel only where the extension is advertised: a per-request server without task
+    // support registers none of them (no handlers to build per request); there they are unknown methods (-32601, HTTP
+    // 404), save for a client not declaring the extension, which createHttpApp refuses with -32021 before any server
+    // is built (modern-era.ts)
+    if (tasks && !this.#taskMethods) this.#registerTaskMethods();
     // the embedded store (PGlite) takes seconds to start: begun now, not on the first task
     if (tasks || this.#legacyTasks) void this.#tasks().store().catch(() => undefined);
     // sampling/createMessage always has a handler, so a server without one answers with a clear HMCP error
@@ -480,6 +486,7 @@ export class HMCPServer extends McpServer {
    * created it: any other caller gets the answer an unknown id gets (-32602), recorded as denied.
    */
   #registerTaskMethods(): void {
+    this.#taskMethods = true;
     const agent = this.#info.name;
     const lookup = async (taskId: string, extra: object, rerun: boolean) => {
       const ctx = hmcpContext(extra) as ReturnType<typeof hmcpContext> & { task?: { id: string; status?: string }; auditAs?: { outcome: "denied"; reason: string } };

@@ -7,7 +7,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { PGlite } from "@electric-sql/pglite";
 import { ProtocolError } from "@modelcontextprotocol/server";
 import { z } from "zod";
-import { createHttpApp, defaultGuardrails, HMCPClient, HMCPServer, hmcpContext, INFO_NEEDED, listen, PostgresTaskStore, TASKS_EXTENSION_ID, type AuditRecordInput, type HMCPServerOptions, type TaskStore } from "hmcp";
+import { createHttpApp, defaultGuardrails, HMCPClient, HMCPServer, hmcpContext, INFO_NEEDED, listen, PostgresTaskStore, TASKS_EXTENSION_ID, type AuditRecordInput, type AuditSink, type HMCPServerOptions, type TaskStore } from "hmcp";
 import { bearerFor, makeKeys, mint, type TestKeys } from "../fixtures/bearer.js";
 
 const closers: Array<() => Promise<void>> = [];
@@ -251,6 +251,52 @@ describe("MCP tasks on 2026-07-28", () => {
     const accepted = await listen({ extensions: { [TASKS_EXTENSION_ID]: {} } }, abort.signal);
     expect(accepted.status).toBe(200);
     abort.abort();
+  });
+
+  it("a server without task support registers no tasks/* methods: tasks/get is -32021 to a client not declaring the extension (HTTP 400, one HTTP audit record, before any server is built) and -32601 (HTTP 404) to one declaring it", async () => {
+    const keys = await makeKeys();
+    const records: AuditRecordInput[] = [];
+    const sink: AuditSink = { append: (r) => void records.push(r), flush: async () => undefined, close: async () => undefined };
+    let built = 0;
+    // default task options, no tool declaring task support: the extension is not advertised
+    const plain = () => {
+      built++;
+      const s = new HMCPServer({ name: "plain", version: "1.0.0" }, { guardrails: false, hooks: { audit: (r) => void records.push(r) } });
+      s.registerTool("greet", { description: "sync", inputSchema: z.object({ name: z.string() }) }, async ({ name }) => ({ content: [{ type: "text", text: `Hello, ${name}!` }] }));
+      return s;
+    };
+    const http = await listen(createHttpApp({ createServer: plain, bearer: bearerFor(keys), audit: sink }));
+    closers.push(() => http.close());
+    const url = new URL("/mcp", http.url);
+    const token = await mint(keys, { scope: "hmcp:access", patient: "p1" });
+    expect((await rpc(url, token, "server/discover", {})).result?.["capabilities"]?.extensions?.[TASKS_EXTENSION_ID]).toBeUndefined();
+    const taskId = "00000000-0000-4000-8000-000000000000";
+    const raw = (method: string, params: Record<string, unknown>, capabilities: Record<string, unknown>) =>
+      fetch(url, {
+        method: "POST",
+        headers: { authorization: `Bearer ${token}`, "content-type": "application/json", accept: "application/json, text/event-stream", "mcp-protocol-version": MODERN, "mcp-method": method, "mcp-name": taskId },
+        body: JSON.stringify({ jsonrpc: "2.0", id: 7, method, params: { ...params, _meta: { "io.modelcontextprotocol/protocolVersion": MODERN, "io.modelcontextprotocol/clientCapabilities": capabilities } } }),
+      });
+    records.length = 0;
+    const before = built;
+    for (const [method, params] of [["tasks/get", { taskId }], ["tasks/cancel", { taskId }], ["tasks/update", { taskId, inputResponses: {} }]] as const) {
+      const refused = await raw(method, params, { elicitation: { form: {} } });
+      expect(refused.status).toBe(400);
+      expect(await refused.json()).toMatchObject({ id: 7, error: { code: -32021, data: { reason: "missing_client_capability", requiredCapabilities: { extensions: { [TASKS_EXTENSION_ID]: {} } } } } });
+    }
+    expect(built).toBe(before);
+    expect(records.map((r) => [r.type, r.status, r.reason, r.outcome])).toEqual([
+      ["http", 400, "missing_client_capability", "denied"],
+      ["http", 400, "missing_client_capability", "denied"],
+      ["http", 400, "missing_client_capability", "denied"],
+    ]);
+    records.length = 0;
+    const unknown = await raw("tasks/get", { taskId }, WITH_TASKS);
+    expect(unknown.status).toBe(404);
+    expect(await unknown.json()).toMatchObject({ id: 7, error: { code: -32601 } });
+    expect(records.map((r) => [r.type, r.status, r.reason])).toEqual([["http", 404, "method_not_found"]]);
+    // the same server's tools answer as before
+    expect((await rpc(url, token, "tools/call", { name: "greet", arguments: { name: "World" } })).result).toMatchObject({ content: [{ text: "Hello, World!" }] });
   });
 
   it("maxActivePerOwner: a caller with that many tasks not yet ended is refused another (-32000 too_many_tasks, audited), others are not; once one ends it may start another", async () => {
