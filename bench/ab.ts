@@ -6,21 +6,23 @@
  * Usage: `npx tsx bench/ab.ts --config full --env NAME --a value1 --b value2 [--pairs 8] [--seconds 4] [--connections 10]`
  * where NAME is an environment variable the experiment has bench/server.ts read (e.g. to pick one of two sinks); a
  * variant whose `--a`/`--b` is omitted runs with NAME unset. Configurations: those answering `sampling/createMessage`
- * (bare, full, full-distinct, bare+auth, bare+guardrails, bare+audit). Each server is probed before the runs, and
+ * (bare, full, full-distinct, bare+auth, bare+guardrails, bare+audit) and `full-modern` (the `full` server reached on
+ * MCP 2026-07-28 through its sampling tool, as bench/run.ts drives it). `--env HMCP_DIST --a /abs/other/dist/src/index.js`
+ * compares another build (an older commit in a second worktree) against this one (bench/lib/hmcp.ts). Each server is probed before the runs, and
  * every run is checked as bench/run.ts checks it (the handler answered each 2xx; no errors).
  * Prints, per pair and as medians: req/s, the server's CPU µs per request (all threads) and its event loop's share
  * (Linux; "n/a" elsewhere).
  */
 import { parseArgs } from "node:util";
 import { COUNTER_PLACEHOLDER, needsToken, requestText, type ServerConfig } from "./lib/configs.js";
-import { benchKeys, clinicalText, samplingBody, signAccessToken, PATIENT } from "./lib/fixtures.js";
+import { benchKeys, clinicalText, modernHeaders, modernToolsCallBody, samplingBody, signAccessToken, PATIENT } from "./lib/fixtures.js";
 import { ensureBuilt } from "./lib/hmcp.js";
 import { openSession, post } from "./lib/mcp-http.js";
 import { measure } from "./lib/measure.js";
 import { ServerProc, stopLoadProcess } from "./lib/procs.js";
 import { median } from "./lib/stats.js";
 
-const SAMPLING_CONFIGS = new Set(["bare", "full", "full-distinct", "full-distinct-workers", "bare+auth", "bare+guardrails", "bare+audit"]);
+const SAMPLING_CONFIGS = new Set(["bare", "full", "full-distinct", "full-distinct-workers", "bare+auth", "bare+guardrails", "bare+audit", "full-modern"]);
 
 const { values } = parseArgs({
   options: {
@@ -57,10 +59,23 @@ async function start(value: string | undefined) {
   try {
     const server = await ServerProc.start({ config, ...(needsToken(config) && { publicJwk: keys.publicJwk }) });
     const auth: Record<string, string> = needsToken(config) ? { authorization: `Bearer ${token}` } : {};
-    const { headers } = await openSession(server.url, auth);
-    const body = JSON.stringify(samplingBody(requestText(config, text), "[<id>]", needsToken(config) ? PATIENT : undefined));
+    let headers: Record<string, string>;
+    let body: string;
+    let answered: (result: unknown) => boolean;
+    if (config === "full-modern") {
+      // no session: every request carries the 2026-07-28 envelope and headers (as bench/run.ts sends them)
+      headers = modernHeaders("sampling_createMessage", auth);
+      body = JSON.stringify(
+        modernToolsCallBody("sampling_createMessage", { messages: [{ role: "user", content: { type: "text", text } }], maxTokens: 256, _meta: { "hmcp/patient": PATIENT } }, "[<id>]"),
+      );
+      answered = (r) => typeof (r as { content?: Array<{ text?: unknown }> } | undefined)?.content?.[0]?.text === "string";
+    } else {
+      headers = (await openSession(server.url, auth)).headers;
+      body = JSON.stringify(samplingBody(requestText(config, text), "[<id>]", needsToken(config) ? PATIENT : undefined));
+      answered = (r) => typeof (r as { content?: { text?: unknown } } | undefined)?.content?.text === "string";
+    }
     const probe = await post(server.url, headers, body.replace("[<id>]", "probe-1").replaceAll(COUNTER_PLACEHOLDER, "0"));
-    if (probe.status !== 200 || typeof (probe.message["result"] as { content?: { text?: unknown } } | undefined)?.content?.text !== "string") {
+    if (probe.status !== 200 || !answered(probe.message["result"])) {
       throw new Error(`${config} with ${envName}=${label(value)}: probe failed: HTTP ${probe.status} ${JSON.stringify(probe.message).slice(0, 300)}`);
     }
     return { value, server, headers, body };

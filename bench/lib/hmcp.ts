@@ -6,6 +6,10 @@
  *
  * The runner and the profiler call {@link ensureBuilt} once before they start servers; the server processes and the
  * component scripts call {@link loadHmcp}, which refuses a build older than the sources.
+ *
+ * `HMCP_DIST` (an absolute path to another build's `dist/src/index.js`, e.g. of an older commit checked out in a
+ * second worktree) makes {@link loadHmcp} import that build instead, unchecked: for `bench/ab.ts --env HMCP_DIST`,
+ * which compares two commits with the same bench servers.
  */
 import { execFileSync } from "node:child_process";
 import { readdirSync, statSync } from "node:fs";
@@ -51,6 +55,11 @@ export function ensureBuilt(): void {
  * or run `npm run build`)
  */
 export async function loadHmcp(): Promise<typeof Hmcp> {
+  const other = process.env["HMCP_DIST"];
+  if (other) {
+    if (!path.isAbsolute(other)) throw new Error("bench: HMCP_DIST must be an absolute path to a build's dist/src/index.js");
+    return (await import(pathToFileURL(other).href)) as typeof Hmcp;
+  }
   if (buildIsStale()) throw new Error("bench: dist/ is missing or older than src/; run `npm run build` (the bench runner does it for you)");
   return (await import(pathToFileURL(DIST_ENTRY).href)) as typeof Hmcp;
 }
