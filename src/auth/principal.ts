@@ -46,3 +46,35 @@ export function principalFromClaims(claims: Record<string, unknown>): Principal 
   if (iss !== undefined) p.issuer = iss;
   return p;
 }
+
+/**
+ * A principal's identity as SECURITY.md defines it (issuer, tenant, client, subject), in the encodings its consumers
+ * key on. Computed once per frozen principal (the JWT and introspection authenticators' principals are frozen and
+ * shared by every request carrying the token), afresh for one that may change in place.
+ */
+export interface PrincipalIdentity {
+  /** `[issuer, tenant, clientId, sub]`, `""` for an absent member: what a sealed `requestState` and a task's owner bind. */
+  readonly who: readonly [string, string, string, string];
+  /** JSON of `[issuer, tenant, clientId, sub]`, `null` for an absent member: whose session cap a session counts against. */
+  readonly key: string;
+  /** JSON of `[issuer, tenant, clientId, sub, patient]` (`null` for absent ones): who may use a 2025-era session. */
+  readonly owner: string;
+}
+
+const identities = new WeakMap<Principal, PrincipalIdentity>();
+
+/** The identity tuple of `p` (see {@link PrincipalIdentity}); memoised for a frozen principal. */
+export function principalIdentity(p: Principal): PrincipalIdentity {
+  const frozen = Object.isFrozen(p);
+  let id = frozen ? identities.get(p) : undefined;
+  if (id === undefined) {
+    const members = [p.issuer ?? null, p.tenant ?? null, p.clientId, p.sub ?? null] as const;
+    id = Object.freeze({
+      who: Object.freeze([p.issuer ?? "", p.tenant ?? "", p.clientId, p.sub ?? ""] as const),
+      key: JSON.stringify(members),
+      owner: JSON.stringify([...members, p.patient ?? null]),
+    });
+    if (frozen) identities.set(p, id);
+  }
+  return id;
+}

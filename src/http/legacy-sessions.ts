@@ -11,6 +11,7 @@ import type { HMCPServer } from "../server/index.js";
 import { BoundedEventStore, EventStoreBudget, type EventStoreLimits } from "./event-store.js";
 import { PostgresEventStore, type SessionEventStore } from "./event-store-postgres.js";
 import { actorOf, sourceOf, type RefusalAudit } from "./refusal-audit.js";
+import { principalIdentity } from "../auth/principal.js";
 
 /** One open session. */
 export interface LegacySession {
@@ -30,7 +31,7 @@ export interface LegacySession {
 
 /** The principal as SECURITY.md defines it (issuer, tenant, client, subject); JSON so no value can forge a separator. */
 export function principalKeyOf(p: Principal | undefined): string {
-  return p ? JSON.stringify([p.issuer ?? null, p.tenant ?? null, p.clientId, p.sub ?? null]) : "anonymous";
+  return p ? principalIdentity(p).key : "anonymous";
 }
 
 /**
@@ -38,7 +39,7 @@ export function principalKeyOf(p: Principal | undefined): string {
  * subject launched for another patient (or for none) cannot read what the session produced for the first.
  */
 export function ownerOf(p: Principal | undefined): string {
-  return p ? JSON.stringify([p.issuer ?? null, p.tenant ?? null, p.clientId, p.sub ?? null, p.patient ?? null]) : "anonymous";
+  return p ? principalIdentity(p).owner : "anonymous";
 }
 
 /** How the registry builds and bounds sessions (resolved `HttpAppOptions`). */

@@ -24,6 +24,7 @@ import { contentDigest } from "../audit/canonical-json.js";
 import { INTERNAL_ERROR, INVALID_PARAMS, type Principal } from "../protocol/index.js";
 import { LIMIT_REACHED } from "../protocol/errors.js";
 import { RequestStateError, RequestStateStoreFull, type OpenedRequestState, type RequestStateSealer } from "./request-state.js";
+import { principalIdentity } from "../auth/principal.js";
 
 /** Methods whose result may be `input_required` (2026-07-28, "Supported Requests"). */
 export const INPUT_ROUND_METHODS: ReadonlySet<string> = new Set(["tools/call", "prompts/get", "resources/read"]);
@@ -93,7 +94,7 @@ export function roundBinding(agent: string, request: JSONRPCRequest, principal: 
   delete params["inputResponses"];
   delete params["requestState"];
   const declared = meta?.[patientMetaKey];
-  const who = principal === undefined ? [] : [principal.issuer ?? "", principal.tenant ?? "", principal.clientId, principal.sub ?? ""];
+  const who = principal === undefined ? [] : principalIdentity(principal).who;
   return JSON.stringify([agent, request.method, contentDigest({ params, declared: declared ?? null }), who, principal?.patient ?? null]);
 }
 

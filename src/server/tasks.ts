@@ -24,6 +24,7 @@ import { INVALID_PARAMS, type Principal } from "../protocol/index.js";
 import { LIMIT_REACHED } from "../protocol/errors.js";
 import { isTerminal, PostgresTaskStore, type StoredTask, type TaskStatus, type TaskStore } from "./task-store.js";
 import { journalAnswer } from "./input-rounds.js";
+import { principalIdentity } from "../auth/principal.js";
 
 /** The extension's identifier (SEP-2663 "Extension Identifier"). */
 export const TASKS_EXTENSION_ID = "io.modelcontextprotocol/tasks";
@@ -70,7 +71,7 @@ export function tasksRequired(): ProtocolError {
 
 /** Who may see a task: the principal (issuer, tenant, client, subject) and its patient context, digested. */
 export function taskOwner(agent: string, principal: Principal | undefined): string {
-  const who = principal === undefined ? null : [principal.issuer ?? "", principal.tenant ?? "", principal.clientId, principal.sub ?? "", principal.patient ?? null];
+  const who = principal === undefined ? null : [...principalIdentity(principal).who, principal.patient ?? null];
   return createHash("sha256").update(JSON.stringify([agent, who])).digest("hex");
 }
 
