@@ -3,7 +3,6 @@
  * `_meta` and is served by a fresh server from the same factory, through the SDK's per-request handler. The bearer
  * check, Host check and size limit in front are the ones the 2025 era passes; the server's pipeline audits it.
  */
-import { AsyncLocalStorage } from "node:async_hooks";
 import type { Request, Response } from "express";
 import { createMcpHandler, ProtocolErrorCode, type ServerNotifier } from "@modelcontextprotocol/server";
 import { declaresTasks, TASKS_EXTENSION_ID } from "../server/tasks.js";
@@ -29,7 +28,14 @@ export interface ModernEraOptions {
 export class ModernEra {
   /** The servers built for modern-era requests now in progress (drained and recorded by close() like sessions). */
   readonly #servers = new Set<HMCPServer>();
-  readonly #batch = new AsyncLocalStorage<HMCPServer[]>();
+  /**
+   * The servers built for one HTTP request, found by the factory through the Web `Request` the SDK hands it
+   * (`requestInfo`), which the adapter created for that request: keyed first by the request's parsed body, which the
+   * adapter passes through to `fetch` as it was given. (An AsyncLocalStorage did this before; once used it keeps
+   * Node's promise hooks on for the whole process, a cost on every promise of every request.)
+   */
+  readonly #builtByBody = new WeakMap<object, HMCPServer[]>();
+  readonly #builtByRequest = new WeakMap<globalThis.Request, HMCPServer[]>();
   readonly #handler: ReturnType<typeof createMcpHandler>;
   readonly #serveNode: ReturnType<typeof toNodeHandler>;
   readonly #sessions: LegacySessions;
@@ -39,7 +45,7 @@ export class ModernEra {
     const { logger, agent } = options;
     this.#sessions = options.sessions;
     this.#audit = options.audit;
-    this.#handler = createMcpHandler(() => {
+    this.#handler = createMcpHandler((ctx) => {
       const server = options.createServer().serveModernEra();
       // a list change made while serving one request (a tool registered or removed) reaches the open
       // subscriptions/listen streams, which hear only this handler's bus, not the per-request server's transport
@@ -47,7 +53,7 @@ export class ModernEra {
       server.sendPromptListChanged = () => this.#handler.notify.promptsChanged();
       server.sendResourceListChanged = () => this.#handler.notify.resourcesChanged();
       this.#servers.add(server);
-      this.#batch.getStore()?.push(server);
+      this.#builtByRequest.get(ctx.requestInfo as globalThis.Request)?.push(server);
       return server;
     }, {
       legacy: "reject",
@@ -55,7 +61,17 @@ export class ModernEra {
       responseMode: options.enableJsonResponse ? "json" : "auto",
       onerror: (error) => logger.warn("modern-era request failed in the SDK handler", { agent, error: error.name }),
     });
-    this.#serveNode = toNodeHandler(this.#handler, { maxRequestBodySize: options.bodyLimitBytes, onerror: (error) => logger.error("modern-era request failed", { agent, error: error.name }) });
+    // the adapter calls fetch with the Web Request it made for a Node request and that request's parsed body
+    const handler = this.#handler;
+    const tracked = {
+      fetch: (request: globalThis.Request, init?: Parameters<typeof handler.fetch>[1]) => {
+        const body = init?.parsedBody;
+        const built = typeof body === "object" && body !== null ? this.#builtByBody.get(body) : undefined;
+        if (built) this.#builtByRequest.set(request, built);
+        return handler.fetch(request, init);
+      },
+    };
+    this.#serveNode = toNodeHandler(tracked, { maxRequestBodySize: options.bodyLimitBytes, onerror: (error) => logger.error("modern-era request failed", { agent, error: error.name }) });
   }
 
   /** Serves one modern-era request (the era routing's `modern`). */
@@ -66,8 +82,10 @@ export class ModernEra {
       if (!this.#holdSubscription(req, res)) return;
     } else if (typeof method === "string" && TASK_METHODS.has(method) && this.#refuseTaskMethod(req, res)) return;
     const built: HMCPServer[] = [];
+    const body: unknown = req.body;
+    if (typeof body === "object" && body !== null) this.#builtByBody.set(body, built);
     try {
-      await this.#batch.run(built, () => this.#serveNode(req, res, req.body));
+      await this.#serveNode(req, res, body);
     } finally {
       // its record is written when its handler returns, which may be after the response was sent
       for (const server of built) void server.pipeline.whenIdle().then(() => this.#servers.delete(server));

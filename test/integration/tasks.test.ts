@@ -299,6 +299,21 @@ describe("MCP tasks on 2026-07-28", () => {
     expect((await rpc(url, token, "tools/call", { name: "greet", arguments: { name: "World" } })).result).toMatchObject({ content: [{ text: "Hello, World!" }] });
   });
 
+  it("a -32021 the pipeline answers in-band (HTTP 400) has its own request record and no second, HTTP-level one", async () => {
+    const keys = await makeKeys();
+    const records: AuditRecordInput[] = [];
+    const sink: AuditSink = { append: (r) => void records.push(r), flush: async () => undefined, close: async () => undefined };
+    const http = await listen(createHttpApp({ createServer: () => agent(records, [], { store }), bearer: bearerFor(keys), audit: sink }));
+    closers.push(() => http.close());
+    const url = new URL("/mcp", http.url);
+    const token = await mint(keys, { scope: "hmcp:access", patient: "p1" });
+    records.length = 0;
+    const required = await rpc(url, token, "tools/call", { name: "slow_compute", arguments: { ms: 1 } }, { elicitation: { form: {} } });
+    expect(required.error).toMatchObject({ code: -32021 });
+    await new Promise((r) => setTimeout(r, 50));
+    expect(records.map((r) => [r.type, r.method, r.reason])).toEqual([["request", "tools/call", "missing_client_capability"]]);
+  });
+
   it("maxActivePerOwner: a caller with that many tasks not yet ended is refused another (-32000 too_many_tasks, audited), others are not; once one ends it may start another", async () => {
     const keys = await makeKeys();
     const audit: AuditRecordInput[] = [];
