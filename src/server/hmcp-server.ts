@@ -83,6 +83,8 @@ function withKeptJsonSchema<S extends StandardSchemaWithJSON>(schema: S): S {
 }
 const SAMPLING_TOOL_INPUT_SCHEMA = withKeptJsonSchema(SAMPLING_TOOL_INPUT);
 const SAMPLING_TOOL_OUTPUT_SCHEMA = withKeptJsonSchema(SAMPLING_TOOL_OUTPUT);
+/** What the SDK's `x-mcp-header` scan gets for the sampling tool: its schema declares no header (see toolInputSchemaJson). */
+const NO_HEADER_DECLARATIONS: Readonly<Record<string, unknown>> = Object.freeze({ type: "object" });
 
 const SAMPLING_OPTIONS: ReadonlySet<string> = new Set<keyof SamplingHandlerOptions>(["requiredScopes", "tool", "taskSupport"]);
 
@@ -299,6 +301,22 @@ export class HMCPServer extends McpServer {
     );
     // only once registered: a name already taken throws above, and must not get sampling's scopes
     this.#samplingTool = true;
+  }
+
+  /**
+   * The SDK's 2026-07-28 entry reads a called tool's input JSON Schema only to scan it for `x-mcp-header` declarations
+   * (SEP-2243, `Mcp-Param-*` headers), on every `tools/call` and for each per-request server (McpServer
+   * `toolInputSchemaJson`, SDK 2.x, used for nothing else). The sampling tool's schema is HMCP's and declares no header,
+   * so while the tool keeps it the scan gets an object schema with nothing to scan: the same outcome (no declaration, no
+   * header check) without walking the outline's ~1 KB schema per request. Other tools get the SDK's answer.
+   * @internal
+   */
+  override toolInputSchemaJson(name: string): Record<string, unknown> | undefined {
+    if (name === SAMPLING_TOOL_NAME && this.#samplingTool) {
+      const tool = this.#sdkTools()._registeredTools[name] as (SdkRegisteredTool & { inputSchema?: unknown }) | undefined;
+      if (tool?.enabled && tool.inputSchema === SAMPLING_TOOL_INPUT_SCHEMA) return NO_HEADER_DECLARATIONS as Record<string, unknown>;
+    }
+    return super.toolInputSchemaJson(name);
   }
 
   /** The HMCP capability this server advertises (`capabilities.experimental.hmcp`). */

@@ -5,6 +5,7 @@
  * `infoNeeded` and one audit record.
  */
 import { afterEach, describe, expect, it } from "vitest";
+import { z } from "zod";
 import { Client, StreamableHTTPClientTransport, ProtocolError } from "@modelcontextprotocol/client";
 import {
   createHttpApp,
@@ -49,6 +50,17 @@ async function plainClient(server: HMCPServer): Promise<Client> {
 const ask = (text: string) => ({ name: SAMPLING_TOOL_NAME, arguments: { messages: [{ role: "user", content: { type: "text", text } }], maxTokens: 100 } });
 
 describe("the sampling tool", () => {
+  it("the SDK's x-mcp-header scan gets nothing to walk for it (its schema declares no header); tools/list still lists the full schema; the agent's own tool keeps the SDK's", async () => {
+    const server = agent([], { clientId: "host", scopes: ["hmcp:sample"] });
+    server.registerTool("own", { description: "d", inputSchema: z.object({ id: z.string() }) }, async () => ({ content: [] }));
+    expect(server.toolInputSchemaJson(SAMPLING_TOOL_NAME)).toEqual({ type: "object" });
+    expect(JSON.stringify(server.toolInputSchemaJson(SAMPLING_TOOL_NAME))).not.toContain("x-mcp-header");
+    expect(server.toolInputSchemaJson("own")).toMatchObject({ type: "object", properties: { id: { type: "string" } } });
+    const client = await plainClient(server);
+    const tool = (await client.listTools()).tools.find((t) => t.name === SAMPLING_TOOL_NAME)!;
+    expect(tool.inputSchema.properties).toHaveProperty("messages");
+  });
+
   it("is listed with the sampling params as input schema and advertised in the HMCP capability", async () => {
     const client = await plainClient(agent([], { clientId: "host", scopes: ["hmcp:sample"] }));
     const { tools } = await client.listTools();
