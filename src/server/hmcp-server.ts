@@ -563,6 +563,10 @@ export class HMCPServer extends McpServer {
       // SDK 2.x's registerTool drops `execution`; kept on the registered tool, which tools/list (2025-11-25) lists
       const execution = (config as { execution?: unknown } | undefined)?.execution;
       if (execution !== undefined) registered.execution = execution;
+      // a task-capable tool registered after a 2026-07-28 connect (the extension was not advertised then): its tasks
+      // can still be polled, updated and cancelled
+      const support = (execution as { taskSupport?: unknown } | undefined)?.taskSupport;
+      if (this.#modern && this.isConnected() && this.#taskOptions !== false && !this.#taskMethods && (support === "optional" || support === "required")) this.#registerTaskMethods();
       return registered;
     };
   }
