@@ -108,7 +108,11 @@ export async function startPostgresServer(): Promise<PostgresServer> {
         return;
       }
       const exited = new Promise((r) => server.once("exit", r));
-      server.kill("SIGINT"); // fast shutdown
+      // a fast shutdown through pg_ctl: as root the child is `runuser`, which does not pass a signal on to the
+      // server (signalled, it exits and leaves the server running, orphaned)
+      const [cmd, args] = asPostgres(path.join(bin, "pg_ctl"), ["stop", "-D", data, "-m", "fast", "-w", "-t", "10"]);
+      const stopped = spawnSync(cmd, args, { encoding: "utf8" });
+      if (stopped.status !== 0) server.kill("SIGINT");
       await Promise.race([exited, new Promise((r) => setTimeout(r, 10_000))]);
       if (server.exitCode === null) server.kill("SIGKILL");
       rmSync(dir, { recursive: true, force: true });
