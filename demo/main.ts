@@ -8,6 +8,7 @@ import { runDemo, SHIPPED_DATA_DIR, writeReport } from "./run-demo.js";
 import { checkDatabaseUrl } from "./emr-store/sql.js";
 import { serveDemo } from "./serve.js";
 import { createTerminalApprover, type TerminalApprover } from "./runtime/approver.js";
+import { instancesPrerequisites } from "./runtime/instances.js";
 
 const HELP = `HMCP EMR demo: writes real (synthetic) FHIR data for Synthea patients through two HMCP agents.
 
@@ -20,6 +21,12 @@ Usage: npm run demo -- [options]
   --audit-dir <dir>     where each run's audit trail goes, one sub-folder per run (default: .hmcp/audit)
   --transport <kind>    http (default: agents on loopback ports) or stdio (agents as child processes)
   --era <era>           modern (default: MCP 2026-07-28, the approval is an input-required round) or legacy (2025-11-25 sessions)
+  --instances <n>       each agent as n processes behind a reverse proxy, sharing one PostgreSQL (default 1: both
+                        agents in this process). Needs HAProxy (apt-get install -y haproxy) and a PostgreSQL:
+                        DATABASE_URL, or the server installed (apt-get install -y postgresql) for a throwaway one.
+                        Exits 2 saying what is missing and how to install it. HMCP_HAPROXY=<path> names the binary
+  --proxy <kind>        with --instances: haproxy (default) or node (the same balancing on http-proxy-3 in the demo's
+                        process, for a machine without HAProxy)
   --interactive         ask on the terminal before each write (default: approvals are automatic)
   --serve               start the authorization server and both agents, print their URLs as one JSON line, run until Ctrl-C
   --help                this text
@@ -32,7 +39,7 @@ function optionsTakenByNpm(names: string[]): string[] {
 }
 
 async function main(): Promise<number> {
-  const swallowed = optionsTakenByNpm(["all", "data", "store", "report", "audit-dir", "transport", "era", "interactive", "json", "serve", "help"]);
+  const swallowed = optionsTakenByNpm(["all", "data", "store", "report", "audit-dir", "transport", "era", "interactive", "json", "serve", "instances", "proxy", "help"]);
   if (swallowed.length > 0) {
     const flags = swallowed.map((n) => `--${n}`).join(" ");
     process.stderr.write(`npm took ${flags} as its own option, so the demo never saw it. Put the demo's options after "--":\n  npm run demo -- ${flags} ...\n`);
@@ -50,6 +57,8 @@ async function main(): Promise<number> {
       interactive: { type: "boolean", default: false },
       json: { type: "boolean", default: false },
       serve: { type: "boolean", default: false },
+      instances: { type: "string", default: "1" },
+      proxy: { type: "string", default: "haproxy" },
       help: { type: "boolean", default: false },
     },
     strict: true,
@@ -60,7 +69,20 @@ async function main(): Promise<number> {
   }
   if (values.transport !== "http" && values.transport !== "stdio") throw new Error(`--transport must be http or stdio, not "${values.transport}"`);
   if (values.era !== "modern" && values.era !== "legacy") throw new Error(`--era must be modern or legacy, not "${values.era}"`);
+  const instances = Number(values.instances);
+  if (!Number.isInteger(instances) || instances < 1 || instances > 8) throw new Error(`--instances must be a whole number from 1 to 8, not "${values.instances}"`);
+  if (values.proxy !== "haproxy" && values.proxy !== "node") throw new Error(`--proxy must be haproxy or node, not "${values.proxy}"`);
+  if (instances > 1 && values.transport !== "http") throw new Error("--instances runs the agents over HTTP behind a proxy: it does not go with --transport stdio");
+  if (instances > 1 && values.serve) throw new Error("--instances does not go with --serve (yet): --serve runs both agents in one process");
   const databaseUrl = process.env["DATABASE_URL"];
+  if (instances > 1) {
+    // what is missing, and how to install it, before anything starts: no silent fallback to one process
+    const missing = instancesPrerequisites({ proxy: values.proxy, databaseUrl });
+    if (missing) {
+      process.stderr.write(`${missing}\n`);
+      return 2;
+    }
+  }
   // fail at start, naming DATABASE_URL, rather than after the approval step with a bare network error
   if (databaseUrl) await checkDatabaseUrl(databaseUrl);
   const store = databaseUrl ? { databaseUrl } : { dataDir: path.resolve(values.store ?? ".hmcp/emr") };
@@ -82,6 +104,7 @@ async function main(): Promise<number> {
       all: values.all,
       transport: values.transport,
       era: values.era,
+      ...(instances > 1 && { instances, proxy: values.proxy }),
       approve,
       ...(values.interactive && { verbose: true, bars: false, timeoutMs: 600_000 }),
       // --json: stdout carries the report alone, the progress and summary a person reads go to stderr

@@ -10,6 +10,8 @@ import { fileURLToPath } from "node:url";
 import {
   FileAuditSink,
   HMCPClient,
+  listAuditChains,
+  verifyAuditTable,
   HMCPErrorCode,
   generateAuditSigningKey,
   loadGuardrailPolicy,
@@ -35,6 +37,7 @@ import { startDemoAuth, type DemoAuth } from "./runtime/auth.js";
 import { localPrincipal, ORCHESTRATOR, PATIENT_APP, READER } from "./runtime/clients.js";
 import { demoGuardrails } from "./runtime/guardrails.js";
 import { startHttpAgents } from "./runtime/http-agents.js";
+import { startInstances, type ProxyChoice, type RunningInstances } from "./runtime/instances.js";
 
 const demoDir = path.dirname(fileURLToPath(import.meta.url));
 /** The bundles shipped with the demo. */
@@ -54,6 +57,13 @@ export interface DemoOptions {
    * "legacy" the 2025-11-25 sessions with client → server `sampling/createMessage` and requests sent back.
    */
   era?: "modern" | "legacy";
+  /**
+   * Over HTTP: each agent as this many processes behind a reverse proxy, sharing one PostgreSQL (`store`'s
+   * `databaseUrl`, else a throwaway server; demo/runtime/instances.ts). Default 1: both agents in this process.
+   */
+  instances?: number;
+  /** With `instances` > 1: HAProxy (default) or http-proxy-3 in this process ("node"). */
+  proxy?: ProxyChoice;
   /** Every clinical resource of every patient (default: the most recent encounter of each). */
   all?: boolean;
   /** Approvals: "auto" (default) accepts; a function decides (tests, --interactive). */
@@ -109,7 +119,7 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
   const started = Date.now();
   const all = options.all ?? false;
   const dataDir = options.dataDir ?? SHIPPED_DATA_DIR;
-  const store: StoreLocation = options.store ?? { dataDir: path.resolve(".hmcp/emr") };
+  let store: StoreLocation = options.store ?? { dataDir: path.resolve(".hmcp/emr") };
   const patients = await loadPatientBundles(dataDir);
   const model = options.model ?? new RuleBasedModelProvider();
   const approve = options.approve === undefined || options.approve === "auto" ? autoApprove : options.approve;
@@ -154,8 +164,41 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
   let endpoints: Endpoints;
   let auth: DemoAuth | undefined;
   let auditSink: FileAuditSink | undefined;
+  let instanced: RunningInstances | undefined;
   const transport = options.transport ?? "http";
-  if (transport === "http") {
+  const instances = options.instances ?? 1;
+  if (instances > 1 && transport !== "http") throw new Error("instances: the agents run as several instances over HTTP only (not --transport stdio)");
+  if (instances > 1) {
+    // each agent as `instances` processes behind a proxy; every chain is in the shared database's hmcp_audit table
+    const au = (auth = await startDemoAuth({ boundPatient }));
+    const i = (instanced = await startInstances({
+      instances,
+      proxy: options.proxy ?? "haproxy",
+      databaseUrl: "databaseUrl" in store ? store.databaseUrl : undefined,
+      dataDir,
+      auth: au,
+      auditDir,
+      anchorsFile,
+    }).catch(async (e: unknown) => {
+      await au.stop();
+      throw e;
+    }));
+    store = { databaseUrl: i.database.url };
+    endpoints = {
+      async emrClient(clientId, policy) {
+        const c = makeClient(`${clientId}-emr`, au.tokenProvider(clientId, i.emrUrl), policy);
+        await c.connect({ type: "http", url: i.emrUrl });
+        return c;
+      },
+      async patientDataClient() {
+        const c = makeClient(`${ORCHESTRATOR}-patient-data`, au.tokenProvider(ORCHESTRATOR, i.patientDataUrl));
+        await c.connect({ type: "http", url: i.patientDataUrl });
+        return c;
+      },
+      close: () => i.stop(),
+      auditFiles: async () => [],
+    };
+  } else if (transport === "http") {
     auditSink = await FileAuditSink.open({ dir: auditDir, prefix: "demo", signing: { privateKey: auditKey.privateJwk }, onCheckpoint: appendAnchorTo(anchorsFile) });
     const au = (auth = await startDemoAuth({ boundPatient }));
     const a = await startHttpAgents({ store, patients: patients.map((p) => p.patient), bearerFor: au.bearerFor, audit: auditSink, guardrails });
@@ -272,6 +315,10 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
         await outside.close();
       }
     }
+  } catch (e) {
+    // the instances, then the shared database (a throwaway server is deleted): nothing of them outlives a failed run
+    await instanced?.close();
+    throw e;
   } finally {
     display?.stop();
     for (const c of clients) await c.close().catch(() => undefined);
@@ -280,56 +327,120 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
     await auditSink?.close();
   }
 
-  // Audit: verify every chain written by this run (one in-process chain over HTTP, one per agent process over stdio)
-  // against its checkpoint key and the anchors, as the re-verify command the summary prints does.
-  const files = await endpoints.auditFiles();
-  const prefixes = [...new Set(files.map((f) => path.basename(f).replace(/-\d{8}-\d+\.jsonl$/, "")))];
-  const publicKeys: JWK[] = [];
-  for (const prefix of prefixes) {
-    if (prefix === "demo") publicKeys.push(auditKey.publicJwk as JWK);
-    // each process that wrote to the agent's chain appended its key (one JWK per line)
-    else for (const line of (await readFile(publicKeyFileFor(auditDir, prefix), "utf8")).split("\n")) if (line.trim() !== "") publicKeys.push(JSON.parse(line) as JWK);
-  }
-  await writeFile(publicKeyFile, `${JSON.stringify({ keys: publicKeys })}\n`);
-  const anchors = readAnchorFile(anchorsFile);
-  const v = files.length > 0 ? await verifyAuditFiles(files, { publicKey: { keys: publicKeys }, anchors }) : undefined;
-  const records = v?.records ?? 0;
-  // every chain ended with a checkpoint at close, so each must have left its anchor
-  const unanchored = prefixes.length - new Set(anchors.map((a) => a.chain)).size;
-  const verified = v !== undefined && v.ok && unanchored === 0;
-  const auditError = v === undefined ? "no audit files" : !v.ok ? `${v.firstError?.file ?? "audit"}: ${v.firstError?.reason ?? "failed"}` : unanchored > 0 ? `${unanchored} chain(s) without a checkpoint anchor` : undefined;
-
-  // What reached the store from this input.
-  const db = await EmrStore.open(store);
-  let written: Array<Record<string, number>>;
   try {
-    written = await countWritten(db, runs);
+    return await finishRun();
   } finally {
-    await db.close();
+    await instanced?.close();
   }
-  const report: DemoReport = {
-    patients: runs.map((r, i) => ({
-      name: r.name,
-      birthDate: r.birthDate,
-      patientId: r.patientId ?? null,
-      sent: r.sent,
-      written: written[i]!,
-      created: r.created,
-      refused: r.refused,
-      tasks: r.tasks,
-      ...(r.readBack && { readBack: r.readBack }),
-    })),
-    defences,
-    audit: { file: files[0] ?? auditDir, files, records, verified, dir: auditDir, publicKey: publicKeyFile, anchors: anchorsFile, anchored: anchors.length, ...(auditError && { error: auditError }) },
-    emr: "dataDir" in store ? { dataDir: store.dataDir } : { databaseUrl: db.location && "databaseUrl" in db.location ? db.location.databaseUrl : "postgres" },
-    era,
-    durationMs: Date.now() - started,
-  };
-  if (display) display.line(`\n${renderSummary(report, (options.out ?? process.stdout).columns || 80)}`);
-  // A clinician's decline or cancel is a legitimate outcome, not a failure of the run.
-  // and what a patient's writes acknowledged is readable back through its resource_link
-  const ok = runs.every((r) => r.patientId && (!r.problem || r.problem.startsWith("approval ")) && (Object.keys(r.acknowledged).length === 0 || r.readBack !== undefined)) && defences.insufficientScopeRefused && defences.crossPatientRefused && verified && defences.injectionBlocked && defences.deidentified;
-  return { report, runs, ok };
+
+  async function finishRun(): Promise<DemoResult> {
+    // Audit: verify every chain written by this run (one in-process chain over HTTP, one per agent process over stdio)
+    // against its checkpoint key and the anchors, as the re-verify command the summary prints does.
+    const files = await endpoints.auditFiles();
+    const prefixes = [...new Set(files.map((f) => path.basename(f).replace(/-\d{8}-\d+\.jsonl$/, "")))];
+    const publicKeys: JWK[] = [];
+    for (const prefix of prefixes) {
+      if (prefix === "demo") publicKeys.push(auditKey.publicJwk as JWK);
+      // each process that wrote to the agent's chain appended its key (one JWK per line)
+      else for (const line of (await readFile(publicKeyFileFor(auditDir, prefix), "utf8")).split("\n")) if (line.trim() !== "") publicKeys.push(JSON.parse(line) as JWK);
+    }
+    // each instance appended its checkpoint key too (its chain is in the shared database)
+    for (const i of instanced?.instances ?? []) publicKeys.push(...(await readKeyLines(publicKeyFileFor(auditDir, i.id))));
+    await writeFile(publicKeyFile, `${JSON.stringify({ keys: publicKeys })}\n`);
+    const anchors = readAnchorFile(anchorsFile);
+    let records: number;
+    let verified: boolean;
+    let auditError: string | undefined;
+    let instanceReport: DemoReport["instances"];
+    if (instanced) {
+      // one chain per instance in the shared database, each against its own checkpoint key and the anchors
+      const chains = await verifyInstanceChains(instanced, auditDir, anchors);
+      instanceReport = { count: instances, proxy: instanced.proxy, database: instanced.database.kind, agents: chains };
+      records = chains.reduce((n, c) => n + c.records, 0);
+      // an instance that served nothing (a 2025-era session stuck elsewhere) has no chain: nothing to verify there
+      const written = chains.filter((c) => c.chain);
+      const silentAgent = (["emr-writeback", "patient-data"] as const).find((agent) => !written.some((c) => c.agent === agent));
+      verified = silentAgent === undefined && written.every((c) => c.verified);
+      const bad = written.find((c) => !c.verified);
+      auditError = bad ? `${bad.id}: ${bad.error ?? "not verified"}` : silentAgent ? `no instance of ${silentAgent} wrote an audit chain` : undefined;
+    } else {
+      const v = files.length > 0 ? await verifyAuditFiles(files, { publicKey: { keys: publicKeys }, anchors }) : undefined;
+      records = v?.records ?? 0;
+      // every chain ended with a checkpoint at close, so each must have left its anchor
+      const unanchored = prefixes.length - new Set(anchors.map((a) => a.chain)).size;
+      verified = v !== undefined && v.ok && unanchored === 0;
+      auditError = v === undefined ? "no audit files" : !v.ok ? `${v.firstError?.file ?? "audit"}: ${v.firstError?.reason ?? "failed"}` : unanchored > 0 ? `${unanchored} chain(s) without a checkpoint anchor` : undefined;
+    }
+
+    // What reached the store from this input.
+    const db = await EmrStore.open(store);
+    let written: Array<Record<string, number>>;
+    try {
+      written = await countWritten(db, runs);
+    } finally {
+      await db.close();
+    }
+    const report: DemoReport = {
+      patients: runs.map((r, i) => ({
+        name: r.name,
+        birthDate: r.birthDate,
+        patientId: r.patientId ?? null,
+        sent: r.sent,
+        written: written[i]!,
+        created: r.created,
+        refused: r.refused,
+        tasks: r.tasks,
+        ...(r.readBack && { readBack: r.readBack }),
+      })),
+      defences,
+      audit: { file: instanced ? "hmcp_audit (PostgreSQL table, one chain per instance)" : (files[0] ?? auditDir), files, records, verified, dir: auditDir, publicKey: publicKeyFile, anchors: anchorsFile, anchored: anchors.length, ...(auditError && { error: auditError }) },
+      emr: "dataDir" in store ? { dataDir: store.dataDir } : { databaseUrl: db.location && "databaseUrl" in db.location ? db.location.databaseUrl : "postgres" },
+      era,
+      ...(instanceReport && { instances: instanceReport }),
+      durationMs: Date.now() - started,
+    };
+    if (display) display.line(`\n${renderSummary(report, (options.out ?? process.stdout).columns || 80)}`);
+    // A clinician's decline or cancel is a legitimate outcome, not a failure of the run.
+    // and what a patient's writes acknowledged is readable back through its resource_link
+    const ok = runs.every((r) => r.patientId && (!r.problem || r.problem.startsWith("approval ")) && (Object.keys(r.acknowledged).length === 0 || r.readBack !== undefined)) && defences.insufficientScopeRefused && defences.crossPatientRefused && verified && defences.injectionBlocked && defences.deidentified;
+    return { report, runs, ok };
+  }
+}
+
+/** The public JWKs in a `<prefix>.pub.jwk` file (one per line); none when the file is missing. */
+async function readKeyLines(file: string): Promise<JWK[]> {
+  const text = await readFile(file, "utf8").catch((e: NodeJS.ErrnoException) => (e.code === "ENOENT" ? "" : Promise.reject(e)));
+  return text.split("\n").filter((l) => l.trim() !== "").map((l) => JSON.parse(l) as JWK);
+}
+
+/**
+ * Verifies each instance's chain in the shared `hmcp_audit` table against the public keys that instance appended to
+ * `<auditDir>/<instance id>.pub.jwk` and the run's anchors, and counts what each served (records by MCP method, and
+ * the write tasks whose run ended on it): the audit trail is how one sees which instance served what.
+ */
+async function verifyInstanceChains(running: RunningInstances, auditDir: string, anchors: ReturnType<typeof readAnchorFile>): Promise<NonNullable<DemoReport["instances"]>["agents"]> {
+  const out: NonNullable<DemoReport["instances"]>["agents"] = [];
+  const chains = new Set(await listAuditChains(running.db));
+  for (const instance of running.instances) {
+    const entry = { id: instance.id, agent: instance.agent, url: instance.url, chain: chains.has(instance.id), records: 0, verified: false, served: {} as Record<string, number>, tasksCompleted: 0 };
+    out.push(entry);
+    if (!entry.chain) continue;
+    const keys = await readKeyLines(publicKeyFileFor(auditDir, instance.id));
+    const v = await verifyAuditTable(running.db, { instanceId: instance.id, publicKey: { keys }, anchors });
+    const anchored = anchors.some((a) => a.chain === instance.id);
+    entry.records = v.records;
+    entry.verified = v.ok && anchored;
+    if (!v.ok) Object.assign(entry, { error: v.firstError?.reason ?? "failed" });
+    else if (!anchored) Object.assign(entry, { error: "no checkpoint anchor" });
+    const { rows } = await running.db.query<{ line: string }>("SELECT line FROM hmcp_audit WHERE instance_id = $1 AND type <> 'checkpoint' ORDER BY seq", [instance.id]);
+    for (const { line } of rows) {
+      const r = (JSON.parse(line) as { record?: { method?: string; task?: { status?: string } } }).record;
+      if (!r?.method) continue;
+      entry.served[r.method] = (entry.served[r.method] ?? 0) + 1;
+      if (r.method === "tools/call" && r.task?.status === "completed") entry.tasksCompleted++;
+    }
+  }
+  return out;
 }
 
 /**

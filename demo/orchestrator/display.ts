@@ -176,7 +176,6 @@ export function renderSummary(report: DemoReport, columns = 80): string {
   const held = report.patients.reduce((a, p) => a + sum(p.written), 0);
   const created = report.patients.reduce((a, p) => a + sum(p.created), 0);
   const d = report.defences;
-  const mark = (b: boolean) => (b ? "yes" : "NO");
   // prose lines wrap at the terminal's width (continuation lines indented by two spaces); commands never do
   const wrap = (line: string) => wrapLine(line, columns);
   return [
@@ -187,10 +186,7 @@ export function renderSummary(report: DemoReport, columns = 80): string {
     wrap(
       `Defences: prompt injection blocked: ${mark(d.injectionBlocked)} · read-only client refused (insufficient_scope): ${mark(d.insufficientScopeRefused)} · patient-bound client refused another patient: ${mark(d.crossPatientRefused)} · record read for an outside model de-identified: ${mark(d.deidentified)}${d.redactions && Object.keys(d.redactions).length > 0 ? ` (${Object.entries(d.redactions).map(([t, n]) => `${t} ×${n}`).join(", ")})` : ""}`,
     ),
-    report.audit.files.length > 1
-      ? `Audit: ${report.audit.records} records in ${report.audit.files.length} files (${chainCount(report.audit.files)} chains: one per agent process) in ${report.audit.dir}, every chain verified: ${mark(report.audit.verified)}`
-      : `Audit: ${report.audit.records} records in ${report.audit.file}, chain verified: ${mark(report.audit.verified)}`,
-    `       re-verify: npx hmcp audit verify ${report.audit.dir} --key ${report.audit.publicKey} --anchors ${report.audit.anchors}`,
+    ...(report.instances ? instanceLines(report.instances, report.audit, report.era).map(wrap) : auditFileLines(report.audit)),
     `EMR: ${"dataDir" in report.emr ? report.emr.dataDir : report.emr.databaseUrl} · MCP ${report.era === "legacy" ? "2025-11-25 (legacy era)" : "2026-07-28"} · time ${(report.durationMs / 1000).toFixed(1)} s`,
   ].join("\n");
 }
@@ -232,6 +228,31 @@ const SHORT_TYPE: Record<string, string> = {
   Observation: "Obs",
   Procedure: "Proc",
 };
+
+function auditFileLines(audit: DemoReport["audit"]): string[] {
+  return [
+    audit.files.length > 1
+      ? `Audit: ${audit.records} records in ${audit.files.length} files (${chainCount(audit.files)} chains: one per agent process) in ${audit.dir}, every chain verified: ${mark(audit.verified)}`
+      : `Audit: ${audit.records} records in ${audit.file}, chain verified: ${mark(audit.verified)}`,
+    `       re-verify: npx hmcp audit verify ${audit.dir} --key ${audit.publicKey} --anchors ${audit.anchors}`,
+  ];
+}
+
+/** `--instances`: how the agents ran, what each instance served (from its audit chain) and each chain's verification. */
+function instanceLines(instances: NonNullable<DemoReport["instances"]>, audit: DemoReport["audit"], era: DemoReport["era"]): string[] {
+  const served = (s: Record<string, number>) => Object.entries(s).map(([m, n]) => `${n} ${m}`).join(", ") || "nothing";
+  return [
+    `Instances: ${instances.count} processes per agent behind ${instances.proxy}, one PostgreSQL (${instances.database}) for the EMR store, tasks, requestState ledger, event store and audit table`,
+    ...instances.agents.map((a) =>
+      a.chain
+        ? `  ${a.id} (${a.url}): ${a.records} audit records, chain verified: ${mark(a.verified)}${a.error ? ` (${a.error})` : ""}; served ${served(a.served)}${a.tasksCompleted > 0 ? `; ${a.tasksCompleted} write task(s) finished here` : ""}`
+        : `  ${a.id} (${a.url}): served nothing, no audit chain${era === "legacy" ? " (the orchestrator's session stuck to its sibling: a 2025-era session stays on the instance that opened it)" : ""}`,
+    ),
+    `Audit: ${audit.records} records in ${instances.agents.filter((a) => a.chain).length} chains (one per instance that served) in the hmcp_audit table, every chain verified: ${mark(audit.verified)}; checkpoint keys ${audit.publicKey}, anchors ${audit.anchors}`,
+  ];
+}
+
+const mark = (b: boolean) => (b ? "yes" : "NO");
 
 /** Chains among audit files: files are `<chain prefix>-<YYYYMMDD>-<NNNNNN>.jsonl`. */
 function chainCount(files: string[]): number {

@@ -43,6 +43,19 @@ export interface DemoReport {
   audit: { file: string; files: string[]; records: number; verified: boolean; dir: string; publicKey: string; anchors: string; anchored: number; error?: string };
   /** The MCP protocol era the clients spoke: "modern" (2026-07-28) or "legacy" (2025-11-25). An extension of the issue's shape. */
   era: "modern" | "legacy";
+  /**
+   * `--instances <n>`: each agent ran as `count` processes behind `proxy`, sharing one PostgreSQL (`database`). Per
+   * instance: its audit chain (`chain`: it wrote one, which an instance that served nothing has not; `records`,
+   * `verified` against its own checkpoint key and the anchors) and what it served,
+   * read from that chain (`served`: records by MCP method; `tasksCompleted`: write tasks whose run finished there).
+   * An extension of the issue's shape.
+   */
+  instances?: {
+    count: number;
+    proxy: "haproxy" | "http-proxy-3";
+    database: "DATABASE_URL" | "throwaway PostgreSQL server";
+    agents: Array<{ id: string; agent: "emr-writeback" | "patient-data"; url: string; chain: boolean; records: number; verified: boolean; error?: string; served: Record<string, number>; tasksCompleted: number }>;
+  };
   emr: { dataDir: string } | { databaseUrl: string };
   durationMs: number;
 }

@@ -83,3 +83,25 @@ export async function openAgentAudit(cfg: AgentProcessConfig): Promise<FileAudit
 }
 
 export const principalOf = (cfg: AgentProcessConfig): Principal => cfg.principal;
+
+/** The configuration of one agent instance over HTTP (`--instances`, demo/runtime/instance-agent.ts), as JSON in this variable. */
+export const INSTANCE_CONFIG_ENV = "HMCP_DEMO_INSTANCE_CONFIG";
+
+/** What {@link INSTANCE_CONFIG_ENV} holds. */
+export const InstanceConfigSchema = z.strictObject({
+  agent: z.enum(["emr-writeback", "patient-data"]),
+  /** This instance's id: its audit chain's name, e.g. `emr-writeback-1`. */
+  instanceId: z.string().regex(/^[A-Za-z0-9_-]+$/),
+  /** The shared PostgreSQL. */
+  databaseUrl: z.string(),
+  /** The resource identifier clients get tokens for: the proxy's `/mcp` URL. */
+  resource: z.string().url(),
+  issuer: z.string().url(),
+  jwksUri: z.string().url(),
+  /** The requestState sealing key every instance shares (>= 32 bytes). */
+  requestStateKey: z.string().min(32),
+  /** Synthea bundles (the patient-data agent's index). */
+  dataDir: z.string(),
+  audit: z.strictObject({ dir: z.string(), anchors: z.string() }),
+});
+export type InstanceConfig = z.infer<typeof InstanceConfigSchema>;
