@@ -21,10 +21,10 @@ Usage: npm run demo -- [options]
   --audit-dir <dir>     where each run's audit trail goes, one sub-folder per run (default: .hmcp/audit)
   --transport <kind>    http (default: agents on loopback ports) or stdio (agents as child processes)
   --era <era>           modern (default: MCP 2026-07-28, the approval is an input-required round) or legacy (2025-11-25 sessions)
-  --instances <n>       each agent as n processes behind a reverse proxy, sharing one PostgreSQL (default 1: both
-                        agents in this process). Needs HAProxy (apt-get install -y haproxy) and a PostgreSQL:
-                        DATABASE_URL, or the server installed (apt-get install -y postgresql) for a throwaway one.
-                        Exits 2 saying what is missing and how to install it. HMCP_HAPROXY=<path> names the binary
+  --instances <n>       each agent as n processes behind a reverse proxy, sharing one database (default 1: both
+                        agents in this process). Needs HAProxy (apt-get install -y haproxy; HMCP_HAPROXY=<path>
+                        names the binary), else exits 2 saying so. The database: DATABASE_URL, else a throwaway
+                        PostgreSQL server when installed (apt-get install -y postgresql), else PGlite in this process
   --proxy <kind>        with --instances: haproxy (default) or node (the same balancing on http-proxy-3 in the demo's
                         process, for a machine without HAProxy)
   --interactive         ask on the terminal before each write (default: approvals are automatic)
@@ -77,7 +77,7 @@ async function main(): Promise<number> {
   const databaseUrl = process.env["DATABASE_URL"];
   if (instances > 1) {
     // what is missing, and how to install it, before anything starts: no silent fallback to one process
-    const missing = instancesPrerequisites({ proxy: values.proxy, databaseUrl });
+    const missing = instancesPrerequisites({ proxy: values.proxy });
     if (missing) {
       process.stderr.write(`${missing}\n`);
       return 2;

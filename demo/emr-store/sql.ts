@@ -130,7 +130,25 @@ export async function checkDatabaseUrl(databaseUrl: string): Promise<void> {
   }
 }
 
+/**
+ * The PGlite of `npm run demo -- --instances 2`'s process, through its query bridge (demo/runtime/pglite-bridge.ts):
+ * a `databaseUrl` of the form `hmcp-pglite-bridge://…`. Reported without its token.
+ */
+async function openBridge(databaseUrl: string): Promise<SqlClient> {
+  const { connectBridge } = await import("../runtime/pglite-bridge.js");
+  const bridge = connectBridge(databaseUrl);
+  const u = new URL(databaseUrl);
+  u.password = "";
+  return {
+    query: async <T>(sql: string, params: unknown[] = []) => (await bridge.query<T>(sql, params)).rows,
+    transaction: (fn) => bridge.transaction((q) => fn(async <T>(sql: string, params: unknown[] = []) => (await q<T>(sql, params)).rows)),
+    close: async () => undefined,
+    location: { databaseUrl: u.toString() },
+  };
+}
+
 /** Opens the SQL back end for `location`. */
 export function openSql(location: StoreLocation): Promise<SqlClient> {
-  return "databaseUrl" in location ? openPg(location.databaseUrl) : openPglite(location.dataDir);
+  if ("databaseUrl" in location) return location.databaseUrl.startsWith("hmcp-pglite-bridge://") ? openBridge(location.databaseUrl) : openPg(location.databaseUrl);
+  return openPglite(location.dataDir);
 }

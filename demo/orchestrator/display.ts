@@ -242,7 +242,7 @@ function auditFileLines(audit: DemoReport["audit"]): string[] {
 function instanceLines(instances: NonNullable<DemoReport["instances"]>, audit: DemoReport["audit"], era: DemoReport["era"]): string[] {
   const served = (s: Record<string, number>) => Object.entries(s).map(([m, n]) => `${n} ${m}`).join(", ") || "nothing";
   return [
-    `Instances: ${instances.count} processes per agent behind ${instances.proxy}, one PostgreSQL (${instances.database}) for the EMR store, tasks, requestState ledger, event store and audit table`,
+    `Instances: ${instances.count} processes per agent behind ${instances.proxy}, one shared database (${instances.database === "PGlite bridge" ? "no PostgreSQL here: one PGlite in the demo's process, reached through a loopback bridge" : `PostgreSQL, ${instances.database}`}) for the EMR store, tasks, requestState ledger, event store and audit table`,
     ...instances.agents.map((a) =>
       a.chain
         ? `  ${a.id} (${a.url}): ${a.records} audit records, chain verified: ${mark(a.verified)}${a.error ? ` (${a.error})` : ""}; served ${served(a.served)}${a.tasksCompleted > 0 ? `; ${a.tasksCompleted} write task(s) finished here` : ""}`

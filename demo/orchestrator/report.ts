@@ -6,6 +6,7 @@
  */
 import type { EmrStore } from "../emr-store/store.js";
 import type { PatientRun, TaskRun } from "./orchestrator.js";
+import type { DatabaseKind } from "../runtime/instances.js";
 
 export interface DemoReport {
   patients: Array<{
@@ -53,7 +54,7 @@ export interface DemoReport {
   instances?: {
     count: number;
     proxy: "haproxy" | "http-proxy-3";
-    database: "DATABASE_URL" | "throwaway PostgreSQL server";
+    database: DatabaseKind;
     agents: Array<{ id: string; agent: "emr-writeback" | "patient-data"; url: string; chain: boolean; records: number; verified: boolean; error?: string; served: Record<string, number>; tasksCompleted: number }>;
   };
   emr: { dataDir: string } | { databaseUrl: string };

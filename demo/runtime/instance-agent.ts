@@ -33,13 +33,21 @@ import { createPatientDataServer } from "../patient-data/agent.js";
 import { PatientIndex } from "../patient-data/patient-index.js";
 import { appendAnchorTo, INSTANCE_CONFIG_ENV, InstanceConfigSchema, publicKeyFileFor } from "./agent-config.js";
 import { demoGuardrails } from "./guardrails.js";
+import { connectBridge, isBridgeUrl } from "./pglite-bridge.js";
 
 async function main(): Promise<void> {
   const raw = process.env[INSTANCE_CONFIG_ENV];
   if (!raw) throw new Error(`${INSTANCE_CONFIG_ENV} is not set: this agent is started by the demo (npm run demo -- --instances 2)`);
   const cfg = InstanceConfigSchema.parse(JSON.parse(raw));
-  const pool = new pg.Pool({ connectionString: cfg.databaseUrl, max: 4 });
-  pool.on("error", (e: Error & { code?: string }) => process.stderr.write(`${cfg.instanceId}: an idle PostgreSQL connection failed (${e.code ?? "no code"})\n`));
+  // the shared PostgreSQL, or the demo process's PGlite through its bridge (no PostgreSQL on this machine)
+  let pool: { query(text: string, params?: unknown[]): Promise<{ rows: unknown[] }> };
+  let endPool: () => Promise<void> = async () => undefined;
+  if (isBridgeUrl(cfg.databaseUrl)) pool = connectBridge(cfg.databaseUrl);
+  else {
+    const p = (pool = new pg.Pool({ connectionString: cfg.databaseUrl, max: 4 }));
+    p.on("error", (e: Error & { code?: string }) => process.stderr.write(`${cfg.instanceId}: an idle PostgreSQL connection failed (${e.code ?? "no code"})\n`));
+    endPool = () => p.end();
+  }
   const key = await generateAuditSigningKey();
   await appendFile(publicKeyFileFor(cfg.audit.dir, cfg.instanceId), `${JSON.stringify(key.publicJwk)}\n`, { mode: 0o600 });
   const audit = await PostgresAuditSink.open({ db: pool, instanceId: cfg.instanceId, signing: { privateKey: key.privateJwk }, onCheckpoint: appendAnchorTo(cfg.audit.anchors) });
@@ -69,7 +77,7 @@ async function main(): Promise<void> {
       await http.close({ drainTimeoutMs: 5_000 });
       if (storePromise) await (await storePromise).close();
       await audit.close();
-      await pool.end();
+      await endPool();
       process.exit(0);
     })();
   });

@@ -5,9 +5,10 @@
  * instances; a 2025-era session sticks to the instance that opened it (`Mcp-Session-Id`).
  *
  * The database: `DATABASE_URL` when given, else a throwaway PostgreSQL server from the machine's packages
- * (demo/runtime/postgres-server.ts, deleted at the end of the run). PGlite, the single-process default, cannot be
- * opened by several processes. What is missing is said before anything starts ({@link instancesPrerequisites}),
- * with how to install it; the demo never falls back silently.
+ * (demo/runtime/postgres-server.ts, deleted at the end of the run), else (a machine with only npm) one in-memory PGlite
+ * in the demo's process, which the agent processes reach through a query bridge (demo/runtime/pglite-bridge.ts):
+ * PGlite cannot be opened by several processes. The summary says which one ran. A missing HAProxy is said before
+ * anything starts ({@link instancesPrerequisites}), with how to install it; the demo never falls back silently.
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -17,7 +18,8 @@ import { fileURLToPath } from "node:url";
 import pg from "pg";
 import { INSTANCE_CONFIG_ENV, type InstanceConfig } from "./agent-config.js";
 import type { DemoAuth } from "./auth.js";
-import { realPostgresAvailable, startPostgresServer, POSTGRES_INSTALL_HINT, type PostgresServer } from "./postgres-server.js";
+import { startPgliteBridge, type PgliteBridge } from "./pglite-bridge.js";
+import { realPostgresAvailable, startPostgresServer, type PostgresServer } from "./postgres-server.js";
 import { freePort, HAPROXY_INSTALL_HINT, haproxyBinary, haproxyInstalled, startProxy, type Proxy } from "./proxy.js";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -27,39 +29,38 @@ const TSX_LOADER = path.join(here, "..", "..", "node_modules", "tsx", "dist", "l
 /** `--proxy`: `haproxy` (default) or `node` (http-proxy-3 in the demo's process, for machines without HAProxy). */
 export type ProxyChoice = "haproxy" | "node";
 
-/** A prerequisite of `--instances` that is missing; its message says how to get it. The demo exits 2 with it. */
+/** A prerequisite of `--instances` that is missing; its message says how to get it. demo/main.ts exits 2 with it. */
 export class DemoSetupError extends Error {
   override name = "DemoSetupError";
 }
 
 /**
- * What `--instances` lacks here, as one message naming each missing piece and how to install it, or `undefined` when
- * nothing is missing. Checked before anything starts.
+ * What `--instances` lacks here (the proxy: the database always has a way to run), as a message saying how to install
+ * it, or `undefined` when nothing is missing. Checked before anything starts.
  */
-export function instancesPrerequisites(o: { proxy: ProxyChoice; databaseUrl?: string | undefined; env?: NodeJS.ProcessEnv }): string | undefined {
-  const missing: string[] = [];
+export function instancesPrerequisites(o: { proxy: ProxyChoice; env?: NodeJS.ProcessEnv }): string | undefined {
   const bin = haproxyBinary(o.env);
-  if (o.proxy === "haproxy" && !haproxyInstalled(bin)) {
-    missing.push(
-      [
-        `HAProxy is not installed here (${bin} -v did not run). It is the reverse proxy the agent instances run behind.`,
-        `  install it (Debian, Ubuntu): sudo ${HAPROXY_INSTALL_HINT}`,
-        "  or name its binary:         HMCP_HAPROXY=/path/to/haproxy npm run demo -- --instances 2",
-        "  or balance in Node instead: npm run demo -- --instances 2 --proxy node   (http-proxy-3, for development)",
-      ].join("\n"),
-    );
-  }
-  if (!o.databaseUrl && !realPostgresAvailable()) {
-    missing.push(
-      [
-        "No PostgreSQL here. The agent processes share one database, which the embedded one (PGlite) cannot be.",
-        `  install the server (Debian, Ubuntu): sudo ${POSTGRES_INSTALL_HINT}   (the demo starts a throwaway one per run)`,
-        "  or use yours:                       DATABASE_URL=postgres://user:password@host:5432/db npm run demo -- --instances 2",
-      ].join("\n"),
-    );
-  }
-  if (missing.length === 0) return undefined;
-  return [`--instances runs each agent as several processes behind a reverse proxy, and something it needs is missing:`, ...missing, "Without --instances the demo runs both agents in one process and needs neither."].join("\n");
+  if (o.proxy !== "haproxy" || haproxyInstalled(bin)) return undefined;
+  return [
+    "--instances runs each agent as several processes behind a reverse proxy, which is missing here:",
+    `HAProxy is not installed here (${bin} -v did not run).`,
+    `  install it (Debian, Ubuntu): sudo ${HAPROXY_INSTALL_HINT}`,
+    "  or name its binary:         HMCP_HAPROXY=/path/to/haproxy npm run demo -- --instances 2",
+    "  or balance in Node instead: npm run demo -- --instances 2 --proxy node   (http-proxy-3, for development)",
+    "Without --instances the demo runs both agents in one process and needs no proxy.",
+  ].join("\n");
+}
+
+/** Which shared database ran (see the module comment); "PGlite bridge": PGlite in the demo's process, no PostgreSQL here. */
+export type DatabaseKind = "DATABASE_URL" | "throwaway PostgreSQL server" | "PGlite bridge";
+
+/**
+ * The database {@link startInstances} will use here. `HMCP_DEMO_DATABASE=pglite` picks the PGlite bridge where a
+ * PostgreSQL server is installed (to check what a machine without one runs).
+ */
+export function instancesDatabaseKind(databaseUrl: string | undefined, env: NodeJS.ProcessEnv = process.env): DatabaseKind {
+  if (databaseUrl) return "DATABASE_URL";
+  return env["HMCP_DEMO_DATABASE"] !== "pglite" && realPostgresAvailable() ? "throwaway PostgreSQL server" : "PGlite bridge";
 }
 
 export interface InstancesOptions {
@@ -89,10 +90,11 @@ export interface RunningInstances {
   emrUrl: string;
   patientDataUrl: string;
   proxy: Proxy["kind"];
-  database: { kind: "DATABASE_URL" | "throwaway PostgreSQL server"; url: string };
+  /** `url`: what the agents connect to (a PGlite bridge's URL holds its token). */
+  database: { kind: DatabaseKind; url: string };
   instances: AgentInstance[];
   /** This process's connection to the shared database (reports and audit verification). */
-  db: pg.Pool;
+  db: { query<T = Record<string, unknown>>(text: string, params?: unknown[]): Promise<{ rows: T[] }> };
   /** Stops the proxies, then each instance gracefully (each closes its chain with a signed checkpoint). Idempotent. */
   stop(): Promise<void>;
   /** After {@link stop}: ends `db` and the throwaway server (its data is deleted). Idempotent. */
@@ -134,11 +136,12 @@ async function stopChild(c: ChildProcess): Promise<void> {
  * @throws DemoSetupError when a prerequisite is missing ({@link instancesPrerequisites})
  */
 export async function startInstances(o: InstancesOptions): Promise<RunningInstances> {
-  const missing = instancesPrerequisites({ proxy: o.proxy, databaseUrl: o.databaseUrl });
+  const missing = instancesPrerequisites({ proxy: o.proxy });
   if (missing) throw new DemoSetupError(missing);
   const children: Child[] = [];
   const proxies: Proxy[] = [];
   let server: PostgresServer | undefined;
+  let bridge: PgliteBridge | undefined;
   let pool: pg.Pool | undefined;
   let stopped = false;
   let closed = false;
@@ -154,16 +157,22 @@ export async function startInstances(o: InstancesOptions): Promise<RunningInstan
     closed = true;
     await pool?.end();
     await server?.close();
+    await bridge?.close();
   };
   try {
+    const kind = instancesDatabaseKind(o.databaseUrl);
     let database: RunningInstances["database"];
-    if (o.databaseUrl) database = { kind: "DATABASE_URL", url: o.databaseUrl };
-    else {
-      server = await startPostgresServer();
-      database = { kind: "throwaway PostgreSQL server", url: server.url };
+    let db: RunningInstances["db"];
+    if (kind === "DATABASE_URL" || kind === "throwaway PostgreSQL server") {
+      if (kind === "throwaway PostgreSQL server") server = await startPostgresServer();
+      database = { kind, url: server?.url ?? o.databaseUrl! };
+      db = pool = new pg.Pool({ connectionString: database.url, max: 2 });
+      pool.on("error", () => undefined);
+    } else {
+      bridge = await startPgliteBridge();
+      database = { kind, url: bridge.url };
+      db = bridge.db;
     }
-    pool = new pg.Pool({ connectionString: database.url, max: 2 });
-    pool.on("error", () => undefined);
     // the proxies' ports first: they are the agents' resource identifiers (the audience of their tokens)
     const ports = { "emr-writeback": await freePort(), "patient-data": await freePort() };
     const resource = (agent: AgentInstance["agent"]) => `http://127.0.0.1:${ports[agent]}/mcp`;
@@ -193,12 +202,12 @@ export async function startInstances(o: InstancesOptions): Promise<RunningInstan
       ...Array.from({ length: o.instances }, (_, i) => start("patient-data", i + 1)),
     ]);
     instances.sort((a, b) => a.id.localeCompare(b.id, "en", { numeric: true }));
-    const kind: Proxy["kind"] = o.proxy === "haproxy" ? "haproxy" : "http-proxy-3";
+    const proxyKind: Proxy["kind"] = o.proxy === "haproxy" ? "haproxy" : "http-proxy-3";
     for (const agent of ["emr-writeback", "patient-data"] as const) {
       const backends = instances.filter((i) => i.agent === agent).map((i) => new URL(i.url));
-      proxies.push(await startProxy(backends, kind, { port: ports[agent] }));
+      proxies.push(await startProxy(backends, proxyKind, { port: ports[agent] }));
     }
-    return { emrUrl: resource("emr-writeback"), patientDataUrl: resource("patient-data"), proxy: kind, database, instances, db: pool, stop, close };
+    return { emrUrl: resource("emr-writeback"), patientDataUrl: resource("patient-data"), proxy: proxyKind, database, instances, db, stop, close };
   } catch (e) {
     await close();
     throw e;
