@@ -1,9 +1,10 @@
 /**
  * `npm run demo -- --instances 2` through its public entry (demo/main.ts, spawned as a process, as a person runs it):
  * each agent as two processes behind the reverse proxy, one shared PostgreSQL, both eras. The proxy is HAProxy where
- * installed, else `--proxy node` (http-proxy-3: the same balancing, in the demo's process); the database the throwaway
- * server the demo starts from the machine's PostgreSQL packages (or DATABASE_URL). Each test's name says which ran.
- * Where neither PostgreSQL nor DATABASE_URL exists, the same runs must refuse with exit 2, naming how to install it.
+ * installed, else `--proxy node` (http-proxy-3: the same balancing, in the demo's process); the database DATABASE_URL,
+ * else the throwaway server the demo starts from the machine's PostgreSQL packages, else (no PostgreSQL here, or
+ * `HMCP_DEMO_DATABASE=pglite`) one PGlite in the demo's process behind its loopback bridge. The describe's name says
+ * which ran; the assertions are the same on each.
  */
 import { spawn } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
@@ -11,13 +12,13 @@ import os from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import type { DemoReport } from "../../demo/orchestrator/report.js";
-import { realPostgresAvailable } from "../../demo/runtime/postgres-server.js";
+import { instancesDatabaseKind } from "../../demo/runtime/instances.js";
 import { haproxyInstalled } from "../../demo/runtime/proxy.js";
 import { repoRoot, shippedData } from "./demo-helpers.js";
 
 const proxy = process.env["HMCP_TEST_PROXY"] !== "http-proxy-3" && haproxyInstalled() ? "haproxy" : "node";
-const database = process.env["DATABASE_URL"] ? "DATABASE_URL" : realPostgresAvailable() ? "throwaway PostgreSQL server" : undefined;
-const ran = `proxy ${proxy === "haproxy" ? "HAProxy" : "http-proxy-3 (--proxy node: no HAProxy here)"}, ${database ?? "no PostgreSQL here: the demo must refuse"}`;
+const database = instancesDatabaseKind(process.env["DATABASE_URL"]);
+const ran = `proxy ${proxy === "haproxy" ? "HAProxy" : "http-proxy-3 (--proxy node: no HAProxy here)"}, database ${database}`;
 
 const dirs: string[] = [];
 afterAll(async () => {
@@ -68,18 +69,9 @@ function expectWrittenOnceAndVerified(report: DemoReport): NonNullable<DemoRepor
   return instances;
 }
 
-/** Without PostgreSQL or DATABASE_URL: exit 2 before anything starts, naming how to install the server or name one. */
-function expectNoPostgresRefusal(run: { code: number | null; stdout: string; stderr: string }): void {
-  expect(run.code).toBe(2);
-  expect(run.stdout).toBe("");
-  expect(run.stderr).toContain("sudo apt-get install -y postgresql");
-  expect(run.stderr).toContain("DATABASE_URL=postgres://");
-}
-
 describe(`npm run demo -- --instances 2 (${ran})`, () => {
-  it(database ? "modern era: six patients through two instances of each agent; each write task ran to completion on exactly one instance; every chain verifies" : "modern era, no PostgreSQL here: refused before starting anything (exit 2), naming how to install it", { timeout: 300_000 }, async () => {
+  it("modern era: six patients through two instances of each agent; each write task ran to completion on exactly one instance; every chain verifies", { timeout: 300_000 }, async () => {
     const run = await demo(["--instances", "2", "--proxy", proxy]);
-    if (!database) return expectNoPostgresRefusal(run);
     expect(run.code, run.stderr.slice(-2_000)).toBe(0);
     const report = JSON.parse(run.stdout) as DemoReport;
     const instances = expectWrittenOnceAndVerified(report);
@@ -96,9 +88,8 @@ describe(`npm run demo -- --instances 2 (${ran})`, () => {
     for (const a of instances.agents) expect(text).toContain(`${a.id} (${a.url}): ${a.records} audit records, chain verified: yes`);
   });
 
-  it(database ? "legacy era (2025-11-25 sessions, sticky by Mcp-Session-Id): every session stays on one instance; the writes land once and every chain verifies" : "legacy era, no PostgreSQL here: refused the same way", { timeout: 300_000 }, async () => {
+  it("legacy era (2025-11-25 sessions, sticky by Mcp-Session-Id): every session stays on one instance; the writes land once and every chain verifies", { timeout: 300_000 }, async () => {
     const run = await demo(["--instances", "2", "--proxy", proxy, "--era", "legacy"]);
-    if (!database) return expectNoPostgresRefusal(run);
     expect(run.code, run.stderr.slice(-2_000)).toBe(0);
     const report = JSON.parse(run.stdout) as DemoReport;
     expect(report.era).toBe("legacy");
