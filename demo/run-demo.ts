@@ -58,8 +58,9 @@ export interface DemoOptions {
    */
   era?: "modern" | "legacy";
   /**
-   * Over HTTP: each agent as this many processes behind a reverse proxy, sharing one PostgreSQL (`store`'s
-   * `databaseUrl`, else a throwaway server; demo/runtime/instances.ts). Default 1: both agents in this process.
+   * Over HTTP: each agent as this many processes behind a reverse proxy, sharing one database (`store`'s
+   * `databaseUrl`, else a throwaway PostgreSQL server, else PGlite in this process behind a loopback bridge; see
+   * demo/runtime/instances.ts; a `dataDir` store is not used then). Default 1: both agents in this process.
    */
   instances?: number;
   /** With `instances` > 1: HAProxy (default) or http-proxy-3 in this process ("node"). */
@@ -393,7 +394,7 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
         ...(r.readBack && { readBack: r.readBack }),
       })),
       defences,
-      audit: { file: instanced ? "hmcp_audit (PostgreSQL table, one chain per instance)" : (files[0] ?? auditDir), files, records, verified, dir: auditDir, publicKey: publicKeyFile, anchors: anchorsFile, anchored: anchors.length, ...(auditError && { error: auditError }) },
+      audit: { file: instanced ? "hmcp_audit table of the shared database (one chain per instance)" : (files[0] ?? auditDir), files, records, verified, dir: auditDir, publicKey: publicKeyFile, anchors: anchorsFile, anchored: anchors.length, ...(auditError && { error: auditError }) },
       emr: "dataDir" in store ? { dataDir: store.dataDir } : { databaseUrl: db.location && "databaseUrl" in db.location ? db.location.databaseUrl : "postgres" },
       era,
       ...(instanceReport && { instances: instanceReport }),
