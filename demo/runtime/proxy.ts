@@ -17,7 +17,7 @@
  */
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import { Agent, createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { connect, createServer as createNetServer, type AddressInfo } from "node:net";
 import os from "node:os";
 import path from "node:path";
@@ -89,6 +89,10 @@ async function startHaproxy(backends: URL[], options: ProxyOptions): Promise<Pro
     "  timeout client 120s",
     "  timeout server 120s",
     "  retries 2",
+    // one backend connection per request: Node closes an idle keep-alive connection after 5 s, and a request HAProxy
+    // sends on one it is closing fails (HAProxy then closes the client's connection, which a POST's client does not
+    // retry: "fetch failed"). Loopback connections are cheap.
+    "  option http-server-close",
     "  option redispatch 1",
     "frontend mcp",
     `  bind 127.0.0.1:${port}`,
@@ -144,7 +148,8 @@ function accepts(port: number): Promise<boolean> {
 async function startNodeProxy(backends: URL[], options: ProxyOptions): Promise<Proxy> {
   // a devDependency: loaded only when this proxy is asked for
   const { createProxyServer } = await import("http-proxy-3");
-  const proxy = createProxyServer({ proxyTimeout: 120_000 });
+  // no keep-alive to the backends, for the reason given at `option http-server-close` above
+  const proxy = createProxyServer({ proxyTimeout: 120_000, agent: new Agent({ keepAlive: false }) });
   const sticky = new Map<string, number>();
   let next = 0;
   proxy.on("proxyRes", (proxyRes, req) => {
