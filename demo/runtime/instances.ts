@@ -106,7 +106,8 @@ interface Child {
   url: string;
 }
 
-function spawnInstance(cfg: InstanceConfig): Promise<Child> {
+/** Spawns one instance; resolves once it listens. `stopping()`: whether an exit from now on is expected (else it is reported on stderr). */
+function spawnInstance(cfg: InstanceConfig, stopping: () => boolean): Promise<Child> {
   const child = spawn(process.execPath, ["--import", TSX_LOADER, AGENT_SCRIPT], {
     cwd: path.join(here, "..", ".."),
     env: { ...process.env, [INSTANCE_CONFIG_ENV]: JSON.stringify(cfg) },
@@ -114,12 +115,20 @@ function spawnInstance(cfg: InstanceConfig): Promise<Child> {
   });
   let stderr = "";
   child.stderr!.on("data", (c: Buffer) => (stderr = (stderr + c.toString()).slice(-4_000)));
+  let ready = false;
   return new Promise((resolve, reject) => {
     const lines = createInterface({ input: child.stdout! });
     lines.on("line", (line) => {
-      if (line.startsWith('{"ready"')) resolve({ child, url: (JSON.parse(line) as { ready: string }).ready });
+      if (!ready && line.startsWith('{"ready"')) {
+        ready = true;
+        resolve({ child, url: (JSON.parse(line) as { ready: string }).ready });
+      }
     });
-    child.once("exit", (code) => reject(new Error(`agent instance ${cfg.instanceId} exited (${code}) before it was ready: ${stderr.trim()}`)));
+    child.once("exit", (code, signal) => {
+      if (!ready) return reject(new Error(`agent instance ${cfg.instanceId} exited (${code}) before it was ready: ${stderr.trim()}`));
+      // after it was ready: the proxy sends its requests to the others; say why it went
+      if (!stopping()) process.stderr.write(`demo: agent instance ${cfg.instanceId} exited during the run (${signal ?? code}): ${stderr.trim().split("\n").slice(-5).join(" | ")}\n`);
+    });
   });
 }
 
@@ -191,7 +200,7 @@ export async function startInstances(o: InstancesOptions): Promise<RunningInstan
       audit: { dir: o.auditDir, anchors: o.anchorsFile },
     });
     const start = async (agent: AgentInstance["agent"], n: number) => {
-      const c = await spawnInstance(configFor(agent, n));
+      const c = await spawnInstance(configFor(agent, n), () => stopped);
       children.push(c);
       instances.push({ agent, id: `${agent}-${n}`, url: c.url });
     };
