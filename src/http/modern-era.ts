@@ -40,9 +40,15 @@ export class ModernEra {
   readonly #serveNode: ReturnType<typeof toNodeHandler>;
   readonly #sessions: LegacySessions;
   readonly #audit: RefusalAudit;
+  readonly #logger: OperationalLogger;
+  readonly #agent: string;
+  /** Whether a server not matched to its request was logged (once per app). */
+  #missLogged = false;
 
   constructor(options: ModernEraOptions) {
     const { logger, agent } = options;
+    this.#logger = logger;
+    this.#agent = agent;
     this.#sessions = options.sessions;
     this.#audit = options.audit;
     this.#handler = createMcpHandler((ctx) => {
@@ -53,7 +59,9 @@ export class ModernEra {
       server.sendPromptListChanged = () => this.#handler.notify.promptsChanged();
       server.sendResourceListChanged = () => this.#handler.notify.resourcesChanged();
       this.#servers.add(server);
-      this.#builtByRequest.get(ctx.requestInfo as globalThis.Request)?.push(server);
+      const built = this.#builtByRequest.get(ctx.requestInfo as globalThis.Request);
+      if (built) built.push(server);
+      else this.#unmatched(server);
       return server;
     }, {
       legacy: "reject",
@@ -72,6 +80,40 @@ export class ModernEra {
       },
     };
     this.#serveNode = toNodeHandler(tracked, { maxRequestBodySize: options.bodyLimitBytes, onerror: (error) => logger.error("modern-era request failed", { agent, error: error.name }) });
+  }
+
+  /**
+   * A server the factory could not match to its HTTP request (the SDK handed it another `Request` than the adapter's, or
+   * the body was not the parsed one `serve` was given): logged once, and removed from {@link servers} once it closes
+   * (the SDK closes a per-request server when its exchange ends, or without connecting it when it refuses the request)
+   * and its pipeline is idle, so it is neither kept for ever nor drained at shutdown. Its request's refusal, if the
+   * pipeline recorded one, may get a second `http` record (the HTTP layer cannot tell that the pipeline saw it).
+   */
+  #unmatched(server: HMCPServer): void {
+    if (!this.#missLogged) {
+      this.#missLogged = true;
+      this.#logger.warn("modern-era: a per-request server was not matched to its HTTP request; such servers are released when they close (a refusal the pipeline recorded may get a second http record)", { agent: this.#agent });
+    }
+    let released = false;
+    const release = () => {
+      if (released) return;
+      released = true;
+      void server.pipeline.whenIdle().then(() => this.#servers.delete(server));
+    };
+    const inner = server.server;
+    const previousOnClose = inner.onclose;
+    inner.onclose = () => {
+      release();
+      previousOnClose?.();
+    };
+    const close = server.close.bind(server);
+    server.close = async () => {
+      try {
+        await close();
+      } finally {
+        release();
+      }
+    };
   }
 
   /** Serves one modern-era request (the era routing's `modern`). */
