@@ -10,12 +10,15 @@
  * second lock, `<lock>.<stale pid>.takeover`, taken the same way, after re-reading the lock under it. A takeover lock
  * left by a process that died while holding it is stale in turn and taken over the same way (one level deeper).
  *
+ * The lock holds `<pid>:<nonce>`, the nonce random per take, which tells this take's lock from a later one in the same
+ * file (a lock of an earlier version holds the pid alone, and is read the same way).
+ *
  * Needs a file system with hard links (POSIX file systems, NTFS). Temporary files are named
  * `<lock>.<pid>.<random>.tmp` and removed before returning; a crash can leave one behind, which nothing reads.
  */
 import { randomUUID } from "node:crypto";
 import { link, readFile, unlink, writeFile } from "node:fs/promises";
-import { statSync } from "node:fs";
+import { readFileSync, statSync } from "node:fs";
 import path from "node:path";
 
 /** Outcome of {@link takePidLock}: taken, or held by the running process `pid`. */
@@ -40,7 +43,7 @@ const held = new Set<string>();
 export async function takePidLock(file: string): Promise<PidLockResult> {
   file = path.resolve(file);
   const tmp = `${file}.${process.pid}.${randomUUID()}.tmp`;
-  await writeFile(tmp, String(process.pid), { flag: "wx", mode: 0o600 });
+  await writeFile(tmp, `${process.pid}:${randomUUID()}`, { flag: "wx", mode: 0o600 });
   try {
     return await acquire(file, tmp, 0);
   } finally {
@@ -49,10 +52,12 @@ export async function takePidLock(file: string): Promise<PidLockResult> {
 }
 
 /**
- * Lock files this process released but could not remove (their folder became read-only, `EROFS` / `EACCES`), by inode:
- * stale, so the next {@link takePidLock} of this process takes them over instead of taking them for another open.
+ * Lock files this module released but could not remove (their folder became read-only, `EROFS` / `EACCES`): stale, so
+ * the next {@link takePidLock} of this module takes them over instead of taking them for another open. Known by device,
+ * inode and contents (the take's nonce): an inode alone may be reused by another holder's lock once the file is
+ * removed (another copy of this module in the process, whose lock names the same pid).
  */
-const leftBehind = new Map<string, number>();
+const leftBehind = new Map<string, { dev: number; ino: number; text: string }>();
 
 /**
  * Removes `file` if this process holds it. When the file system refuses the removal (a read-only folder) the lock is
@@ -64,7 +69,8 @@ export async function releasePidLock(file: string): Promise<void> {
   if (!held.delete(file)) return;
   await unlink(file).catch(() => {
     try {
-      leftBehind.set(file, statSync(file).ino);
+      const { dev, ino } = statSync(file);
+      leftBehind.set(file, { dev, ino, text: readFileSync(file, "utf8") });
     } catch {
       // gone after all
     }
@@ -75,9 +81,10 @@ async function acquire(file: string, tmp: string, depth: number): Promise<PidLoc
   const waitUntil = Date.now() + TAKEOVER_WAIT_MS;
   for (;;) {
     if (await linkNew(tmp, file)) return { taken: true };
-    const pid = await readPid(file);
-    if (pid === undefined) continue; // removed since the link failed: try again
-    if (running(pid, file)) {
+    const lock = await readLock(file);
+    if (lock === undefined) continue; // removed since the link failed: try again
+    const { pid } = lock;
+    if (running(lock, file)) {
       // the lock itself: its holder keeps it. A takeover lock: another process (or another open in this one) is
       // taking over right now, and is done after a few file operations.
       if (depth === 0) return { taken: false, pid };
@@ -91,7 +98,8 @@ async function acquire(file: string, tmp: string, depth: number): Promise<PidLoc
     const guard = `${file}.${pid}.takeover`;
     await acquire(guard, tmp, depth + 1);
     try {
-      if ((await readPid(file)) === pid && !running(pid, file)) {
+      const again = await readLock(file);
+      if (again?.text === lock.text && !running(again, file)) {
         await unlink(file).catch((e: NodeJS.ErrnoException) => {
           if (e.code !== "ENOENT") throw e;
         });
@@ -116,8 +124,14 @@ async function linkNew(tmp: string, file: string): Promise<boolean> {
   }
 }
 
-/** The pid a lock file names (0 when it names none: an empty or garbled file, stale), undefined when it is gone. */
-async function readPid(file: string): Promise<number | undefined> {
+/** A lock file's contents and the pid it names (0 when it names none: an empty or garbled file, stale). */
+interface LockContents {
+  pid: number;
+  text: string;
+}
+
+/** Reads a lock file (`<pid>:<nonce>`, or `<pid>` as earlier versions wrote it); undefined when it is gone. */
+async function readLock(file: string): Promise<LockContents | undefined> {
   let text: string;
   try {
     text = await readFile(file, "utf8");
@@ -125,8 +139,8 @@ async function readPid(file: string): Promise<number | undefined> {
     if ((e as NodeJS.ErrnoException).code === "ENOENT") return undefined;
     throw e;
   }
-  const pid = Number(text.trim());
-  return Number.isSafeInteger(pid) && pid > 0 ? pid : 0;
+  const pid = Number(text.trim().split(":", 1)[0]);
+  return { pid: Number.isSafeInteger(pid) && pid > 0 ? pid : 0, text };
 }
 
 /** When this process started (ms since the epoch), less 1 s for clock granularity. */
@@ -141,24 +155,29 @@ function writtenBefore(file: string, ms: number): boolean {
   }
 }
 
-/** Whether `file` is a lock this process released and could not remove (the same inode: not written again since). */
-function releasedHere(file: string): boolean {
-  const ino = leftBehind.get(file);
-  if (ino === undefined) return false;
+/**
+ * Whether `lock` (read from `file`) is the one this module released and could not remove: the same device, inode and
+ * contents (its take's nonce), so not another holder's lock in a reused inode.
+ */
+function releasedHere(file: string, lock: LockContents): boolean {
+  const left = leftBehind.get(file);
+  if (left === undefined || left.text !== lock.text) return false;
   try {
-    return statSync(file).ino === ino;
+    const { dev, ino } = statSync(file);
+    return dev === left.dev && ino === left.ino;
   } catch {
     return false;
   }
 }
 
-/** Whether the lock `file` naming `pid` belongs to a running process. */
-function running(pid: number, file: string): boolean {
+/** Whether the lock `file` (its contents `lock`) belongs to a running process. */
+function running(lock: LockContents, file: string): boolean {
+  const { pid } = lock;
   if (pid === 0) return false;
   // our own pid: held by this process when this module took it, or when another instance of it (a worker thread, a
   // second copy of the module, the same folder reached through a symlink) wrote it after this process started; a
   // lock written before that is an earlier process's that had the same pid (pid 1 in a restarted container)
-  if (pid === process.pid) return held.has(file) || (!releasedHere(file) && !writtenBefore(file, PROCESS_START_MS));
+  if (pid === process.pid) return held.has(file) || (!releasedHere(file, lock) && !writtenBefore(file, PROCESS_START_MS));
   try {
     process.kill(pid, 0);
     return true;
