@@ -106,19 +106,30 @@ export function createOperationalLogger(opts: OperationalLoggerOptions = {}): wi
 /**
  * A transport that fails (its log file's folder unwritable or gone, the disk full) must not end the process: winston
  * re-emits a transport's error on the logger, where, with no listener, Node throws it and the agent dies (with the
- * requests it was serving). The failed transport is taken out, the others (the console) go on, and the failure is
- * reported once on stderr by the transport's name and the error's code (no path, no message).
+ * requests it was serving). The failed transport is taken out (winston-transport closes a transport when it is
+ * unpiped, so a file transport's stream is not left open), the others (the console) go on, and the failure is
+ * reported once on stderr by the transport's name and the error's code (no path, no message). An error of the logger's own stream (no transport: written after `end()`, say)
+ * is reported once on stderr the same way.
  */
 function dropFailedTransports(logger: winston.Logger, service: string): void {
   const reported = new WeakSet<object>();
+  let ownReported = false;
+  const report = (message: string, err: unknown, transport?: string) => {
+    const e = err as { code?: unknown; name?: unknown } | undefined;
+    const code = typeof e?.code === "string" ? e.code : typeof e?.name === "string" ? e.name : "error";
+    process.stderr.write(`${JSON.stringify({ level: "error", message, ...(transport !== undefined && { transport }), code, service, timestamp: new Date().toISOString() })}\n`);
+  };
   logger.on("error", (err: unknown, transport?: LogTransport) => {
-    if (transport === undefined) return;
+    if (transport === undefined) {
+      if (ownReported) return;
+      ownReported = true;
+      report("operational logger failed; its entries may be lost", err);
+      return;
+    }
     logger.remove(transport);
     if (reported.has(transport)) return;
     reported.add(transport);
-    const e = err as { code?: unknown; name?: unknown } | undefined;
-    const code = typeof e?.code === "string" ? e.code : typeof e?.name === "string" ? e.name : "error";
-    process.stderr.write(`${JSON.stringify({ level: "error", message: "operational log transport failed; dropped, the other transports go on", transport: (transport as { name?: string }).name ?? "unnamed", code, service, timestamp: new Date().toISOString() })}\n`);
+    report("operational log transport failed; dropped, the other transports go on", err, (transport as { name?: string }).name ?? "unnamed");
   });
 }
 

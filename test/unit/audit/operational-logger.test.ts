@@ -255,6 +255,57 @@ describe("createOperationalLogger", () => {
     expect(mem.lines.map((l) => (JSON.parse(l) as { message: string }).message)).toEqual(["first", "second"]);
   });
 
+  it("a transport that fails is closed once when it is dropped (a file transport's stream is not left open), and reported once by code", async () => {
+    class Failing extends Memory {
+      closes = 0;
+      override log(_info: any, next: () => void): void {
+        this.emit("error", Object.assign(new Error("disk full at /var/log/hmcp"), { code: "ENOSPC" }));
+        next();
+      }
+      override close(): void {
+        this.closes++;
+      }
+    }
+    const mem = new Memory();
+    const failing = new Failing();
+    const stderr = vi.spyOn(process.stderr, "write").mockImplementation(() => true);
+    try {
+      const logger = createOperationalLogger({ transports: [mem, failing] });
+      logger.warn("first");
+      await vi.waitFor(() => expect(logger.transports).not.toContain(failing));
+      // winston-transport closes a transport when the logger unpipes it
+      expect(failing.closes).toBe(1);
+      logger.warn("second");
+      expect(mem.lines).toHaveLength(2);
+      const lines = stderr.mock.calls.map((c) => String(c[0])).filter((l) => l.includes("transport failed"));
+      expect(lines).toHaveLength(1);
+      expect(lines[0]).toContain('"code":"ENOSPC"');
+      expect(lines[0]).not.toContain("/var/log");
+    } finally {
+      stderr.mockRestore();
+    }
+  });
+
+  it("an error of the logger's own stream (no transport) is reported once on stderr, by code only", async () => {
+    const mem = new Memory();
+    const logger = createOperationalLogger({ transports: [mem] });
+    const stderr = vi.spyOn(process.stderr, "write").mockImplementation(() => true);
+    try {
+      logger.end();
+      // written after end(): the logger's stream fails with ERR_STREAM_WRITE_AFTER_END, with no transport to drop
+      logger.warn("after the end: Adolfo Marquardt");
+      logger.warn("again");
+      await vi.waitFor(() => expect(stderr.mock.calls.some((c) => String(c[0]).includes("operational logger failed"))).toBe(true));
+      await new Promise((resolve) => setImmediate(resolve));
+      const lines = stderr.mock.calls.map((c) => String(c[0])).filter((l) => l.includes("operational logger failed"));
+      expect(lines).toHaveLength(1);
+      expect(lines[0]).toContain('"code":"ERR_STREAM_WRITE_AFTER_END"');
+      expect(lines[0]).not.toContain("Adolfo");
+    } finally {
+      stderr.mockRestore();
+    }
+  });
+
   it("writes redacted JSON Lines to a file", async () => {
     const dir = await tempLogDir("oplog");
     const file = path.join(dir, "operational.log");
