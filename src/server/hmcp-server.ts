@@ -254,9 +254,11 @@ export class HMCPServer extends McpServer {
     if (this.isConnected()) throw new Error("HMCPServer.serveModernEra: call it before connect()");
     this.#modern = true;
     if (this.#samplingHandler && !this.#samplingTool) this.#registerSamplingTool({});
-    // an unknown method is the SDK's to refuse there: MCP 2026-07-28 (transports, Streamable HTTP) answers it with
-    // HTTP 404 and -32601, which the SDK's handler does only when no handler (the pipeline's fallback) took it
-    (this.server as unknown as { fallbackRequestHandler?: unknown }).fallbackRequestHandler = undefined;
+    // over HTTP an unknown method is the SDK's to refuse: MCP 2026-07-28 (transports, Streamable HTTP) answers it with
+    // HTTP 404 and -32601, which the SDK's handler does only when no handler (the pipeline's fallback) took it, and
+    // createHttpApp records it. Over stdio (no status to set, no HTTP layer to record it) the pipeline's fallback
+    // keeps it: -32601 with one audit record (method_not_found), tasks/* on a server without tasks included.
+    if (!this.#stdioEntry) (this.server as unknown as { fallbackRequestHandler?: unknown }).fallbackRequestHandler = undefined;
     return this;
   }
 
@@ -376,6 +378,11 @@ export class HMCPServer extends McpServer {
     // 404), save for a client not declaring the extension, which createHttpApp refuses with -32021 before any server
     // is built (modern-era.ts)
     if (tasks && !this.#taskMethods) this.#registerTaskMethods();
+    // over stdio nothing in front records what the SDK refuses before any handler: tasks/get and tasks/cancel, methods
+    // of an earlier revision that the tasks extension reuses, are refused there as unknown (-32601) unless a handler
+    // takes them; here the pipeline's unknown-method handler does, so each gets its audit record (method_not_found).
+    // (tasks/update reaches the pipeline's fallback, kept on stdio: see serveModernEra.)
+    else if (!tasks && this.#modern && stdio) this.#refuseTaskMethods();
     // the embedded store (PGlite) takes seconds to start: begun now, not on the first task
     if (tasks || this.#legacyTasks) void this.#tasks().store().catch(() => undefined);
     // sampling/createMessage always has a handler, so a server without one answers with a clear HMCP error
@@ -614,14 +621,32 @@ export class HMCPServer extends McpServer {
       if (typeof method === "string") wrap(method);
     };
     // Unknown methods also pass the pipeline (authenticated, audited), then get JSON-RPC "Method not found".
-    inner.fallbackRequestHandler = (request, ctx) =>
-      this.pipeline.handle(
-        request,
-        ctx,
-        async () => {
-          throw new ProtocolError(ProtocolErrorCode.MethodNotFound, "Method not found");
-        },
-        { unknownMethod: true },
-      );
+    inner.fallbackRequestHandler = this.#unknownMethod;
+  }
+
+  /** The pipeline's handler of a method this server does not serve: authenticated, audited, then "Method not found". */
+  readonly #unknownMethod = (request: JSONRPCRequest, extra: HandlerExtra): Promise<unknown> =>
+    this.pipeline.handle(
+      request,
+      extra,
+      async () => {
+        throw new ProtocolError(ProtocolErrorCode.MethodNotFound, "Method not found");
+      },
+      { unknownMethod: true },
+    );
+
+  /**
+   * tasks/get and tasks/cancel on a 2026-07-28 stdio connection of a server without tasks: answered by the pipeline's
+   * unknown-method handler (-32601, one audit record), which the SDK reaches for these two only when a handler with
+   * its own params schema is registered. A task-capable tool registered later replaces them ({@link #registerTaskMethods}).
+   */
+  #refuseTaskMethods(): void {
+    const map = (this.server as unknown as { _requestHandlers: RequestHandlerMap })._requestHandlers;
+    for (const method of ["tasks/get", "tasks/cancel"] as const) {
+      this.server.setRequestHandler(method, { params: TASK_ID_PARAMS }, () => {
+        throw new ProtocolError(ProtocolErrorCode.MethodNotFound, "Method not found");
+      });
+      map.set(method, this.#unknownMethod);
+    }
   }
 }

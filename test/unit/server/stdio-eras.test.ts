@@ -47,4 +47,34 @@ describe("serveStdio, both eras", () => {
     io.stdin.end();
     await close();
   });
+
+  it("2026-07-28: tasks/* and other unknown methods on a server without tasks are -32601 with one audit record each (method_not_found)", async () => {
+    const audit: AuditRecordInput[] = [];
+    const server = new HMCPServer({ name: "agent", version: "1" }, { guardrails: false, auth: { localPrincipal: { clientId: "local", scopes: ["hmcp:access"] } }, hooks: { audit: (r) => audit.push(r) } });
+    const io = stdioPair();
+    const close = await serveStdio(server, { stdin: io.stdin, stdout: io.stdout });
+    const meta = (extensions: Record<string, object>) => ({ "io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": { extensions } });
+    io.send({ jsonrpc: "2.0", id: 1, method: "server/discover", params: { _meta: meta({}) } });
+    expect((await io.next()).result).toBeDefined();
+    const calls = [
+      { id: 2, method: "tasks/get", params: { taskId: "t-1", _meta: meta({ "io.modelcontextprotocol/tasks": {} }) } },
+      { id: 3, method: "tasks/cancel", params: { taskId: "t-1", _meta: meta({ "io.modelcontextprotocol/tasks": {} }) } },
+      { id: 4, method: "tasks/update", params: { taskId: "t-1", inputResponses: {}, _meta: meta({ "io.modelcontextprotocol/tasks": {} }) } },
+      // a client that did not declare the extension: the same answer over stdio
+      { id: 5, method: "tasks/get", params: { taskId: "t-2", _meta: meta({}) } },
+      { id: 6, method: "no/such/method", params: { _meta: meta({}) } },
+    ];
+    for (const call of calls) {
+      io.send({ jsonrpc: "2.0", ...call });
+      const reply = await io.next();
+      expect(reply.id).toBe(call.id);
+      expect(reply.error?.code).toBe(-32601);
+    }
+    io.stdin.end();
+    await close();
+    // one record per refusal, none of it the SDK's alone
+    const refused = audit.filter((r) => r.reason === "method_not_found");
+    expect(refused.map((r) => r.method)).toEqual(calls.map((c) => c.method));
+    expect(refused.every((r) => r.outcome === "failed")).toBe(true);
+  });
 });
