@@ -48,8 +48,8 @@ const EVENT_ID = /^[1-9][0-9]{0,15}$/;
  * - **Bounds.** After each stored event, the session keeps its newest `maxEvents` events within `maxBytes` and younger
  *   than `ttlMs` (oldest dropped first; one event over `maxBytes` is sent but not kept). `ttlMs` and `totalBytes` are
  *   applied to the whole table by {@link sweep}, run at most every `sweepIntervalMs` after a store (not awaited) and
- *   callable: it deletes expired events, then the oldest events of any session until the table is within
- *   `totalBytes`. Between sweeps the table can exceed `totalBytes` by what was stored meanwhile (unlike the in-memory
+ *   callable: it deletes expired events, then, over `totalBytes`, the oldest events of the sessions holding the most
+ *   bytes (each keeps its newest events within a common share; sessions under it lose nothing). Between sweeps the table can exceed `totalBytes` by what was stored meanwhile (unlike the in-memory
  *   budget, which is exact). A session's events are deleted when it ends; an instance killed before that leaves them
  *   to the sweep's `ttlMs`.
  * - **Order.** One session's events are stored one after the other (each waits for the previous insert), so its ids
@@ -143,17 +143,22 @@ export class PostgresEventStore {
   }
 
   /**
-   * Deletes expired events (older than `ttlMs`) of every session, then the oldest events of the table until it holds
-   * at most `totalBytes`.
+   * Deletes expired events (older than `ttlMs`) of every session; then, when the table holds more than `totalBytes`,
+   * trims the sessions holding the most: each session keeps its newest events within one common share of bytes, the
+   * largest share with which the table fits `totalBytes`. A session under that share loses nothing, so a session that
+   * stores much gives up its own oldest events, never those of a session that stores little.
    * @returns how many events were deleted
    * @throws whatever the database throws
    */
   async sweep(): Promise<number> {
     this.#nextSweep = this.#now() + this.#sweepIntervalMs;
     const expired = await this.#db.query(`DELETE FROM ${this.#table} WHERE at < $1 RETURNING id`, [this.#now() - this.#ttlMs]);
+    const { rows } = await this.#db.query(`SELECT sum(bytes) AS b FROM ${this.#table} GROUP BY session_id`);
+    const share = fairShare((rows as Array<{ b: string | number }>).map((r) => Number(r.b)), this.#totalBytes);
+    if (share === undefined) return expired.rows.length;
     const over = await this.#db.query(
-      `DELETE FROM ${this.#table} WHERE id IN (SELECT id FROM (SELECT id, sum(bytes) OVER (ORDER BY id DESC) AS newer FROM ${this.#table}) t WHERE newer > $1) RETURNING id`,
-      [this.#totalBytes],
+      `DELETE FROM ${this.#table} WHERE id IN (SELECT id FROM (SELECT id, sum(bytes) OVER (PARTITION BY session_id ORDER BY id DESC) AS newer FROM ${this.#table}) t WHERE newer > $1) RETURNING id`,
+      [share],
     );
     return expired.rows.length + over.rows.length;
   }
@@ -275,4 +280,20 @@ class PostgresSessionEvents implements SessionEventStore {
   evictExpired(): void {
     this.#last = this.#last.then(() => this.#ops.dropExpired()).catch(() => undefined);
   }
+}
+
+/**
+ * The largest number of bytes `share` such that the sessions' totals, each capped at `share`, sum to at most `budget`;
+ * undefined when the totals already fit. (Max-min fair: sessions under the share keep everything.)
+ */
+function fairShare(totals: number[], budget: number): number | undefined {
+  if (totals.reduce((a, b) => a + b, 0) <= budget) return undefined;
+  const sorted = [...totals].sort((a, b) => a - b);
+  let room = budget;
+  for (let i = 0; i < sorted.length; i++) {
+    const share = Math.floor(room / (sorted.length - i));
+    if (sorted[i]! > share) return share;
+    room -= sorted[i]!;
+  }
+  return undefined; // not reached: the totals exceed the budget
 }

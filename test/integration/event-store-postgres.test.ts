@@ -80,7 +80,7 @@ describe.each(testDatabaseKinds())("PostgresEventStore on %s", (kind) => {
     expect(await store.sweep()).toBeGreaterThan(0);
   });
 
-  it("sweep() holds the whole table to totalBytes (oldest first, any session) and deletes expired events; clear() ends a session", async () => {
+  it("sweep() holds the whole table to totalBytes (the oldest events of the sessions holding the most) and deletes expired events; clear() ends a session", async () => {
     let now = 5_000_000;
     const { db, table } = await database(kind);
     const store = await PostgresEventStore.open({ db, table, limits: { totalBytes: 1_000, ttlMs: 60_000 }, sweepIntervalMs: 3_600_000, now: () => now });
@@ -269,3 +269,33 @@ describe("createHttpApp's in-memory event stores at totalBytes (all sessions tog
   });
 });
 
+
+describe.each(testDatabaseKinds())("createHttpApp's PostgreSQL event store on %s at totalBytes (the whole table, applied by sweep())", (kind) => {
+  it("after a sweep, the session that stored the most gives up its own oldest events, never another session's: resuming from one is refused (400 last_event_id_unknown, one audit record), kept ones replay", async () => {
+    const { db, table } = await database(kind);
+    const bytes = async () => Number(((await db.query(`SELECT coalesce(sum(bytes), 0) AS n FROM ${table}`)).rows[0] as { n: string }).n);
+    // swept only when the test says so (the first store's sweep finds the table empty, the next is an hour away)
+    const eventStore = await PostgresEventStore.open({ db, table, limits: { totalBytes: 2500 }, sweepIntervalMs: 3_600_000 });
+    const records: AuditRecordInput[] = [];
+    const audit = { append: (r: AuditRecordInput) => void records.push(r), flush: async () => undefined, close: async () => undefined };
+    http = await listen(createHttpApp({ createServer: progressAgent, bearer: false, audit, eventStore }));
+    const endpoint = new URL("/mcp", http.url);
+    const sidA = await openSession(endpoint);
+    const sidB = await openSession(endpoint);
+    // A's one request (about 1 KB) is the oldest in the table; B then stores three (about 3 KB)
+    const idsA = await runToEnd(endpoint, sidA, "alpha");
+    const idsB: string[][] = [];
+    for (const secret of ["beta", "gamma", "epsilon"]) idsB.push(await runToEnd(endpoint, sidB, secret));
+    expect(await bytes()).toBeGreaterThan(2500);
+
+    expect(await eventStore.sweep()).toBeGreaterThan(0);
+    expect(await bytes()).toBeLessThanOrEqual(2500);
+    expect(await resume(endpoint, sidB, idsB[0]![0]!)).toEqual({ status: 400, text: "" });
+    expect(records.filter((r) => r.reason === "last_event_id_unknown").map((r) => [r.type, r.status, r.outcome])).toEqual([["http", 400, "denied"]]);
+    // A, under its share, kept every event, the oldest of the table included; B its newest
+    expect((await resume(endpoint, sidA, idsA[0]!)).text).toContain("RESULT-FOR-alpha");
+    const keptB = await resume(endpoint, sidB, idsB[2]![0]!);
+    expect(keptB.status).toBe(200);
+    expect(keptB.text).toContain("RESULT-FOR-epsilon");
+  });
+});
