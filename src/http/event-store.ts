@@ -13,7 +13,10 @@ export interface EventStoreLimits {
    * `last_event_id_unknown`, audited) and the client starts over.
    */
   maxEvents?: number;
-  /** Most bytes of serialised messages kept per session. Default 1,048,576 (1 MiB). */
+  /**
+   * Most bytes of serialised messages (JSON, UTF-8) kept per session. Default 1,048,576 (1 MiB). The oldest go first,
+   * as at `maxEvents`; one event larger than this on its own is sent but not kept.
+   */
   maxBytes?: number;
   /** Age after which an event is dropped, ms. Default 300,000 (5 minutes). */
   ttlMs?: number;

@@ -5,7 +5,7 @@
  */
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import type { JSONRPCMessage } from "@modelcontextprotocol/server";
-import { EventNotFoundError, HMCPConfigError, HMCPServer, PostgresEventStore, createHttpApp, listen, type AuditRecordInput, type Listening, type SessionEventStore } from "hmcp";
+import { EventNotFoundError, HMCPConfigError, type EventStoreLimits, HMCPServer, PostgresEventStore, createHttpApp, listen, type AuditRecordInput, type Listening, type SessionEventStore } from "hmcp";
 import { startTestDatabase, testDatabaseKinds, type TestDatabase } from "../fixtures/postgres.js";
 import { MCP_HEADERS, openSession, readSse } from "../fixtures/raw-http.js";
 
@@ -179,15 +179,19 @@ async function runToEnd(endpoint: URL, sid: string, secret: string): Promise<str
   return (await readSse(res, (e) => e.data.includes('"result"'))).filter((e) => e.data !== "").map((e) => e.id!);
 }
 
-type StoreOption = PostgresEventStore | { maxEvents: number } | undefined;
-const stores: Array<[string, (limits?: { maxEvents: number }) => Promise<{ eventStore: StoreOption; count: () => Promise<number> }>]> = [
-  ["memory", async (limits) => ({ eventStore: limits, count: async () => -1 })],
+type StoreOption = PostgresEventStore | EventStoreLimits | undefined;
+const stores: Array<[string, (limits?: EventStoreLimits) => Promise<{ eventStore: StoreOption; count: () => Promise<number>; bytes: () => Promise<number> }>]> = [
+  ["memory", async (limits) => ({ eventStore: limits, count: async () => -1, bytes: async () => -1 })],
   ...testDatabaseKinds().map((kind): (typeof stores)[number] => [
     kind,
     async (limits) => {
       const { db, table } = await database(kind);
       const eventStore = await PostgresEventStore.open({ db, table, ...(limits && { limits }) });
-      return { eventStore, count: async () => Number(((await db.query(`SELECT count(*) AS n FROM ${table}`)).rows[0] as { n: string }).n) };
+      return {
+        eventStore,
+        count: async () => Number(((await db.query(`SELECT count(*) AS n FROM ${table}`)).rows[0] as { n: string }).n),
+        bytes: async () => Number(((await db.query(`SELECT coalesce(sum(bytes), 0) AS n FROM ${table}`)).rows[0] as { n: string }).n),
+      };
     },
   ]),
 ];
@@ -225,27 +229,34 @@ describe.each(stores)("createHttpApp with the %s event store", (_name, make) => 
     }
   });
 
-  it("at maxEvents per session the oldest events are dropped: resuming from one is refused (400 last_event_id_unknown, one audit record), from a kept one it replays, and the session keeps no more", async () => {
-    const { eventStore, count } = await make({ maxEvents: 3 });
-    const records: AuditRecordInput[] = [];
-    const audit = { append: (r: AuditRecordInput) => void records.push(r), flush: async () => undefined, close: async () => undefined };
-    http = await listen(createHttpApp({ createServer: progressAgent, bearer: false, audit, eventStore }));
-    const endpoint = new URL("/mcp", http.url);
-    const sid = await openSession(endpoint);
-    const ids = await runToEnd(endpoint, sid, "gamma");
-    expect(ids).toHaveLength(7);
+  // a request's seven events are about 1 KB
+  it.each([
+    // the oldest event kept: the third newest at maxEvents, the second newest (the last progress) within 400 bytes
+    ["maxEvents", { maxEvents: 3 }, -3, "count", 3],
+    ["maxBytes", { maxBytes: 400 }, -2, "bytes", 400],
+  ] as const)(
+    "at %s per session the oldest events are dropped: resuming from one is refused (400 last_event_id_unknown, one audit record), from a kept one it replays, and the session keeps no more",
+    async (_limit, limits, oldestKept, measure, bound) => {
+      const made = await make(limits);
+      const records: AuditRecordInput[] = [];
+      const audit = { append: (r: AuditRecordInput) => void records.push(r), flush: async () => undefined, close: async () => undefined };
+      http = await listen(createHttpApp({ createServer: progressAgent, bearer: false, audit, eventStore: made.eventStore }));
+      const endpoint = new URL("/mcp", http.url);
+      const sid = await openSession(endpoint);
+      const ids = await runToEnd(endpoint, sid, "gamma");
+      expect(ids).toHaveLength(7);
 
-    const dropped = await resume(endpoint, sid, ids[0]!);
-    expect(dropped).toEqual({ status: 400, text: "" });
-    const refusals = records.filter((r) => r.reason === "last_event_id_unknown");
-    expect(refusals).toHaveLength(1);
-    expect(refusals[0]).toMatchObject({ type: "http", status: 400, outcome: "denied" });
-    // the newest three are kept: after the third newest come the last progress and the result
-    const kept = await resume(endpoint, sid, ids.at(-3)!);
-    expect(kept.status).toBe(200);
-    expect(kept.text).toContain("RESULT-FOR-gamma");
-    if (eventStore instanceof PostgresEventStore) expect(await count()).toBeLessThanOrEqual(3);
-  });
+      const dropped = await resume(endpoint, sid, ids[0]!);
+      expect(dropped).toEqual({ status: 400, text: "" });
+      const refusals = records.filter((r) => r.reason === "last_event_id_unknown");
+      expect(refusals).toHaveLength(1);
+      expect(refusals[0]).toMatchObject({ type: "http", status: 400, outcome: "denied" });
+      const kept = await resume(endpoint, sid, ids.at(oldestKept)!);
+      expect(kept.status).toBe(200);
+      expect(kept.text).toContain("RESULT-FOR-gamma");
+      if (made.eventStore instanceof PostgresEventStore) expect(await made[measure]()).toBeLessThanOrEqual(bound);
+    },
+  );
 });
 
 describe("createHttpApp's in-memory event stores at totalBytes (all sessions together)", () => {
