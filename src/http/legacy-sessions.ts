@@ -6,7 +6,7 @@
 import { randomUUID } from "node:crypto";
 import type { Request, Response } from "express";
 import { NodeStreamableHTTPServerTransport } from "@modelcontextprotocol/node";
-import type { Principal } from "../protocol/index.js";
+import { principalKeyOf, type Principal } from "../protocol/index.js";
 import type { HMCPServer } from "../server/index.js";
 import { BoundedEventStore, EventStoreBudget, type EventStoreLimits } from "./event-store.js";
 import { PostgresEventStore, type SessionEventStore } from "./event-store-postgres.js";
@@ -33,6 +33,7 @@ export interface LegacySession {
 export function principalKeyOf(p: Principal | undefined): string {
   return p ? principalIdentity(p).key : "anonymous";
 }
+export { principalKeyOf };
 
 /**
  * Who may use a session: the principal and its SMART patient launch context, so a token of the same client and

@@ -127,9 +127,13 @@ export class InputRounds {
   /** A task's run (tasks.ts): the journal lives in the task store, not in a sealed `requestState`. */
   #task: { onStep: (entries: readonly unknown[]) => Promise<void> } | undefined;
 
-  constructor(sealer: RequestStateSealer | undefined, binding: () => string, envelope: Record<string, unknown> | undefined) {
+  /** The caller's principal key (`principalKeyOf`, protocol/context.ts), for the ledger's per-principal bound. */
+  readonly #principalOf: () => string | undefined;
+
+  constructor(sealer: RequestStateSealer | undefined, binding: () => string, envelope: Record<string, unknown> | undefined, principal: () => string | undefined = () => undefined) {
     this.#sealer = sealer!;
     this.#bindingOf = binding;
+    this.#principalOf = principal;
     this.#capabilities = envelope?.[CLIENT_CAPABILITIES_META_KEY] as ClientCaps | undefined;
   }
 
@@ -202,16 +206,18 @@ export class InputRounds {
   /**
    * Claims the opened state (single use), once the retry's answer passed the guardrails and its schema check: a retry
    * refused before that leaves the state usable. @throws ProtocolError -32602 `request_state_replayed`; -32000
-   * `too_many_input_rounds` when the store is at its bound ({@link RequestStateStoreFull}: the state stays usable)
+   * `too_many_input_rounds` when the store is at its bound, its own or the caller's ({@link RequestStateStoreFull}: the
+   * state stays usable)
    */
   async claim(): Promise<void> {
     if (this.#opened === undefined) return;
     try {
-      await this.#sealer.claim(this.#opened);
+      await this.#sealer.claim(this.#opened, this.#principalOf());
     } catch (e) {
       if (e instanceof RequestStateError) throw refusal(e.reason);
       if (e instanceof RequestStateStoreFull) {
-        throw new ProtocolError(LIMIT_REACHED, "Too many input rounds in progress on this agent: retry later (the requestState stays valid until it expires)", { reason: "too_many_input_rounds" });
+        const where = e.scope === "principal" ? "for this caller" : "on this agent";
+        throw new ProtocolError(LIMIT_REACHED, `Too many input rounds in progress ${where}: retry later (the requestState stays valid until it expires)`, { reason: "too_many_input_rounds" });
       }
       throw e;
     }

@@ -12,7 +12,7 @@ import { defaultOperationalLogger, type OperationalLogger } from "./logger.js";
 import { CreateMessageResultSchema } from "@modelcontextprotocol/core";
 import { CLIENT_CAPABILITIES_META_KEY, ProtocolError, ProtocolErrorCode, SdkError, SdkErrorCode } from "@modelcontextprotocol/server";
 import type { JSONRPCRequest, ServerContext } from "@modelcontextprotocol/server";
-import { HMCPError, HMCPErrorCode, INTERNAL_ERROR, INVALID_PARAMS, scopeMethodOf, toWireError, withRedactionsMeta, type Principal, type TransportKind } from "../protocol/index.js";
+import { HMCPError, HMCPErrorCode, INTERNAL_ERROR, INVALID_PARAMS, principalKeyOf, scopeMethodOf, toWireError, withRedactionsMeta, type Principal, type TransportKind } from "../protocol/index.js";
 import { checkAccess, satisfiesAny, type ScopeRequest } from "../auth/scopes.js";
 import { requiredScopesForMethod } from "../auth/method-scopes.js";
 import type { GuardrailDecisionSummary, GuardrailRunner, GuardrailStage } from "../guardrails/types.js";
@@ -310,7 +310,12 @@ export class RequestPipeline {
         ctx.rounds = InputRounds.forTask(task.journal, task.capabilities, (entries) => runtime.saveJournal(task.taskId, entries));
       } else if (extra.mcpReq.envelope !== undefined && INPUT_ROUND_METHODS.has(request.method)) {
         this.#sealer ??= sealerFor(this.#requestStateOptions);
-        ctx.rounds = new InputRounds(this.#sealer, () => roundBinding(this.#host.agentName, request, ctx.principal, PATIENT_META_KEY), extra.mcpReq.envelope as Record<string, unknown>);
+        ctx.rounds = new InputRounds(
+          this.#sealer,
+          () => roundBinding(this.#host.agentName, request, ctx.principal, PATIENT_META_KEY),
+          extra.mcpReq.envelope as Record<string, unknown>,
+          () => (ctx.principal === undefined ? undefined : principalKeyOf(ctx.principal)),
+        );
         // a state the handler minted itself (the SDK's inputRequired({ requestState })) is the handler's to check
         const state = extra.mcpReq.requestState();
         if (typeof state === "string" && claimsHmcpState(state)) await ctx.rounds.open(state);

@@ -27,14 +27,22 @@ export interface PostgresRequestStateStoreOptions {
    * overshoot it by at most their number.
    */
   maxEntries?: number;
+  /**
+   * Most unexpired ids of one principal (issuer, tenant, client, subject) in the table, all instances together, a count.
+   * Default 10,000. At the bound that principal's claim is refused as at `maxEntries` (`-32000` `too_many_input_rounds`,
+   * audited); other principals are served. Counted in the claim's statement too (same overshoot). Claims without a
+   * principal (an agent without authentication) count against `maxEntries` only.
+   */
+  maxEntriesPerPrincipal?: number;
 }
 
 const TABLE_RE = /^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?$/;
-const KNOWN = new Set(["db", "table", "createTable", "sweepIntervalMs", "maxEntries"]);
+const KNOWN = new Set(["db", "table", "createTable", "sweepIntervalMs", "maxEntries", "maxEntriesPerPrincipal"]);
 
 /**
- * The `requestState` single-use ledger in one table (`id text PRIMARY KEY, expires_at timestamptz`, indexed on
- * `expires_at`), bounded by `maxEntries`: a claim is one `INSERT … ON CONFLICT DO NOTHING RETURNING id`, atomic across
+ * The `requestState` single-use ledger in one table (`id text PRIMARY KEY, expires_at timestamptz, principal text`,
+ * indexed on `expires_at` and on `(principal, expires_at)`; `open` adds the `principal` column to a table of an earlier
+ * version, or do it yourself with `createTable: false`), bounded by `maxEntries` and `maxEntriesPerPrincipal`: a claim is one `INSERT … ON CONFLICT DO NOTHING RETURNING id`, atomic across
  * instances (of two claims of one id, the database lets exactly one insert). Expired ids are deleted now and then (an expired state is refused as expired before its id is
  * looked at, and ids are random, so an id is never claimed again).
  *
@@ -51,6 +59,7 @@ export class PostgresRequestStateStore implements RequestStateStore {
     private readonly table: string,
     private readonly sweepIntervalMs: number,
     private readonly maxEntries: number,
+    private readonly maxPerPrincipal: number,
   ) {}
 
   /**
@@ -67,19 +76,25 @@ export class PostgresRequestStateStore implements RequestStateStore {
     if (!(Number.isSafeInteger(sweep) && sweep > 0)) throw new Error("PostgresRequestStateStore: 'sweepIntervalMs' must be a positive integer (ms)");
     const max = options.maxEntries ?? 1_000_000;
     if (!(Number.isSafeInteger(max) && max > 0)) throw new Error("PostgresRequestStateStore: 'maxEntries' must be a positive integer");
+    const perPrincipal = options.maxEntriesPerPrincipal ?? 10_000;
+    if (!(Number.isSafeInteger(perPrincipal) && perPrincipal > 0)) throw new Error("PostgresRequestStateStore: 'maxEntriesPerPrincipal' must be a positive integer");
     if (options.createTable !== false) {
-      await options.db.query(`CREATE TABLE IF NOT EXISTS ${table} (id text PRIMARY KEY, expires_at timestamptz NOT NULL)`);
-      // the bound counts unexpired ids: an index keeps that count a range scan
+      await options.db.query(`CREATE TABLE IF NOT EXISTS ${table} (id text PRIMARY KEY, expires_at timestamptz NOT NULL, principal text)`);
+      // a table of an earlier version has no principal column
+      await options.db.query(`ALTER TABLE ${table} ADD COLUMN IF NOT EXISTS principal text`);
+      // the bounds count unexpired ids: indexes keep those counts range scans
       await options.db.query(`CREATE INDEX IF NOT EXISTS ${indexName(table)} ON ${table} (expires_at)`);
+      await options.db.query(`CREATE INDEX IF NOT EXISTS ${indexName(table, "principal")} ON ${table} (principal, expires_at)`);
     }
-    return new PostgresRequestStateStore(options.db, table, sweep, max);
+    return new PostgresRequestStateStore(options.db, table, sweep, max, perPrincipal);
   }
 
   /**
-   * @throws {@link RequestStateStoreFull} at `maxEntries` unexpired ids; whatever the database throws (the request is
+   * @throws {@link RequestStateStoreFull} at `maxEntries` unexpired ids (scope "agent") or `maxEntriesPerPrincipal` of
+   *   `principal` (scope "principal"; not counted without `principal`); whatever the database throws (the request is
    *   then refused: the pipeline fails closed)
    */
-  async claim(id: string, expiresAt: number): Promise<boolean> {
+  async claim(id: string, expiresAt: number, principal?: string): Promise<boolean> {
     const now = Date.now();
     if (now >= this.#nextSweep) {
       this.#nextSweep = now + this.sweepIntervalMs;
@@ -87,20 +102,23 @@ export class PostgresRequestStateStore implements RequestStateStore {
       // five minutes' grace: an instance whose clock is behind the database's still refuses a replay until it expires
       this.db.query(`DELETE FROM ${this.table} WHERE expires_at < now() - interval '5 minutes'`).catch(() => undefined);
     }
-    // inserted only below the bound; LIMIT stops the count at the bound
+    // inserted only below both bounds; LIMIT stops each count at its bound
     const { rows } = await this.db.query(
-      `INSERT INTO ${this.table} (id, expires_at) SELECT $1, to_timestamp($2::double precision / 1000) WHERE (SELECT count(*) FROM (SELECT 1 FROM ${this.table} WHERE expires_at > now() LIMIT $3) held) < $3 ON CONFLICT (id) DO NOTHING RETURNING id`,
-      [id, expiresAt, this.maxEntries],
+      `INSERT INTO ${this.table} (id, expires_at, principal) SELECT $1, to_timestamp($2::double precision / 1000), $4 WHERE (SELECT count(*) FROM (SELECT 1 FROM ${this.table} WHERE expires_at > now() LIMIT $3) held) < $3 AND ($4::text IS NULL OR (SELECT count(*) FROM (SELECT 1 FROM ${this.table} WHERE principal = $4 AND expires_at > now() LIMIT $5) mine) < $5) ON CONFLICT (id) DO NOTHING RETURNING id`,
+      [id, expiresAt, this.maxEntries, principal ?? null, this.maxPerPrincipal],
     );
     if (rows.length === 1) return true;
-    // not inserted: claimed before (a replay), or the bound
+    // not inserted: claimed before (a replay), or a bound
     const held = await this.db.query(`SELECT 1 FROM ${this.table} WHERE id = $1`, [id]);
     if (held.rows.length === 1) return false;
+    if (principal === undefined) throw new RequestStateStoreFull(this.maxEntries);
+    const mine = await this.db.query(`SELECT count(*) AS n FROM (SELECT 1 FROM ${this.table} WHERE principal = $1 AND expires_at > now() LIMIT $2) mine`, [principal, this.maxPerPrincipal]);
+    if (Number((mine.rows[0] as { n: string | number }).n) >= this.maxPerPrincipal) throw new RequestStateStoreFull(this.maxPerPrincipal, "principal");
     throw new RequestStateStoreFull(this.maxEntries);
   }
 }
 
-/** `<table>_expires_at_idx`, without the table's schema (an index lives in its table's schema). */
-function indexName(table: string): string {
-  return `${table.split(".").at(-1)}_expires_at_idx`;
+/** `<table>_expires_at_idx` (or `<table>_<column>_idx`), without the table's schema (an index lives in its table's schema). */
+function indexName(table: string, column = "expires_at"): string {
+  return `${table.split(".").at(-1)}_${column}_idx`;
 }

@@ -38,56 +38,69 @@ async function call(url: URL, token: string, id: number, name: string, args: Rec
 }
 
 type Ledger = { store: RequestStateStore; size: () => Promise<number> };
-const ledgers: Array<[string, () => Promise<Ledger>]> = [
+type Bounds = { maxEntries: number; maxEntriesPerPrincipal?: number };
+const ledgers: Array<[string, (bounds: Bounds) => Promise<Ledger>]> = [
   [
     "memory",
-    async () => {
-      const store = new MemoryRequestStateStore({ maxEntries: 2 });
+    async (bounds) => {
+      const store = new MemoryRequestStateStore(bounds);
       return { store, size: async () => store.size };
     },
   ],
   ...testDatabaseKinds().map((kind): (typeof ledgers)[number] => [
     kind,
-    async () => {
+    async (bounds) => {
       const database = await startTestDatabase(kind);
       closers.push(() => database.close());
-      const store = await PostgresRequestStateStore.open({ db: database.db, maxEntries: 2 });
+      const store = await PostgresRequestStateStore.open({ db: database.db, ...bounds });
       return { store, size: async () => Number(((await database.db.query("SELECT count(*) AS n FROM hmcp_request_state")).rows[0] as { n: string }).n) };
     },
   ]),
 ];
 
+type Flow = { what: string; state: string; key: string };
+
+/** An agent whose "approve" tool asks one question, then writes; "ping" answers at once. Behind bearer auth, on `store`. */
+async function serve(store: RequestStateStore) {
+  const keys = await makeKeys();
+  const records: AuditRecordInput[] = [];
+  const writes: string[] = [];
+  const sink = memorySink(records);
+  // one store for every server the app builds (one per modern request), as documented
+  const agent = () => {
+    const s = new HMCPServer({ name: "approver", version: "1" }, { guardrails: false, audit: sink, requestState: { keys: [KEY], store } });
+    s.registerTool("approve", { inputSchema: z.object({ what: z.string() }) }, async ({ what }, extra) => {
+      const answer = await hmcpContext(extra).elicit({ message: `Approve ${what}?`, requestedSchema: { type: "object", properties: {} } });
+      await hmcpContext(extra).step("write", () => void writes.push(what));
+      return { content: [{ type: "text", text: answer.action }] };
+    });
+    s.registerTool("ping", { inputSchema: z.object({}) }, async () => ({ content: [{ type: "text", text: "pong" }] }));
+    return s;
+  };
+  const http = await listen(createHttpApp({ createServer: agent, bearer: bearerFor(keys), audit: sink }));
+  closers.push(() => http.close());
+  return { url: new URL("/mcp", http.url), keys, token: await mint(keys), records, writes };
+}
+
+/** Asks flow `what` (its question comes back as an input-required round). */
+async function ask(url: URL, token: string, id: number, what: string): Promise<Flow> {
+  const first = await call(url, token, id, "approve", { what });
+  expect(first.result?.resultType).toBe("input_required");
+  return { what, state: first.result!.requestState!, key: Object.keys(first.result!.inputRequests!)[0]! };
+}
+
+/** Answers `flow`'s question (accept): the retry claims its state. */
+const answerAs = (url: URL, token: string, id: number, flow: Flow) => call(url, token, id, "approve", { what: flow.what }, { requestState: flow.state, inputResponses: { [flow.key]: { action: "accept", content: {} } } });
+
 describe.each(ledgers)("pending input rounds at their bound (MCP 2026-07-28), the %s ledger", (_name, make) => {
   it("at maxEntries unexpired claims a retry gets -32000 too_many_input_rounds and one audit record, its handler does not run, and other requests are served", async () => {
-    const keys = await makeKeys();
-    const records: AuditRecordInput[] = [];
-    const writes: string[] = [];
-    const sink = memorySink(records);
-    // one store for every server the app builds (one per modern request), as documented
-    const { store, size } = await make();
-    const agent = () => {
-      const s = new HMCPServer({ name: "approver", version: "1" }, { guardrails: false, audit: sink, requestState: { keys: [KEY], store } });
-      s.registerTool("approve", { inputSchema: z.object({ what: z.string() }) }, async ({ what }, extra) => {
-        const answer = await hmcpContext(extra).elicit({ message: `Approve ${what}?`, requestedSchema: { type: "object", properties: {} } });
-        await hmcpContext(extra).step("write", () => void writes.push(what));
-        return { content: [{ type: "text", text: answer.action }] };
-      });
-      s.registerTool("ping", { inputSchema: z.object({}) }, async () => ({ content: [{ type: "text", text: "pong" }] }));
-      return s;
-    };
-    const http = await listen(createHttpApp({ createServer: agent, bearer: bearerFor(keys), audit: sink }));
-    closers.push(() => http.close());
-    const url = new URL("/mcp", http.url);
-    const token = await mint(keys);
+    const { store, size } = await make({ maxEntries: 2 });
+    const { url, token, records, writes } = await serve(store);
 
     // three flows ask their question; answering them claims one id each
-    const asked: Array<{ what: string; state: string; key: string }> = [];
-    for (const [i, what] of ["order 1", "order 2", "order 3"].entries()) {
-      const first = await call(url, token, 10 + i, "approve", { what });
-      expect(first.result?.resultType).toBe("input_required");
-      asked.push({ what, state: first.result!.requestState!, key: Object.keys(first.result!.inputRequests!)[0]! });
-    }
-    const answer = (id: number, flow: (typeof asked)[number]) => call(url, token, id, "approve", { what: flow.what }, { requestState: flow.state, inputResponses: { [flow.key]: { action: "accept", content: {} } } });
+    const asked: Flow[] = [];
+    for (const [i, what] of ["order 1", "order 2", "order 3"].entries()) asked.push(await ask(url, token, 10 + i, what));
+    const answer = (id: number, flow: Flow) => answerAs(url, token, id, flow);
     expect((await answer(21, asked[0]!)).result?.content).toEqual([{ type: "text", text: "accept" }]);
     expect((await answer(22, asked[1]!)).result?.content).toEqual([{ type: "text", text: "accept" }]);
     expect(await size()).toBe(2);
@@ -112,6 +125,30 @@ describe.each(ledgers)("pending input rounds at their bound (MCP 2026-07-28), th
     expect(mine[0]).toMatchObject({ type: "request", method: "tools/call", outcome: "failed", reason: "too_many_input_rounds" });
     expect(records.filter((r) => r.reason === "too_many_input_rounds")).toHaveLength(1);
   });
+
+  it("at maxEntriesPerPrincipal one caller's retry gets -32000 too_many_input_rounds and one audit record, while another principal's rounds are still claimed and served", async () => {
+    const { store, size } = await make({ maxEntries: 10, maxEntriesPerPrincipal: 2 });
+    const { url, keys, token, records, writes } = await serve(store);
+    const other = await mint(keys, { sub: "nurse-7", client_id: "ward-app" });
+
+    const mine: Flow[] = [];
+    for (const [i, what] of ["a 1", "a 2", "a 3"].entries()) mine.push(await ask(url, token, 10 + i, what));
+    const theirs = await ask(url, other, 20, "b 1");
+    expect((await answerAs(url, token, 31, mine[0]!)).result?.content).toEqual([{ type: "text", text: "accept" }]);
+    expect((await answerAs(url, token, 32, mine[1]!)).result?.content).toEqual([{ type: "text", text: "accept" }]);
+
+    // the caller's own bound, with room left in the ledger: refused before the handler runs
+    const refused = await answerAs(url, token, 33, mine[2]!);
+    expect(refused.error).toMatchObject({ code: -32000, data: { reason: "too_many_input_rounds" } });
+    expect(refused.error!.message).toMatch(/for this caller/);
+    expect(writes).toEqual(["a 1", "a 2"]);
+    expect(records.filter((r) => r.reason === "too_many_input_rounds").map((r) => [r.requestId, r.type, r.outcome])).toEqual([[33, "request", "failed"]]);
+
+    // another principal is served: its answer is claimed and its handler runs
+    expect((await answerAs(url, other, 34, theirs)).result?.content).toEqual([{ type: "text", text: "accept" }]);
+    expect(writes).toEqual(["a 1", "a 2", "b 1"]);
+    expect(await size()).toBe(3);
+  });
 });
 
 describe.each(testDatabaseKinds())("PostgresRequestStateStore bound on %s", (kind) => {
@@ -129,5 +166,18 @@ describe.each(testDatabaseKinds())("PostgresRequestStateStore bound on %s", (kin
     expect(await store.claim("next", later)).toBe(true);
     await expect(store.claim("another", later)).rejects.toBeInstanceOf(RequestStateStoreFull);
     await expect(PostgresRequestStateStore.open({ db: database.db, maxEntries: 0 })).rejects.toThrow(/maxEntries/);
+    await expect(PostgresRequestStateStore.open({ db: database.db, maxEntriesPerPrincipal: 0 })).rejects.toThrow(/maxEntriesPerPrincipal/);
+  });
+
+  it("counts one principal's unexpired ids at maxEntriesPerPrincipal (RequestStateStoreFull, scope 'principal'), and opens a table of an earlier version (no principal column)", async () => {
+    const database = await startTestDatabase(kind);
+    closers.push(() => database.close());
+    await database.db.query("CREATE TABLE old_ledger (id text PRIMARY KEY, expires_at timestamptz NOT NULL)");
+    await database.db.query("INSERT INTO old_ledger VALUES ('before', now() + interval '10 minutes')");
+    const store = await PostgresRequestStateStore.open({ db: database.db, table: "old_ledger", maxEntries: 10, maxEntriesPerPrincipal: 2 });
+    const later = Date.now() + 600_000;
+    expect([await store.claim("p1", later, "P"), await store.claim("p2", later, "P"), await store.claim("before", later, "P")]).toEqual([true, true, false]);
+    await expect(store.claim("p3", later, "P")).rejects.toMatchObject({ name: "RequestStateStoreFull", scope: "principal", maxEntries: 2 });
+    expect([await store.claim("q1", later, "Q"), await store.claim("n1", later), await store.claim("n2", later)]).toEqual([true, true, true]);
   });
 });

@@ -1,7 +1,7 @@
 /**
  * The in-memory `requestState` single-use ledger at its bound (issue #25 item 4, pending input rounds): at
  * `maxEntries` unexpired ids a new claim is refused with a typed error, a replay is still told apart, nothing grows
- * past the bound, and room comes back as ids expire. The HTTP answer and its audit record: test/integration/
+ * past the bound, and room comes back as ids expire; likewise for one principal at `maxEntriesPerPrincipal`. The HTTP answer and its audit record: test/integration/
  * input-round-limits.test.ts.
  */
 import { describe, expect, it } from "vitest";
@@ -45,9 +45,24 @@ describe("MemoryRequestStateStore bound", () => {
     expect(() => store.claim("another", later)).toThrow(RequestStateStoreFull);
   });
 
+  it("holds at most maxEntriesPerPrincipal unexpired ids of one principal (scope 'principal'), others and claims without a principal still taken; its room comes back as its ids expire", async () => {
+    const store = new MemoryRequestStateStore({ maxEntries: 10, maxEntriesPerPrincipal: 2 });
+    const soon = Date.now() + 300;
+    const later = Date.now() + 600_000;
+    expect([store.claim("p1", soon, "P"), store.claim("p2", later, "P")]).toEqual([true, true]);
+    expect(() => store.claim("p3", later, "P")).toThrow(expect.objectContaining({ name: "RequestStateStoreFull", scope: "principal", maxEntries: 2 }));
+    expect(store.claim("p2", later, "P")).toBe(false); // a replay is still a replay
+    expect([store.claim("q1", later, "Q"), store.claim("q2", later, "Q"), store.claim("n1", later), store.claim("n2", later), store.claim("n3", later)]).toEqual([true, true, true, true, true]);
+    while (Date.now() <= soon) await new Promise((r) => setTimeout(r, 50));
+    expect(store.claim("p3", later, "P")).toBe(true);
+    expect(() => store.claim("p4", later, "P")).toThrow(expect.objectContaining({ scope: "principal" }));
+    expect(store.size).toBe(7);
+  });
+
   it("refuses a bound that is not a positive integer", () => {
     for (const maxEntries of [0, -1, 1.5, Number.NaN, "10" as unknown as number]) {
       expect(() => new MemoryRequestStateStore({ maxEntries })).toThrow(HMCPConfigError);
+      expect(() => new MemoryRequestStateStore({ maxEntriesPerPrincipal: maxEntries })).toThrow(HMCPConfigError);
     }
   });
 });
