@@ -78,3 +78,12 @@ export function principalIdentity(p: Principal): PrincipalIdentity {
   }
   return id;
 }
+
+/**
+ * The principal's key as SECURITY.md defines it (issuer, tenant, client, subject; JSON, so no value can forge a
+ * separator), or `"anonymous"` without one: what the session caps and the `requestState` ledgers' per-principal
+ * bound count against.
+ */
+export function principalKeyOf(p: Principal | undefined): string {
+  return p ? principalIdentity(p).key : "anonymous";
+}

@@ -6,12 +6,12 @@
 import { randomUUID } from "node:crypto";
 import type { Request, Response } from "express";
 import { NodeStreamableHTTPServerTransport } from "@modelcontextprotocol/node";
-import { principalKeyOf, type Principal } from "../protocol/index.js";
+import type { Principal } from "../protocol/index.js";
 import type { HMCPServer } from "../server/index.js";
 import { BoundedEventStore, EventStoreBudget, type EventStoreLimits } from "./event-store.js";
 import { PostgresEventStore, type SessionEventStore } from "./event-store-postgres.js";
 import { actorOf, sourceOf, type RefusalAudit } from "./refusal-audit.js";
-import { principalIdentity } from "../auth/principal.js";
+import { principalIdentity, principalKeyOf } from "../auth/principal.js";
 
 /** One open session. */
 export interface LegacySession {
@@ -29,10 +29,6 @@ export interface LegacySession {
   sourceAddress: string | undefined;
 }
 
-/** The principal as SECURITY.md defines it (issuer, tenant, client, subject); JSON so no value can forge a separator. */
-export function principalKeyOf(p: Principal | undefined): string {
-  return p ? principalIdentity(p).key : "anonymous";
-}
 export { principalKeyOf };
 
 /**

@@ -29,9 +29,4 @@ export interface Principal {
 }
 
 /** The transport a request arrived on. */
-/** The principal as SECURITY.md defines it (issuer, tenant, client, subject); JSON so no value can forge a separator. */
-export function principalKeyOf(p: Principal | undefined): string {
-  return p ? JSON.stringify([p.issuer ?? null, p.tenant ?? null, p.clientId, p.sub ?? null]) : "anonymous";
-}
-
 export type TransportKind = "http" | "stdio" | "memory";

@@ -127,7 +127,7 @@ export class InputRounds {
   /** A task's run (tasks.ts): the journal lives in the task store, not in a sealed `requestState`. */
   #task: { onStep: (entries: readonly unknown[]) => Promise<void> } | undefined;
 
-  /** The caller's principal key (`principalKeyOf`, protocol/context.ts), for the ledger's per-principal bound. */
+  /** The caller's principal key (`principalKeyOf`, src/auth/principal.ts), for the ledger's per-principal bound. */
   readonly #principalOf: () => string | undefined;
 
   constructor(sealer: RequestStateSealer | undefined, binding: () => string, envelope: Record<string, unknown> | undefined, principal: () => string | undefined = () => undefined) {
