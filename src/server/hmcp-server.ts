@@ -17,6 +17,7 @@ import { isInputRoundError, type InputRounds } from "./input-rounds.js";
 import { declaresTasks, detailedTask, taskNotFound, taskOwner, taskRuntimeFor, tasksRequired, TASKS_EXTENSION_ID, type RunOutcome, type TaskRuntime } from "./tasks.js";
 import type { StoredTask } from "./task-store.js";
 import { legacyTasksCapability, registerLegacyTaskMethods } from "./tasks-legacy.js";
+import { recordStdioRefusals } from "./stdio-refusals.js";
 
 /** The key of HMCPServer's stdio mark (used by serveStdio only; not exported from the package entry). @internal */
 export const STDIO_ENTRY: unique symbol = Symbol("hmcp.stdioEntry");
@@ -342,6 +343,8 @@ export class HMCPServer extends McpServer {
     // servesStdio() marks the next connect only (the SDK's stdio channel): a later connect of the same instance to another
     // transport is judged by that transport
     const stdio = this.#stdioEntry || transport instanceof StdioServerTransport;
+    // a StdioServerTransport connected directly (serveStdio watches its own, underneath the SDK's stdio entry)
+    const refusals = !this.#stdioEntry && transport instanceof StdioServerTransport ? recordStdioRefusals(transport, this.pipeline) : undefined;
     this.#stdioEntry = false;
     const memory = transport instanceof InMemoryTransport || transport instanceof ClientInMemoryTransport;
     this.#transportKind = stdio ? "stdio" : memory ? "memory" : "http";
@@ -378,9 +381,10 @@ export class HMCPServer extends McpServer {
     // 404), save for a client not declaring the extension, which createHttpApp refuses with -32021 before any server
     // is built (modern-era.ts)
     if (tasks && !this.#taskMethods) this.#registerTaskMethods();
-    // over stdio nothing in front records what the SDK refuses before any handler: tasks/get and tasks/cancel, methods
-    // of an earlier revision that the tasks extension reuses, are refused there as unknown (-32601) unless a handler
-    // takes them; here the pipeline's unknown-method handler does, so each gets its audit record (method_not_found).
+    // over stdio what the SDK refuses before any handler is recorded as it is answered (stdio-refusals.ts); tasks/get
+    // and tasks/cancel, methods of an earlier revision that the tasks extension reuses, would be refused there as
+    // unknown (-32601) unless a handler takes them; here the pipeline's unknown-method handler does, so each is
+    // authenticated and gets the pipeline's audit record (method_not_found).
     // (tasks/update reaches the pipeline's fallback, kept on stdio: see serveModernEra.)
     else if (!tasks && this.#modern && stdio) this.#refuseTaskMethods();
     // the embedded store (PGlite) takes seconds to start: begun now, not on the first task
@@ -388,7 +392,8 @@ export class HMCPServer extends McpServer {
     // sampling/createMessage always has a handler, so a server without one answers with a clear HMCP error
     // (and the request is audited) instead of "Method not found".
     this.server.setRequestHandler('sampling/createMessage', (request, ctx) => this.#onSampling(request.params, ctx));
-    return super.connect(transport);
+    await super.connect(transport);
+    refusals?.watchInbound();
   }
 
   async #onSampling(params: JSONRPCRequest["params"] & object, extra: HandlerExtra) {

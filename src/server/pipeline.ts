@@ -43,6 +43,8 @@ const INPUT_CONTENT_METHODS = new Set(["sampling/createMessage", "tools/call"]);
 const OUTPUT_CONTENT_METHODS = new Set(["sampling/createMessage", "tools/call", "resources/read", "prompts/get", "resources/list", "resources/templates/list", "completion/complete"]);
 /** Methods that run outside the pipeline: connection lifecycle only, no data. */
 const LIFECYCLE_METHODS = new Set(["initialize", "ping", "server/discover"]);
+/** The most request ids {@link RequestPipeline.watchRequestIds} keeps (requests in progress on one stdio connection). */
+const MAX_WATCHED_IDS = 10_000;
 
 /** FHIR R4 id (§2.24.0.1 "id"): the form a patient id must take to be checked and recorded. */
 const FHIR_ID = /^[A-Za-z0-9\-.]{1,64}$/;
@@ -135,6 +137,11 @@ export class RequestPipeline {
   /** The contexts of the requests inside {@link handle} (lifecycle methods excepted), and who waits for none to be. */
   readonly #running = new Set<Ctx>();
   #handled = 0;
+  /**
+   * The ids of requests that entered the pipeline and are not answered yet, kept only on a connection whose transport
+   * records what the SDK refuses before any handler (stdio: {@link watchRequestIds}); undefined elsewhere.
+   */
+  #entered: Set<string | number> | undefined;
   #idleWaiters: Array<() => void> = [];
 
   constructor(options: HMCPServerOptions, host: PipelineHost) {
@@ -216,6 +223,49 @@ export class RequestPipeline {
     return this.#handled;
   }
 
+  /**
+   * Starts keeping the id of every request that enters the pipeline (lifecycle methods and task runs excepted: the
+   * pipeline writes no record for those), for a transport that answers requests of its own (stdio, see
+   * stdio-refusals.ts): it deletes an id when the answer is sent, and records an error answer whose id is not here,
+   * which the SDK sent before any handler ran. At most {@link MAX_WATCHED_IDS} ids are kept (a request cancelled
+   * by the client is never answered): the oldest go first. @internal
+   */
+  watchRequestIds(): Set<string | number> {
+    return (this.#entered ??= new Set());
+  }
+
+  /**
+   * Records a request the SDK refused before any handler ran (so before the pipeline saw it): `outcome: "failed"`, the
+   * JSON-RPC error `code` as `status`, `reason` a stable code; the method and id as the pipeline's records keep them,
+   * never the request's content. Unreserved (src/audit/admission.ts), like the HTTP layer's refusals. @internal
+   */
+  recordRefused(r: { method: string | undefined; requestId: string | number | null; code: number; reason: string; transport: TransportKind }): void {
+    if (!this.auditing) return;
+    const p = this.#auth === false ? undefined : this.#auth.localPrincipal;
+    const record: AuditRecordInput = {
+      v: AUDIT_RECORD_VERSION,
+      id: randomUUID(),
+      time: new Date().toISOString(),
+      type: "request",
+      actor: actorOf(p),
+      source: {},
+      // the connection's, given: a refusal of the opening message comes before the server is connected
+      transport: r.transport,
+      agent: this.#host.agentName,
+      ...(r.method !== undefined && { method: auditIdentifier(r.method) }),
+      ...(r.requestId !== null && { requestId: auditRequestId(r.requestId) }),
+      patients: [],
+      scopes: p?.scopes ? [...p.scopes] : [],
+      outcome: "failed",
+      reason: auditIdentifier(r.reason),
+      status: r.code,
+      guardrails: [],
+      latencyMs: 0,
+      digests: {},
+    };
+    this.#emit(record);
+  }
+
   /** Requests being handled now (their audit records not yet written). */
   get inFlight(): number {
     return this.#running.size;
@@ -251,6 +301,12 @@ export class RequestPipeline {
   async handle(request: JSONRPCRequest, extra: HandlerExtra, inner: InnerHandler, options: { unknownMethod?: boolean; taskRun?: TaskRunOptions } = {}): Promise<unknown> {
     if (LIFECYCLE_METHODS.has(request.method)) return inner(request, extra);
     this.#handled++;
+    const entered = this.#entered;
+    if (entered !== undefined && options.taskRun === undefined) {
+      entered.delete(request.id);
+      entered.add(request.id);
+      if (entered.size > MAX_WATCHED_IDS) entered.delete(entered.values().next().value as string | number);
+    }
     const ctx = this.#context(request, extra);
     this.#running.add(ctx);
     try {

@@ -6,6 +6,7 @@
  */
 import { serveStdio as serveStdioEras, StdioServerTransport } from "@modelcontextprotocol/server/stdio";
 import { STDIO_ENTRY, type HMCPServer } from "./hmcp-server.js";
+import { recordStdioRefusals } from "./stdio-refusals.js";
 
 /**
  * Serves `server` on this process's stdin/stdout (it connects on the client's opening message) and resolves at once. The process keeps serving until
@@ -21,8 +22,11 @@ export async function serveStdio(
     (io.stdin ?? process.stdin) as ConstructorParameters<typeof StdioServerTransport>[0],
     (io.stdout ?? process.stdout) as ConstructorParameters<typeof StdioServerTransport>[1],
   );
+  // what the SDK answers itself (its stdio entry, its request dispatch), before any handler, gets its audit record there
+  const refusals = recordStdioRefusals(transport, server.pipeline);
   // one connection, one instance: on the modern era it serves per request, with sampling reached as its tool
   const handle = serveStdioEras(({ era }) => (era === "modern" ? server[STDIO_ENTRY]().serveModernEra() : server[STDIO_ENTRY]()), { transport });
+  refusals.watchInbound();
   server.pipeline.recordSession("session.start");
   const stdin = io.stdin ?? process.stdin;
   let closed = false;
