@@ -180,4 +180,38 @@ describe.each(testDatabaseKinds())("PostgresRequestStateStore bound on %s", (kin
     await expect(store.claim("p3", later, "P")).rejects.toMatchObject({ name: "RequestStateStoreFull", scope: "principal", maxEntries: 2 });
     expect([await store.claim("q1", later, "Q"), await store.claim("n1", later), await store.claim("n2", later)]).toEqual([true, true, true]);
   });
+
+  it("does not count the whole table on every claim (a caller filling the ledger would make each claim pay a scan): one count serves many claims, and the bound still holds on one instance", async () => {
+    const database = await startTestDatabase(kind);
+    closers.push(() => database.close());
+    const statements: string[] = [];
+    // the real database, each statement it is sent noted
+    const db = { query: (text: string, params?: unknown[]) => (statements.push(text), database.db.query(text, params)) };
+    const store = await PostgresRequestStateStore.open({ db, table: "counted_ledger", maxEntries: 120, maxEntriesPerPrincipal: 50 });
+    statements.length = 0;
+    const later = Date.now() + 600_000;
+    for (let i = 0; i < 100; i++) expect(await store.claim(`c${i}`, later, `P${i % 4}`)).toBe(true);
+    // a count of the table's unexpired ids is "… WHERE expires_at > now() LIMIT …" (a principal's count is "WHERE principal = … AND …")
+    const tableCounts = statements.filter((t) => /WHERE expires_at > now\(\) LIMIT/.test(t)).length;
+    expect(tableCounts).toBeGreaterThan(0);
+    expect(tableCounts).toBeLessThan(25);
+    for (let i = 100; i < 120; i++) expect(await store.claim(`c${i}`, later, `Q${i % 4}`)).toBe(true);
+    await expect(store.claim("over", later, "R")).rejects.toMatchObject({ name: "RequestStateStoreFull", scope: "agent", maxEntries: 120 });
+    expect(await store.claim("c7", later, "P3")).toBe(false); // a replay is still told apart at the bound
+    const held = (await database.db.query("SELECT count(*) AS n FROM counted_ledger")).rows[0] as { n: string | number };
+    expect(Number(held.n)).toBe(120);
+  });
+
+  it("lets several instances open the same fresh table at the same moment (PostgreSQL's IF NOT EXISTS race does not fail a startup), and each then claims", async () => {
+    const database = await startTestDatabase(kind);
+    closers.push(() => database.close());
+    const later = Date.now() + 600_000;
+    for (const table of ["raced_a", "raced_b", "raced_c", "raced_d"]) {
+      const stores = await Promise.all([1, 2, 3, 4].map(() => PostgresRequestStateStore.open({ db: database.db, table })));
+      expect(await Promise.all(stores.map((s, i) => s.claim(`${table}-${i}`, later, "P")))).toEqual([true, true, true, true]);
+      expect(await stores[1]!.claim(`${table}-0`, later, "P")).toBe(false);
+      const indexes = (await database.db.query("SELECT indexname FROM pg_indexes WHERE tablename = $1 ORDER BY indexname", [table])).rows;
+      expect(indexes).toEqual([{ indexname: `${table}_expires_at_idx` }, { indexname: `${table}_pkey` }, { indexname: `${table}_principal_idx` }]);
+    }
+  });
 });
