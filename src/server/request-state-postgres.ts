@@ -2,7 +2,7 @@
  * A {@link RequestStateStore} in PostgreSQL (or PGlite): the single-use ledger of MCP 2026-07-28 `requestState`s shared
  * by every instance of an agent behind one endpoint, so a retry replayed to another instance is refused too.
  */
-import { refuseUnknownOptions } from "../protocol/config-error.js";
+import { HMCPConfigError, refuseUnknownOptions } from "../protocol/config-error.js";
 import { RequestStateStoreFull, type RequestStateStore } from "./request-state.js";
 
 /** What the store needs from a database client: `pg.Pool`, `pg.Client` and PGlite all fit. */
@@ -90,20 +90,21 @@ export class PostgresRequestStateStore implements RequestStateStore {
 
   /**
    * Creates the table if asked.
-   * @throws Error on an unknown option, a `db` without `query`, an invalid table name or interval; whatever the
+   * @throws HMCPConfigError on an unknown option (with a "did you mean" hint), a `db` without `query`, an invalid
+   *   table name, interval or bound (not a positive integer); whatever the
    *   database throws for the `CREATE TABLE` (other than losing the `IF NOT EXISTS` race to another instance)
    */
   static async open(options: PostgresRequestStateStoreOptions): Promise<PostgresRequestStateStore> {
     refuseUnknownOptions("PostgresRequestStateStore", options, KNOWN);
-    if (typeof options?.db?.query !== "function") throw new Error("PostgresRequestStateStore: 'db' must have query(text, params) (pg.Pool, pg.Client or PGlite)");
+    if (typeof options?.db?.query !== "function") throw new HMCPConfigError("PostgresRequestStateStore: 'db' must have query(text, params) (pg.Pool, pg.Client or PGlite)", "db");
     const table = options.table ?? "hmcp_request_state";
-    if (!TABLE_RE.test(table)) throw new Error("PostgresRequestStateStore: 'table' may hold letters, digits and '_' (optionally schema.table)");
+    if (!TABLE_RE.test(table)) throw new HMCPConfigError("PostgresRequestStateStore: 'table' may hold letters, digits and '_' (optionally schema.table)", "table");
     const sweep = options.sweepIntervalMs ?? 60_000;
-    if (!(Number.isSafeInteger(sweep) && sweep > 0)) throw new Error("PostgresRequestStateStore: 'sweepIntervalMs' must be a positive integer (ms)");
+    if (!(Number.isSafeInteger(sweep) && sweep > 0)) throw new HMCPConfigError("PostgresRequestStateStore: 'sweepIntervalMs' must be a positive integer (ms)", "sweepIntervalMs");
     const max = options.maxEntries ?? 1_000_000;
-    if (!(Number.isSafeInteger(max) && max > 0)) throw new Error("PostgresRequestStateStore: 'maxEntries' must be a positive integer");
+    if (!(Number.isSafeInteger(max) && max > 0)) throw new HMCPConfigError("PostgresRequestStateStore: 'maxEntries' must be a positive integer", "maxEntries");
     const perPrincipal = options.maxEntriesPerPrincipal ?? 10_000;
-    if (!(Number.isSafeInteger(perPrincipal) && perPrincipal > 0)) throw new Error("PostgresRequestStateStore: 'maxEntriesPerPrincipal' must be a positive integer");
+    if (!(Number.isSafeInteger(perPrincipal) && perPrincipal > 0)) throw new HMCPConfigError("PostgresRequestStateStore: 'maxEntriesPerPrincipal' must be a positive integer", "maxEntriesPerPrincipal");
     if (options.createTable !== false) {
       for (const statement of schemaStatements(table)) await ddl(options.db, statement);
     }

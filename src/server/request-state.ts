@@ -20,7 +20,7 @@
  */
 import { createHash, hkdfSync, randomBytes, randomUUID } from "node:crypto";
 import { EncryptJWT, jwtDecrypt, errors as joseErrors } from "jose";
-import { HMCPConfigError } from "../protocol/index.js";
+import { HMCPConfigError, refuseUnknownOptions } from "../protocol/index.js";
 
 /** Why a `requestState` was refused (the `data.reason` of the -32602 error and of the audit record). */
 export type RequestStateRefusal =
@@ -89,6 +89,7 @@ export interface MemoryRequestStateStoreOptions {
   maxEntriesPerPrincipal?: number;
 }
 
+const MEMORY_STORE_OPTIONS: ReadonlySet<string> = new Set(["maxEntries", "maxEntriesPerPrincipal"]);
 const DEFAULT_MAX_ENTRIES = 100_000;
 const DEFAULT_MAX_PER_PRINCIPAL = 10_000;
 
@@ -99,8 +100,10 @@ interface Holder {
 }
 
 /**
- * Thrown by {@link MemoryRequestStateStore.claim} at its `maxEntries` or `maxEntriesPerPrincipal` bound. A store of your own may throw it too: the
- * pipeline answers it with `-32000` `too_many_input_rounds`, where any other error of a store is `-32603`.
+ * Thrown by the claim of both stores HMCP ships, {@link MemoryRequestStateStore.claim} and
+ * `PostgresRequestStateStore.claim`, at their `maxEntries` bound (scope "agent") or `maxEntriesPerPrincipal` bound
+ * (scope "principal"). A store of your own may throw it too: the pipeline answers it with `-32000`
+ * `too_many_input_rounds`, where any other error of a store is `-32603`.
  */
 export class RequestStateStoreFull extends Error {
   /**
@@ -130,8 +133,12 @@ export class MemoryRequestStateStore implements RequestStateStore {
   readonly #maxPerPrincipal: number;
   #nextSweep = 0;
 
-  /** @throws HMCPConfigError when `maxEntries` or `maxEntriesPerPrincipal` is not a positive integer */
+  /**
+   * @throws HMCPConfigError on an unknown option (a misspelt `maxEntires` is refused with a "did you mean" hint, not
+   *   silently given the default), or when `maxEntries` or `maxEntriesPerPrincipal` is not a positive integer
+   */
   constructor(options: MemoryRequestStateStoreOptions = {}) {
+    refuseUnknownOptions("MemoryRequestStateStore", options, MEMORY_STORE_OPTIONS);
     const max = options.maxEntries ?? DEFAULT_MAX_ENTRIES;
     if (!(Number.isSafeInteger(max) && max > 0)) throw new HMCPConfigError("MemoryRequestStateStore: 'maxEntries' must be a positive integer", "maxEntries");
     const perPrincipal = options.maxEntriesPerPrincipal ?? DEFAULT_MAX_PER_PRINCIPAL;

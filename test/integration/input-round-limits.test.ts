@@ -8,7 +8,7 @@
  */
 import { afterEach, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { createHttpApp, HMCPServer, hmcpContext, listen, MemoryRequestStateStore, PostgresRequestStateStore, RequestStateStoreFull, type AuditRecordInput, type AuditSink, type RequestStateStore } from "hmcp";
+import { createHttpApp, HMCPConfigError, HMCPServer, hmcpContext, listen, MemoryRequestStateStore, PostgresRequestStateStore, RequestStateStoreFull, type AuditRecordInput, type AuditSink, type RequestStateStore } from "hmcp";
 import { bearerFor, makeKeys, mint } from "../fixtures/bearer.js";
 import { startTestDatabase, testDatabaseKinds } from "../fixtures/postgres.js";
 
@@ -165,8 +165,28 @@ describe.each(testDatabaseKinds())("PostgresRequestStateStore bound on %s", (kin
     while (Date.now() <= soon + 50) await new Promise((r) => setTimeout(r, 50));
     expect(await store.claim("next", later)).toBe(true);
     await expect(store.claim("another", later)).rejects.toBeInstanceOf(RequestStateStoreFull);
-    await expect(PostgresRequestStateStore.open({ db: database.db, maxEntries: 0 })).rejects.toThrow(/maxEntries/);
-    await expect(PostgresRequestStateStore.open({ db: database.db, maxEntriesPerPrincipal: 0 })).rejects.toThrow(/maxEntriesPerPrincipal/);
+  });
+
+  it("refuses bad options with HMCPConfigError, as the memory store does: an unknown (misspelt) option, a bound or interval that is not a positive integer, a bad table name or db", async () => {
+    const database = await startTestDatabase(kind);
+    closers.push(() => database.close());
+    for (const [options, key] of [
+      [{ maxEntires: 5 }, "maxEntires"],
+      [{ maxEntries: 0 }, "maxEntries"],
+      [{ maxEntries: 1.5 }, "maxEntries"],
+      [{ maxEntriesPerPrincipal: 0 }, "maxEntriesPerPrincipal"],
+      [{ maxEntriesPerPrincipal: "10" }, "maxEntriesPerPrincipal"],
+      [{ sweepIntervalMs: -1 }, "sweepIntervalMs"],
+      [{ table: "bad name" }, "table"],
+    ] as const) {
+      const refused = await PostgresRequestStateStore.open({ db: database.db, ...(options as object) }).then(() => undefined, (e: unknown) => e);
+      expect(refused).toBeInstanceOf(HMCPConfigError);
+      expect(refused).toMatchObject({ name: "HMCPConfigError", key });
+    }
+    await expect(PostgresRequestStateStore.open({ db: {} as never })).rejects.toMatchObject({ name: "HMCPConfigError", key: "db" });
+    await expect(PostgresRequestStateStore.open({ db: database.db, maxEntires: 5 } as never)).rejects.toThrow(/did you mean 'maxEntries'/);
+    // nothing was created for a refused store
+    expect((await database.db.query("SELECT 1 FROM pg_tables WHERE tablename = 'hmcp_request_state'")).rows).toEqual([]);
   });
 
   it("counts one principal's unexpired ids at maxEntriesPerPrincipal (RequestStateStoreFull, scope 'principal'), and opens a table of an earlier version (no principal column)", async () => {

@@ -59,6 +59,14 @@ describe("MemoryRequestStateStore bound", () => {
     expect(store.size).toBe(7);
   });
 
+  it("refuses an unknown option with HMCPConfigError naming it (a misspelt bound is not silently given the default)", () => {
+    const misspelt = () => new MemoryRequestStateStore({ maxEntires: 5 } as unknown as { maxEntries: number });
+    expect(misspelt).toThrow(HMCPConfigError);
+    expect(misspelt).toThrow(expect.objectContaining({ key: "maxEntires", message: expect.stringMatching(/unknown option 'maxEntires'; did you mean 'maxEntries'\?/) }));
+    expect(() => new MemoryRequestStateStore({ maxEntriesPerPrincipal: 5, ttl: 1 } as unknown as { maxEntries: number })).toThrow(expect.objectContaining({ name: "HMCPConfigError", key: "ttl" }));
+    expect(new MemoryRequestStateStore({ maxEntries: 5, maxEntriesPerPrincipal: 2 }).size).toBe(0);
+  });
+
   it("refuses a bound that is not a positive integer", () => {
     for (const maxEntries of [0, -1, 1.5, Number.NaN, "10" as unknown as number]) {
       expect(() => new MemoryRequestStateStore({ maxEntries })).toThrow(HMCPConfigError);
