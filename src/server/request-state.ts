@@ -72,8 +72,10 @@ export interface MemoryRequestStateStoreOptions {
   /**
    * Most ids held at once, a count: the states claimed and not yet expired, i.e. the input rounds answered on this
    * process within the last `ttlSeconds` (default 600 s). Default 100,000 (about 15 MiB of heap: 14.3 MiB measured for
-   * 100,000 held ids with their principals). At the bound (expired ids are dropped as claims arrive: the oldest at once,
-   * all of them at least once a second) a claim is refused with {@link RequestStateStoreFull}: the retry gets JSON-RPC
+   * 100,000 held ids with their principals). Expired ids are dropped as claims arrive: all of them at least once a
+   * second, and at the bound before a claim is refused (the earliest claimed at once; all of them when any held id has
+   * expired, at most every 20 ms: ids are held in claim order, and a state sealed early but answered late expires
+   * before ids claimed ahead of it). At the bound a claim is refused with {@link RequestStateStoreFull}: the retry gets JSON-RPC
    * `-32000`, `data.reason` `too_many_input_rounds` (audited, outcome `failed`) before its handler runs, and its state
    * stays usable until it expires (retry later). An unexpired id is never dropped to make room: its state could be
    * replayed.
@@ -91,6 +93,8 @@ export interface MemoryRequestStateStoreOptions {
 
 const MEMORY_STORE_OPTIONS: ReadonlySet<string> = new Set(["maxEntries", "maxEntriesPerPrincipal"]);
 const DEFAULT_MAX_ENTRIES = 100_000;
+/** At the bound, all held ids are swept for expired ones at most this often, ms. */
+const BOUND_SWEEP_MS = 20;
 const DEFAULT_MAX_PER_PRINCIPAL = 10_000;
 
 /** One principal's count of held ids (its key kept once, not once per id). */
@@ -121,17 +125,26 @@ export class RequestStateStoreFull extends Error {
 }
 
 /**
- * A {@link RequestStateStore} in this process's memory: ids are dropped once expired (swept as new ones arrive), and at
+ * A {@link RequestStateStore} in this process's memory: ids are dropped once expired (swept as new ones arrive, and at
+ * the bound before a claim is refused: see {@link MemoryRequestStateStoreOptions.maxEntries}), and at
  * most `maxEntries` are held, `maxEntriesPerPrincipal` of one principal (see {@link MemoryRequestStateStoreOptions}). Right for one instance; several instances
  * behind a load balancer need a shared store.
  */
 export class MemoryRequestStateStore implements RequestStateStore {
-  readonly #ids = new Map<string, { expiresAt: number; holder: Holder | undefined }>(); // claim order, which is expiry order for states of one ttlSeconds
+  /**
+   * Held ids in claim order. Not expiry order: a state expires `ttlSeconds` after it was sealed, not claimed, so one
+   * sealed early and answered late expires before ids claimed ahead of it.
+   */
+  readonly #ids = new Map<string, { expiresAt: number; holder: Holder | undefined }>();
   /** Ids held per principal key (one {@link Holder} per principal, shared by its ids). */
   readonly #held = new Map<string, Holder>();
   readonly #maxEntries: number;
   readonly #maxPerPrincipal: number;
   #nextSweep = 0;
+  /** No held id expires before this (ms; a lower bound: an id it was taken from may be gone). */
+  #earliest = Infinity;
+  /** When the last sweep at the bound ran (ms). */
+  #boundSweepAt = -Infinity;
 
   /**
    * @throws HMCPConfigError on an unknown option (a misspelt `maxEntires` is refused with a "did you mean" hint, not
@@ -156,16 +169,22 @@ export class MemoryRequestStateStore implements RequestStateStore {
   claim(id: string, expiresAt: number, principal?: string): boolean {
     const now = Date.now();
     if (now >= this.#nextSweep) {
-      for (const [k, e] of this.#ids) if (e.expiresAt <= now) this.#forget(k, e.holder);
+      this.#sweep(now);
       this.#nextSweep = now + 1_000;
     }
     const held = this.#ids.get(id);
     if (held !== undefined && held.expiresAt > now) return false;
-    if (held === undefined && (this.#ids.size >= this.#maxEntries || this.#heldBy(principal) >= this.#maxPerPrincipal)) {
+    if (held === undefined && this.#full(principal)) {
       // full: drop the expired ids at the head (the oldest claims) before refusing; a few at most between sweeps
       for (const [k, e] of this.#ids) {
         if (e.expiresAt > now) break;
         this.#forget(k, e.holder);
+      }
+      // still full, and an id behind an unexpired one has expired (sealed early, claimed late): sweep them all before
+      // refusing; at most every 20 ms (a sweep visits every held id), and only when one is known to have expired
+      if (this.#full(principal) && now >= this.#earliest && now - this.#boundSweepAt >= BOUND_SWEEP_MS) {
+        this.#boundSweepAt = now;
+        this.#sweep(now);
       }
       if (this.#ids.size >= this.#maxEntries) throw new RequestStateStoreFull(this.#maxEntries);
       if (this.#heldBy(principal) >= this.#maxPerPrincipal) throw new RequestStateStoreFull(this.#maxPerPrincipal, "principal");
@@ -178,7 +197,23 @@ export class MemoryRequestStateStore implements RequestStateStore {
       holder.n++;
     }
     this.#ids.set(id, { expiresAt, holder });
+    if (expiresAt < this.#earliest) this.#earliest = expiresAt;
     return true;
+  }
+
+  /** Whether a new id of `principal` would be over a bound. */
+  #full(principal: string | undefined): boolean {
+    return this.#ids.size >= this.#maxEntries || this.#heldBy(principal) >= this.#maxPerPrincipal;
+  }
+
+  /** Drops every expired id, and notes the earliest expiry of those left. */
+  #sweep(now: number): void {
+    let earliest = Infinity;
+    for (const [k, e] of this.#ids) {
+      if (e.expiresAt <= now) this.#forget(k, e.holder);
+      else if (e.expiresAt < earliest) earliest = e.expiresAt;
+    }
+    this.#earliest = earliest;
   }
 
   /** Ids held for `principal`; 0 without one (not counted). */

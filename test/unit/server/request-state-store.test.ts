@@ -59,6 +59,29 @@ describe("MemoryRequestStateStore bound", () => {
     expect(store.size).toBe(7);
   });
 
+  it("at maxEntries drops an expired id held behind a newer unexpired one before refusing (a state sealed early and claimed late expires first), so a new claim is taken", () => {
+    const store = new MemoryRequestStateStore({ maxEntries: 2 });
+    const later = Date.now() + 600_000;
+    expect(store.claim("claimed-first", later)).toBe(true);
+    // claimed second but already expired: sealed ttlSeconds ago and answered just now (its expiresAt is its seal time + TTL)
+    expect(store.claim("sealed-early", Date.now() - 1)).toBe(true);
+    expect(store.size).toBe(2);
+    expect(store.claim("next", later)).toBe(true);
+    expect(store.size).toBe(2);
+    // the unexpired one is kept (a replay of it is still refused), and the store is full again
+    expect(store.claim("claimed-first", later)).toBe(false);
+    expect(() => store.claim("another", later)).toThrow(RequestStateStoreFull);
+  });
+
+  it("at maxEntriesPerPrincipal likewise drops that principal's expired id held behind its newer unexpired one before refusing", () => {
+    const store = new MemoryRequestStateStore({ maxEntries: 10, maxEntriesPerPrincipal: 2 });
+    const later = Date.now() + 600_000;
+    expect([store.claim("p1", later, "P"), store.claim("q1", later, "Q"), store.claim("p-sealed-early", Date.now() - 1, "P")]).toEqual([true, true, true]);
+    expect(store.claim("p2", later, "P")).toBe(true);
+    expect(() => store.claim("p3", later, "P")).toThrow(expect.objectContaining({ name: "RequestStateStoreFull", scope: "principal" }));
+    expect(store.size).toBe(3);
+  });
+
   it("refuses an unknown option with HMCPConfigError naming it (a misspelt bound is not silently given the default)", () => {
     const misspelt = () => new MemoryRequestStateStore({ maxEntires: 5 } as unknown as { maxEntries: number });
     expect(misspelt).toThrow(HMCPConfigError);
