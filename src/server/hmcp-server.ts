@@ -82,8 +82,53 @@ function withKeptJsonSchema<S extends StandardSchemaWithJSON>(schema: S): S {
   };
   return { "~standard": { ...std, validate: std.validate.bind(std), jsonSchema: { input: convert("input"), output: convert("output") } } } as unknown as S;
 }
-const SAMPLING_TOOL_INPUT_SCHEMA = withKeptJsonSchema(SAMPLING_TOOL_INPUT);
-const SAMPLING_TOOL_OUTPUT_SCHEMA = withKeptJsonSchema(SAMPLING_TOOL_OUTPUT);
+/**
+ * The sampling tool's arguments as CreateMessageRequest params in full, by the arguments object the SDK validated: the
+ * full check runs once, in the input schema's validate (below), and the tool callback reads its result here instead of
+ * parsing the same arguments again (a miss, e.g. a task run handed other arguments, parses them as before).
+ */
+const SAMPLING_ARGS_PARSED = new WeakMap<object, z.infer<typeof CreateMessageRequestParamsSchema>>();
+/** Results of the sampling handler that passed CreateMessageResultSchema in full (#runSampling), not changed since. */
+const SAMPLING_RESULTS_CHECKED = new WeakSet<object>();
+
+/**
+ * The input outline's schema, validated as one pass where it can be: the arguments are parsed as CreateMessageRequest
+ * params in full first (the check the tool callback needs), and when that passes with a positive maxTokens they pass
+ * the outline too (everything the full schema accepts, the outline accepts but maxTokens <= 0), so the outline's own
+ * parse is skipped and the arguments go to the callback as sent, with the full parse kept for it. Otherwise the
+ * outline's validate decides, as before: its issues (the SDK's error text) or its value (the callback then refuses
+ * what the full check does not accept).
+ */
+function samplingInputSchema(): typeof SAMPLING_TOOL_INPUT {
+  const kept = withKeptJsonSchema(SAMPLING_TOOL_INPUT);
+  const std = kept["~standard"];
+  const outline = std.validate;
+  const validate = (value: unknown) => {
+    if (typeof value === "object" && value !== null) {
+      const full = CreateMessageRequestParamsSchema.safeParse(value);
+      if (full.success && full.data.maxTokens > 0) {
+        SAMPLING_ARGS_PARSED.set(value, full.data);
+        return { value };
+      }
+    }
+    return outline(value);
+  };
+  return { "~standard": { ...std, validate } } as unknown as typeof SAMPLING_TOOL_INPUT;
+}
+
+/**
+ * The output outline's schema: a result #runSampling has just parsed with CreateMessageResultSchema in full passes
+ * without a second parse (the full schema accepts only what the outline accepts); anything else is validated as before.
+ */
+function samplingOutputSchema(): typeof SAMPLING_TOOL_OUTPUT {
+  const kept = withKeptJsonSchema(SAMPLING_TOOL_OUTPUT);
+  const std = kept["~standard"];
+  const outline = std.validate;
+  const validate = (value: unknown) => (typeof value === "object" && value !== null && SAMPLING_RESULTS_CHECKED.has(value) ? { value } : outline(value));
+  return { "~standard": { ...std, validate } } as unknown as typeof SAMPLING_TOOL_OUTPUT;
+}
+const SAMPLING_TOOL_INPUT_SCHEMA = samplingInputSchema();
+const SAMPLING_TOOL_OUTPUT_SCHEMA = samplingOutputSchema();
 /** What the SDK's `x-mcp-header` scan gets for the sampling tool: its schema declares no header (see toolInputSchemaJson). */
 const NO_HEADER_DECLARATIONS: Readonly<Record<string, unknown>> = Object.freeze({ type: "object" });
 
@@ -289,7 +334,8 @@ export class HMCPServer extends McpServer {
       },
       async (args: unknown, ctx: object) => {
         // the listed schema is the outline a host can render; the full CreateMessageRequest params check is here
-        const parsed = CreateMessageRequestParamsSchema.safeParse(args);
+        const known = typeof args === "object" && args !== null ? SAMPLING_ARGS_PARSED.get(args) : undefined;
+        const parsed = known !== undefined ? { success: true as const, data: known } : CreateMessageRequestParamsSchema.safeParse(args);
         if (!parsed.success) throw new ProtocolError(ProtocolErrorCode.InvalidParams, "Invalid arguments: expected sampling/createMessage params (messages, maxTokens)", { reason: "invalid_sampling_params" });
         // a patient declared inside the arguments is checked like one on sampling/createMessage's own _meta
         const declared = (parsed.data._meta as Record<string, unknown> | undefined)?.[PATIENT_META_KEY];
@@ -416,7 +462,10 @@ export class HMCPServer extends McpServer {
     const out = await this.#samplingHandler!(params, ctx);
     const result = { role: "assistant" as const, model: this.#info.name, ...out };
     // A handler bug (malformed result) is an internal error, not the caller's fault; the message is not echoed.
-    return CreateMessageResultSchema.parse(result);
+    const parsed = CreateMessageResultSchema.parse(result);
+    // the sampling tool's output schema (its outline) then takes it without a second parse
+    SAMPLING_RESULTS_CHECKED.add(parsed);
+    return parsed;
   }
 
   /** The task runtime of this server's task store. */

@@ -122,6 +122,31 @@ describe("the sampling tool", () => {
     expect(seenMaxTokens).toBe(64);
   });
 
+  it("its arguments and result are each validated once, with the outcomes of the outline and full checks: valid (unknown members dropped), maxTokens 0 (the outline's error), outline-valid but not sampling params (invalid_sampling_params), a malformed result (internal error)", async () => {
+    const seen: unknown[] = [];
+    let reply: unknown = { content: { type: "text", text: "ok" }, stopReason: "endTurn" };
+    const server = new HMCPServer({ name: "once", version: "1.0.0" }, { auth: { localPrincipal: { clientId: "host", scopes: ["hmcp:sample"] } }, guardrails: false }).sampling(
+      (params) => {
+        seen.push(params);
+        return reply as { content: { type: "text"; text: string } };
+      },
+      { tool: true },
+    );
+    const client = await plainClient(server);
+    const msg = { role: "user", content: { type: "text", text: "hi" } };
+    const ok = await client.callTool({ name: SAMPLING_TOOL_NAME, arguments: { messages: [msg], maxTokens: 5, unknownMember: 1 } });
+    expect(ok.structuredContent).toEqual({ role: "assistant", model: "once", content: { type: "text", text: "ok" }, stopReason: "endTurn" });
+    expect(seen).toEqual([{ messages: [msg], maxTokens: 5 }]);
+    const zero = await client.callTool({ name: SAMPLING_TOOL_NAME, arguments: { messages: [msg], maxTokens: 0 } }).catch((e: unknown) => e);
+    expect(JSON.stringify(zero)).toMatch(/Input validation error: Invalid arguments for tool .*maxTokens/);
+    const notParams = await client.callTool({ name: SAMPLING_TOOL_NAME, arguments: { messages: [{ role: "user", content: { type: "text" } }], maxTokens: 5 } }).catch((e: unknown) => e);
+    expect(JSON.stringify(notParams)).toContain("expected sampling/createMessage params");
+    reply = { content: { type: "nonsense" } };
+    const bad = await client.callTool({ name: SAMPLING_TOOL_NAME, arguments: { messages: [msg], maxTokens: 5 } }).catch((e: unknown) => e);
+    expect(JSON.stringify(bad)).not.toContain("nonsense");
+    expect(seen).toHaveLength(2);
+  });
+
   it("over HTTP, a token with hmcp:sample alone reaches it (the bearer check maps it to sampling's scopes)", async () => {
     const keys = await makeKeys();
     const http = await listen(createHttpApp({ createServer: () => agent([]), bearer: bearerFor(keys) }));
