@@ -1,11 +1,14 @@
 /**
  * Issue #25 item 3, the audit sink's folder made unwritable by its permissions (`chmod 0500`: EACCES) under a running
- * agent. Permissions do not stop root, so when the suite runs as root (CI) the agent runs as the unprivileged user
- * `nobody` (`setpriv`), in a process of its own (test/fixtures/audit-folder-agent.ts), on a folder that user owns;
- * otherwise it runs as the suite's own user. The fault is the kernel's: nothing is mocked.
+ * agent. Permissions do not stop a process holding CAP_DAC_OVERRIDE, so when the suite runs as root (CI) the agent runs
+ * as root without it: `setpriv` drops CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH from its bounding set, so the kernel
+ * checks the folder's mode bits against it as against any owner. (Running it as `nobody` instead fails wherever the
+ * clone sits under a folder only root may enter, such as a `mktemp -d` one.) The agent is a process of its own
+ * (test/fixtures/audit-folder-agent.ts); without root it runs as the suite's own user. The fault is the kernel's:
+ * nothing is mocked.
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { chmod, chown, mkdir, mkdtemp, readFile, readdir, rm } from "node:fs/promises";
+import { chmod, mkdir, mkdtemp, readFile, readdir, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { createInterface } from "node:readline";
@@ -17,8 +20,6 @@ import { openSession } from "../fixtures/raw-http.js";
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const AGENT = fileURLToPath(new URL("../fixtures/audit-folder-agent.ts", import.meta.url));
 const MODERN = "2026-07-28";
-/** The unprivileged user the agent runs as under root (`nobody` on Debian and most distributions). */
-const NOBODY = 65534;
 const asRoot = process.getuid?.() === 0;
 
 const cleanups: Array<() => Promise<void>> = [];
@@ -33,7 +34,6 @@ async function auditFolder(): Promise<string> {
   await chmod(base, 0o755);
   for (const sub of ["audit", "logs"]) {
     await mkdir(path.join(base, sub), { mode: 0o700 });
-    if (asRoot) await chown(path.join(base, sub), NOBODY, NOBODY);
   }
   return path.join(base, "audit");
 }
@@ -50,7 +50,7 @@ interface Agent {
 /** Starts the agent on `dir`, signing checkpoints with `keys`. */
 async function startAgent(dir: string, keys: Keys): Promise<Agent> {
   const node = [process.execPath, "--import", "tsx", AGENT];
-  const [cmd, ...args] = asRoot ? ["setpriv", `--reuid=${NOBODY}`, `--regid=${NOBODY}`, "--clear-groups", "--", ...node] : node;
+  const [cmd, ...args] = asRoot ? ["setpriv", "--bounding-set", "-dac_override,-dac_read_search", "--", ...node] : node;
   const child: ChildProcess = spawn(cmd!, args, { cwd: ROOT, env: { ...process.env, HMCP_AUDIT_DIR: dir, HMCP_AUDIT_SIGNING_KEY: JSON.stringify(keys.privateJwk), HMCP_LOG_DIR: path.join(dir, "..", "logs"), HOME: tmpdir() }, stdio: ["ignore", "pipe", "pipe"] });
   let err = "";
   child.stderr!.setEncoding("utf8").on("data", (d: string) => (err += d));
@@ -107,7 +107,7 @@ async function trail(dir: string): Promise<{ files: string[]; records: AuditReco
   return { files, records };
 }
 
-describe(`audit sink fault: the folder made unwritable by its permissions (EACCES; the agent runs as ${asRoot ? "nobody" : "this user"})`, () => {
+describe(`audit sink fault: the folder made unwritable by its permissions (EACCES; the agent runs as ${asRoot ? "root without CAP_DAC_OVERRIDE" : "this user"})`, () => {
   it("requests fail closed with -32055 and a record, readiness says EACCES, the sink recovers by itself once the folder is writable again, shutdown completes and the trail verifies", async () => {
     const dir = await auditFolder();
     const keys = await generateAuditSigningKey();
