@@ -161,6 +161,22 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
     return c;
   };
 
+  /** The agents over HTTP, reached through the demo's authorization server (`au`): one instance each or a proxy each. */
+  const httpEndpoints = (au: DemoAuth, emrUrl: string, patientDataUrl: string, close: () => Promise<void>, auditFiles: () => Promise<string[]>): Endpoints => ({
+    async emrClient(clientId, policy) {
+      const c = makeClient(`${clientId}-emr`, au.tokenProvider(clientId, emrUrl), policy);
+      await c.connect({ type: "http", url: emrUrl });
+      return c;
+    },
+    async patientDataClient() {
+      const c = makeClient(`${ORCHESTRATOR}-patient-data`, au.tokenProvider(ORCHESTRATOR, patientDataUrl));
+      await c.connect({ type: "http", url: patientDataUrl });
+      return c;
+    },
+    close,
+    auditFiles,
+  });
+
   const era = options.era ?? "modern";
   let endpoints: Endpoints;
   let auth: DemoAuth | undefined;
@@ -185,38 +201,12 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
       throw e;
     }));
     store = { databaseUrl: i.database.url };
-    endpoints = {
-      async emrClient(clientId, policy) {
-        const c = makeClient(`${clientId}-emr`, au.tokenProvider(clientId, i.emrUrl), policy);
-        await c.connect({ type: "http", url: i.emrUrl });
-        return c;
-      },
-      async patientDataClient() {
-        const c = makeClient(`${ORCHESTRATOR}-patient-data`, au.tokenProvider(ORCHESTRATOR, i.patientDataUrl));
-        await c.connect({ type: "http", url: i.patientDataUrl });
-        return c;
-      },
-      close: () => i.stop(),
-      auditFiles: async () => [],
-    };
+    endpoints = httpEndpoints(au, i.emrUrl, i.patientDataUrl, () => i.stop(), async () => []);
   } else if (transport === "http") {
     auditSink = await FileAuditSink.open({ dir: auditDir, prefix: "demo", signing: { privateKey: auditKey.privateJwk }, onCheckpoint: appendAnchorTo(anchorsFile) });
     const au = (auth = await startDemoAuth({ boundPatient }));
     const a = await startHttpAgents({ store, patients: patients.map((p) => p.patient), bearerFor: au.bearerFor, audit: auditSink, guardrails });
-    endpoints = {
-      async emrClient(clientId, policy) {
-        const c = makeClient(`${clientId}-emr`, au.tokenProvider(clientId, a.emrUrl), policy);
-        await c.connect({ type: "http", url: a.emrUrl });
-        return c;
-      },
-      async patientDataClient() {
-        const c = makeClient(`${ORCHESTRATOR}-patient-data`, au.tokenProvider(ORCHESTRATOR, a.patientDataUrl));
-        await c.connect({ type: "http", url: a.patientDataUrl });
-        return c;
-      },
-      close: () => a.close(),
-      auditFiles: () => listAudit(auditDir),
-    };
+    endpoints = httpEndpoints(au, a.emrUrl, a.patientDataUrl, () => a.close(), () => listAudit(auditDir));
   } else {
     const tsx = path.join(demoDir, "..", "node_modules", "tsx", "dist", "loader.mjs");
     const spawnAgent = async (agent: "emr-writeback" | "patient-data", clientId: string, prefix: string, policy?: GuardrailRunner) => {
