@@ -6,10 +6,10 @@
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { PGlite } from "@electric-sql/pglite";
-import { ProtocolError } from "@modelcontextprotocol/server";
 import { z } from "zod";
 import { createHttpApp, HMCPClient, HMCPServer, hmcpContext, listen, PostgresTaskStore, type AuditRecordInput, type GuardrailRunner, type HMCPServerOptions, type TaskStore } from "hmcp";
 import { bearerFor, makeKeys, mint, type TestKeys } from "../fixtures/bearer.js";
+import { registerSharedTaskTools } from "../fixtures/task-tools.js";
 import { MCP_HEADERS, readSse } from "../fixtures/raw-http.js";
 
 const closers: Array<() => Promise<void>> = [];
@@ -58,22 +58,9 @@ function agent(audit: AuditRecordInput[], writes: string[], options: Partial<HMC
       return { content: [{ type: "text", text: `written ${id}` }] };
     },
   );
-  s.registerTool("slow_compute", { description: "sleeps", inputSchema: z.object({ ms: z.number() }), execution: { taskSupport: "required" } }, async ({ ms }, extra) => {
-    await new Promise<void>((resolve, reject) => {
-      const t = setTimeout(resolve, ms);
-      extra.mcpReq.signal.addEventListener("abort", () => (clearTimeout(t), reject(new Error("aborted"))), { once: true });
-    });
-    return { content: [{ type: "text", text: `slept ${ms}` }] };
-  });
-  s.registerTool("greet", { description: "sync", inputSchema: z.object({ name: z.string() }) }, async ({ name }) => ({ content: [{ type: "text", text: `Hello, ${name}!` }] }));
+  registerSharedTaskTools(s);
   s.registerTool("forbidden_greet", { description: "sync, says so", inputSchema: z.object({ name: z.string() }), execution: { taskSupport: "forbidden" } }, async ({ name }) => ({ content: [{ type: "text", text: `Hi, ${name}` }] }));
   s.registerTool("echo_optional", { description: "optional task", inputSchema: z.object({ text: z.string() }), execution: { taskSupport: "optional" } }, async ({ text }) => ({ content: [{ type: "text", text }] }));
-  s.registerTool("protocol_error_job", { description: "fails with a JSON-RPC error", execution: { taskSupport: "optional" } }, async () => {
-    throw new ProtocolError(-32603, "The EMR refused the write", { reason: "emr_refused" });
-  });
-  s.registerTool("failing_job", { description: "a tool error", execution: { taskSupport: "optional" } }, async () => {
-    throw new Error("disk on fire, patient 555-12-3456");
-  });
   s.sampling(async (params) => ({ content: { type: "text", text: `sampled ${params.messages.length}` }, stopReason: "endTurn" }));
   return s;
 }

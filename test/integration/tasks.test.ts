@@ -5,10 +5,10 @@
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { PGlite } from "@electric-sql/pglite";
-import { ProtocolError } from "@modelcontextprotocol/server";
 import { z } from "zod";
 import { createHttpApp, defaultGuardrails, HMCPClient, HMCPServer, hmcpContext, INFO_NEEDED, listen, PostgresTaskStore, TASKS_EXTENSION_ID, type AuditRecordInput, type AuditSink, type HMCPServerOptions, type TaskStore } from "hmcp";
 import { bearerFor, makeKeys, mint, type TestKeys } from "../fixtures/bearer.js";
+import { registerSharedTaskTools } from "../fixtures/task-tools.js";
 
 const closers: Array<() => Promise<void>> = [];
 afterEach(async () => {
@@ -47,20 +47,7 @@ function agent(audit: AuditRecordInput[], writes: string[], tasks: HMCPServerOpt
       return { content: [{ type: "text", text: `written ${id}` }] };
     },
   );
-  s.registerTool("slow_compute", { description: "sleeps", inputSchema: z.object({ ms: z.number() }), execution: { taskSupport: "required" } }, async ({ ms }, extra) => {
-    await new Promise<void>((resolve, reject) => {
-      const t = setTimeout(resolve, ms);
-      extra.mcpReq.signal.addEventListener("abort", () => (clearTimeout(t), reject(new Error("aborted"))), { once: true });
-    });
-    return { content: [{ type: "text", text: `slept ${ms}` }] };
-  });
-  s.registerTool("greet", { description: "sync", inputSchema: z.object({ name: z.string() }) }, async ({ name }) => ({ content: [{ type: "text", text: `Hello, ${name}!` }] }));
-  s.registerTool("protocol_error_job", { description: "fails with a JSON-RPC error", execution: { taskSupport: "optional" } }, async () => {
-    throw new ProtocolError(-32603, "The EMR refused the write", { reason: "emr_refused" });
-  });
-  s.registerTool("failing_job", { description: "a tool error", execution: { taskSupport: "optional" } }, async () => {
-    throw new Error("disk on fire, patient 555-12-3456");
-  });
+  registerSharedTaskTools(s);
   s.registerTool("lab_report", { description: "returns PHI", execution: { taskSupport: "optional" } }, async () => ({
     content: [{ type: "text", text: "Lab report for John Smith, SSN 123-45-6789: potassium 4.1 mmol/L" }],
   }));
