@@ -53,9 +53,8 @@ interface Started {
   html: string;
 }
 
-/** Sends the browser to the authorization endpoint and on to the login page (RFC 6749 §4.1.1, RFC 7636 §4.3). */
-async function startSignIn(clientId: string, scope: string, redirectUri = REDIRECT, extra: Record<string, string> = {}): Promise<Started> {
-  const jar = new CookieJar();
+/** Sends the browser (its cookie jar) to the authorization endpoint (RFC 6749 §4.1.1, RFC 7636 §4.3). */
+async function authorize(jar: CookieJar, clientId: string, scope: string, redirectUri: string, extra: Record<string, string> = {}) {
   const verifier = oauth.generateRandomCodeVerifier();
   const state = oauth.generateRandomState();
   const nonce = oauth.generateRandomNonce();
@@ -71,12 +70,18 @@ async function startSignIn(clientId: string, scope: string, redirectUri = REDIRE
     code_challenge_method: "S256",
     ...extra,
   }).toString();
-  const authorize = await fetch(url, { redirect: "manual" });
-  jar.take(authorize);
-  expect(authorize.status).toBe(303);
-  const loginUrl = new URL(authorize.headers.get("location")!, as.issuer);
-  expect(loginUrl.pathname).toMatch(/^\/interaction\/[\w-]+$/);
-  const page = await fetch(loginUrl, { headers: { cookie: jar.header() }, redirect: "manual" });
+  const response = await fetch(url, { headers: { cookie: jar.header() }, redirect: "manual" });
+  jar.take(response);
+  expect(response.status).toBe(303);
+  return { verifier, state, nonce, interaction: new URL(response.headers.get("location")!, as.issuer) };
+}
+
+/** A new browser: the authorization request, then the login page it is sent to. */
+async function startSignIn(clientId: string, scope: string, redirectUri = REDIRECT, extra: Record<string, string> = {}): Promise<Started> {
+  const jar = new CookieJar();
+  const { verifier, state, nonce, interaction } = await authorize(jar, clientId, scope, redirectUri, extra);
+  expect(interaction.pathname).toMatch(/^\/interaction\/[\w-]+$/);
+  const page = await fetch(interaction, { headers: { cookie: jar.header() }, redirect: "manual" });
   jar.take(page);
   return { jar, verifier, state, nonce, page, html: await page.text() };
 }
@@ -289,15 +294,18 @@ describe("dev authorization server: user sign-in with the authorization code flo
     await ok.body?.cancel();
   });
 
-  it("an authorization request without a PKCE challenge is refused", async () => {
-    const url = new URL(as.authorizationEndpoint);
-    url.search = new URLSearchParams({ client_id: "audit-console", redirect_uri: REDIRECT, response_type: "code", scope: "openid", state: "s1" }).toString();
-    const res = await fetch(url, { redirect: "manual" });
-    expect(res.status).toBe(303);
-    const location = new URL(res.headers.get("location")!);
-    expect(`${location.origin}${location.pathname}`).toBe(REDIRECT);
-    expect(location.searchParams.get("error")).toBe("invalid_request");
-    expect(location.searchParams.get("code")).toBeNull();
+  it("an authorization request without a PKCE challenge is refused, for the confidential client too", async () => {
+    for (const [clientId, redirectUri] of [["audit-console", REDIRECT], ["console-confidential", CONFIDENTIAL_REDIRECT]] as const) {
+      const url = new URL(as.authorizationEndpoint);
+      url.search = new URLSearchParams({ client_id: clientId, redirect_uri: redirectUri, response_type: "code", scope: "openid", state: "s1" }).toString();
+      const res = await fetch(url, { redirect: "manual" });
+      expect(res.status).toBe(303);
+      const location = new URL(res.headers.get("location")!);
+      expect(`${location.origin}${location.pathname}`).toBe(redirectUri);
+      expect(location.searchParams.get("error")).toBe("invalid_request");
+      expect(location.searchParams.get("error_description")).toMatch(/requires PKCE/);
+      expect(location.searchParams.get("code")).toBeNull();
+    }
   });
 
   it("a redirect_uri that is not registered is refused without redirecting", async () => {
@@ -343,6 +351,38 @@ describe("dev authorization server: user sign-in with the authorization code flo
       { expectedNonce: second.started.nonce },
     );
     expect(result.scope?.split(" ")).toContain(AUDIT_SCOPE);
+  });
+
+  it("signed in already (a session), a request for more scopes is granted without a second login, by the user's rules", async () => {
+    const first = await signIn("audit-console", "clerk", USERS.clerk.password, "openid");
+    expect(first.callback.searchParams.get("code")).toBeTruthy();
+    // same browser, now asking for the audit scope: oidc-provider asks for consent, which the server gives at once
+    const jar = first.started.jar;
+    const again = await authorize(jar, "audit-console", `openid ${AUDIT_SCOPE}`, REDIRECT);
+    expect(again.interaction.pathname).toMatch(/^\/interaction\//);
+    const interaction = await fetch(again.interaction, { headers: { cookie: jar.header() }, redirect: "manual" });
+    jar.take(interaction);
+    expect(interaction.status).toBe(303);
+    const started: Started = { ...first.started, ...again };
+    const callback = await followToCallback(started, interaction);
+    const result = await oauth.processAuthorizationCodeResponse(server, publicClient, await exchange(publicClient, oauth.None(), callback, started), {
+      expectedNonce: started.nonce,
+      requireIdToken: true,
+    });
+    expect(oauth.getValidatedIdTokenClaims(result)!.sub).toBe("clerk");
+    expect(result.scope).toBe("openid");
+  });
+
+  it("a request naming a resource (RFC 8707) gets a JWT access token for it, with the user's subject and scope", async () => {
+    const resource = "http://127.0.0.1:9/audit";
+    as.addResource(resource);
+    const started = await startSignIn("audit-console", `openid ${AUDIT_SCOPE}`, REDIRECT, { resource });
+    const posted = await submitLogin(started, "officer", USERS.officer.password);
+    const callback = await followToCallback(started, posted);
+    const result = await oauth.processAuthorizationCodeResponse(server, publicClient, await exchange(publicClient, oauth.None(), callback, started), { expectedNonce: started.nonce });
+    expect(result.scope).toBe(AUDIT_SCOPE);
+    const claims = JSON.parse(Buffer.from(result.access_token.split(".")[1]!, "base64url").toString()) as Record<string, unknown>;
+    expect(claims).toMatchObject({ iss: as.issuer, aud: resource, sub: "officer", client_id: "audit-console", scope: AUDIT_SCOPE, fhirUser: "Practitioner/po-1" });
   });
 
   it("addRedirectUri throws on an unknown client, a client credentials client, a relative URL or a fragment", () => {
