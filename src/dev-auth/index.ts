@@ -11,8 +11,8 @@
  * standalone launch without launch context, through its own login page (login.ts). The audit console's sign-in
  * runs on it.
  *
- * Development and tests only, never production: keys live in memory and die with the process, clients come from a
- * config list, and the issuer is plain http on 127.0.0.1.
+ * Development and tests only, never production: keys live in memory and die with the process, clients and users
+ * (their passwords in clear) come from a config list, and the issuer is plain http on 127.0.0.1.
  */
 import { createServer } from "node:http";
 import type { IncomingMessage, Server, ServerResponse } from "node:http";

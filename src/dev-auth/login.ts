@@ -6,7 +6,9 @@
  * `fhirUser` when requested, and the requested scopes the user may be granted ({@link DevUserConfig.scopes}); the
  * others are refused silently (RFC 6749 §3.3), so a user without `user/AuditEvent.rs` still signs in with `openid` only.
  *
- * Development and tests only: users and passwords come from a config list, in memory, in clear.
+ * Development and tests only: users and passwords come from a config list, in memory, in clear; failed attempts are
+ * not limited. Not provided: a logout page of its own (RP-initiated logout and signing in as another user while a
+ * session is open go through oidc-provider's own pages), a cancel button (`access_denied`), any second factor.
  */
 import { createHash, timingSafeEqual } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
