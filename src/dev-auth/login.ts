@@ -8,7 +8,7 @@
  *
  * Development and tests only: users and passwords come from a config list, in memory, in clear; failed attempts are
  * not limited. Not provided: a logout page of its own (RP-initiated logout and signing in as another user while a
- * session is open go through oidc-provider's own pages), a cancel button (`access_denied`), any second factor.
+ * session is open go through oidc-provider's own pages), any second factor.
  */
 import { createHash, timingSafeEqual } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
@@ -96,7 +96,7 @@ function loginForm(uid: string, clientId: string, username: string, error?: stri
 ${error !== undefined ? `<p role="alert">${escapeHtml(error)}</p>\n` : ""}<form method="post" action="/interaction/${escapeHtml(uid)}">
 <p><label for="username">Username</label><br><input id="username" name="username" autocomplete="username" required value="${escapeHtml(username)}"></p>
 <p><label for="password">Password</label><br><input id="password" name="password" type="password" autocomplete="current-password" required></p>
-<p><button type="submit">Sign in</button></p>
+<p><button type="submit" name="action" value="login">Sign in</button> <button type="submit" name="action" value="cancel" formnovalidate>Cancel</button></p>
 </form>`,
   );
 }
@@ -184,7 +184,7 @@ async function saveGrant(ctx: LoginPageContext, details: InteractionDetails, use
 
 /**
  * Serves `GET` and `POST /interaction/<uid>`: the login form, and its submission. A wrong username or password gets the
- * form again with 401; an unknown or expired interaction (no interaction cookie, or one for another uid) gets 400; a
+ * form again with 401; Cancel (`action=cancel`) ends the request with `access_denied` at the redirect URI; an unknown or expired interaction (no interaction cookie, or one for another uid) gets 400; a
  * consent-only interaction for a user already signed in (a session) is finished at once (303) with the same grant
  * rules. Every page carries a strict Content-Security-Policy. Never throws: a failure becomes a 500 page without detail.
  */
@@ -226,6 +226,11 @@ export async function serveLoginPage(ctx: LoginPageContext, uid: string, req: In
     } catch (e) {
       if (!(e instanceof FormError)) throw e;
       sendPage(res, e.status, loginForm(uid, clientId, "", e.message), formAction);
+      return;
+    }
+    if (form.get("action") === "cancel") {
+      // RFC 6749 §4.1.2.1: the resource owner denied the request
+      await provider.interactionFinished(req, res, { error: "access_denied", error_description: "the user cancelled the sign-in" }, { mergeWithLastSubmission: false });
       return;
     }
     const username = form.get("username") ?? "";

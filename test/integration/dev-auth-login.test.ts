@@ -4,6 +4,7 @@
  * and plain fetch for the browser's part (the redirects, the login form, its cookies). The callback is read from the
  * `Location` header, never followed.
  */
+import { createRemoteJWKSet, jwtVerify } from "jose";
 import * as oauth from "oauth4webapi";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startDevAuthorizationServer } from "hmcp/dev-auth";
@@ -190,6 +191,9 @@ describe("dev authorization server: user sign-in with the authorization code flo
     expect(result.scope?.split(" ").sort()).toEqual(["fhirUser", "openid", "profile", AUDIT_SCOPE].sort());
     const claims = oauth.getValidatedIdTokenClaims(result)!;
     expect(claims).toMatchObject({ sub: "officer", iss: as.issuer, aud: "audit-console", name: "Olive Officer", fhirUser: "Practitioner/po-1" });
+    // signed with a key the server publishes
+    const verified = await jwtVerify(result.id_token!, createRemoteJWKSet(new URL(as.jwksUri)), { issuer: as.issuer, audience: "audit-console" });
+    expect(verified.protectedHeader.alg).toBe("ES256");
     // the opaque access token is good at the userinfo endpoint
     const info = await fetch(`${as.issuer}/me`, { headers: { authorization: `Bearer ${result.access_token}` } });
     expect(await info.json()).toMatchObject({ sub: "officer" });
@@ -239,6 +243,25 @@ describe("dev authorization server: user sign-in with the authorization code flo
     expect(form.method).toBe("post");
     expect(form.action.origin).toBe(as.issuer);
     expect([...form.fields.keys()].sort()).toEqual(["password", "username"]);
+  });
+
+  it("Cancel ends the request with access_denied at the redirect URI, and no code", async () => {
+    const started = await startSignIn("audit-console", `openid ${AUDIT_SCOPE}`);
+    expect(started.html).toMatch(/<button type="submit" name="action" value="cancel" formnovalidate>Cancel<\/button>/);
+    const { action } = parseForm(started.html);
+    const res = await fetch(action, {
+      method: "POST",
+      headers: { cookie: started.jar.header(), "content-type": "application/x-www-form-urlencoded" },
+      body: new URLSearchParams({ action: "cancel" }),
+      redirect: "manual",
+    });
+    started.jar.take(res);
+    expect(res.status).toBe(303);
+    const callback = await followToCallback(started, res);
+    expect(`${callback.origin}${callback.pathname}`).toBe(REDIRECT);
+    expect(callback.searchParams.get("error")).toBe("access_denied");
+    expect(callback.searchParams.get("state")).toBe(started.state);
+    expect(callback.searchParams.get("code")).toBeNull();
   });
 
   it("a wrong password or an unknown user gets the form again with 401 and no code; the right one then signs in", async () => {
