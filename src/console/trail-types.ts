@@ -96,6 +96,10 @@ export interface TrailStats {
 export interface AuditTrailView {
   /** Audit records indexed (checkpoints excluded). */
   readonly size: number;
+  /** Lines (or rows) skipped when indexing: not JSON, not a chain entry, not an audit record, or a torn last line. */
+  readonly skipped: number;
+  /** Bytes held by the index's typed arrays (the interned strings are not counted). */
+  readonly indexBytes: number;
   /** Integrity per chain, as known now (`pending` until {@link AuditTrailView.verified} resolves). */
   integrity(): ChainIntegrity[];
   /** Resolves when every chain has been verified (never rejects: a failure is a `broken` chain). */
