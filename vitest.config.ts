@@ -10,6 +10,7 @@ const logDir = (process.env["HMCP_LOG_DIR"] ??= mkdtempSync(path.join(tmpdir(), 
 export default defineConfig({
   resolve: {
     alias: [
+      { find: /^hmcp\/console$/, replacement: fileURLToPath(new URL("./src/console/index.ts", import.meta.url)) },
       { find: /^hmcp\/dev-auth$/, replacement: fileURLToPath(new URL("./src/dev-auth/index.ts", import.meta.url)) },
       { find: /^hmcp$/, replacement: fileURLToPath(new URL("./src/index.ts", import.meta.url)) },
     ],

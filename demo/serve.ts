@@ -3,13 +3,15 @@
  * JSON line on stdout naming their URLs, so other MCP clients (MCP Inspector, your own) can connect, then a readable
  * banner: the URLs, which client has which scopes, and a token command and a `curl` that work as printed.
  */
+import { randomBytes } from "node:crypto";
 import { mkdir, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { FileAuditSink, generateAuditSigningKey, resourceMetadataUrlFor } from "hmcp";
 import type { StoreLocation } from "./emr-store/sql.js";
 import { WRITE_TOOL_NAME } from "./emr-writeback/agent.js";
 import { loadPatientBundles } from "./fhir/synthea.js";
-import { startDemoAuth } from "./runtime/auth.js";
+import { AUDIT_READ_SCOPE, CONSOLE_CLIENT_ID, startDemoAuth } from "./runtime/auth.js";
+import { openAuditTrail, startAuditConsole } from "hmcp/console";
 import { appendAnchorTo } from "./runtime/agent-config.js";
 import { demoClients } from "./runtime/clients.js";
 import { demoGuardrails } from "./runtime/guardrails.js";
@@ -26,8 +28,24 @@ export async function serveDemo(options: { dataDir: string; store: StoreLocation
   const audit = await FileAuditSink.open({ dir: auditDir, prefix: "demo", signing: { privateKey: key.privateJwk }, onCheckpoint: appendAnchorTo(anchorsFile) });
   const guardrails = demoGuardrails();
   const boundPatient = patients[0]?.patient.id ?? "none";
-  const auth = await startDemoAuth({ boundPatient });
+  // the compliance officer's login for the audit console (a password made for this run), and a clinician without the
+  // audit scope, whom the console refuses
+  const officer = { username: "compliance-officer", password: randomBytes(9).toString("base64url"), scopes: [AUDIT_READ_SCOPE], name: "Compliance Officer (demo)" };
+  const clinician = { username: "clinician", password: randomBytes(9).toString("base64url"), scopes: [], name: "Clinician (demo)" };
+  const auth = await startDemoAuth({ boundPatient, consoleUsers: [officer, clinician] });
   const agents = await startHttpAgents({ store: options.store, patients: patients.map((p) => p.patient), bearerFor: auth.bearerFor, audit, guardrails });
+  // the audit console over this run's trail (read again from its Integrity page as the agents write), its own views
+  // recorded in <trail>/console
+  const consoleViews = await FileAuditSink.open({ dir: path.join(auditDir, "console"), prefix: "console", signing: { privateKey: key.privateJwk } });
+  const auditConsole = await startAuditConsole({
+    trail: async () => {
+      await audit.flush();
+      return openAuditTrail({ paths: [auditDir], publicKey: key.publicJwk, allowUnsignedTail: true });
+    },
+    audit: consoleViews,
+    signIn: { issuer: auth.issuer, clientId: CONSOLE_CLIENT_ID },
+  });
+  auth.server.addRedirectUri(CONSOLE_CLIENT_ID, auditConsole.redirectUri);
   // What an outside client needs, next to the trail: the checkpoint public key (to verify it) and the demo clients'
   // private keys for private_key_jwt (readable by the owner only; they exist for this run only).
   const publicKeyFile = path.join(auditDir, "checkpoint-keys.jwks.json");
@@ -57,6 +75,7 @@ export async function serveDemo(options: { dataDir: string; store: StoreLocation
       checkpointKeys: publicKeyFile,
       anchors: anchorsFile,
       clients: clientsFile,
+      console: { url: auditConsole.url, username: officer.username, password: officer.password },
     })}\n`,
   );
   process.stdout.write(
@@ -69,14 +88,17 @@ export async function serveDemo(options: { dataDir: string; store: StoreLocation
       auditDir,
       publicKeyFile,
       anchorsFile,
+      console: { url: auditConsole.url, officer, clinician },
     }),
   );
   await new Promise<void>((resolve) => {
     process.once("SIGINT", () => resolve());
     process.once("SIGTERM", () => resolve());
   });
+  await auditConsole.close();
   await agents.close();
   await auth.stop();
+  await consoleViews.close();
   await audit.close();
   return 0;
 }
@@ -93,6 +115,7 @@ export function serveBanner(o: {
   auditDir: string;
   publicKeyFile: string;
   anchorsFile: string;
+  console?: { url: string; officer: { username: string; password: string }; clinician: { username: string; password: string } };
 }): string {
   const orchestrator = o.clients.find((c) => c.clientId === "orchestrator") ?? o.clients[0]!;
   const width = Math.max(...o.clients.map((c) => c.clientId.length));
@@ -108,6 +131,12 @@ export function serveBanner(o: {
     "a token and a first call, as printed:",
     `  TOKEN=$(npx hmcp token --issuer ${o.issuer} --client-id ${orchestrator.clientId} --private-key ${shq(path.join(o.keysDir, `${orchestrator.clientId}.jwk`))} --resource ${o.emrUrl} --scope ${shq(orchestrator.scopes.join(" "))})`,
     `  curl -s -H "authorization: Bearer $TOKEN" -H 'content-type: application/json' -H 'accept: application/json, text/event-stream' -d ${shq(initialize)} ${o.emrUrl}`,
+    ...(o.console
+      ? [
+          "audit console (read-only; every view is recorded):",
+          `  ${o.console.url}   sign in as ${o.console.officer.username} / ${o.console.officer.password}   (${o.console.clinician.username} / ${o.console.clinician.password} lacks the audit scope: refused)`,
+        ]
+      : []),
     "audit trail:",
     `  npx hmcp audit verify ${shq(o.auditDir)} --key ${shq(o.publicKeyFile)} --anchors ${shq(o.anchorsFile)}   (after Ctrl-C)`,
     "",

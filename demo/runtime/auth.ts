@@ -4,8 +4,14 @@
  * provider (private_key_jwt, SMART Backend Services). No token is minted by hand.
  */
 import { createClientCredentialsTokenProvider, createJwtBearerAuthenticator, type BearerAuthenticator, type TokenProvider } from "hmcp";
+import type { DevUserConfig } from "hmcp/dev-auth";
 import { startDemoAuthorizationServer, type DemoAuthorizationServer } from "../auth-server/index.js";
 import { demoClients } from "./clients.js";
+
+/** The audit console's client id at the demo authorization server (`--serve`). */
+export const CONSOLE_CLIENT_ID = "hmcp-audit-console";
+/** The scope that grants audit read in the console (SMART App Launch v2). */
+export const AUDIT_READ_SCOPE = "user/AuditEvent.rs";
 
 export interface DemoAuth {
   issuer: string;
@@ -20,9 +26,16 @@ export interface DemoAuth {
 /**
  * Starts the authorization server; resources are registered as their agents bind (`bearerFor`), or up front.
  */
-export async function startDemoAuth(options: { resources?: string[]; boundPatient: string; port?: number }): Promise<DemoAuth> {
+export async function startDemoAuth(options: { resources?: string[]; boundPatient: string; port?: number; consoleUsers?: DevUserConfig[] }): Promise<DemoAuth> {
   const clients = demoClients(options.boundPatient);
-  const server = await startDemoAuthorizationServer({ resources: options.resources ?? [], clients, ...(options.port !== undefined && { port: options.port }) });
+  // with console users: the audit console's client (authorization code + PKCE, a public client) and their logins
+  const consoleClient = options.consoleUsers ? [{ clientId: CONSOLE_CLIENT_ID, scopes: ["openid", "profile", AUDIT_READ_SCOPE], grantType: "authorization_code" as const }] : [];
+  const server = await startDemoAuthorizationServer({
+    resources: options.resources ?? [],
+    clients: [...clients, ...consoleClient],
+    ...(options.consoleUsers && { users: options.consoleUsers }),
+    ...(options.port !== undefined && { port: options.port }),
+  });
   return {
     issuer: server.issuer,
     server,

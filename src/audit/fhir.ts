@@ -187,6 +187,9 @@ function classify(r: AuditRecordInput): { type: FhirCoding; subtype: FhirCoding[
       return { type: auth, subtype: [login, ...methodCoding], action: "E" };
     case "session.end":
       return { type: auth, subtype: [logout, ...methodCoding], action: "E" };
+    case "view":
+      // DICOM DCID 400 "Audit Log Used": someone read the audit trail (the compliance console)
+      return { type: { system: DCM, code: "110101", display: "Audit Log Used" }, subtype: methodCoding, action: "R" };
     default: {
       const m = r.method ?? "";
       const rest: FhirCoding = READ_METHODS.has(m)

@@ -15,6 +15,7 @@ export const AuditEventTypeSchema = z.enum([
   "session.start",
   "session.end",
   "token", // client side: a token obtained, refreshed or refused
+  "view", // a page of the audit console (`hmcp audit serve`) viewed: who looked at which patients' audit data
 ]);
 // Checkpoint entries (type "checkpoint") are written by the sinks themselves (./chain.ts CheckpointBody), never appended
 // as records: a record of that type would read as a malformed checkpoint and fail verification from there on.

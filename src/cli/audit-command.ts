@@ -38,9 +38,14 @@ const USAGE = `usage:
                     [--allow-unsigned-tail] [--partial] [--format text|json]
   hmcp audit query [--patient ID] [--actor ID] [--outcome allowed|denied|blocked|failed] [--method M] [--type T]
                    [--since RFC3339] [--until RFC3339] [--limit N] [--format table|json] <files|dirs...>
-  hmcp audit export --format fhir [query filters] [--site NAME] <files|dirs...>`;
+  hmcp audit export --format fhir [query filters] [--site NAME] <files|dirs...>
+  hmcp audit serve <files|dirs...> | --database-url URL [--table T]  --issuer URL --client-id ID
+                   [--client-secret-file F] [--scope S] [--key F] [--anchors F] [--host 127.0.0.1] [--port N]
+                   [--public-url URL] [--tls-cert F --tls-key F] [--view-audit DIR]
+                   the read-only compliance console (docs/audit-console.md); runs until Ctrl-C`;
 
-class UsageError extends Error {}
+/** A command-line mistake: exit 2 with the usage. */
+export class UsageError extends Error {}
 
 const FILTER_OPTIONS = {
   patient: { type: "string" },
@@ -65,6 +70,9 @@ export async function runAuditCommand(argv: string[], io: IO): Promise<number> {
         return await query(rest, io);
       case "export":
         return await exportCmd(rest, io);
+      case "serve":
+        // loaded on demand: the console's web stack is not needed by verify, query and export
+        return await (await import("./audit-serve.js")).serve(rest, io);
       case "help":
       case "--help":
       case "-h":
@@ -86,7 +94,8 @@ export async function runAuditCommand(argv: string[], io: IO): Promise<number> {
   }
 }
 
-async function files(positionals: string[]): Promise<string[]> {
+/** The audit files of the positional arguments (directories expanded). @throws UsageError when there are none */
+export async function files(positionals: string[]): Promise<string[]> {
   if (positionals.length === 0) throw new UsageError("no audit files given");
   const out = await expandAuditPaths(positionals);
   if (out.length === 0) {
@@ -122,17 +131,7 @@ async function verify(argv: string[], io: IO): Promise<number> {
   const format = values.format ?? "text";
   if (format !== "text" && format !== "json") throw new UsageError("--format must be text or json");
   const list = await files(positionals);
-  let publicKey;
-  if (values.key !== undefined) {
-    try {
-      publicKey = JSON.parse(await readFile(values.key, "utf8")) as Record<string, unknown>;
-    } catch (e) {
-      if ((e as NodeJS.ErrnoException).code === "ENOENT") throw e;
-      throw new UsageError(`--key ${values.key}: not a JSON Web Key file`);
-    }
-    const keys = Array.isArray(publicKey["keys"]) ? (publicKey["keys"] as Record<string, unknown>[]) : [publicKey];
-    if (keys.some((k) => typeof k?.["d"] === "string")) throw new UsageError("--key must hold PUBLIC keys only (the file holds a private key)");
-  }
+  const publicKey = values.key !== undefined ? await readPublicKey(values.key) : undefined;
   const anchors = values.anchors === undefined ? undefined : await readAnchors(values.anchors);
   let result;
   try {
@@ -193,7 +192,25 @@ async function verify(argv: string[], io: IO): Promise<number> {
  * JSON array of them.
  * @throws UsageError when the file holds anything else
  */
-async function readAnchors(file: string): Promise<Array<{ chain: string; seq: number; hash: string }>> {
+/**
+ * A `--key` file: a public JWK or a JWK Set of public keys.
+ * @throws UsageError when it is not JSON or holds a private key; Error (ENOENT) when it does not exist
+ */
+export async function readPublicKey(file: string): Promise<Record<string, unknown>> {
+  let publicKey: Record<string, unknown>;
+  try {
+    publicKey = JSON.parse(await readFile(file, "utf8")) as Record<string, unknown>;
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === "ENOENT") throw e;
+    throw new UsageError(`--key ${file}: not a JSON Web Key file`);
+  }
+  const keys = Array.isArray(publicKey["keys"]) ? (publicKey["keys"] as Record<string, unknown>[]) : [publicKey];
+  if (keys.some((k) => typeof k?.["d"] === "string")) throw new UsageError("--key must hold PUBLIC keys only (the file holds a private key)");
+  return publicKey;
+}
+
+/** An `--anchors` file: JSON Lines (or a JSON array) of checkpoint anchors. @throws UsageError, Error (ENOENT) */
+export async function readAnchors(file: string): Promise<Array<{ chain: string; seq: number; hash: string }>> {
   const text = await readFile(file, "utf8");
   let items: unknown[];
   try {

@@ -27,7 +27,7 @@ export interface AuditTrailOptions {
   /** Public key (or JWK Set) of the checkpoints. Without it signatures are NOT checked (`checked.signatures` false). */
   publicKey?: AuditVerifyKey;
   /** Checkpoints recorded outside the trail (the sinks' `onCheckpoint`); checked against the chains they name. */
-  anchors?: CheckpointAnchor[];
+  anchors?: ReadonlyArray<Pick<CheckpointAnchor, "chain" | "seq" | "hash">>;
   /** With `publicKey`: accept records after the last signed checkpoint (a crash before close). Default false. */
   allowUnsignedTail?: boolean;
   /** Clock for checkpoint ages, ms since the epoch. Default `Date.now`. */

@@ -1,0 +1,110 @@
+/**
+ * `hmcp audit serve`: the read-only compliance console (src/console/app.ts) over a file trail or the PostgreSQL sink,
+ * on loopback by default, until Ctrl-C (SIGINT) or SIGTERM. Prints the console's URL and the redirect URI to register
+ * at the OpenID provider. Its own trail (every view, sign-in and sign-out) goes to `--view-audit` (default
+ * `.hmcp/console-audit`), signed with a key made at each start whose public half is added to
+ * `<view-audit>/checkpoint-keys.jwks.json` (verify with `hmcp audit verify <view-audit> --key <that file>`).
+ *
+ * The client secret of a confidential client is read from `--client-secret-file` or the environment variable
+ * `HMCP_CONSOLE_CLIENT_SECRET`, never from the command line (it would show in `ps`).
+ */
+import { mkdir, readFile, writeFile } from "node:fs/promises";
+import path from "node:path";
+import { parseArgs } from "node:util";
+import { FileAuditSink } from "../audit/file-sink.js";
+import { generateAuditSigningKey } from "../audit/chain.js";
+import { startAuditConsole, type AuditConsole } from "../console/app.js";
+import { openAuditTrail } from "../console/trail.js";
+import type { AuditTrailView } from "../console/trail-types.js";
+import { files, readAnchors, readPublicKey, UsageError } from "./audit-command.js";
+
+type IO = { out: (s: string) => void; err: (s: string) => void };
+
+/** Runs `hmcp audit serve ...` until `signal` aborts (default: SIGINT or SIGTERM); resolves to the exit code. */
+export async function serve(argv: string[], io: IO, signal?: AbortSignal): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      "database-url": { type: "string" },
+      table: { type: "string" },
+      issuer: { type: "string" },
+      "client-id": { type: "string" },
+      "client-secret-file": { type: "string" },
+      scope: { type: "string" },
+      "required-scope": { type: "string" },
+      key: { type: "string" },
+      anchors: { type: "string" },
+      host: { type: "string" },
+      port: { type: "string" },
+      "public-url": { type: "string" },
+      "tls-cert": { type: "string" },
+      "tls-key": { type: "string" },
+      "view-audit": { type: "string" },
+    },
+  });
+  const dbUrl = values["database-url"] ?? undefined;
+  if ((dbUrl === undefined) === (positionals.length === 0)) throw new UsageError("give either audit files or folders, or --database-url, not both");
+  if (values.issuer === undefined || values["client-id"] === undefined) throw new UsageError("--issuer and --client-id are required: the console is never open (sign-in through your OpenID provider)");
+  if ((values["tls-cert"] === undefined) !== (values["tls-key"] === undefined)) throw new UsageError("--tls-cert and --tls-key go together");
+  const port = values.port === undefined ? 0 : Number(values.port);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new UsageError("--port must be a TCP port (0-65535)");
+  const secret = values["client-secret-file"] !== undefined ? (await readFile(values["client-secret-file"], "utf8")).trim() : process.env["HMCP_CONSOLE_CLIENT_SECRET"];
+  const publicKey = values.key !== undefined ? await readPublicKey(values.key) : undefined;
+  const anchors = values.anchors !== undefined ? await readAnchors(values.anchors) : undefined;
+  const list = dbUrl === undefined ? await files(positionals) : [];
+
+  let pool: import("pg").Pool | undefined;
+  if (dbUrl !== undefined) {
+    const pg = await import("pg");
+    pool = new pg.default.Pool({ connectionString: dbUrl, max: 4 });
+  }
+  const open = (): Promise<AuditTrailView> =>
+    openAuditTrail({
+      ...(pool ? { db: pool, ...(values.table !== undefined && { table: values.table }) } : { paths: list }),
+      ...(publicKey !== undefined && { publicKey }),
+      ...(anchors !== undefined && { anchors }),
+    });
+
+  const viewDir = path.resolve(values["view-audit"] ?? ".hmcp/console-audit");
+  await mkdir(viewDir, { recursive: true, mode: 0o700 });
+  const key = await generateAuditSigningKey();
+  const keysFile = path.join(viewDir, "checkpoint-keys.jwks.json");
+  const known = await readFile(keysFile, "utf8").then((t) => (JSON.parse(t) as { keys: unknown[] }).keys, () => [] as unknown[]);
+  await writeFile(keysFile, `${JSON.stringify({ keys: [...known, key.publicJwk] }, null, 2)}\n`, { mode: 0o600 });
+  const audit = await FileAuditSink.open({ dir: viewDir, prefix: "console", signing: { privateKey: key.privateJwk } });
+
+  let console_: AuditConsole | undefined;
+  try {
+    console_ = await startAuditConsole({
+      trail: open,
+      audit,
+      signIn: {
+        issuer: values.issuer,
+        clientId: values["client-id"],
+        ...(secret !== undefined && secret !== "" && { clientSecret: secret }),
+        ...(values.scope !== undefined && { scope: values.scope }),
+        ...(values["required-scope"] !== undefined && { requiredScope: values["required-scope"] }),
+      },
+      ...(values.host !== undefined && { host: values.host }),
+      port,
+      ...(values["public-url"] !== undefined && { publicUrl: values["public-url"] }),
+      ...(values["tls-cert"] !== undefined && values["tls-key"] !== undefined && { tls: { cert: await readFile(values["tls-cert"]), key: await readFile(values["tls-key"]) } }),
+    });
+    io.out(`HMCP audit console: ${console_.url}\n  register this redirect URI at your OpenID provider: ${console_.redirectUri}\n  its own audit trail (every view): ${viewDir}\n  Ctrl-C stops it`);
+    await new Promise<void>((resolve) => {
+      if (signal) {
+        if (signal.aborted) return resolve();
+        signal.addEventListener("abort", () => resolve(), { once: true });
+      } else {
+        process.once("SIGINT", () => resolve());
+        process.once("SIGTERM", () => resolve());
+      }
+    });
+    return 0;
+  } finally {
+    await console_?.close();
+    await audit.close();
+    await pool?.end();
+  }
+}
