@@ -12,7 +12,7 @@ import { startDevAuthorizationServer, type DevAuthorizationServer } from "hmcp/d
 import { runDemo } from "../../demo/run-demo.js";
 import { openAuditTrail, startAuditConsole, type AuditConsole } from "hmcp/console";
 import { main as hmcp } from "../../src/cli/main.js";
-import { chromiumPath, consoleDriver, type ConsoleDriver } from "../fixtures/console-driver.js";
+import { ChromiumDriver, chromiumPath, consoleDriver, type ConsoleDriver } from "../fixtures/console-driver.js";
 import { tempDir } from "./demo-helpers.js";
 
 const OFFICER = { username: "compliance-officer", password: "officer-pass-1", scopes: ["user/AuditEvent.rs"], name: "Casey Compliance" };
@@ -164,6 +164,52 @@ describe(`the audit console ${kind}`, () => {
     const bundle = JSON.parse(fhir.body) as { resourceType: string; entry: Array<{ fullUrl: string }> };
     expect(bundle.resourceType).toBe("Bundle");
     expect(bundle.entry.map((e) => e.fullUrl)).toEqual(queried.map((r) => `urn:uuid:${r.id}`));
+  });
+
+  it("draws the pictures from the trail's counts, under a strict Content-Security-Policy, usable with keyboard and on a phone", async () => {
+    const page = await driver.open(`${good.url}/pictures`);
+    expect(page.status).toBe(200);
+    // the refusals table holds the trail's own counts
+    const refused = new Map<string, number>();
+    for (const r of records) if (r.outcome !== "allowed") refused.set(r.reason ?? "(none)", (refused.get(r.reason ?? "(none)") ?? 0) + 1);
+    const table = /<table id="t-reason">[\s\S]*?<\/table>/.exec(page.html)![0];
+    const shown = new Map([...table.matchAll(/<tr><td>([^<]+)<\/td><td>(\d+)<\/td><\/tr>/g)].map((m) => [m[1]!, Number(m[2])]));
+    expect(shown).toEqual(refused);
+    expect(refused.size).toBeGreaterThan(0);
+    // headers: no inline script allowed, nothing framed, nothing cached, no referrer
+    const res = await fetch(`${good.url}/signed-out`);
+    const csp = res.headers.get("content-security-policy") ?? "";
+    expect(csp).toContain("default-src 'none'");
+    expect(csp).toContain("script-src 'self'");
+    expect(csp).toContain("frame-ancestors 'none'");
+    expect(csp).not.toContain("unsafe-inline");
+    expect(res.headers.get("cache-control")).toBe("no-store");
+    expect(res.headers.get("referrer-policy")).toBe("no-referrer");
+    // no inline script on any page, and every form control has a label
+    for (const p of ["/integrity", "/activity", "/pictures", "/accounting"]) {
+      const html = (await driver.open(`${good.url}${p}`)).html;
+      expect(html).not.toMatch(/<script(?![^>]*\bsrc=)[^>]*>/);
+      for (const m of html.matchAll(/<(input|select)(?![^>]*type="hidden")[^>]*\bid="([^"]+)"/g)) expect(html, `${p} #${m[2]}`).toContain(`<label for="${m[2]}">`);
+    }
+    if (driver instanceof ChromiumDriver) {
+      const pg = driver.page;
+      // Chart.js drew all four charts (the CSP let the console's own scripts run)
+      await driver.open(`${good.url}/pictures`);
+      await pg.waitForSelector('#charts[data-drawn="true"]');
+      expect(await pg.evaluate("[...document.querySelectorAll('canvas')].filter((c) => c.width > 0).length")).toBe(4);
+      // the keyboard: the first Tab reaches the skip link, which moves focus to the content
+      await pg.keyboard.press("Tab");
+      expect(await pg.evaluate("document.activeElement?.textContent")).toBe("Skip to content");
+      // legible at 1280x800 and on a phone: nothing wider than the screen
+      for (const viewport of [{ width: 1280, height: 800 }, { width: 390, height: 844 }]) {
+        await pg.setViewportSize(viewport);
+        for (const p of ["/integrity", "/activity", "/accounting"]) {
+          await driver.open(`${good.url}${p}`);
+          expect(await pg.evaluate("document.documentElement.scrollWidth"), `${p} at ${viewport.width}px`).toBeLessThanOrEqual(viewport.width);
+        }
+      }
+      await pg.setViewportSize({ width: 1280, height: 800 });
+    }
   });
 
   it("refuses a sign-out without the CSRF token, and signs out with it", async () => {

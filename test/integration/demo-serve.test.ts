@@ -8,6 +8,7 @@ import path from "node:path";
 import type { JWK } from "jose";
 import { HMCPClient, createClientCredentialsTokenProvider } from "hmcp";
 import { afterAll, describe, expect, it } from "vitest";
+import { HttpDriver } from "../fixtures/console-driver.js";
 import { repoRoot, tempDir } from "./demo-helpers.js";
 
 const cleanup: Array<() => Promise<void>> = [];
@@ -42,6 +43,7 @@ describe("demo --serve", () => {
       clients: string;
       checkpointKeys: string;
       anchors: string;
+      console: { url: string; username: string; password: string };
     };
     const meta = (await (await fetch(info.agents.emrWriteback.protectedResourceMetadata)).json()) as { resource: string; authorization_servers: string[] };
     expect(meta.resource).toBe(info.agents.emrWriteback.mcp);
@@ -74,6 +76,19 @@ describe("demo --serve", () => {
     const answer = execFileSync("bash", ["-c", `set -e\n${tokenLine}\n${curlLine}`], { cwd: repoRoot, encoding: "utf8", env: { ...process.env, NODE_OPTIONS: "" } });
     expect(answer).toContain('"serverInfo":{"name":"emr-writeback"');
     expect(answer).toContain('"samplingTool":"sampling_createMessage"');
+    // the audit console over this run's trail: closed without sign-in; the printed login opens it; "Read the trail
+    // again" (a CSRF-protected POST) shows what the agents wrote since it opened
+    expect(printed).toContain(`${info.console.url}   sign in as compliance-officer / ${info.console.password}`);
+    expect((await fetch(`${info.console.url}/integrity`)).status).toBe(401);
+    const officer = new HttpDriver();
+    const landing = await officer.signIn(info.console.url, info.console.username, info.console.password);
+    expect(landing.status).toBe(200);
+    expect(landing.html).toContain("Read the trail again");
+    const token = /<form method="post" action="\/reload"><input type="hidden" name="_csrf" value="([^"]+)"/.exec(landing.html)![1]!;
+    const before = Number(/([\d,]+) audit records/.exec(landing.html)![1]!.replace(/,/g, ""));
+    const reloaded = await officer.post(`${info.console.url}/reload`, { _csrf: token });
+    expect(reloaded.status).toBe(200);
+    expect(Number(/([\d,]+) audit records/.exec(reloaded.html)![1]!.replace(/,/g, ""))).toBeGreaterThan(before);
     child.kill("SIGTERM");
     expect(await exited).toBe(0);
     const { verifyAuditFiles, expandAuditPaths } = await import("hmcp");
