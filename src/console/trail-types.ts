@@ -72,9 +72,16 @@ export interface ChainIntegrity {
   checked: { links: boolean; signatures: boolean; anchors: boolean };
   /** Audit records verified (up to the break). */
   records: number;
-  /** Where and why the chain breaks, when it does. */
+  /**
+   * Where and why the chain breaks, when it does: `source` is the file's base name or `<table>:<instance>` (`line` is
+   * then the seq), or "" for a chain only anchors name (`anchor_missing`: none of the trail's chains has its id).
+   * A chain that could not be read at all (a file removed, the database gone) reads `unreadable_file`, line 0.
+   */
   failure?: { source: string; line: number; seq?: number; reason: VerifyFailureReason; message: string };
-  /** The last checkpoint seen: its seq, time, whether its signature was checked, and its age at the time of the check (s). */
+  /**
+   * The last checkpoint seen: its seq, time, whether its signature was checked and verified (with a key, the chain
+   * verified through it), and its age in seconds at the time of the check (while `pending`: `signed` false, age at open).
+   */
   lastCheckpoint?: { seq: number; time: string; signed: boolean; ageSeconds: number };
   /** The verifier's own result, for the JSON view. */
   result?: VerifyResult;
