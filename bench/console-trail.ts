@@ -1,8 +1,10 @@
 /**
  * The compliance console's data layer (issue 26) on a large trail: `openAuditTrail` over N records in audit files.
  *
- * Usage: `npx tsx --expose-gc bench/console-trail.ts [--records 1000000] [--keep]` (without `--expose-gc` the memory
- * figures are taken without a forced GC and read higher).
+ * Usage: `npx tsx --expose-gc bench/console-trail.ts [--records 1000000] [--keep] [--pglite] [--postgresql]` (without
+ * `--expose-gc` the memory figures are taken without a forced GC and read higher). `--pglite` also loads the same
+ * entries into the PostgreSQL sink's table on PGlite (in memory: keep N to ~100,000) and measures the table path;
+ * `--postgresql` does the same on a throwaway PostgreSQL server (demo/runtime/postgres-server.ts; needs its package).
  *
  * Writes a realistic trail into a temp folder: three agents (three chains, one file-name prefix each, files rotated at
  * 64 MiB as the file sink does), ~2,000 patients, 60 practitioners and 6 clients, outcomes with refusals (denied,
@@ -17,19 +19,25 @@
  * Targets (issue 26): first activity page < 1 s, a patient-filtered page < 2 s, memory bounded per record.
  */
 import { randomUUID } from "node:crypto";
-import { mkdtemp, open, rm, stat, readdir } from "node:fs/promises";
+import { mkdtemp, open, readdir, readFile, rm, stat } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { performance } from "node:perf_hooks";
+import { PGlite } from "@electric-sql/pglite";
+import type { JWK } from "jose";
 import { canonicalJson } from "../src/audit/canonical-json.js";
 import { createCheckpointSigner, generateAuditSigningKey, GENESIS_HASH, sealEntry, type CheckpointSigner } from "../src/audit/chain.js";
+import { PostgresAuditSink, type AuditQueryable } from "../src/audit/postgres-sink.js";
 import type { AuditRecordInput } from "../src/audit/record.js";
 import { openAuditTrail } from "../src/console/trail.js";
+import { startPostgresServer } from "../demo/runtime/postgres-server.js";
 import type { AuditTrailView } from "../src/console/trail-types.js";
 
 const arg = (name: string, fallback: number) => (process.argv.includes(name) ? Number(process.argv[process.argv.indexOf(name) + 1]) : fallback);
 const N = arg("--records", 1_000_000);
 const KEEP = process.argv.includes("--keep");
+const PGLITE = process.argv.includes("--pglite");
+const POSTGRESQL = process.argv.includes("--postgresql");
 const log = (s: string) => process.stderr.write(`[console-trail ${new Date().toISOString().slice(11, 19)}] ${s}\n`);
 const gc = (globalThis as { gc?: () => void }).gc;
 const MiB = 1024 * 1024;
@@ -208,6 +216,55 @@ async function calls(t: AuditTrailView, patient: string, id: string): Promise<Ar
   return out;
 }
 
+/** The same trail in the PostgreSQL sink's table (one instance per chain): index time and the same calls. */
+async function tableRun(kind: "pglite" | "postgresql", dir: string, publicKey: JWK, patient: string, id: string): Promise<void> {
+  const lite = kind === "pglite" ? new PGlite() : undefined;
+  const server = lite ? undefined : await startPostgresServer();
+  const db: AuditQueryable = lite ?? server!.db;
+  try {
+    const sink = await PostgresAuditSink.open({ db, instanceId: "probe", signing: false }); // creates the table
+    await sink.close();
+    const load = await time(async () => {
+      for (const f of (await readdir(dir)).filter((x) => x.endsWith(".jsonl")).sort()) {
+        const instance = f.split("-")[0]!;
+        let rows: unknown[] = [];
+        const insert = async () => {
+          if (rows.length === 0) return;
+          const values = Array.from({ length: rows.length / 7 }, (_, k) => `(${Array.from({ length: 7 }, (_, j) => `$${k * 7 + j + 1}`).join(", ")})`);
+          await db.query(`INSERT INTO hmcp_audit (instance_id, seq, prev, hash, time, type, line) VALUES ${values.join(", ")}`, rows);
+          rows = [];
+        };
+        for (const line of (await readFile(path.join(dir, f), "utf8")).split("\n")) {
+          if (line === "") continue;
+          const e = JSON.parse(line) as { seq: number; prev: string; hash: string; record: { time: string; type: string } };
+          rows.push(instance, e.seq, e.prev, e.hash, e.record.time, e.record.type, line);
+          if (rows.length >= 7 * 1000) await insert();
+        }
+        await insert();
+      }
+    });
+    await db.query("DELETE FROM hmcp_audit WHERE instance_id = 'probe'");
+    const start = performance.now();
+    const opened = await time(() => openAuditTrail({ db, publicKey }));
+    const t = opened.value;
+    const during = await calls(t, patient, id);
+    await t.verified;
+    const verifyMs = performance.now() - start - opened.ms;
+    const lines = [
+      "",
+      `PostgreSQL sink table on ${lite ? "PGlite (in memory)" : "PostgreSQL (throwaway server, loopback)"}, the same entries (loaded in ${(load.ms / 1000).toFixed(1)} s): index on open ${(opened.ms / 1000).toFixed(2)} s (${((opened.ms * 1000) / t.size).toFixed(1)} µs per record), ${t.size.toLocaleString("en")} records, ${t.skipped} skipped; verification ${(verifyMs / 1000).toFixed(1)} s (${t.integrity().map((c) => `${c.name} ${c.status}`).join(", ")}).`,
+      "",
+      "| call (table, while verifying) | first ms | median ms |",
+      "| --- | ---: | ---: |",
+      ...during.map(([label, first, median]) => `| ${label} | ${first.toFixed(1)} | ${median.toFixed(1)} |`),
+    ];
+    process.stdout.write(lines.join("\n") + "\n");
+    await t.close();
+  } finally {
+    await (lite ?? server!).close();
+  }
+}
+
 const dir = await mkdtemp(path.join(os.tmpdir(), "hmcp-console-trail-"));
 try {
   log(`writing ${N.toLocaleString("en")} records to ${dir}`);
@@ -270,6 +327,8 @@ try {
   for (const c of t.integrity()) if (c.failure) lines.push(`Chain ${c.name} broken: ${JSON.stringify(c.failure)}`);
   process.stdout.write(lines.join("\n") + "\n");
   await t.close();
+  if (PGLITE) await tableRun("pglite", dir, keys.publicJwk, patient, id);
+  if (POSTGRESQL) await tableRun("postgresql", dir, keys.publicJwk, patient, id);
 } finally {
   if (KEEP) log(`kept ${dir}`);
   else await rm(dir, { recursive: true, force: true });
