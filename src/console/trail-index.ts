@@ -3,9 +3,10 @@
  * to read it back, time, outcome, type, interned strings), a posting list per patient, the guardrail blocks, and an
  * open-addressing table from a 32-bit hash of the record id to the record. No record content and no line is kept:
  * records are read back from the trail when shown. Per record: 16 bytes where (source, offset, length), 8 time, 2
- * outcome and type, 24 interned ids (agent, method, sub, fhirUser, client, reason), 4 id hash, 4 time order, 4-16 id
- * table slots (a power of two, at most half full); plus 4 per patient mention and 8 per guardrail block: 71 bytes per
- * record measured on 1,000,000 (bench/console-trail.ts). Columns grow by doubling while indexing and are trimmed after.
+ * outcome and type, 12 interned ids (agent, method, sub, fhirUser, client, reason: 2 bytes each, 4 for a field with
+ * more than 65,535 distinct values), 4 id hash, 4 time order, 5.3-10.7 id table slots (a power of two, at most 3/4
+ * full); plus 4 per patient mention and 8 per guardrail block. Columns grow by doubling while indexing and are trimmed
+ * after. Measured: see ./trail.ts.
  */
 import type { AuditOutcome, AuditRecordInput } from "../audit/record.js";
 import type { ActivityFilter } from "./trail-types.js";
@@ -52,10 +53,14 @@ interface IndexedFields {
   type: number;
 }
 
+/** A column of interned ids: 2 bytes per record until a field has more than 65,535 distinct values, then 4. */
+export type IdColumn = Uint16Array | Uint32Array;
+type IdColumnName = "agent" | "method" | "sub" | "fhirUser" | "client" | "reason";
+
 /** A match test over record numbers, or `false` when the filter names a value never seen (nothing matches). */
 export type Match = ((i: number) => boolean) | false;
 
-function grown<T extends Uint8Array | Uint32Array | Float64Array>(a: T, cap: number): T {
+function grown<T extends Uint8Array | Uint16Array | Uint32Array | Float64Array>(a: T, cap: number): T {
   const b = new (a.constructor as new (n: number) => T)(cap);
   b.set(a.subarray(0, Math.min(a.length, cap)));
   return b;
@@ -82,15 +87,15 @@ export class TrailIndex {
   time = new Float64Array(this.cap);
   outcome = new Uint8Array(this.cap);
   type = new Uint8Array(this.cap);
-  agent = new Uint32Array(this.cap);
-  method = new Uint32Array(this.cap);
+  agent: IdColumn = new Uint16Array(this.cap);
+  method: IdColumn = new Uint16Array(this.cap);
   /** `actor.sub` and `actor.fhirUser`, both in {@link actors} */
-  sub = new Uint32Array(this.cap);
-  fhirUser = new Uint32Array(this.cap);
-  client = new Uint32Array(this.cap);
-  reason = new Uint32Array(this.cap);
+  sub: IdColumn = new Uint16Array(this.cap);
+  fhirUser: IdColumn = new Uint16Array(this.cap);
+  client: IdColumn = new Uint16Array(this.cap);
+  reason: IdColumn = new Uint16Array(this.cap);
   private hash = new Uint32Array(this.cap);
-  /** open addressing: record number + 1, 0 = empty; at most half full */
+  /** open addressing: record number + 1, 0 = empty; at most 3/4 full */
   private slots = new Uint32Array(2 * this.cap);
 
   readonly agents = new Interner();
@@ -127,13 +132,13 @@ export class TrailIndex {
     this.time[i] = f.time;
     this.outcome[i] = f.outcome;
     this.type[i] = f.type;
-    this.agent[i] = this.agents.id(r["agent"]);
-    this.method[i] = this.methods.id(r["method"]);
+    this.put("agent", i, this.agents.id(r["agent"]));
+    this.put("method", i, this.methods.id(r["method"]));
     const actor = r["actor"] as Record<string, unknown> | undefined;
-    this.sub[i] = this.actors.id(actor?.["sub"]);
-    this.fhirUser[i] = this.actors.id(actor?.["fhirUser"]);
-    this.client[i] = this.clients.id(actor?.["clientId"]);
-    this.reason[i] = this.reasons.id(r["reason"]);
+    this.put("sub", i, this.actors.id(actor?.["sub"]));
+    this.put("fhirUser", i, this.actors.id(actor?.["fhirUser"]));
+    this.put("client", i, this.clients.id(actor?.["clientId"]));
+    this.put("reason", i, this.reasons.id(r["reason"]));
     const h = idHash(r["id"] as string);
     this.hash[i] = h;
     this.insertSlot(i, h);
@@ -241,7 +246,7 @@ export class TrailIndex {
    */
   match(f: ActivityFilter): Match | undefined {
     const tests: Array<(i: number) => boolean> = [];
-    const named: Array<[Interner, string | undefined, Uint32Array]> = [
+    const named: Array<[Interner, string | undefined, IdColumn]> = [
       [this.agents, f.agent, this.agent],
       [this.methods, f.method, this.method],
       [this.clients, f.client, this.client],
@@ -290,8 +295,20 @@ export class TrailIndex {
     this.hash = grown(this.hash, this.cap);
   }
 
+  /** Stores an interned id, widening the column to 32 bits when the id no longer fits in 16. */
+  private put(name: IdColumnName, i: number, id: number): void {
+    let col = this[name];
+    if (id > 0xffff && col instanceof Uint16Array) {
+      col = new Uint32Array(col.length);
+      col.set(this[name]);
+      this[name] = col;
+    }
+    col[i] = id;
+  }
+
   private insertSlot(i: number, h: number): void {
-    if (2 * (i + 1) > this.slots.length) {
+    // at most 3/4 full (linear probing: about 2.5 probes per hit, 8.5 per miss at the limit)
+    if (4 * (i + 1) > 3 * this.slots.length) {
       const old = this.slots;
       this.slots = new Uint32Array(old.length * 2);
       for (const v of old) if (v !== 0) this.place(v - 1, this.hash[v - 1]!);

@@ -44,8 +44,10 @@ const HOUR_MS = 3_600_000;
 
 /**
  * Opens a trail for the console: indexes it (index on open, one streaming pass; 71 bytes per record measured), then
- * verifies every chain in the background, one after the other (`integrity()` says `pending` until each is done;
- * `verified` resolves when all are).
+ * verifies every chain in the background, one after the other, with the existing verifiers (`verifyAuditFiles` on a
+ * chain's files, `verifyAuditTable` per instance): `integrity()` says `pending` until each is done, `verified`
+ * resolves when all are. Verification starts on the next turn of the event loop (`setImmediate`: under fake timers,
+ * advance them or fake only `Date`), so the view's first `integrity()` always reads every chain pending.
  *
  * Lines that are not audit records (not JSON, not a chain entry, a record without a known type or outcome, a torn last
  * line) are skipped and counted (`skipped`); checkpoints are not records. Records are not schema-checked here (the
@@ -58,7 +60,8 @@ const HOUR_MS = 3_600_000;
  */
 export async function openAuditTrail(options: AuditTrailOptions): Promise<AuditTrailView> {
   refuseUnknownOptions("openAuditTrail", options, OPTION_KEYS);
-  const { paths, db } = options ?? {};
+  options ??= {};
+  const { paths, db } = options;
   if ((paths === undefined) === (db === undefined)) throw new TypeError("openAuditTrail: give exactly one of 'paths' (audit files or directories) and 'db' (the PostgreSQL sink's database)");
   if (paths !== undefined && (!Array.isArray(paths) || paths.length === 0)) throw new TypeError("openAuditTrail: 'paths' must list at least one file or directory");
   if (db !== undefined && typeof db.query !== "function") throw new TypeError("openAuditTrail: 'db' must have query(text, params) (pg.Pool, pg.Client or PGlite)");
