@@ -4,9 +4,9 @@
  *
  * Index on open: one streaming pass over the trail builds a compact index (./trail-index.ts: typed-array columns,
  * interned strings, a posting list per patient, an id hash table), never the records themselves. Measured on
- * 1,000,000 records (bench/console-trail.ts, BENCHMARKS.md "Compliance console (issue 26)"): 71 bytes per record of
- * typed arrays (67.6 MiB; the JS heap grew 0.8 MiB), about 10 µs per record to build (JSON.parse of each line is most
- * of it). Pages read back only their own rows (positioned file reads, or one query per chain). The view is a
+ * 1,000,000 records (bench/console-trail.ts, BENCHMARKS.md "Compliance console (issue 26)"): 59 bytes per record of
+ * typed arrays (56.1 MiB; the JS heap grew 0.7 MiB), 7-10 µs per record to build from files (JSON.parse of each line is
+ * most of it), 16 µs from a PostgreSQL table. Pages read back only their own rows (positioned file reads, or one query per chain). The view is a
  * snapshot: records appended after the open are not seen; rows are read back as the trail holds them when asked.
  */
 import { importKeyring, type AuditVerifyKey, type CheckpointAnchor } from "../audit/chain.js";
@@ -43,7 +43,7 @@ const BATCH = 500;
 const HOUR_MS = 3_600_000;
 
 /**
- * Opens a trail for the console: indexes it (index on open, one streaming pass; 71 bytes per record measured), then
+ * Opens a trail for the console: indexes it (index on open, one streaming pass; 59 bytes per record measured), then
  * verifies every chain in the background, one after the other, with the existing verifiers (`verifyAuditFiles` on a
  * chain's files, `verifyAuditTable` per instance): `integrity()` says `pending` until each is done, `verified`
  * resolves when all are. Verification starts on the next turn of the event loop (`setImmediate`: under fake timers,
