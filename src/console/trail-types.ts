@@ -111,13 +111,20 @@ export interface AuditTrailView {
   integrity(): ChainIntegrity[];
   /** Resolves when every chain has been verified (never rejects: a failure is a `broken` chain). */
   readonly verified: Promise<void>;
-  /** A page of matching records, newest first. `limit` at most 500. */
+  /**
+   * A page of matching records, newest first (by time, ties in reverse trail order); only the page's rows are read back.
+   * Rejects with RangeError when `offset` is not an integer >= 0 or `limit` not an integer from 1 to 500, TypeError for
+   * an unknown filter member or a `since`/`until` that is not a finite number.
+   */
   activity(filter: ActivityFilter, page: { offset: number; limit: number }): Promise<ActivityPage>;
   /** One record by its id, read back from the trail; undefined when absent. */
   record(id: string): Promise<LocatedRecord | undefined>;
-  /** Counts for the pictures over the records matching `filter`. */
+  /** Counts for the pictures over the records matching `filter` (from the index alone). Throws TypeError as `activity`. */
   stats(filter: ActivityFilter): TrailStats;
-  /** Every record matching `filter`, oldest first (for the accounting of disclosures and its downloads). */
+  /**
+   * Every record matching `filter`, oldest first (by time, ties in trail order), read back 500 at a time (for the
+   * accounting of disclosures and its downloads). Throws TypeError as `activity`.
+   */
   records(filter: ActivityFilter): AsyncIterable<LocatedRecord>;
   /** Distinct values seen, for the filter form's choices (sorted). */
   facets(): { agents: string[]; methods: string[]; reasons: string[]; clients: string[] };

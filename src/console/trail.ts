@@ -41,6 +41,7 @@ const MAX_LIMIT = 500;
 /** Records read back per batch by `records()`. */
 const BATCH = 500;
 const HOUR_MS = 3_600_000;
+const FILTER_KEYS = new Set(["patient", "actor", "client", "agent", "method", "outcome", "reason", "since", "until"]);
 
 /**
  * Opens a trail for the console: indexes it (index on open, one streaming pass; 59 bytes per record measured), then
@@ -262,10 +263,14 @@ class TrailView implements AuditTrailView {
 
   /**
    * The record numbers matching `filter`, oldest first (time, then trail order).
-   * @throws TypeError when `since`/`until` are given and not finite numbers
+   * @throws TypeError for an unknown filter member, or `since`/`until` given and not finite numbers
    */
   private select(filter: ActivityFilter): Uint32Array {
     const f = filter ?? {};
+    for (const k of Object.keys(f)) {
+      // a misspelt filter would otherwise match everything
+      if (!FILTER_KEYS.has(k)) throw new TypeError(`audit trail filter: unknown member '${k}' (known: ${[...FILTER_KEYS].join(", ")})`);
+    }
     for (const k of ["since", "until"] as const) {
       if (f[k] !== undefined && !Number.isFinite(f[k])) throw new TypeError(`audit trail filter: '${k}' must be ms since the epoch`);
     }

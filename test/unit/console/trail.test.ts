@@ -199,6 +199,7 @@ async function checkAgainstOracle(t: AuditTrailView, locate: (id: string) => { c
   await expect(t.activity({}, { offset: 0, limit: 501 })).rejects.toThrow(RangeError);
   await expect(t.activity({}, { offset: -1, limit: 5 })).rejects.toThrow(RangeError);
   expect(() => t.stats({ since: Number.NaN })).toThrow(TypeError);
+  await expect(t.activity({ patinet: "pat-1" } as ActivityFilter, { offset: 0, limit: 5 })).rejects.toThrow(/unknown member 'patinet'/);
 }
 
 describe("openAuditTrail over audit files", () => {
