@@ -14,7 +14,7 @@ import type { AuditQueryable } from "../audit/postgres-sink.js";
 import type { VerifyOptions } from "../audit/verify.js";
 import { refuseUnknownOptions } from "../protocol/config-error.js";
 import { OUTCOMES, TrailIndex } from "./trail-index.js";
-import { indexFiles, indexTable, type ReadBack, type TrailSource } from "./trail-sources.js";
+import { indexFiles, indexTable, type ChainSource, type ReadBack, type TrailSource } from "./trail-sources.js";
 import type { ActivityFilter, ActivityPage, ActivityRow, AuditTrailView, ChainIntegrity, LocatedRecord, TrailStats } from "./trail-types.js";
 
 /** Options of {@link openAuditTrail}: exactly one of `paths` and `db`. */
@@ -94,15 +94,15 @@ class TrailView implements AuditTrailView {
       name: c.name,
       sources: c.sources,
       status: "pending",
-      checked: { links: true, signatures: options.publicKey !== undefined, anchors: anchors.some((a) => a.chain === c.id) },
+      checked: { links: true, signatures: options.publicKey !== undefined, anchors: anchors.some((a) => anchoredTo(a, c)) },
       records: 0,
       ...(c.lastCheckpoint && { lastCheckpoint: { ...c.lastCheckpoint, signed: false, ageSeconds: age(now(), c.lastCheckpoint.time) } }),
     }));
     // anchors naming a chain the trail does not hold: its files (or rows) are missing or were replaced
-    const ids = new Set(source.chains.map((c) => c.id));
+    const listed = new Set<string>();
     for (const a of anchors) {
-      if (ids.has(a.chain)) continue;
-      ids.add(a.chain);
+      if (listed.has(a.chain) || source.chains.some((c) => anchoredTo(a, c))) continue;
+      listed.add(a.chain);
       this.chains.push({
         name: a.chain,
         sources: [],
@@ -130,7 +130,7 @@ class TrailView implements AuditTrailView {
     for (let c = 0; c < this.source.chains.length && !this.closed; c++) {
       const chain = this.source.chains[c]!;
       const state = this.chains[c]!;
-      const mine = (anchors ?? []).filter((a) => a.chain === chain.id);
+      const mine = (anchors ?? []).filter((a) => anchoredTo(a, chain));
       const opts: VerifyOptions = { ...(publicKey !== undefined && { publicKey }), ...(allowUnsignedTail !== undefined && { allowUnsignedTail }), ...(mine.length > 0 && { anchors: mine }) };
       try {
         const result = await this.source.verify(c, opts);
@@ -288,6 +288,15 @@ class TrailView implements AuditTrailView {
     const range = ix.order.subarray(lo, hi);
     return m === undefined ? range : range.filter(m);
   }
+}
+
+/**
+ * Whether an anchor is a chain's: it names the chain id the chain's checkpoints carry, or, for a chain without a
+ * checkpoint (cut back before its first one, or never signed), the chain's name (a file sink's chain id defaults to its
+ * prefix). The verifier then reports the anchored checkpoint missing from that chain.
+ */
+function anchoredTo(a: Pick<CheckpointAnchor, "chain">, c: ChainSource): boolean {
+  return c.id !== undefined ? a.chain === c.id : a.chain === c.name;
 }
 
 function located(b: ReadBack, chain: string): LocatedRecord {

@@ -311,6 +311,20 @@ describe("openAuditTrail over audit files", () => {
     await t.close();
   });
 
+  it("an anchor of a chain whose checkpoints are all gone is that chain's failure", async () => {
+    const d = await tempLogDir("console-trail-unsigned");
+    const sink = await FileAuditSink.open({ dir: d, prefix: "intake", signing: false });
+    await fill(sink, 1);
+    const anchor = anchors.find((a) => a.chain === "intake")!;
+    const t = await openAuditTrail({ paths: [d], anchors: [anchor] });
+    expect(t.integrity().map((c) => c.lastCheckpoint)).toEqual([undefined]);
+    await t.verified;
+    expect(t.integrity()).toEqual([
+      expect.objectContaining({ name: "intake", status: "broken", checked: { links: true, signatures: false, anchors: true }, failure: expect.objectContaining({ reason: "anchor_missing", seq: anchor.seq }) }),
+    ]);
+    await t.close();
+  });
+
   it("skips and counts lines that are not records; files outside a sink's naming form one chain", async () => {
     const d = await tempLogDir("console-trail-skip");
     const first = (await readdir(dir)).filter((f) => f.startsWith("intake-")).sort()[0]!;
