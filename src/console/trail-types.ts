@@ -128,6 +128,10 @@ export interface AuditTrailView {
   records(filter: ActivityFilter): AsyncIterable<LocatedRecord>;
   /** Distinct values seen, for the filter form's choices (sorted). */
   facets(): { agents: string[]; methods: string[]; reasons: string[]; clients: string[] };
-  /** Releases files and database clients the view holds. */
+  /**
+   * Releases the files the view holds (a database client is the caller's, left open) and stops the background
+   * verification after the chain in progress (chains not verified yet stay `pending`). `activity`, `record` and
+   * `records` then reject; `stats`, `facets` and `integrity` still answer from memory.
+   */
   close(): Promise<void>;
 }

@@ -156,6 +156,7 @@ class TrailView implements AuditTrailView {
   }
 
   async activity(filter: ActivityFilter, page: { offset: number; limit: number }): Promise<ActivityPage> {
+    this.assertOpen();
     const { offset, limit } = page ?? {};
     if (!Number.isSafeInteger(offset) || offset < 0) throw new RangeError("activity: 'offset' must be an integer >= 0");
     if (!Number.isSafeInteger(limit) || limit < 1 || limit > MAX_LIMIT) throw new RangeError(`activity: 'limit' must be an integer from 1 to ${MAX_LIMIT}`);
@@ -171,6 +172,7 @@ class TrailView implements AuditTrailView {
   }
 
   async record(id: string): Promise<LocatedRecord | undefined> {
+    this.assertOpen();
     if (typeof id !== "string") return undefined;
     for (const i of this.index.candidates(id)) {
       const [b] = await this.source.read(this.index, [i]);
@@ -236,6 +238,7 @@ class TrailView implements AuditTrailView {
   }
 
   async *records(filter: ActivityFilter): AsyncIterable<LocatedRecord> {
+    this.assertOpen();
     const sel = this.select(filter);
     for (let k = 0; k < sel.length && !this.closed; k += BATCH) {
       const recs = sel.subarray(k, k + BATCH);
@@ -255,6 +258,11 @@ class TrailView implements AuditTrailView {
   async close(): Promise<void> {
     this.closed = true;
     await this.source.close();
+  }
+
+  /** Reading back after close would reopen the files. @throws Error when the view is closed */
+  private assertOpen(): void {
+    if (this.closed) throw new Error("audit trail view is closed");
   }
 
   private chainName(i: number): string {

@@ -340,13 +340,18 @@ describe("openAuditTrail over audit files", () => {
     await t.close();
   });
 
-  it("refuses neither or both sources, a missing path, an unknown option and an unusable key", async () => {
+  it("refuses neither or both sources, a missing path, an unknown option, an unusable key, and reading after close", async () => {
     await expect(openAuditTrail({})).rejects.toThrow(/exactly one of 'paths'/);
     await expect(openAuditTrail({ paths: [dir], db: new PGlite() })).rejects.toThrow(TypeError);
     await expect(openAuditTrail({ paths: [] })).rejects.toThrow(/at least one/);
     await expect(openAuditTrail({ paths: [path.join(dir, "missing.jsonl")] })).rejects.toMatchObject({ code: "ENOENT" });
     await expect(openAuditTrail({ paths: [dir], publicKy: keys.publicJwk } as never)).rejects.toThrow(/publicKy/);
     await expect(openAuditTrail({ paths: [dir], publicKey: keys.privateJwk })).rejects.toThrow(/PUBLIC key/);
+    const t = await openAuditTrail({ paths: [dir] });
+    await t.close();
+    await expect(t.activity({}, { offset: 0, limit: 5 })).rejects.toThrow(/closed/);
+    await expect(t.record(all[0]!.id)).rejects.toThrow(/closed/);
+    expect(t.stats({}).perHour.length).toBeGreaterThan(0);
   });
 });
 
