@@ -13,6 +13,7 @@ const USAGE = `usage: hmcp <command> ...   (hmcp audit --help, hmcp guardrails -
   hmcp audit verify <files or dirs...> [--key <public JWK or JWK Set file>]
   hmcp audit query [--patient ID] [--actor ID] [--outcome O] [--method M] [--since T] [--until T] [--format table|json] <files or dirs...>
   hmcp audit export --format fhir <files or dirs...>
+  hmcp audit serve <files or dirs...> | --database-url URL  --issuer <url> --client-id <id>   (the compliance console)
   hmcp guardrails eval --policy <file> --data <file.jsonl> [--format text|json] [--show-errors N]
   hmcp dev-auth-server --resource <url> --client <id>=<scope>[,<scope>...][@<patient>]   (development only)
   hmcp token --issuer <url> --client-id <id> --client-secret <secret> [--resource <url>] [--scope "<scopes>"]`;

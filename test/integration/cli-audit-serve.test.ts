@@ -1,0 +1,131 @@
+/**
+ * `hmcp audit serve` (issue 26): its refusals of bad command lines (exit 2, before anything listens), and a run over a
+ * file trail (and, where PostgreSQL is installed, over the PostgreSQL sink's table by `--database-url`) that a
+ * compliance officer signs in to, whose own trail of views verifies with the key file it writes.
+ */
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { FileAuditSink, generateAuditSigningKey, newAuditRecord, PostgresAuditSink, queryAudit, verifyAuditFiles, expandAuditPaths } from "hmcp";
+import { startDevAuthorizationServer, type DevAuthorizationServer } from "hmcp/dev-auth";
+import { main as hmcp } from "../../src/cli/main.js";
+import { serve } from "../../src/cli/audit-serve.js";
+import { HttpDriver } from "../fixtures/console-driver.js";
+import { startTestDatabase, testDatabaseKinds } from "../fixtures/postgres.js";
+import { tempDir } from "./demo-helpers.js";
+
+let tmp: { dir: string; remove: () => Promise<void> };
+let as: DevAuthorizationServer;
+const PATIENTS = ["pat-1", "pat-2"];
+
+function records() {
+  return Array.from({ length: 12 }, (_, i) =>
+    newAuditRecord({
+      type: "request",
+      agent: i % 2 ? "emr-writeback" : "patient-data",
+      method: i % 3 ? "tools/call" : "sampling/createMessage",
+      outcome: i % 4 === 0 ? "denied" : "allowed",
+      ...(i % 4 === 0 && { reason: "insufficient_scope" }),
+      actor: { sub: `user-${i % 3}`, clientId: "orchestrator" },
+      patients: [PATIENTS[i % 2]!],
+      time: new Date(Date.UTC(2026, 10, 1, i)),
+    }),
+  );
+}
+
+beforeAll(async () => {
+  tmp = await tempDir("hmcp-cli-serve-");
+  as = await startDevAuthorizationServer({
+    resources: [],
+    clients: [{ clientId: "console", scopes: ["openid", "profile", "user/AuditEvent.rs"], grantType: "authorization_code" }],
+    users: [{ username: "officer", password: "pw-officer", scopes: ["user/AuditEvent.rs"] }],
+  });
+});
+afterAll(async () => {
+  await as?.stop();
+  await tmp?.remove();
+});
+
+async function run(argv: string[]): Promise<{ code: number; err: string }> {
+  const err: string[] = [];
+  const code = await hmcp(["audit", "serve", ...argv], { out: () => {}, err: (s) => err.push(s) });
+  return { code, err: err.join("\n") };
+}
+
+describe("hmcp audit serve: refused command lines (exit 2)", () => {
+  it("needs a trail, exactly one kind of it, an issuer and a client id, and TLS files in pairs", async () => {
+    const trail = path.join(tmp.dir, "none");
+    expect(await run(["--issuer", as.issuer, "--client-id", "console"])).toMatchObject({ code: 2, err: expect.stringContaining("either audit files") });
+    expect(await run([trail, "--database-url", "postgres://x@127.0.0.1/db", "--issuer", as.issuer, "--client-id", "console"])).toMatchObject({ code: 2, err: expect.stringContaining("not both") });
+    expect(await run([trail])).toMatchObject({ code: 2, err: expect.stringContaining("--issuer and --client-id are required") });
+    expect(await run([trail, "--issuer", as.issuer, "--client-id", "console", "--tls-cert", "c.pem"])).toMatchObject({ code: 2, err: expect.stringContaining("go together") });
+    expect(await run([trail, "--issuer", as.issuer, "--client-id", "console", "--port", "70000"])).toMatchObject({ code: 2, err: expect.stringContaining("--port") });
+    expect(await run([trail, "--issuer", as.issuer, "--client-id", "console"])).toMatchObject({ code: 2, err: expect.stringContaining("no such file or directory") });
+  });
+});
+
+/** Starts `serve` until aborted, signs in, returns the pages' HTML and the view trail's folder. */
+async function serveAndLook(args: string[], name: string): Promise<{ activity: string; accounting: string; viewDir: string; code: number }> {
+  const viewDir = path.join(tmp.dir, `views-${name}`);
+  const out: string[] = [];
+  const stop = new AbortController();
+  let announce!: (s: string) => void;
+  const printed = new Promise<string>((resolve) => (announce = resolve));
+  const io = {
+    out: (s: string) => {
+      out.push(s);
+      announce(s);
+    },
+    err: (s: string) => out.push(s),
+  };
+  const exit = serve([...args, "--issuer", as.issuer, "--client-id", "console", "--view-audit", viewDir], io, stop.signal);
+  const banner = await Promise.race([printed, exit.then((c) => Promise.reject(new Error(`serve exited ${c}: ${out.join("\n")}`)))]);
+  const url = /HMCP audit console: (\S+)/.exec(banner)![1]!;
+  const redirect = /register this redirect URI at your OpenID provider: (\S+)/.exec(banner)![1]!;
+  expect(redirect).toBe(`${url}/callback`);
+  as.addRedirectUri("console", redirect);
+  const officer = new HttpDriver();
+  expect((await officer.signIn(url, "officer", "pw-officer")).status).toBe(200);
+  const activity = (await officer.open(`${url}/activity?outcome=denied`)).html;
+  const accounting = (await officer.open(`${url}/accounting?patient=pat-2`)).html;
+  stop.abort();
+  return { activity, accounting, viewDir, code: await exit };
+}
+
+describe("hmcp audit serve: a run", () => {
+  it("serves a file trail to a signed-in officer until stopped, and its own trail of views verifies", async () => {
+    const dir = path.join(tmp.dir, "trail");
+    const key = await generateAuditSigningKey();
+    const sink = await FileAuditSink.open({ dir, prefix: "demo", signing: { privateKey: key.privateJwk } });
+    for (const r of records()) sink.append(r);
+    await sink.close();
+    const { activity, accounting, viewDir, code } = await serveAndLook([dir], "files");
+    expect(code).toBe(0);
+    expect(activity).toContain("3 matching records");
+    expect([...accounting.matchAll(/<tr class="(allowed|denied)">/g)].length).toBe(6);
+    // the console's own trail: a sign-in, the landing page and the two views, signed with the key whose public half it wrote beside them
+    const views = await queryAudit([viewDir]);
+    expect(views.map((r) => `${r.type} ${r.method}`)).toEqual(["session.start GET /callback", "view GET /integrity", "view GET /activity", "view GET /accounting"]);
+    expect(views[3]!.patients).toEqual(["pat-2"]);
+    const verified = await verifyAuditFiles(await expandAuditPaths([viewDir]), { publicKey: JSON.parse(await (await import("node:fs/promises")).readFile(path.join(viewDir, "checkpoint-keys.jwks.json"), "utf8")) });
+    expect(verified.ok).toBe(true);
+    expect(verified.signaturesChecked).toBe(true);
+  });
+
+  for (const kind of testDatabaseKinds().filter((k) => k === "postgresql")) {
+    it(`serves the PostgreSQL sink's table by --database-url (${kind})`, async () => {
+      const db = await startTestDatabase(kind);
+      try {
+        const key = await generateAuditSigningKey();
+        const sink = await PostgresAuditSink.open({ db: db.db, instanceId: "emr-1", signing: { privateKey: key.privateJwk } });
+        for (const r of records()) sink.append(r);
+        await sink.close();
+        const { activity, accounting, code } = await serveAndLook(["--database-url", db.url!], "pg");
+        expect(code).toBe(0);
+        expect(activity).toContain("3 matching records");
+        expect([...accounting.matchAll(/<tr class="(allowed|denied)">/g)].length).toBe(6);
+      } finally {
+        await db.close();
+      }
+    });
+  }
+});
