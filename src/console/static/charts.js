@@ -12,7 +12,7 @@
     new window.Chart(el, {
       type: "bar",
       data: { labels: labels, datasets: datasets },
-      options: { animation: false, responsive: true, maintainAspectRatio: false, scales: { x: { stacked: !!stacked }, y: { stacked: !!stacked, beginAtZero: true } } },
+      options: { animation: false, responsive: true, maintainAspectRatio: false, scales: { x: { stacked: !!stacked }, y: { stacked: !!stacked, beginAtZero: true, ticks: { precision: 0 } } } },
     });
   }
   fetch(root.getAttribute("data-stats"), { credentials: "same-origin", headers: { accept: "application/json" } })
