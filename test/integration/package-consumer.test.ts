@@ -88,6 +88,31 @@ describe("the packed package in a fresh consumer project", () => {
     expect(map.sourcesContent?.length).toBe(map.sources.length);
   });
 
+  it("serves the audit console (hmcp/console) with its pages and assets from the installed package", () => {
+    writeFileSync(path.join(consumer, "trail.jsonl"), "");
+    writeFileSync(
+      path.join(consumer, "console.mjs"),
+      `import { openAuditTrail, startAuditConsole } from "hmcp/console";
+import { FileAuditSink, generateAuditSigningKey } from "hmcp";
+const key = await generateAuditSigningKey();
+const audit = await FileAuditSink.open({ dir: "views", prefix: "console", signing: { privateKey: key.privateJwk } });
+const app = await startAuditConsole({ trail: await openAuditTrail({ paths: ["trail.jsonl"] }), audit, signIn: { issuer: "http://127.0.0.1:9", clientId: "c" } });
+const out = [];
+for (const p of ["/integrity", "/static/console.css", "/static/charts.js", "/static/chart.umd.min.js"]) {
+  const res = await fetch(app.url + p);
+  out.push(p + " " + res.status + " " + (await res.text()).length);
+}
+await app.close();
+await audit.close();
+console.log(out.join("\\n"));
+`,
+    );
+    const lines = run(process.execPath, ["console.mjs"], consumer).trim().split("\n");
+    // the sign-in page (rendered from the shipped views), then the stylesheet, our script and Chart.js, none empty
+    expect(lines.map((l) => l.split(" ").slice(0, 2).join(" "))).toEqual(["/integrity 401", "/static/console.css 200", "/static/charts.js 200", "/static/chart.umd.min.js 200"]);
+    for (const l of lines) expect(Number(l.split(" ")[2])).toBeGreaterThan(200);
+  }, 60_000);
+
   it("reaches a first authenticated HMCP call with the installed hmcp dev-auth-server", async () => {
     run(npm, ["install", "oidc-provider", "--save-dev", "--prefer-offline", "--no-audit", "--no-fund", "--ignore-scripts"], consumer);
     const port = await new Promise<number>((resolve) => {
