@@ -4,7 +4,7 @@
  * banner: the URLs, which client has which scopes, and a token command and a `curl` that work as printed.
  */
 import { randomBytes } from "node:crypto";
-import { mkdir, writeFile } from "node:fs/promises";
+import { mkdir, readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { FileAuditSink, generateAuditSigningKey, resourceMetadataUrlFor } from "hmcp";
 import type { StoreLocation } from "./emr-store/sql.js";
@@ -40,7 +40,10 @@ export async function serveDemo(options: { dataDir: string; store: StoreLocation
   const auditConsole = await startAuditConsole({
     trail: async () => {
       await audit.flush();
-      return openAuditTrail({ paths: [auditDir], publicKey: key.publicJwk, allowUnsignedTail: true });
+      // the live trail: records after the last checkpoint are not signed yet (allowUnsignedTail), and the anchors kept
+      // outside it so far are checked too
+      const anchors = await readAnchorLines(anchorsFile);
+      return openAuditTrail({ paths: [auditDir], publicKey: key.publicJwk, allowUnsignedTail: true, anchors });
     },
     audit: consoleViews,
     signIn: { issuer: auth.issuer, clientId: CONSOLE_CLIENT_ID },
@@ -88,7 +91,7 @@ export async function serveDemo(options: { dataDir: string; store: StoreLocation
       auditDir,
       publicKeyFile,
       anchorsFile,
-      console: { url: auditConsole.url, officer, clinician },
+      console: { url: auditConsole.url, officer, clinician, viewsDir: path.join(auditDir, "console") },
     }),
   );
   await new Promise<void>((resolve) => {
@@ -115,7 +118,7 @@ export function serveBanner(o: {
   auditDir: string;
   publicKeyFile: string;
   anchorsFile: string;
-  console?: { url: string; officer: { username: string; password: string }; clinician: { username: string; password: string } };
+  console?: { url: string; officer: { username: string; password: string }; clinician: { username: string; password: string }; viewsDir: string };
 }): string {
   const orchestrator = o.clients.find((c) => c.clientId === "orchestrator") ?? o.clients[0]!;
   const width = Math.max(...o.clients.map((c) => c.clientId.length));
@@ -139,6 +142,16 @@ export function serveBanner(o: {
       : []),
     "audit trail:",
     `  npx hmcp audit verify ${shq(o.auditDir)} --key ${shq(o.publicKeyFile)} --anchors ${shq(o.anchorsFile)}   (after Ctrl-C)`,
+    ...(o.console ? [`  npx hmcp audit verify ${shq(o.console.viewsDir)} --key ${shq(o.publicKeyFile)}   (the console's own trail: who viewed what)`] : []),
     "",
   ].join("\n");
+}
+
+/** The checkpoint anchors written so far (JSON Lines; none when the file does not exist yet). */
+async function readAnchorLines(file: string): Promise<Array<{ chain: string; seq: number; hash: string }>> {
+  const text = await readFile(file, "utf8").catch(() => "");
+  return text
+    .split("\n")
+    .filter((l) => l.trim() !== "")
+    .map((l) => JSON.parse(l) as { chain: string; seq: number; hash: string });
 }

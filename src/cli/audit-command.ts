@@ -40,7 +40,7 @@ const USAGE = `usage:
                    [--since RFC3339] [--until RFC3339] [--limit N] [--format table|json] <files|dirs...>
   hmcp audit export --format fhir [query filters] [--site NAME] <files|dirs...>
   hmcp audit serve <files|dirs...> | --database-url URL [--table T]  --issuer URL --client-id ID
-                   [--client-secret-file F] [--scope S] [--key F] [--anchors F] [--host 127.0.0.1] [--port N]
+                   [--client-secret-file F] [--scope S] [--required-scope S] [--key F] [--anchors F] [--host 127.0.0.1] [--port N]
                    [--public-url URL] [--tls-cert F --tls-key F] [--view-audit DIR]
                    the read-only compliance console (docs/audit-console.md); runs until Ctrl-C`;
 
@@ -310,7 +310,9 @@ function row(cols: string[]): { text: string; cut: boolean } {
 }
 
 function tableRow(r: AuditRecordInput): { text: string; cut: boolean } {
-  const actor = r.actor.clientId ?? r.actor.sub ?? "-";
+  // a person signed in through a client (the audit console's officer) shows as "<sub> via <client>"
+  const { sub, clientId } = r.actor;
+  const actor = sub !== undefined && clientId !== undefined && sub !== clientId ? `${sub} via ${clientId}` : (clientId ?? sub ?? "-");
   return row([r.time, r.type, r.outcome, r.reason ?? "-", r.method ?? "-", actor, r.patients.join(",") || "-", r.agent, String(r.latencyMs)]);
 }
 

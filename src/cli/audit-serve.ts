@@ -44,8 +44,9 @@ export async function serve(argv: string[], io: IO, signal?: AbortSignal): Promi
     },
   });
   const dbUrl = values["database-url"] ?? undefined;
-  if ((dbUrl === undefined) === (positionals.length === 0)) throw new UsageError("give either audit files or folders, or --database-url, not both");
-  if (values.issuer === undefined || values["client-id"] === undefined) throw new UsageError("--issuer and --client-id are required: the console is never open (sign-in through your OpenID provider)");
+  if (dbUrl === undefined && positionals.length === 0) throw new UsageError("no trail given: name audit files or folders, or --database-url (to try it on the demo's trail: npm run demo -- --serve)");
+  if (dbUrl !== undefined && positionals.length > 0) throw new UsageError("give either audit files or folders, or --database-url, not both");
+  if (values.issuer === undefined || values["client-id"] === undefined) throw new UsageError("--issuer and --client-id are required: the console is never open (sign-in through your OpenID provider; to try it locally: npm run demo -- --serve, or hmcp dev-auth-server)");
   if ((values["tls-cert"] === undefined) !== (values["tls-key"] === undefined)) throw new UsageError("--tls-cert and --tls-key go together");
   const port = values.port === undefined ? 0 : Number(values.port);
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new UsageError("--port must be a TCP port (0-65535)");
@@ -91,6 +92,10 @@ export async function serve(argv: string[], io: IO, signal?: AbortSignal): Promi
       ...(values["public-url"] !== undefined && { publicUrl: values["public-url"] }),
       ...(values["tls-cert"] !== undefined && values["tls-key"] !== undefined && { tls: { cert: await readFile(values["tls-cert"]), key: await readFile(values["tls-key"]) } }),
     });
+    const host = values.host ?? "127.0.0.1";
+    if (!["127.0.0.1", "::1", "localhost"].includes(host) && !console_.url.startsWith("https:")) {
+      io.err(`hmcp audit serve: WARNING: listening on ${host} over plain http: cookies are not Secure and sign-in codes cross the network in clear; use --tls-cert/--tls-key or a TLS-terminating proxy with --public-url https://...`);
+    }
     io.out(`HMCP audit console: ${console_.url}\n  register this redirect URI at your OpenID provider: ${console_.redirectUri}\n  its own audit trail (every view): ${viewDir}\n  Ctrl-C stops it`);
     await new Promise<void>((resolve) => {
       if (signal) {

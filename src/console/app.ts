@@ -20,6 +20,7 @@
  * reason), sign-outs `session.end`.
  */
 import { randomBytes } from "node:crypto";
+import { once } from "node:events";
 import { existsSync } from "node:fs";
 import { createServer as createHttpServer, type Server } from "node:http";
 import { createServer as createHttpsServer } from "node:https";
@@ -28,14 +29,14 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import cookieParser from "cookie-parser";
 import { doubleCsrf } from "csrf-csrf";
-import { stringify as csvStringify } from "csv-stringify/sync";
+import { stringify as csvStream } from "csv-stringify";
 import { Eta } from "eta";
 import express, { type NextFunction, type Request, type Response } from "express";
 import helmet from "helmet";
 import { contentDigest } from "../audit/canonical-json.js";
-import { exportFhirAuditEvents } from "../audit/fhir.js";
+import { toAuditEvent } from "../audit/fhir.js";
 import { newAuditRecord } from "../audit/new-record.js";
-import { AuditOutcomeSchema, type AuditRecordInput, type AuditSink } from "../audit/record.js";
+import { AuditOutcomeSchema, StoredAuditRecordSchema, type AuditRecordInput, type AuditSink } from "../audit/record.js";
 import { ConsoleSignIn, CookieSeal, type ConsoleSignInOptions, type ConsoleUser, type PendingSignIn } from "./sign-in.js";
 import type { ActivityFilter, AuditTrailView, LocatedRecord } from "./trail-types.js";
 
@@ -89,7 +90,22 @@ export interface AuditConsole {
 const cookieNames = (port: number) => ({ session: `hmcp-console-${port}.session`, login: `hmcp-console-${port}.login`, csrf: `hmcp-console-${port}.csrf` });
 const LOGIN_TTL_SEC = 600;
 
-type Authed = Request & { user?: ConsoleUser; viewPatients?: string[] };
+type Authed = Request & {
+  user?: ConsoleUser;
+  /** The patients the answer named (recorded in the view's audit record). */
+  viewPatients?: Set<string>;
+  /** The trail view this request reads (a reload swaps the console's view; this one stays open until the request ends). */
+  trail?: AuditTrailView;
+  /** Set when the request's own record was written by its handler (sign-out), so the view record is not added. */
+  recorded?: boolean;
+  /** The request failed its CSRF check. */
+  csrfRefused?: boolean;
+};
+
+/** Most rows the accounting page shows (the downloads hold them all). */
+const ACCOUNTING_PAGE_ROWS = 1000;
+/** Largest activity offset accepted. */
+const MAX_OFFSET = 1_000_000_000;
 
 /**
  * The package's `src/console/<sub>` folder (views, static files): walks up from this module to the folder holding
@@ -119,7 +135,19 @@ export async function startAuditConsole(options: AuditConsoleOptions): Promise<A
   const seal = new CookieSeal(randomBytes(32));
   const csrfSecret = randomBytes(32).toString("base64url");
   const reopen = typeof options.trail === "function" ? options.trail : undefined;
+  // The current view, the requests reading each view, and the views a reload retired (closed once no request reads them).
   let trail: AuditTrailView = typeof options.trail === "function" ? await options.trail() : options.trail;
+  const readers = new Map<AuditTrailView, number>();
+  const retired = new Set<AuditTrailView>();
+  let reloading: Promise<void> | undefined;
+  const release = (view: AuditTrailView): void => {
+    const n = (readers.get(view) ?? 1) - 1;
+    if (n > 0) return void readers.set(view, n);
+    readers.delete(view);
+    if (retired.delete(view)) void view.close().catch(() => {});
+  };
+  // requests admitted and not yet recorded: the audit sink must have room for all of their records
+  let unrecorded = 0;
   const eta = new Eta({ views: packageDir("views"), cache: true, autoEscape: true });
   const chartJs = path.join(path.dirname(fileURLToPath(import.meta.resolve("chart.js"))), "chart.umd.min.js");
 
@@ -145,8 +173,17 @@ export async function startAuditConsole(options: AuditConsoleOptions): Promise<A
   const generateCsrfToken = (req: Request, res: Response): string => csrf.current!.generateCsrfToken(req, res);
   const doubleCsrfProtection = (req: Request, res: Response, next: NextFunction): void => csrf.current!.doubleCsrfProtection(req, res, next);
 
+  /** Appends one record to the console's own trail. Never throws: a failing sink is refused at the next request's gate. */
   const record = (req: Request, draft: Partial<AuditRecordInput> & Pick<AuditRecordInput, "type" | "outcome">, started: number): void => {
     const user = (req as Authed).user;
+    try {
+      appendRecord(req, user, draft, started);
+    } catch {
+      // fixed text, no request detail: the sink's own error says what failed; the gate refuses further requests
+      process.stderr.write("hmcp audit console: a view could not be recorded (audit sink refused it); requests are refused until it recovers\n");
+    }
+  };
+  const appendRecord = (req: Request, user: ConsoleUser | undefined, draft: Partial<AuditRecordInput> & Pick<AuditRecordInput, "type" | "outcome">, started: number): void => {
     options.audit.append(
       newAuditRecord(
         {
@@ -176,7 +213,7 @@ export async function startAuditConsole(options: AuditConsoleOptions): Promise<A
           "script-src": ["'self'"],
           "style-src": ["'self'"],
           "img-src": ["'self'"],
-          "connect-src": ["'self'"],
+          "connect-src": ["'none'"],
           "form-action": ["'self'"],
           "base-uri": ["'none'"],
           "frame-ancestors": ["'none'"],
@@ -194,6 +231,21 @@ export async function startAuditConsole(options: AuditConsoleOptions): Promise<A
   app.use(cookieParser());
   app.use(express.urlencoded({ extended: false, limit: "4kb" }));
 
+  // Nothing is shown that could not be recorded: the sink must have room for the record of this request and of every
+  // request admitted before it (the AuditSink contract, as the MCP pipeline uses it); else 503 before anything is read.
+  app.use((_req, res, next) => {
+    try {
+      options.audit.assertWritable?.(unrecorded + 1);
+    } catch {
+      res.status(503).setHeader("Retry-After", "5");
+      return void res.type("text/plain").send("the audit console cannot record views right now, so it shows nothing; try again shortly\n");
+    }
+    unrecorded++;
+    res.once("close", () => unrecorded--);
+    next();
+  });
+
+  app.get("/favicon.ico", (_req, res) => void res.status(204).end());
   app.get("/static/console.css", (_req, res) => res.sendFile(path.join(packageDir("static"), "console.css")));
   app.get("/static/charts.js", (_req, res) => res.sendFile(path.join(packageDir("static"), "charts.js")));
   app.get("/static/chart.umd.min.js", (_req, res) => res.sendFile(chartJs));
@@ -223,13 +275,15 @@ export async function startAuditConsole(options: AuditConsoleOptions): Promise<A
         { type: "session.start", outcome: "denied", reason: result.reason, status: result.status, method: "GET /callback", actor: { ...(result.sub && { sub: result.sub }), clientId: options.signIn.clientId }, scopes: result.scopes ?? [] },
         started,
       );
-      return render(res, result.status, "message", { title: result.reason === "insufficient_scope" ? "Not authorised" : "Sign-in failed", message: result.message, signInLink: result.reason !== "insufficient_scope" });
+      return render(res, result.status, "message", { title: result.reason === "insufficient_scope" ? "Not authorised" : "Sign-in failed", message: result.message, signInLink: true, signInText: result.reason === "insufficient_scope" ? "Sign in as someone else" : undefined });
     }
     (req as Authed).user = result.user;
     record(req, { type: "session.start", outcome: "allowed", status: 303, method: "GET /callback" }, started);
     res.cookie(site.cookies.session, await seal.seal(result.user, ttl, "session"), cookieOpts(ttl));
     res.redirect(303, "/integrity");
   });
+
+  app.get("/signed-out", (req, res) => render(res, 200, "message", { title: "Signed out", message: "You are signed out of the audit console.", signInLink: true, nav: req.path }));
 
   // everything below needs a session
   app.use(async (req, res, next) => {
@@ -244,28 +298,46 @@ export async function startAuditConsole(options: AuditConsoleOptions): Promise<A
     res.status(401).type("text/plain").send("sign-in required\n");
   });
 
-  // every view below is audited once, when its answer is sent
+  // every view below is audited once, when its answer has been sent (or the connection closed), naming the patients
+  // it showed; it reads the view that was current when it arrived, even if a reload swaps it meanwhile
   app.use((req, res, next) => {
     const started = now();
-    res.on("finish", () => {
-      const patients = (req as Authed).viewPatients ?? [];
-      record(req, { type: "view", outcome: res.statusCode < 400 ? "allowed" : "denied", ...(res.statusCode >= 400 && { reason: res.statusCode === 403 ? "invalid_csrf_token" : "bad_request" }), status: res.statusCode, method: `${req.method} ${req.path}`, patients }, started);
+    const a = req as Authed;
+    a.viewPatients = new Set();
+    a.trail = trail;
+    readers.set(trail, (readers.get(trail) ?? 0) + 1);
+    res.once("close", () => {
+      release(a.trail!);
+      if (a.recorded) return;
+      const status = res.statusCode;
+      const reason = status < 400 ? undefined : a.csrfRefused ? "invalid_csrf_token" : status === 400 ? "bad_request" : status === 404 ? "not_found" : status >= 500 ? "internal_error" : "refused";
+      // an answer cut off before it was complete (a closed connection) is recorded as failed
+      const outcome = status >= 500 || !res.writableFinished ? "failed" : status >= 400 ? "denied" : "allowed";
+      record(req, { type: "view", outcome, ...(reason !== undefined && { reason }), ...(!res.writableFinished && status < 400 && { reason: "incomplete" }), status, method: `${req.method} ${req.path}`, patients: [...a.viewPatients!] }, started);
     });
     next();
   });
+  const view = (req: Request): AuditTrailView => (req as Authed).trail!;
+  const shown = (req: Request, patients: Iterable<string>): void => {
+    for (const p of patients) (req as Authed).viewPatients!.add(p);
+  };
 
   const page = (res: Response, req: Request, view: string, data: Record<string, unknown>): void => {
     const user = (req as Authed).user!;
     render(res, 200, view, { ...data, user: user.name ?? user.sub, csrf: generateCsrfToken(req, res), nav: req.path });
   };
   function render(res: Response, status: number, view: string, data: Record<string, unknown>): void {
+    const user = (res.req as Authed).user;
+    if (data["user"] !== undefined && user) data = { ...data, user: user.name ?? user.sub };
     res.status(status).type("html").send(eta.render(view, { nav: "", user: undefined, csrf: undefined, ...data }));
   }
 
   app.get("/", (_req, res) => res.redirect(303, "/integrity"));
   app.get("/integrity", (req, res) => {
-    const chains = trail.integrity();
-    page(res, req, "integrity", { title: "Integrity", chains, age: ageInWords, reloadable: reopen !== undefined, pending: chains.some((c) => c.status === "pending"), size: trail.size });
+    const t = view(req);
+    const chains = t.integrity();
+    const was = typeof req.query["was"] === "string" && /^\d{1,12}$/.test(req.query["was"]) ? Number(req.query["was"]) : undefined;
+    page(res, req, "integrity", { title: "Integrity", chains, age: ageInWords, reloadable: reopen !== undefined, pending: chains.some((c) => c.status === "pending"), size: t.size, was });
   });
 
   app.get("/activity", async (req, res, next) => {
@@ -273,11 +345,14 @@ export async function startAuditConsole(options: AuditConsoleOptions): Promise<A
       const parsed = parseFilter(req.query);
       if (!parsed.ok) return badRequest(req, res, parsed.message);
       const filter = parsed.filter;
-      if (filter.patient !== undefined) (req as Authed).viewPatients = [filter.patient];
-      const offset = Math.max(0, Number.parseInt(String(req.query["offset"] ?? "0"), 10) || 0);
-      const result = await trail.activity(filter, { offset, limit: pageSize });
+      const rawOffset = req.query["offset"] ?? "0";
+      if (typeof rawOffset !== "string" || !/^\d{1,10}$/.test(rawOffset) || Number(rawOffset) > MAX_OFFSET) return badRequest(req, res, "'offset' must be a whole number of rows.");
+      const t = view(req);
+      const result = await t.activity(filter, { offset: Number(rawOffset), limit: pageSize });
+      if (filter.patient !== undefined) shown(req, [filter.patient]);
+      for (const row of result.rows) shown(req, row.patients);
       const base = filterQuery(req.query);
-      page(res, req, "activity", { title: "Activity", result, q: formValues(req.query), facets: trail.facets(), pageSize, base, outcomes: AuditOutcomeSchema.options });
+      page(res, req, "activity", { title: "Activity", result, q: formValues(req.query), facets: t.facets(), pageSize, base, outcomes: AuditOutcomeSchema.options });
     } catch (e) {
       next(e);
     }
@@ -286,10 +361,13 @@ export async function startAuditConsole(options: AuditConsoleOptions): Promise<A
   app.get("/records/:id", async (req, res, next) => {
     try {
       const id = String(req.params["id"]);
-      const rec = /^[0-9a-f-]{36}$/i.test(id) ? await trail.record(id) : undefined;
-      if (!rec) return render(res.status(404), 404, "message", { title: "No such record", message: "There is no record with this id in the trail." });
-      (req as Authed).viewPatients = rec.patients;
-      page(res, req, "record", { title: `Record ${rec.id}`, r: rec });
+      const rec = /^[0-9a-f-]{36}$/i.test(id) ? await view(req).record(id) : undefined;
+      if (!rec) return render(res, 404, "message", { title: "No such record", message: "There is no record with this id in the trail." });
+      // read back as stored: a line that does not fit the record schema is named, not rendered (verification reports it)
+      const checked = StoredAuditRecordSchema.safeParse(stripLocation(rec));
+      if (Array.isArray(rec.patients)) shown(req, rec.patients.filter((p): p is string => typeof p === "string"));
+      if (!checked.success) return render(res, 422, "message", { title: "Unreadable record", message: `The entry for this id (chain ${rec.chain}, entry ${rec.seq}) does not fit the audit record schema. The Integrity page names the first such entry of each chain.`, user: (req as Authed).user?.sub });
+      page(res, req, "record", { title: `Record ${rec.id}`, r: { ...checked.data, chain: rec.chain, seq: rec.seq } });
     } catch (e) {
       next(e);
     }
@@ -298,90 +376,151 @@ export async function startAuditConsole(options: AuditConsoleOptions): Promise<A
   app.get("/pictures", (req, res) => {
     const parsed = parseFilter(req.query);
     if (!parsed.ok) return badRequest(req, res, parsed.message);
-    if (parsed.filter.patient !== undefined) (req as Authed).viewPatients = [parsed.filter.patient];
-    const stats = trail.stats(parsed.filter);
-    page(res, req, "pictures", { title: "Pictures", stats, q: formValues(req.query), base: filterQuery(req.query) });
+    if (parsed.filter.patient !== undefined) shown(req, [parsed.filter.patient]);
+    const stats = view(req).stats(parsed.filter);
+    // the figures go to charts.js inside the page, as a JSON data block (not executed; `<` escaped so it cannot end it)
+    page(res, req, "pictures", { title: "Pictures", stats, statsJson: JSON.stringify(stats).replace(/</g, "\\u003c"), q: formValues(req.query), base: filterQuery(req.query) });
   });
   app.get("/api/stats", (req, res) => {
     const parsed = parseFilter(req.query);
     if (!parsed.ok) return void res.status(400).json({ error: parsed.message });
-    if (parsed.filter.patient !== undefined) (req as Authed).viewPatients = [parsed.filter.patient];
-    res.json(trail.stats(parsed.filter));
+    if (parsed.filter.patient !== undefined) shown(req, [parsed.filter.patient]);
+    res.json(view(req).stats(parsed.filter));
   });
 
-  const accounting = async (req: Request): Promise<{ ok: true; patient: string; rows: LocatedRecord[]; since?: string; until?: string } | { ok: false; message: string } | { ok: "form" }> => {
-    const patient = typeof req.query["patient"] === "string" ? req.query["patient"].trim() : "";
+  /** The accounting's patient and time range from the query, or why not. */
+  const accountingQuery = (req: Request): { ok: true; patient: string; filter: ActivityFilter; since?: string; until?: string } | { ok: false; message: string } | { ok: "form" } => {
+    const raw = req.query["patient"];
+    if (raw !== undefined && typeof raw !== "string") return { ok: false, message: "Give one patient id." };
+    const patient = (raw ?? "").trim();
     if (patient === "") return { ok: "form" };
     const parsed = parseFilter({ since: req.query["since"], until: req.query["until"] });
     if (!parsed.ok) return parsed;
-    (req as Authed).viewPatients = [patient];
-    const rows: LocatedRecord[] = [];
-    for await (const r of trail.records({ ...parsed.filter, patient })) rows.push(r);
-    return { ok: true, patient, rows, ...(typeof req.query["since"] === "string" && req.query["since"] !== "" && { since: req.query["since"] }), ...(typeof req.query["until"] === "string" && req.query["until"] !== "" && { until: req.query["until"] }) };
+    shown(req, [patient]);
+    const since = req.query["since"];
+    const until = req.query["until"];
+    return { ok: true, patient, filter: { ...parsed.filter, patient }, ...(typeof since === "string" && since !== "" && { since }), ...(typeof until === "string" && until !== "" && { until }) };
   };
+  /** The patient's records, oldest first, as stored; entries that do not fit the record schema are counted, not returned. */
+  async function* disclosures(req: Request, filter: ActivityFilter, skipped: { n: number }): AsyncGenerator<AuditRecordInput> {
+    for await (const r of view(req).records(filter)) {
+      const checked = StoredAuditRecordSchema.safeParse(stripLocation(r));
+      if (checked.success) yield checked.data;
+      else skipped.n++;
+    }
+  }
   const purpose = (r: AuditRecordInput): string => (r.method !== undefined ? (options.purposes?.[r.method] ?? r.method) : r.type);
   const who = (r: AuditRecordInput): string => r.actor.fhirUser ?? r.actor.sub ?? r.actor.clientId ?? "(unknown)";
+  const refuseDownload = (res: Response, a: { ok: false; message: string } | { ok: "form" }): void => void res.status(400).type("text/plain").send(a.ok === "form" ? "patient is required\n" : `${a.message}\n`);
 
   app.get("/accounting", async (req, res, next) => {
     try {
-      const a = await accounting(req);
+      const a = accountingQuery(req);
       if (a.ok === false) return badRequest(req, res, a.message);
-      page(res, req, "accounting", { title: "Accounting of disclosures", a: a.ok === "form" ? undefined : a, q: formValues(req.query), base: filterQuery(req.query, ["patient", "since", "until"]), purpose, who });
+      let shownRows: AuditRecordInput[] | undefined;
+      let total = 0;
+      const skipped = { n: 0 };
+      if (a.ok === true) {
+        total = (await view(req).activity(a.filter, { offset: 0, limit: 1 })).total;
+        shownRows = [];
+        for await (const r of disclosures(req, a.filter, skipped)) {
+          shownRows.push(r);
+          if (shownRows.length >= ACCOUNTING_PAGE_ROWS) break;
+        }
+      }
+      page(res, req, "accounting", {
+        title: "Accounting of disclosures",
+        a: a.ok === true ? { patient: a.patient, since: a.since, until: a.until, rows: shownRows, total, skipped: skipped.n, cap: ACCOUNTING_PAGE_ROWS } : undefined,
+        q: formValues(req.query),
+        base: filterQuery(req.query, ["patient", "since", "until"]),
+        purpose,
+        who,
+      });
     } catch (e) {
       next(e);
     }
   });
+  // The downloads stream every row (no cap, memory bounded by one batch); a failure half-way ends the connection
+  // without the end of the body, so it cannot pass for a complete file.
   app.get("/accounting.csv", async (req, res, next) => {
+    const a = accountingQuery(req);
+    if (a.ok !== true) return refuseDownload(res, a);
+    const csv = csvStream({ header: true, columns: ["time", "who", "client", "agent", "method", "purpose", "outcome", "reason", "record"] });
+    res.type("text/csv").attachment(`accounting-${safeName(a.patient)}.csv`);
+    csv.pipe(res);
     try {
-      const a = await accounting(req);
-      if (a.ok !== true) return void res.status(400).type("text/plain").send(a.ok === "form" ? "patient is required\n" : `${a.message}\n`);
-      const csv = csvStringify(
-        a.rows.map((r) => ({ time: r.time, who: who(r), client: r.actor.clientId ?? "", agent: r.agent, method: r.method ?? "", purpose: purpose(r), outcome: r.outcome, reason: r.reason ?? "", record: r.id })),
-        { header: true, columns: ["time", "who", "client", "agent", "method", "purpose", "outcome", "reason", "record"] },
-      );
-      res.type("text/csv").attachment(`accounting-${safeName(a.patient)}.csv`).send(csv);
+      for await (const r of disclosures(req, a.filter, { n: 0 })) {
+        if (!csv.write({ time: r.time, who: who(r), client: r.actor.clientId ?? "", agent: r.agent, method: r.method ?? "", purpose: purpose(r), outcome: r.outcome, reason: r.reason ?? "", record: r.id })) await once(csv, "drain");
+      }
+      csv.end();
     } catch (e) {
-      next(e);
+      csv.unpipe(res);
+      if (res.headersSent) res.destroy(e as Error);
+      else next(e);
     }
   });
   app.get("/accounting.fhir.json", async (req, res, next) => {
+    const a = accountingQuery(req);
+    if (a.ok !== true) return refuseDownload(res, a);
     try {
-      const a = await accounting(req);
-      if (a.ok !== true) return void res.status(400).type("text/plain").send(a.ok === "form" ? "patient is required\n" : `${a.message}\n`);
-      res.type("application/fhir+json").attachment(`accounting-${safeName(a.patient)}.fhir.json`).send(JSON.stringify(exportFhirAuditEvents(a.rows, { timestamp: new Date(now()) }), null, 2));
+      // the Bundle `hmcp audit export --format fhir` writes (type collection, no total), one entry at a time
+      let first = true;
+      for await (const r of disclosures(req, a.filter, { n: 0 })) {
+        if (first) {
+          res.type("application/fhir+json").attachment(`accounting-${safeName(a.patient)}.fhir.json`);
+          res.write(`{"resourceType":"Bundle","type":"collection","timestamp":${JSON.stringify(new Date(now()).toISOString())},"entry":[`);
+        }
+        const ok = res.write(`${first ? "" : ","}${JSON.stringify({ fullUrl: `urn:uuid:${r.id}`, resource: toAuditEvent(r) })}`);
+        first = false;
+        if (!ok) await once(res, "drain");
+      }
+      if (first) {
+        res.type("application/fhir+json").attachment(`accounting-${safeName(a.patient)}.fhir.json`);
+        res.write(`{"resourceType":"Bundle","type":"collection","timestamp":${JSON.stringify(new Date(now()).toISOString())},"entry":[`);
+      }
+      res.end("]}");
     } catch (e) {
-      next(e);
+      if (res.headersSent) res.destroy(e as Error);
+      else next(e);
     }
   });
 
   app.post("/reload", doubleCsrfProtection, async (req, res, next) => {
     if (!reopen) return render(res, 404, "message", { title: "Not found", message: "This console shows a fixed trail." });
     try {
-      const old = trail;
-      trail = await reopen();
-      await old.close();
-      res.redirect(303, "/integrity");
+      // one reload at a time: a second request waits for the one under way instead of opening another view
+      reloading ??= (async () => {
+        const next = await reopen();
+        const old = trail;
+        trail = next;
+        // the old view closes once the last request reading it has ended
+        if (readers.has(old)) retired.add(old);
+        else await old.close();
+      })().finally(() => (reloading = undefined));
+      const was = view(req).size;
+      await reloading;
+      res.redirect(303, `/integrity?was=${was}`);
     } catch (e) {
       next(e);
     }
   });
 
   app.post("/logout", doubleCsrfProtection, (req, res) => {
-    const user = (req as Authed).user!;
-    options.audit.append(newAuditRecord({ type: "session.end", agent, outcome: "allowed", transport: "http", method: "POST /logout", actor: { sub: user.sub, clientId: options.signIn.clientId }, scopes: user.scopes, source: req.socket.remoteAddress !== undefined ? { address: req.socket.remoteAddress } : {}, status: 303 }, now));
+    (req as Authed).recorded = true;
+    record(req, { type: "session.end", outcome: "allowed", status: 303, method: "POST /logout" }, now());
     res.clearCookie(site.cookies.session, { path: "/" });
     res.redirect(303, "/signed-out");
   });
-  app.get("/signed-out", (req, res) => render(res, 200, "message", { title: "Signed out", message: "You are signed out of the audit console.", signInLink: true, nav: req.path }));
 
   app.use((req, res) => render(res, 404, "message", { title: "Not found", message: "There is no such page in the audit console.", user: (req as Authed).user?.sub }));
   app.use((err: unknown, req: Request, res: Response, _next: NextFunction) => {
     if ((err as { code?: string }).code === "EBADCSRFTOKEN" || (err as { name?: string }).name === "ForbiddenError") {
+      (req as Authed).csrfRefused = true;
       return render(res, 403, "message", { title: "Refused", message: "This form was not sent from the console (its CSRF token is missing or wrong). Reload the page and try again." });
     }
     const status = typeof (err as { status?: unknown }).status === "number" && (err as { status: number }).status < 500 ? (err as { status: number }).status : 500;
+    if (res.headersSent) return void res.destroy();
     render(res, status, "message", { title: "Error", message: status === 500 ? "The console could not answer this request." : "The request was not valid." });
-    void req;
   });
 
   function badRequest(req: Request, res: Response, message: string): void {
@@ -411,6 +550,8 @@ export async function startAuditConsole(options: AuditConsoleOptions): Promise<A
         server.closeAllConnections();
         server.close((err) => (err ? reject(err) : resolve()));
       });
+      for (const v of retired) await v.close();
+      retired.clear();
       if (reopen) await trail.close();
     },
   };
@@ -440,10 +581,26 @@ export function parseFilter(query: Record<string, unknown>): { ok: true; filter:
   return { ok: true, filter };
 }
 
+/**
+ * A date (`2026-11-01`, UTC midnight), a UTC time without offset (`2026-11-01T08:00`, seconds and milliseconds
+ * optional), or an RFC 3339 date-time with `Z` or an offset. Nothing else (no locale forms, no server time zone), and
+ * the date must exist (no 2026-02-31).
+ */
 function parseTime(v: string): number | undefined {
-  const s = /^\d{4}-\d{2}-\d{2}$/.test(v) ? `${v}T00:00:00Z` : /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2})?$/.test(v) ? `${v}Z` : v;
-  const t = Date.parse(s);
+  const m = /^(\d{4})-(\d{2})-(\d{2})(?:T(\d{2}):(\d{2})(?::(\d{2})(\.\d{1,3})?)?(Z|[+-]\d{2}:\d{2})?)?$/.exec(v);
+  if (!m) return undefined;
+  const [, y, mo, d, h = "00", mi = "00", sec = "00", frac = "", zone = "Z"] = m;
+  const day = new Date(Date.UTC(Number(y), Number(mo) - 1, Number(d)));
+  if (day.getUTCFullYear() !== Number(y) || day.getUTCMonth() !== Number(mo) - 1 || day.getUTCDate() !== Number(d)) return undefined;
+  if (Number(h) > 23 || Number(mi) > 59 || Number(sec) > 59) return undefined;
+  const t = Date.parse(`${y}-${mo}-${d}T${h}:${mi}:${sec}${frac}${zone}`);
   return Number.isNaN(t) ? undefined : t;
+}
+
+/** A located record without its location members, as stored. */
+function stripLocation(r: LocatedRecord): Record<string, unknown> {
+  const { chain: _chain, seq: _seq, ...rest } = r as LocatedRecord & Record<string, unknown>;
+  return rest;
 }
 
 function formValues(query: Record<string, unknown>): Record<string, string> {

@@ -29,6 +29,12 @@ export interface ConsoleSignInOptions {
   allowInsecureIssuer?: boolean;
   /** Timeout of each request to the provider, ms. Default 10,000. */
   timeoutMs?: number;
+  /**
+   * Ask the provider to authenticate the user at every sign-in (`prompt=login`, OIDC Core §3.1.2.1), not to reuse its
+   * own session. Default true: signing out of the console then really ends access on a shared workstation, and someone
+   * refused can sign in as someone else. False keeps single sign-on.
+   */
+  forceLogin?: boolean;
 }
 
 /** A signed-in user, as the session cookie holds them. */
@@ -105,6 +111,7 @@ export class ConsoleSignIn {
     url.searchParams.set("code_challenge_method", "S256");
     url.searchParams.set("state", pending.state);
     url.searchParams.set("nonce", pending.nonce);
+    if (this.opts.forceLogin !== false) url.searchParams.set("prompt", "login");
     return { url, pending };
   }
 

@@ -240,7 +240,9 @@ class TrailView implements AuditTrailView {
   async *records(filter: ActivityFilter): AsyncIterable<LocatedRecord> {
     this.assertOpen();
     const sel = this.select(filter);
-    for (let k = 0; k < sel.length && !this.closed; k += BATCH) {
+    for (let k = 0; k < sel.length; k += BATCH) {
+      // closed mid-way: fail rather than end early, so that a download is not mistaken for the whole list
+      this.assertOpen();
       const recs = sel.subarray(k, k + BATCH);
       const back = await this.source.read(this.index, recs);
       for (let j = 0; j < back.length; j++) {

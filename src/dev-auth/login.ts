@@ -242,6 +242,7 @@ export async function serveLoginPage(ctx: LoginPageContext, uid: string, req: In
       sendPage(res, 401, loginForm(uid, clientId, username, "Wrong username or password."), formAction);
       return;
     }
+    await endOtherAccountSession(provider, details, user.username);
     const grantId = await saveGrant(ctx, details, user);
     await provider.interactionFinished(
       req,
@@ -252,5 +253,25 @@ export async function serveLoginPage(ctx: LoginPageContext, uid: string, req: In
   } catch {
     if (!res.headersSent) sendPage(res, 500, messagePage("The sign-in failed. Start again from the application."));
     else res.end();
+  }
+}
+
+/**
+ * Someone else signs in at a browser where another user has a session (a refused user handing over, `prompt=login`):
+ * the other user's session ends here. oidc-provider would otherwise send the browser through its own logout form,
+ * which submits itself with an inline script and then loses the interaction.
+ */
+async function endOtherAccountSession(provider: ProviderLike, details: InteractionDetails, accountId: string): Promise<void> {
+  const previous = details.session;
+  if (previous?.accountId === undefined || previous.accountId === accountId || previous.uid === undefined) return;
+  const models = provider as unknown as {
+    Session: { findByUid(uid: string): Promise<{ destroy(): Promise<void> } | undefined> };
+    Interaction: { find(uid: string): Promise<{ session?: unknown; exp: number; save(ttlSec: number): Promise<unknown> } | undefined> };
+  };
+  await (await models.Session.findByUid(previous.uid))?.destroy();
+  const interaction = await models.Interaction.find(details.uid);
+  if (interaction?.session !== undefined) {
+    delete interaction.session;
+    await interaction.save(Math.max(1, interaction.exp - Math.floor(Date.now() / 1000)));
   }
 }

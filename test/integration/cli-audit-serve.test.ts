@@ -54,7 +54,7 @@ async function run(argv: string[]): Promise<{ code: number; err: string }> {
 describe("hmcp audit serve: refused command lines (exit 2)", () => {
   it("needs a trail, exactly one kind of it, an issuer and a client id, and TLS files in pairs", async () => {
     const trail = path.join(tmp.dir, "none");
-    expect(await run(["--issuer", as.issuer, "--client-id", "console"])).toMatchObject({ code: 2, err: expect.stringContaining("either audit files") });
+    expect(await run(["--issuer", as.issuer, "--client-id", "console"])).toMatchObject({ code: 2, err: expect.stringContaining("no trail given") });
     expect(await run([trail, "--database-url", "postgres://x@127.0.0.1/db", "--issuer", as.issuer, "--client-id", "console"])).toMatchObject({ code: 2, err: expect.stringContaining("not both") });
     expect(await run([trail])).toMatchObject({ code: 2, err: expect.stringContaining("--issuer and --client-id are required") });
     expect(await run([trail, "--issuer", as.issuer, "--client-id", "console", "--tls-cert", "c.pem"])).toMatchObject({ code: 2, err: expect.stringContaining("go together") });

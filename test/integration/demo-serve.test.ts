@@ -32,7 +32,7 @@ describe("demo --serve", () => {
       let buf = "";
       child.stdout.setEncoding("utf8").on("data", (d: string) => {
         buf += d;
-        if (/\(after Ctrl-C\)\n/.test(buf)) resolve(buf);
+        if (/who viewed what\)\n/.test(buf)) resolve(buf);
       });
       void exited.then((code) => reject(new Error(`demo --serve exited early with ${code}`)));
     });
