@@ -524,7 +524,7 @@ export async function startAuditConsole(options: AuditConsoleOptions): Promise<A
   });
 
   function badRequest(req: Request, res: Response, message: string): void {
-    render(res, 400, "message", { title: "Not a valid filter", message, user: (req as Authed).user?.sub });
+    render(res, 400, "message", { title: "Not a valid filter", message, user: (req as Authed).user?.sub, back: { href: req.path, text: "Back, without the filter" } });
   }
 
   const server: Server = options.tls ? createHttpsServer({ cert: options.tls.cert, key: options.tls.key }, app) : createHttpServer(app);
