@@ -1,6 +1,7 @@
 /**
  * `hmcp audit serve`: the read-only compliance console (src/console/app.ts) over a file trail or the PostgreSQL sink,
- * on loopback by default, until Ctrl-C (SIGINT) or SIGTERM. Prints the console's URL and the redirect URI to register
+ * on loopback by default, until Ctrl-C (SIGINT) or SIGTERM. It listens at once and indexes the trail in the background
+ * (its pages say how far it has come). Prints the console's URL and the redirect URI to register
  * at the OpenID provider. Its own trail (every view, sign-in and sign-out) goes to `--view-audit` (default
  * `.hmcp/console-audit`), signed with a key made at each start whose public half is added to
  * `<view-audit>/checkpoint-keys.jwks.json` (verify with `hmcp audit verify <view-audit> --key <that file>`).
@@ -15,6 +16,7 @@ import { FileAuditSink } from "../audit/file-sink.js";
 import { generateAuditSigningKey } from "../audit/chain.js";
 import { startAuditConsole, type AuditConsole } from "../console/app.js";
 import { openAuditTrail } from "../console/trail.js";
+import type { TrailProgress } from "../console/trail-sources.js";
 import type { AuditTrailView } from "../console/trail-types.js";
 import { files, readAnchors, readPublicKey, UsageError } from "./audit-command.js";
 
@@ -60,8 +62,9 @@ export async function serve(argv: string[], io: IO, signal?: AbortSignal): Promi
     const pg = await import("pg");
     pool = new pg.default.Pool({ connectionString: dbUrl, max: 4 });
   }
-  const open = (): Promise<AuditTrailView> =>
+  const open = (onProgress?: (p: TrailProgress) => void): Promise<AuditTrailView> =>
     openAuditTrail({
+      ...(onProgress && { onProgress }),
       ...(pool ? { db: pool, ...(values.table !== undefined && { table: values.table }) } : { paths: list }),
       ...(publicKey !== undefined && { publicKey }),
       ...(anchors !== undefined && { anchors }),
@@ -79,6 +82,8 @@ export async function serve(argv: string[], io: IO, signal?: AbortSignal): Promi
   try {
     console_ = await startAuditConsole({
       trail: open,
+      // listen at once: a large trail takes seconds per million records to index, and the pages say how far it is
+      openInBackground: true,
       audit,
       signIn: {
         issuer: values.issuer,

@@ -38,6 +38,7 @@ import { toAuditEvent } from "../audit/fhir.js";
 import { newAuditRecord } from "../audit/new-record.js";
 import { AuditOutcomeSchema, StoredAuditRecordSchema, type AuditRecordInput, type AuditSink } from "../audit/record.js";
 import { ConsoleSignIn, CookieSeal, type ConsoleSignInOptions, type ConsoleUser, type PendingSignIn } from "./sign-in.js";
+import type { TrailProgress } from "./trail-sources.js";
 import type { ActivityFilter, AuditTrailView, LocatedRecord } from "./trail-types.js";
 
 /** Options of {@link startAuditConsole}. */
@@ -47,7 +48,13 @@ export interface AuditConsoleOptions {
    * a function, the Integrity page offers "Read the trail again" (a POST, CSRF-protected), which opens a new view of a
    * trail that is still being written and closes the old one; the console closes the last one on `close`.
    */
-  trail: AuditTrailView | (() => Promise<AuditTrailView>);
+  trail: AuditTrailView | ((onProgress: (progress: TrailProgress) => void) => Promise<AuditTrailView>);
+  /**
+   * With a `trail` function: listen at once and read the trail in the background, the pages saying how far it has come
+   * until it is ready (a large trail takes seconds per million records to index). Default false: `startAuditConsole`
+   * resolves once the trail is read. A failure to read it is then shown on every page (and written to stderr).
+   */
+  openInBackground?: boolean;
   /** The organisation's OpenID provider and the console's client there. */
   signIn: ConsoleSignInOptions;
   /** Where the console records every view, sign-in and sign-out (its own trail, not the one it shows). */
@@ -136,7 +143,19 @@ export async function startAuditConsole(options: AuditConsoleOptions): Promise<A
   const csrfSecret = randomBytes(32).toString("base64url");
   const reopen = typeof options.trail === "function" ? options.trail : undefined;
   // The current view, the requests reading each view, and the views a reload retired (closed once no request reads them).
-  let trail: AuditTrailView = typeof options.trail === "function" ? await options.trail() : options.trail;
+  let trail: AuditTrailView | undefined;
+  let progress: TrailProgress = { records: 0 };
+  let openError: string | undefined;
+  const first = reopen ? reopen((p) => (progress = p)) : Promise.resolve(options.trail as AuditTrailView);
+  if (options.openInBackground && reopen) {
+    first.then(
+      (v) => (trail = v),
+      (e: unknown) => {
+        openError = (e as NodeJS.ErrnoException).code ?? "error";
+        process.stderr.write(`hmcp audit console: the trail could not be read (${openError})\n`);
+      },
+    );
+  } else trail = await first;
   const readers = new Map<AuditTrailView, number>();
   const retired = new Set<AuditTrailView>();
   let reloading: Promise<void> | undefined;
@@ -305,9 +324,9 @@ export async function startAuditConsole(options: AuditConsoleOptions): Promise<A
     const a = req as Authed;
     a.viewPatients = new Set();
     a.trail = trail;
-    readers.set(trail, (readers.get(trail) ?? 0) + 1);
+    if (trail) readers.set(trail, (readers.get(trail) ?? 0) + 1);
     res.once("close", () => {
-      release(a.trail!);
+      if (a.trail) release(a.trail);
       if (a.recorded) return;
       const status = res.statusCode;
       const reason = status < 400 ? undefined : a.csrfRefused ? "invalid_csrf_token" : status === 400 ? "bad_request" : status === 404 ? "not_found" : status >= 500 ? "internal_error" : "refused";
@@ -318,6 +337,24 @@ export async function startAuditConsole(options: AuditConsoleOptions): Promise<A
     next();
   });
   const view = (req: Request): AuditTrailView => (req as Authed).trail!;
+  // until the trail has been read (openInBackground): a page that says how far, reloading itself; other requests 503
+  app.use((req, res, next) => {
+    if ((req as Authed).trail) return next();
+    if (req.method === "GET" && !req.path.startsWith("/api/") && !/\.(csv|json)$/.test(req.path)) {
+      const user = (req as Authed).user!;
+      const done = progress.totalBytes ? ` (${Math.floor((100 * (progress.bytes ?? 0)) / progress.totalBytes)} % of ${(progress.totalBytes / 1048576).toFixed(0)} MiB)` : "";
+      return render(res, openError ? 500 : 200, "message", {
+        title: openError ? "The trail could not be read" : "Reading the audit trail",
+        message: openError ? `The console could not read the trail (${openError}). Check the paths or the database, then restart it.` : `${progress.records.toLocaleString("en")} records read so far${done}. This page reloads itself until the trail is ready.`,
+        refresh: openError ? undefined : 1,
+        user: user.name ?? user.sub,
+        csrf: generateCsrfToken(req, res),
+        nav: req.path,
+      });
+    }
+    res.status(503).setHeader("Retry-After", "1");
+    res.type("text/plain").send("the audit trail is still being read\n");
+  });
   const shown = (req: Request, patients: Iterable<string>): void => {
     for (const p of patients) (req as Authed).viewPatients!.add(p);
   };
@@ -490,8 +527,8 @@ export async function startAuditConsole(options: AuditConsoleOptions): Promise<A
     try {
       // one reload at a time: a second request waits for the one under way instead of opening another view
       reloading ??= (async () => {
-        const next = await reopen();
-        const old = trail;
+        const next = await reopen(() => {});
+        const old = trail!;
         trail = next;
         // the old view closes once the last request reading it has ended
         if (readers.has(old)) retired.add(old);
@@ -552,7 +589,7 @@ export async function startAuditConsole(options: AuditConsoleOptions): Promise<A
       });
       for (const v of retired) await v.close();
       retired.clear();
-      if (reopen) await trail.close();
+      if (reopen) await (trail ?? (await first.catch(() => undefined)))?.close();
     },
   };
 }

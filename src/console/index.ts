@@ -10,4 +10,5 @@ export type { AuditConsole, AuditConsoleOptions } from "./app.js";
 export type { ConsoleSignInOptions, ConsoleUser } from "./sign-in.js";
 export { openAuditTrail } from "./trail.js";
 export type { AuditTrailOptions } from "./trail.js";
+export type { TrailProgress } from "./trail-sources.js";
 export type { ActivityFilter, ActivityPage, ActivityRow, AuditTrailView, ChainIntegrity, LocatedRecord, TrailStats } from "./trail-types.js";

@@ -4,13 +4,20 @@
  * streaming pass into a {@link TrailIndex}, reads records back by record number, and verifies one chain with the
  * existing verifier.
  */
-import { open, type FileHandle } from "node:fs/promises";
+import { open, stat, type FileHandle } from "node:fs/promises";
 import path from "node:path";
 import { expandAuditPaths } from "../audit/query.js";
 import { listAuditChains, verifyAuditTable, type AuditQueryable } from "../audit/postgres-sink.js";
 import { verifyAuditFiles, type VerifyOptions, type VerifyResult } from "../audit/verify.js";
 import { scanLines } from "./line-scan.js";
 import type { TrailIndex } from "./trail-index.js";
+
+/** How far the index on open has come: records indexed, and for files the bytes read of all. */
+export interface TrailProgress {
+  records: number;
+  bytes?: number;
+  totalBytes?: number;
+}
 
 /** One chain of the trail as the index pass found it. */
 export interface ChainSource {
@@ -73,8 +80,11 @@ function indexLine(index: TrailIndex, chain: ChainSource, text: string, src: num
  * prefix in counter order (files not named by a sink form one chain, "(other)", in the order given).
  * @throws Error (ENOENT, ...) when a path does not exist or a file cannot be read.
  */
-export async function indexFiles(paths: string[], index: TrailIndex): Promise<TrailSource> {
+export async function indexFiles(paths: string[], index: TrailIndex, onProgress?: (p: TrailProgress) => void): Promise<TrailSource> {
   const files = await expandAuditPaths(paths);
+  let totalBytes = 0;
+  for (const f of files) totalBytes += (await stat(f)).size;
+  let bytes = 0;
   const groups = new Map<string, string[]>();
   for (const f of files) {
     const name = FILE_RE.exec(path.basename(f))?.[1] ?? "";
@@ -98,6 +108,8 @@ export async function indexFiles(paths: string[], index: TrailIndex): Promise<Tr
       if (!indexLine(index, chain, buf.toString("utf8", start, end), f, offset, end - start)) skipped++;
     });
     if (torn) skipped++;
+    bytes += (await stat(ordered[f]!)).size;
+    onProgress?.({ records: index.size, bytes: Math.min(bytes, totalBytes), totalBytes });
   }
   const handles = new Map<number, Promise<FileHandle>>();
   const handle = (f: number): Promise<FileHandle> => {
@@ -132,7 +144,7 @@ export async function indexFiles(paths: string[], index: TrailIndex): Promise<Tr
  * Indexes the PostgreSQL sink's table: one chain per instance id (sorted), rows in seq order, 5,000 per query.
  * @throws Error when `table` is not a valid name or a query fails.
  */
-export async function indexTable(db: AuditQueryable, table: string, index: TrailIndex): Promise<TrailSource> {
+export async function indexTable(db: AuditQueryable, table: string, index: TrailIndex, onProgress?: (p: TrailProgress) => void): Promise<TrailSource> {
   if (!TABLE_RE.test(table)) throw new Error("openAuditTrail: 'table' may hold letters, digits and '_' (optionally schema.table)");
   const instances = await listAuditChains(db, table);
   const chains: ChainSource[] = instances.map((id) => ({ name: id, sources: [`${table}:${id}`], id }));
@@ -145,6 +157,7 @@ export async function indexTable(db: AuditQueryable, table: string, index: Trail
         after = Number(r.seq);
         if (!indexLine(index, chains[c]!, r.line, c, after, 0)) skipped++;
       }
+      onProgress?.({ records: index.size });
       if (rows.length < PAGE) break;
     }
     // the instance id is the chain id verifyAuditTable holds the checkpoints to

@@ -14,7 +14,7 @@ import type { AuditQueryable } from "../audit/postgres-sink.js";
 import type { VerifyOptions } from "../audit/verify.js";
 import { refuseUnknownOptions } from "../protocol/config-error.js";
 import { OUTCOMES, TrailIndex } from "./trail-index.js";
-import { indexFiles, indexTable, type ChainSource, type ReadBack, type TrailSource } from "./trail-sources.js";
+import { indexFiles, indexTable, type ChainSource, type ReadBack, type TrailProgress, type TrailSource } from "./trail-sources.js";
 import type { ActivityFilter, ActivityPage, ActivityRow, AuditTrailView, ChainIntegrity, LocatedRecord, TrailStats } from "./trail-types.js";
 
 /** Options of {@link openAuditTrail}: exactly one of `paths` and `db`. */
@@ -33,9 +33,11 @@ export interface AuditTrailOptions {
   allowUnsignedTail?: boolean;
   /** Clock for checkpoint ages, ms since the epoch. Default `Date.now`. */
   now?: () => number;
+  /** Called as the index on open advances: after each file (records so far, bytes read of all), or each 5,000 rows. */
+  onProgress?: (progress: TrailProgress) => void;
 }
 
-const OPTION_KEYS = ["paths", "db", "table", "publicKey", "anchors", "allowUnsignedTail", "now"];
+const OPTION_KEYS = ["paths", "db", "table", "publicKey", "anchors", "allowUnsignedTail", "now", "onProgress"];
 /** Most rows of one activity page. */
 const MAX_LIMIT = 500;
 /** Records read back per batch by `records()`. */
@@ -68,7 +70,7 @@ export async function openAuditTrail(options: AuditTrailOptions): Promise<AuditT
   if (db !== undefined && typeof db.query !== "function") throw new TypeError("openAuditTrail: 'db' must have query(text, params) (pg.Pool, pg.Client or PGlite)");
   if (options.publicKey !== undefined) await importKeyring(options.publicKey); // refuse an unusable key now, not in the background
   const index = new TrailIndex();
-  const source = paths !== undefined ? await indexFiles(paths, index) : await indexTable(db!, options.table ?? "hmcp_audit", index);
+  const source = paths !== undefined ? await indexFiles(paths, index, options.onProgress) : await indexTable(db!, options.table ?? "hmcp_audit", index, options.onProgress);
   index.finish();
   return new TrailView(index, source, options);
 }

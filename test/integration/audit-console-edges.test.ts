@@ -164,6 +164,49 @@ describe("the audit console's edges", () => {
   });
 });
 
+describe("the audit console reading its trail in the background (openInBackground)", () => {
+  it("answers at once, says how far the index has come, refuses data until it is ready, then shows the trail", async () => {
+    let ready!: () => void;
+    const gate = new Promise<void>((r) => (ready = r));
+    const factory = async (onProgress: (p: { records: number; bytes?: number; totalBytes?: number }) => void) => {
+      onProgress({ records: 1234, bytes: 1 << 20, totalBytes: 4 << 20 });
+      await gate;
+      return openAuditTrail({ paths: [trailDir] });
+    };
+    const key = await generateAuditSigningKey();
+    const views = await FileAuditSink.open({ dir: path.join(tmp.dir, "views-bg"), prefix: "console", signing: { privateKey: key.privateJwk } });
+    const app = await startAuditConsole({ trail: factory, openInBackground: true, audit: views, signIn: { issuer: as.issuer, clientId: "console" } });
+    as.addRedirectUri("console", app.redirectUri);
+    const officer = new HttpDriver();
+    const landing = await officer.signIn(app.url, "officer", "pw");
+    expect(landing.status).toBe(200);
+    expect(landing.html).toContain("1,234 records read so far (25 % of 4 MiB)");
+    expect(landing.html).toContain('http-equiv="refresh"');
+    const csv = await fetch(`${app.url}/accounting.csv?patient=p-big`, { headers: { cookie: officer.cookiesFor(app.url) } });
+    expect(csv.status).toBe(503);
+    ready();
+    let page = await officer.open(`${app.url}/activity?patient=p-big`);
+    for (let i = 0; i < 50 && page.html.includes("Reading the audit trail"); i++) page = await officer.open(`${app.url}/activity?patient=p-big`);
+    expect(page.html).toContain(`${written.filter((r) => r.patients.includes("p-big")).length.toLocaleString("en")} matching records`);
+    await app.close();
+    await views.close();
+  });
+
+  it("says on every page when the trail could not be read", async () => {
+    const key = await generateAuditSigningKey();
+    const views = await FileAuditSink.open({ dir: path.join(tmp.dir, "views-bad"), prefix: "console", signing: { privateKey: key.privateJwk } });
+    const app = await startAuditConsole({ trail: () => openAuditTrail({ paths: [path.join(tmp.dir, "no-such-trail")] }), openInBackground: true, audit: views, signIn: { issuer: as.issuer, clientId: "console" } });
+    as.addRedirectUri("console", app.redirectUri);
+    const officer = new HttpDriver();
+    await officer.signIn(app.url, "officer", "pw");
+    const page = await officer.open(`${app.url}/activity`);
+    expect(page.status).toBe(500);
+    expect(page.html).toContain("The console could not read the trail (ENOENT)");
+    await app.close();
+    await views.close();
+  });
+});
+
 describe("parseFilter (hmcp/console)", () => {
   it("takes dates and times as UTC, RFC 3339 offsets as given, and nothing looser", () => {
     expect(parseFilter({ since: "2026-11-01", until: "2026-11-01T08:30" })).toEqual({ ok: true, filter: { since: Date.UTC(2026, 10, 1), until: Date.UTC(2026, 10, 1, 8, 30) } });
