@@ -159,6 +159,7 @@ export async function startAuditConsole(options: AuditConsoleOptions): Promise<A
   const readers = new Map<AuditTrailView, number>();
   const retired = new Set<AuditTrailView>();
   let reloading: Promise<void> | undefined;
+  let closing = false;
   const release = (view: AuditTrailView): void => {
     const n = (readers.get(view) ?? 1) - 1;
     if (n > 0) return void readers.set(view, n);
@@ -337,6 +338,13 @@ export async function startAuditConsole(options: AuditConsoleOptions): Promise<A
     next();
   });
   const view = (req: Request): AuditTrailView => (req as Authed).trail!;
+  app.post("/logout", doubleCsrfProtection, (req, res) => {
+    (req as Authed).recorded = true;
+    record(req, { type: "session.end", outcome: "allowed", status: 303, method: "POST /logout" }, now());
+    res.clearCookie(site.cookies.session, { path: "/" });
+    res.redirect(303, "/signed-out");
+  });
+
   // until the trail has been read (openInBackground): a page that says how far, reloading itself; other requests 503
   app.use((req, res, next) => {
     if ((req as Authed).trail) return next();
@@ -345,15 +353,15 @@ export async function startAuditConsole(options: AuditConsoleOptions): Promise<A
       const done = progress.totalBytes ? ` (${Math.floor((100 * (progress.bytes ?? 0)) / progress.totalBytes)} % of ${(progress.totalBytes / 1048576).toFixed(0)} MiB)` : "";
       return render(res, openError ? 500 : 200, "message", {
         title: openError ? "The trail could not be read" : "Reading the audit trail",
-        message: openError ? `The console could not read the trail (${openError}). Check the paths or the database, then restart it.` : `${progress.records.toLocaleString("en")} records read so far${done}. This page reloads itself until the trail is ready.`,
-        refresh: openError ? undefined : 1,
+        message: openError ? `The console could not read the trail (${openError}). Check the paths or the database, then restart it.` : `${progress.records.toLocaleString("en")} records read so far${done}. This page reloads itself every few seconds until the trail is ready.`,
+        refresh: openError ? undefined : 3,
         user: user.name ?? user.sub,
         csrf: generateCsrfToken(req, res),
         nav: req.path,
       });
     }
-    res.status(503).setHeader("Retry-After", "1");
-    res.type("text/plain").send("the audit trail is still being read\n");
+    res.status(503).setHeader("Retry-After", "3");
+    res.type("text/plain").send(openError ? "the audit trail could not be read\n" : "the audit trail is still being read\n");
   });
   const shown = (req: Request, patients: Iterable<string>): void => {
     for (const p of patients) (req as Authed).viewPatients!.add(p);
@@ -483,41 +491,55 @@ export async function startAuditConsole(options: AuditConsoleOptions): Promise<A
     const a = accountingQuery(req);
     if (a.ok !== true) return refuseDownload(res, a);
     const csv = csvStream({ header: true, columns: ["time", "who", "client", "agent", "method", "purpose", "outcome", "reason", "record"] });
-    res.type("text/csv").attachment(`accounting-${safeName(a.patient)}.csv`);
-    csv.pipe(res);
+    // a client that goes away ends the loop (and the read-back of the rest)
+    const gone = new AbortController();
+    res.once("close", () => gone.abort());
+    let started = false;
+    const start = () => {
+      started = true;
+      res.attachment(`accounting-${safeName(a.patient)}.csv`).type("text/csv");
+      csv.pipe(res);
+    };
     try {
       for await (const r of disclosures(req, a.filter, { n: 0 })) {
-        if (!csv.write({ time: r.time, who: who(r), client: r.actor.clientId ?? "", agent: r.agent, method: r.method ?? "", purpose: purpose(r), outcome: r.outcome, reason: r.reason ?? "", record: r.id })) await once(csv, "drain");
+        if (gone.signal.aborted) break;
+        if (!started) start();
+        if (!csv.write({ time: r.time, who: who(r), client: r.actor.clientId ?? "", agent: r.agent, method: r.method ?? "", purpose: purpose(r), outcome: r.outcome, reason: r.reason ?? "", record: r.id })) await once(csv, "drain", { signal: gone.signal });
       }
+      if (gone.signal.aborted) return void csv.destroy();
+      if (!started) start();
       csv.end();
     } catch (e) {
       csv.unpipe(res);
-      if (res.headersSent) res.destroy(e as Error);
+      csv.destroy();
+      if (res.headersSent || gone.signal.aborted) res.destroy(e as Error);
       else next(e);
     }
   });
   app.get("/accounting.fhir.json", async (req, res, next) => {
     const a = accountingQuery(req);
     if (a.ok !== true) return refuseDownload(res, a);
+    const gone = new AbortController();
+    res.once("close", () => gone.abort());
+    // the Bundle `hmcp audit export --format fhir` writes (type collection, no total), one entry at a time
+    const open = () => {
+      res.attachment(`accounting-${safeName(a.patient)}.fhir.json`).type("application/fhir+json");
+      res.write(`{"resourceType":"Bundle","type":"collection","timestamp":${JSON.stringify(new Date(now()).toISOString())},"entry":[`);
+    };
     try {
-      // the Bundle `hmcp audit export --format fhir` writes (type collection, no total), one entry at a time
       let first = true;
       for await (const r of disclosures(req, a.filter, { n: 0 })) {
-        if (first) {
-          res.type("application/fhir+json").attachment(`accounting-${safeName(a.patient)}.fhir.json`);
-          res.write(`{"resourceType":"Bundle","type":"collection","timestamp":${JSON.stringify(new Date(now()).toISOString())},"entry":[`);
-        }
+        if (gone.signal.aborted) break;
+        if (first) open();
         const ok = res.write(`${first ? "" : ","}${JSON.stringify({ fullUrl: `urn:uuid:${r.id}`, resource: toAuditEvent(r) })}`);
         first = false;
-        if (!ok) await once(res, "drain");
+        if (!ok) await once(res, "drain", { signal: gone.signal });
       }
-      if (first) {
-        res.type("application/fhir+json").attachment(`accounting-${safeName(a.patient)}.fhir.json`);
-        res.write(`{"resourceType":"Bundle","type":"collection","timestamp":${JSON.stringify(new Date(now()).toISOString())},"entry":[`);
-      }
+      if (gone.signal.aborted) return;
+      if (first) open();
       res.end("]}");
     } catch (e) {
-      if (res.headersSent) res.destroy(e as Error);
+      if (res.headersSent || gone.signal.aborted) res.destroy(e as Error);
       else next(e);
     }
   });
@@ -528,6 +550,7 @@ export async function startAuditConsole(options: AuditConsoleOptions): Promise<A
       // one reload at a time: a second request waits for the one under way instead of opening another view
       reloading ??= (async () => {
         const next = await reopen(() => {});
+        if (closing) return void (await next.close());
         const old = trail!;
         trail = next;
         // the old view closes once the last request reading it has ended
@@ -542,12 +565,6 @@ export async function startAuditConsole(options: AuditConsoleOptions): Promise<A
     }
   });
 
-  app.post("/logout", doubleCsrfProtection, (req, res) => {
-    (req as Authed).recorded = true;
-    record(req, { type: "session.end", outcome: "allowed", status: 303, method: "POST /logout" }, now());
-    res.clearCookie(site.cookies.session, { path: "/" });
-    res.redirect(303, "/signed-out");
-  });
 
   app.use((req, res) => render(res, 404, "message", { title: "Not found", message: "There is no such page in the audit console.", user: (req as Authed).user?.sub }));
   app.use((err: unknown, req: Request, res: Response, _next: NextFunction) => {
@@ -587,9 +604,14 @@ export async function startAuditConsole(options: AuditConsoleOptions): Promise<A
         server.closeAllConnections();
         server.close((err) => (err ? reject(err) : resolve()));
       });
+      closing = true;
+      await reloading?.catch(() => {});
       for (const v of retired) await v.close();
       retired.clear();
-      if (reopen) await (trail ?? (await first.catch(() => undefined)))?.close();
+      if (!reopen) return;
+      if (trail) await trail.close();
+      // still being read in the background: not waited for (it may take minutes); closed when it arrives
+      else void first.then((v) => v.close(), () => {});
     },
   };
 }

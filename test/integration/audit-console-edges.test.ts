@@ -120,6 +120,38 @@ describe("the audit console's edges", () => {
     expect(opened.every((v) => closed.has(v))).toBe(true);
   });
 
+  it("stops reading the trail when the client of a download goes away", async () => {
+    const t = await openAuditTrail({ paths: [trailDir] });
+    // count the read-backs of the accounting that are under way and that have ended
+    let open = 0;
+    let ended = 0;
+    const records = t.records.bind(t);
+    t.records = (filter) =>
+      (async function* () {
+        open++;
+        try {
+          yield* records(filter);
+        } finally {
+          ended++;
+        }
+      })();
+    const { app, views, officer } = await consoleOn(t, "abort");
+    for (const kind of ["csv", "fhir.json"]) {
+      const stop = new AbortController();
+      const res = await fetch(`${app.url}/accounting.${kind}?patient=p-big`, { headers: { cookie: officer.cookiesFor(app.url) }, signal: stop.signal });
+      const reader = res.body!.getReader();
+      await reader.read();
+      stop.abort();
+      await reader.cancel().catch(() => {});
+    }
+    for (let i = 0; i < 100 && ended < 2; i++) await new Promise((r) => setTimeout(r, 20));
+    expect(open).toBe(2);
+    expect(ended).toBe(2);
+    await app.close();
+    await views.close();
+    await t.close();
+  });
+
   it("shows at most 1,000 rows of an accounting and says the downloads hold the rest; the FHIR download holds all", async () => {
     const t = await openAuditTrail({ paths: [trailDir] });
     const { app, views, officer } = await consoleOn(t, "cap");
@@ -184,6 +216,10 @@ describe("the audit console reading its trail in the background (openInBackgroun
     expect(landing.html).toContain('http-equiv="refresh"');
     const csv = await fetch(`${app.url}/accounting.csv?patient=p-big`, { headers: { cookie: officer.cookiesFor(app.url) } });
     expect(csv.status).toBe(503);
+    // signing out works while the trail is read (the page's own sign-out form)
+    const out = await officer.signOut();
+    expect(new URL(out.url).pathname).toBe("/signed-out");
+    await officer.signIn(app.url, "officer", "pw");
     ready();
     let page = await officer.open(`${app.url}/activity?patient=p-big`);
     for (let i = 0; i < 50 && page.html.includes("Reading the audit trail"); i++) page = await officer.open(`${app.url}/activity?patient=p-big`);
