@@ -4,7 +4,7 @@
  * banner: the URLs, which client has which scopes, and a token command and a `curl` that work as printed.
  */
 import { randomBytes } from "node:crypto";
-import { mkdir, readFile, writeFile } from "node:fs/promises";
+import { mkdir, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { FileAuditSink, generateAuditSigningKey, resourceMetadataUrlFor } from "hmcp";
 import type { StoreLocation } from "./emr-store/sql.js";
@@ -12,7 +12,7 @@ import { WRITE_TOOL_NAME } from "./emr-writeback/agent.js";
 import { loadPatientBundles } from "./fhir/synthea.js";
 import { AUDIT_READ_SCOPE, CONSOLE_CLIENT_ID, startDemoAuth } from "./runtime/auth.js";
 import { openAuditTrail, startAuditConsole } from "hmcp/console";
-import { appendAnchorTo } from "./runtime/agent-config.js";
+import { appendAnchorTo, readAnchorFile } from "./runtime/agent-config.js";
 import { demoClients } from "./runtime/clients.js";
 import { demoGuardrails } from "./runtime/guardrails.js";
 import { startHttpAgents } from "./runtime/http-agents.js";
@@ -36,13 +36,14 @@ export async function serveDemo(options: { dataDir: string; store: StoreLocation
   const agents = await startHttpAgents({ store: options.store, patients: patients.map((p) => p.patient), bearerFor: auth.bearerFor, audit, guardrails });
   // the audit console over this run's trail (read again from its Integrity page as the agents write), its own views
   // recorded in <trail>/console
-  const consoleViews = await FileAuditSink.open({ dir: path.join(auditDir, "console"), prefix: "console", signing: { privateKey: key.privateJwk } });
+  const consoleAnchorsFile = path.join(path.dirname(anchorsFile), `${runName}-console.jsonl`);
+  const consoleViews = await FileAuditSink.open({ dir: path.join(auditDir, "console"), prefix: "console", signing: { privateKey: key.privateJwk }, onCheckpoint: appendAnchorTo(consoleAnchorsFile) });
   const auditConsole = await startAuditConsole({
     trail: async () => {
       await audit.flush();
       // the live trail: records after the last checkpoint are not signed yet (allowUnsignedTail), and the anchors kept
       // outside it so far are checked too
-      const anchors = await readAnchorLines(anchorsFile);
+      const anchors = readAnchorFile(anchorsFile);
       return openAuditTrail({ paths: [auditDir], publicKey: key.publicJwk, allowUnsignedTail: true, anchors });
     },
     audit: consoleViews,
@@ -91,7 +92,7 @@ export async function serveDemo(options: { dataDir: string; store: StoreLocation
       auditDir,
       publicKeyFile,
       anchorsFile,
-      console: { url: auditConsole.url, officer, clinician, viewsDir: path.join(auditDir, "console") },
+      console: { url: auditConsole.url, officer, clinician, viewsDir: path.join(auditDir, "console"), anchorsFile: consoleAnchorsFile },
     }),
   );
   await new Promise<void>((resolve) => {
@@ -118,7 +119,7 @@ export function serveBanner(o: {
   auditDir: string;
   publicKeyFile: string;
   anchorsFile: string;
-  console?: { url: string; officer: { username: string; password: string }; clinician: { username: string; password: string }; viewsDir: string };
+  console?: { url: string; officer: { username: string; password: string }; clinician: { username: string; password: string }; viewsDir: string; anchorsFile: string };
 }): string {
   const orchestrator = o.clients.find((c) => c.clientId === "orchestrator") ?? o.clients[0]!;
   const width = Math.max(...o.clients.map((c) => c.clientId.length));
@@ -142,16 +143,8 @@ export function serveBanner(o: {
       : []),
     "audit trail:",
     `  npx hmcp audit verify ${shq(o.auditDir)} --key ${shq(o.publicKeyFile)} --anchors ${shq(o.anchorsFile)}   (after Ctrl-C)`,
-    ...(o.console ? [`  npx hmcp audit verify ${shq(o.console.viewsDir)} --key ${shq(o.publicKeyFile)}   (the console's own trail: who viewed what)`] : []),
+    ...(o.console ? [`  npx hmcp audit verify ${shq(o.console.viewsDir)} --key ${shq(o.publicKeyFile)} --anchors ${shq(o.console.anchorsFile)}   (the console's own trail: who viewed what)`] : []),
     "",
   ].join("\n");
 }
 
-/** The checkpoint anchors written so far (JSON Lines; none when the file does not exist yet). */
-async function readAnchorLines(file: string): Promise<Array<{ chain: string; seq: number; hash: string }>> {
-  const text = await readFile(file, "utf8").catch(() => "");
-  return text
-    .split("\n")
-    .filter((l) => l.trim() !== "")
-    .map((l) => JSON.parse(l) as { chain: string; seq: number; hash: string });
-}

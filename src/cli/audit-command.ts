@@ -41,7 +41,7 @@ const USAGE = `usage:
   hmcp audit export --format fhir [query filters] [--site NAME] <files|dirs...>
   hmcp audit serve <files|dirs...> | --database-url URL [--table T]  --issuer URL --client-id ID
                    [--client-secret-file F] [--scope S] [--required-scope S] [--key F] [--anchors F] [--host 127.0.0.1] [--port N]
-                   [--public-url URL] [--tls-cert F --tls-key F] [--view-audit DIR]
+                   [--public-url URL] [--tls-cert F --tls-key F] [--view-audit DIR] [--view-key F] [--view-anchors F]
                    the read-only compliance console (docs/audit-console.md); runs until Ctrl-C`;
 
 /** A command-line mistake: exit 2 with the usage. */

@@ -4,16 +4,19 @@
  * (its pages say how far it has come). Prints the console's URL and the redirect URI to register
  * at the OpenID provider. Its own trail (every view, sign-in and sign-out) goes to `--view-audit` (default
  * `.hmcp/console-audit`), signed with a key made at each start whose public half is added to
- * `<view-audit>/checkpoint-keys.jwks.json` (verify with `hmcp audit verify <view-audit> --key <that file>`).
+ * `<view-audit>/checkpoint-keys.jwks.json` (verify with `hmcp audit verify <view-audit> --key <that file>`), or with a
+ * kept key (`--view-key <private JWK file>`, whose public half the operator keeps elsewhere); `--view-anchors <file>`
+ * appends each checkpoint's anchor to a file outside the folder (`hmcp audit verify --anchors`).
  *
  * The client secret of a confidential client is read from `--client-secret-file` or the environment variable
  * `HMCP_CONSOLE_CLIENT_SECRET`, never from the command line (it would show in `ps`).
  */
-import { mkdir, readFile, writeFile } from "node:fs/promises";
+import { appendFile, mkdir, readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { parseArgs } from "node:util";
 import { FileAuditSink } from "../audit/file-sink.js";
-import { generateAuditSigningKey } from "../audit/chain.js";
+import type { JWK } from "jose";
+import { generateAuditSigningKey, type CheckpointAnchor } from "../audit/chain.js";
 import { startAuditConsole, type AuditConsole } from "../console/app.js";
 import { openAuditTrail } from "../console/trail.js";
 import type { TrailProgress } from "../console/trail-sources.js";
@@ -43,6 +46,8 @@ export async function serve(argv: string[], io: IO, signal?: AbortSignal): Promi
       "tls-cert": { type: "string" },
       "tls-key": { type: "string" },
       "view-audit": { type: "string" },
+      "view-key": { type: "string" },
+      "view-anchors": { type: "string" },
     },
   });
   const dbUrl = values["database-url"] ?? undefined;
@@ -72,11 +77,27 @@ export async function serve(argv: string[], io: IO, signal?: AbortSignal): Promi
 
   const viewDir = path.resolve(values["view-audit"] ?? ".hmcp/console-audit");
   await mkdir(viewDir, { recursive: true, mode: 0o700 });
-  const key = await generateAuditSigningKey();
-  const keysFile = path.join(viewDir, "checkpoint-keys.jwks.json");
-  const known = await readFile(keysFile, "utf8").then((t) => (JSON.parse(t) as { keys: unknown[] }).keys, () => [] as unknown[]);
-  await writeFile(keysFile, `${JSON.stringify({ keys: [...known, key.publicJwk] }, null, 2)}\n`, { mode: 0o600 });
-  const audit = await FileAuditSink.open({ dir: viewDir, prefix: "console", signing: { privateKey: key.privateJwk } });
+  // the view trail's signing key: a kept one (--view-key; its public half is the operator's to keep elsewhere), or one
+  // made at this start whose public half is added to the folder's checkpoint-keys.jwks.json
+  let privateKey: JWK;
+  if (values["view-key"] !== undefined) {
+    privateKey = await readPrivateKey(values["view-key"]);
+  } else {
+    const key = await generateAuditSigningKey();
+    privateKey = key.privateJwk;
+    const keysFile = path.join(viewDir, "checkpoint-keys.jwks.json");
+    const known = await readFile(keysFile, "utf8").then((t) => (JSON.parse(t) as { keys: unknown[] }).keys, () => [] as unknown[]);
+    await writeFile(keysFile, `${JSON.stringify({ keys: [...known, key.publicJwk] }, null, 2)}\n`, { mode: 0o600 });
+  }
+  // each checkpoint's anchor (chain, seq, entry hash; no PHI) to a file outside the folder (--view-anchors), for
+  // `hmcp audit verify --anchors`: what catches the view trail cut back or rewritten, even with the key
+  const anchorsFile = values["view-anchors"] !== undefined ? path.resolve(values["view-anchors"]) : undefined;
+  const audit = await FileAuditSink.open({
+    dir: viewDir,
+    prefix: "console",
+    signing: { privateKey },
+    ...(anchorsFile !== undefined && { onCheckpoint: (a: CheckpointAnchor) => appendFile(anchorsFile, `${JSON.stringify(a)}\n`, { mode: 0o600 }) }),
+  });
 
   let console_: AuditConsole | undefined;
   try {
@@ -117,4 +138,17 @@ export async function serve(argv: string[], io: IO, signal?: AbortSignal): Promi
     await audit.close();
     await pool?.end();
   }
+}
+
+/** A `--view-key` file: one private JWK (Ed25519 or P-256) to sign the console's own trail. @throws UsageError */
+async function readPrivateKey(file: string): Promise<JWK> {
+  let jwk: JWK;
+  try {
+    jwk = JSON.parse(await readFile(file, "utf8")) as JWK;
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === "ENOENT") throw e;
+    throw new UsageError(`--view-key ${file}: not a JSON Web Key file`);
+  }
+  if (typeof jwk.d !== "string") throw new UsageError(`--view-key ${file}: must hold a PRIVATE key (the console signs its trail with it)`);
+  return jwk;
 }

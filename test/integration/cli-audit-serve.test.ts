@@ -116,6 +116,32 @@ describe("hmcp audit serve: a run", () => {
     expect(verified.signaturesChecked).toBe(true);
   });
 
+  it("signs its own trail with a kept key (--view-key) and writes its checkpoint anchors outside it (--view-anchors)", async () => {
+    const dir = path.join(tmp.dir, "trail-kept");
+    const key = await generateAuditSigningKey();
+    const sink = await FileAuditSink.open({ dir, prefix: "demo", signing: { privateKey: key.privateJwk } });
+    for (const r of records()) sink.append(r);
+    await sink.close();
+    const { writeFile, readFile } = await import("node:fs/promises");
+    const viewKey = await generateAuditSigningKey();
+    const keyFile = path.join(tmp.dir, "view-key.jwk");
+    await writeFile(keyFile, JSON.stringify(viewKey.privateJwk), { mode: 0o600 });
+    const anchorsFile = path.join(tmp.dir, "view-anchors.jsonl");
+    // a missing key file, or a public key, is refused: the console signs with it
+    expect(await run([dir, "--issuer", as.issuer, "--client-id", "console", "--view-key", path.join(tmp.dir, "pub.jwk")])).toMatchObject({ code: 2, err: expect.stringContaining("no such file") });
+    await writeFile(path.join(tmp.dir, "pub.jwk"), JSON.stringify(viewKey.publicJwk));
+    expect(await run([dir, "--issuer", as.issuer, "--client-id", "console", "--view-key", path.join(tmp.dir, "pub.jwk")])).toMatchObject({ code: 2, err: expect.stringContaining("PRIVATE key") });
+    const { viewDir, code } = await serveAndLook([dir, "--view-key", keyFile, "--view-anchors", anchorsFile], "kept");
+    expect(code).toBe(0);
+    // no key file beside the trail: the operator holds the public half
+    expect(await readFile(path.join(viewDir, "checkpoint-keys.jwks.json"), "utf8").catch(() => "absent")).toBe("absent");
+    const anchors = (await readFile(anchorsFile, "utf8")).trim().split("\n").map((l) => JSON.parse(l) as { chain: string; seq: number; hash: string; why: string });
+    expect(anchors.at(-1)).toMatchObject({ why: "close" });
+    const verified = await verifyAuditFiles(await expandAuditPaths([viewDir]), { publicKey: viewKey.publicJwk, anchors });
+    expect(verified.ok).toBe(true);
+    expect(verified.signaturesChecked).toBe(true);
+  });
+
   for (const kind of testDatabaseKinds().filter((k) => k === "postgresql")) {
     it(`serves the PostgreSQL sink's table by --database-url (${kind})`, async () => {
       const db = await startTestDatabase(kind);

@@ -97,6 +97,11 @@ describe("demo --serve", () => {
     expect(anchors.at(-1)).toMatchObject({ chain: "demo", why: "close" });
     const verified = await verifyAuditFiles(await expandAuditPaths([path.dirname(info.clients)]), { publicKey: JSON.parse(await readFile(info.checkpointKeys, "utf8")), anchors });
     expect(verified.ok).toBe(true);
+    // the console's own trail (who viewed what) verifies with the line the banner printed, anchors included
+    const consoleVerify = printed.split("\n").find((l) => l.includes("who viewed what"))!.trim().replace(/\s+\(the console's own trail.*$/, "");
+    const said = execFileSync("bash", ["-c", consoleVerify], { cwd: repoRoot, encoding: "utf8", env: { ...process.env, NODE_OPTIONS: "" } });
+    expect(said).toMatch(/^OK: /);
+    expect(said).toContain("checkpoint signatures verified; checked against");
   });
 });
 
