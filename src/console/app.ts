@@ -169,6 +169,7 @@ export async function startAuditConsole(options: AuditConsoleOptions): Promise<A
   // requests admitted and not yet recorded: the audit sink must have room for all of their records
   let unrecorded = 0;
   const eta = new Eta({ views: packageDir("views"), cache: true, autoEscape: true });
+  const staticDir = packageDir("static");
   const chartJs = path.join(path.dirname(fileURLToPath(import.meta.resolve("chart.js"))), "chart.umd.min.js");
 
   // the URL is known once listening; the redirect URI and cookie flags depend on it
@@ -224,7 +225,8 @@ export async function startAuditConsole(options: AuditConsoleOptions): Promise<A
   const app = express();
   app.disable("x-powered-by");
   app.set("trust proxy", false);
-  app.use((req, res, next) => {
+  // security headers: built once per scheme (HSTS and upgrade-insecure-requests only over https), not per request
+  const headers = (secure: boolean) =>
     helmet({
       contentSecurityPolicy: {
         useDefaults: false,
@@ -237,13 +239,15 @@ export async function startAuditConsole(options: AuditConsoleOptions): Promise<A
           "form-action": ["'self'"],
           "base-uri": ["'none'"],
           "frame-ancestors": ["'none'"],
-          ...(site.secure && { "upgrade-insecure-requests": [] }),
+          ...(secure && { "upgrade-insecure-requests": [] }),
         },
       },
-      strictTransportSecurity: site.secure ? { maxAge: 31_536_000 } : false,
+      strictTransportSecurity: secure ? { maxAge: 31_536_000 } : false,
       referrerPolicy: { policy: "no-referrer" },
-    })(req, res, next);
-  });
+    });
+  const plainHeaders = headers(false);
+  const secureHeaders = headers(true);
+  app.use((req, res, next) => (site.secure ? secureHeaders : plainHeaders)(req, res, next));
   app.use((_req, res, next) => {
     res.setHeader("Cache-Control", "no-store");
     next();
@@ -266,8 +270,8 @@ export async function startAuditConsole(options: AuditConsoleOptions): Promise<A
   });
 
   app.get("/favicon.ico", (_req, res) => void res.status(204).end());
-  app.get("/static/console.css", (_req, res) => res.sendFile(path.join(packageDir("static"), "console.css")));
-  app.get("/static/charts.js", (_req, res) => res.sendFile(path.join(packageDir("static"), "charts.js")));
+  app.get("/static/console.css", (_req, res) => res.sendFile(path.join(staticDir, "console.css")));
+  app.get("/static/charts.js", (_req, res) => res.sendFile(path.join(staticDir, "charts.js")));
   app.get("/static/chart.umd.min.js", (_req, res) => res.sendFile(chartJs));
 
   // sign-in

@@ -82,8 +82,9 @@ function indexLine(index: TrailIndex, chain: ChainSource, text: string, src: num
  */
 export async function indexFiles(paths: string[], index: TrailIndex, onProgress?: (p: TrailProgress) => void): Promise<TrailSource> {
   const files = await expandAuditPaths(paths);
-  let totalBytes = 0;
-  for (const f of files) totalBytes += (await stat(f)).size;
+  const sizes = new Map<string, number>();
+  for (const f of files) sizes.set(f, (await stat(f)).size);
+  const totalBytes = [...sizes.values()].reduce((a, b) => a + b, 0);
   let bytes = 0;
   const groups = new Map<string, string[]>();
   for (const f of files) {
@@ -108,7 +109,7 @@ export async function indexFiles(paths: string[], index: TrailIndex, onProgress?
       if (!indexLine(index, chain, buf.toString("utf8", start, end), f, offset, end - start)) skipped++;
     });
     if (torn) skipped++;
-    bytes += (await stat(ordered[f]!)).size;
+    bytes += sizes.get(ordered[f]!) ?? 0;
     onProgress?.({ records: index.size, bytes: Math.min(bytes, totalBytes), totalBytes });
   }
   const handles = new Map<number, Promise<FileHandle>>();

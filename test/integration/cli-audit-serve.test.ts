@@ -32,6 +32,16 @@ function records() {
   );
 }
 
+/** A signed file trail of {@link records} in `<tmp>/<name>`. */
+async function writeTrail(name: string): Promise<string> {
+  const dir = path.join(tmp.dir, name);
+  const key = await generateAuditSigningKey();
+  const sink = await FileAuditSink.open({ dir, prefix: "demo", signing: { privateKey: key.privateJwk } });
+  for (const r of records()) sink.append(r);
+  await sink.close();
+  return dir;
+}
+
 beforeAll(async () => {
   tmp = await tempDir("hmcp-cli-serve-");
   as = await startDevAuthorizationServer({
@@ -95,11 +105,7 @@ async function serveAndLook(args: string[], name: string): Promise<{ activity: s
 
 describe("hmcp audit serve: a run", () => {
   it("serves a file trail to a signed-in officer until stopped, and its own trail of views verifies", async () => {
-    const dir = path.join(tmp.dir, "trail");
-    const key = await generateAuditSigningKey();
-    const sink = await FileAuditSink.open({ dir, prefix: "demo", signing: { privateKey: key.privateJwk } });
-    for (const r of records()) sink.append(r);
-    await sink.close();
+    const dir = await writeTrail("trail");
     const { activity, accounting, viewDir, code } = await serveAndLook([dir], "files");
     expect(code).toBe(0);
     expect(activity).toContain("3 matching records");
@@ -117,11 +123,7 @@ describe("hmcp audit serve: a run", () => {
   });
 
   it("signs its own trail with a kept key (--view-key) and writes its checkpoint anchors outside it (--view-anchors)", async () => {
-    const dir = path.join(tmp.dir, "trail-kept");
-    const key = await generateAuditSigningKey();
-    const sink = await FileAuditSink.open({ dir, prefix: "demo", signing: { privateKey: key.privateJwk } });
-    for (const r of records()) sink.append(r);
-    await sink.close();
+    const dir = await writeTrail("trail-kept");
     const { writeFile, readFile } = await import("node:fs/promises");
     const viewKey = await generateAuditSigningKey();
     const keyFile = path.join(tmp.dir, "view-key.jwk");

@@ -20,6 +20,16 @@ function stdioPair() {
   return { stdin, stdout, send, next };
 }
 
+/** Sends each call in turn and expects its reply to be the JSON-RPC error `code` for that id. */
+async function expectRefused(io: ReturnType<typeof stdioPair>, calls: Array<{ id: number; method: string; params: object }>, code: number): Promise<void> {
+  for (const call of calls) {
+    io.send({ jsonrpc: "2.0", ...call });
+    const reply = await io.next();
+    expect(reply.id).toBe(call.id);
+    expect(reply.error?.code).toBe(code);
+  }
+}
+
 describe("serveStdio, both eras", () => {
   it("a refused server/discover probe followed by initialize leaves no modern-era state on the 2025 connection", async () => {
     const audit: AuditRecordInput[] = [];
@@ -65,12 +75,7 @@ describe("serveStdio, both eras", () => {
       { id: 5, method: "tasks/get", params: { taskId: "t-2", _meta: meta({}) } },
       { id: 6, method: "no/such/method", params: { _meta: meta({}) } },
     ];
-    for (const call of calls) {
-      io.send({ jsonrpc: "2.0", ...call });
-      const reply = await io.next();
-      expect(reply.id).toBe(call.id);
-      expect(reply.error?.code).toBe(-32601);
-    }
+    await expectRefused(io, calls, -32601);
     io.stdin.end();
     await close();
     // one record per refusal, none of it the SDK's alone
@@ -142,12 +147,7 @@ describe("serveStdio, both eras", () => {
         { id: 2, method: "server/discover", params: {} },
         { id: 3, method: "no/such/method", params: {} },
       ];
-      for (const call of calls) {
-        io.send({ jsonrpc: "2.0", ...call });
-        const reply = await io.next();
-        expect(reply.id).toBe(call.id);
-        expect(reply.error?.code).toBe(-32601);
-      }
+      await expectRefused(io, calls, -32601);
       io.stdin.end();
       await close();
       for (const call of calls) {
