@@ -23,7 +23,9 @@ import { buildInjectionCorpus, type CorpusRow } from "../../scripts/build-inject
  */
 const MAX_FPR: Record<string, number> = {
   imperative: 0.025, // reached 2/82 = 0.024 (round 1: 0.061; target 0.01 missed)
-  role: 0.106, // reached 2/19 = 0.105 (round 1: 0.158; target missed)
+  role: 0.053, // reached 1/19 = 0.053 (round 2 alone: 2/19; round 1: 0.158; target missed): the "you are now <a job on
+  // the team>" exception of the hard rule (session 17) passes the other; that row was a published held-out miss, so
+  // this figure is not blind (docs/guardrails-quality.md)
   question: 0.01,
   approval: 0.01,
   answer: 0.026, // reached 1/40 = 0.025 (round 1: 0.075; target missed)

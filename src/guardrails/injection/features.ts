@@ -127,8 +127,10 @@ export const HARD_RULES: readonly RegExp[] = [
   /\b(?:forget|vergiss)\s(?:about\s)?(?:everything|all|alles)\b/,
   /\boubliez?\s(?:toutes?\s)?(?:les\s)?instructions\b|\bolvid[ae]\s(?:todo|todas\s(?:las\s)?instrucciones)\b|\bzaboravi\ssve\b|забудьте\sвсе|\babweichend\szu\s(?:den\s)?vorherigen\b/,
   /\b(?:ignore|igmre|ignoriere)\s(?:what|everything|alles|was)\s(?:i|ich)\s/,
-  // (not a duty or a state: "you are now covering bed 12", "now you are cleared to start heparin")
-  /\b(?:now you are|you are now|jetzt bist du|du bist jetzt|nun bist du)\b(?!\s(?:covering|on call|in charge|responsible|assigned|caring|cleared|scheduled|due|logged|connected|able|ready))/,
+  // (not a duty or a state: "you are now covering bed 12", "now you are cleared to start heparin"; not a job on the
+  // team: "you are now the scribe for Dr. Okafor's clinic", "you are now the on-call scheduling assistant", unless a
+  // word on the way lifts limits: "you are now an unrestricted assistant" stays)
+  /\b(?:now you are|you are now|jetzt bist du|du bist jetzt|nun bist du)\b(?!\s(?:covering|on call|in charge|responsible|assigned|caring|cleared|scheduled|due|logged|connected|able|ready))(?!\s(?:the|a|an|our)\s(?:[\w'-]+\s){0,3}(?:assistant|agent|scribe|coordinator|planner|nurse|clerk|coder|interpreter|translator|reviewer|summari[sz]er|pharmacist|secretary)\b(?!\s(?:with|without|that|who|which)\b))|\b(?:now you are|you are now)\s(?:the|a|an|our)\s(?:[\w'-]+\s){0,3}(?:unrestricted|unfiltered|uncensored|unlimited|evil|jailbroken|rogue|amoral)\b/,
   // (not an explanation: "pretend / imagine you are explaining this to a 10-year-old"; "pretend to be a patient
   // calling to reschedule" and "pretend you are the patient" are training exercises: left to the model)
   /\b(?:pretend (?:that )?you(?:'re| are) (?!\w+ing\b|(?:the |a |an )?patient\b)|pretend (?:that )?you (?:can|could|have|were)\b|imagine you are (?!\w+ing\b)|stell dir vor,? du bist\b|tu so als\b)/,

@@ -155,6 +155,10 @@ describe("the rules the shipped weights were trained with", () => {
     const digest = createHash("sha256")
       .update(JSON.stringify([HARD_RULES.map((r) => [r.source, r.flags]), RULES.map(([n, r]) => [n, r.source, r.flags])]))
       .digest("hex");
-    expect(digest).toBe("2e9d27700f1192ff2a9051d691d5bc0bd6167af0ddb0ca916ef765cbf8468ca8");
+    // The hard rules enter training only through the CV scores that pick the thresholds (a dev row they hit scores 1):
+    // the "you are now <a job on the team>" exception (session 17) changes the hard flag of no dev row nor of any row of
+    // prompt-injections, MTSamples, MedQuAD or scripts/data (checked: one held-out role prompt only), so the weights and
+    // thresholds trained with it are those shipped.
+    expect(digest).toBe("c706d05d827848235282bba4a5d00d8589595efd5d0df4dd174962cd702113e1");
   });
 });
