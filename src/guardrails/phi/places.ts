@@ -84,15 +84,13 @@ function places(c: NameContext, found: Found[]): void {
       let matched = 0;
       const maxK = ((f & F_CITY_FIRST) !== 0) ? 3 : 1;
       // one word: its own lexicon bits answer (no lookup, no string); several: the gazetteer's multi-word names
-      let key = maxK > 1 ? lower(i) : "";
       for (let k = 1; k <= maxK && i + k - 1 < n; k++) {
         if (k > 1) {
           const nx = i + k - 1;
           const pv = i + k - 2;
           if (S[nx]! - E[pv]! !== 1 || text.charCodeAt(E[pv]!) !== 32 || !((SH[nx]! & (SH_NC | SH_UP)) !== 0)) break;
-          key += " " + lower(nx);
         }
-        if ((k === 1 ? (f & F_CITY) !== 0 : cities.has(key)) && (k > 1 || ((f & (F_COMMON | F_AMBIGUOUS | W_NOT_NAMES)) === 0 && ((sh & SH_NC) !== 0 || !allCapsText(i) || (i > 0 && ((F[i - 1]! & W_LOC_PREV) !== 0) && len >= 5))))) matched = k;
+        if ((k === 1 ? (f & F_CITY) !== 0 : multiWordCity(c, i, k)) && (k > 1 || ((f & (F_COMMON | F_AMBIGUOUS | W_NOT_NAMES)) === 0 && ((sh & SH_NC) !== 0 || !allCapsText(i) || (i > 0 && ((F[i - 1]! & W_LOC_PREV) !== 0) && len >= 5))))) matched = k;
       }
       if (matched > 1 || (matched === 1 && !isName[i])) {
         found.push({ s: S[i]!, e: E[i + matched - 1]!, type: "LOCATION" });
@@ -134,4 +132,33 @@ function places(c: NameContext, found: Found[]): void {
       }
     }
   }
+}
+
+/**
+ * Answers of {@link multiWordCity} by the tokens' lexicon slots, per lexicon table: entry `r` holds [slot of the first
+ * word, of the second, of the third (-2: a two-word name), answer (0/1)] (-1: empty). The answer depends only on the
+ * words' lower case, which equal slots share, so a name run repeated through a text (or across texts) is looked up once.
+ */
+const runCaches = new WeakMap<object, Int32Array>();
+const RUN_CACHE_SIZE = 4096;
+
+/** `tokens i .. i + k - 1` (k = 2 or 3, one space apart) in lower case, joined by spaces, are a gazetteer name. */
+function multiWordCity(c: NameContext, i: number, k: number): boolean {
+  const { LID, cities, lower } = c;
+  const a = LID[i]!;
+  const b = LID[i + 1]!;
+  const d = k === 3 ? LID[i + 2]! : -2;
+  // a word outside the lexicon has no slot: the string answers
+  if (a < 0 || b < 0 || d === -1) return cities.has(k === 3 ? `${lower(i)} ${lower(i + 1)} ${lower(i + 2)}` : `${lower(i)} ${lower(i + 1)}`);
+  let cache = runCaches.get(cities);
+  if (cache === undefined) runCaches.set(cities, (cache = new Int32Array(RUN_CACHE_SIZE * 4).fill(-1)));
+  const r = Math.imul(Math.imul(Math.imul(a, 0x9e3779b1) ^ b, 0x85ebca6b) ^ (d + 2), 0xc2b2ae35) >>> 20;
+  const o = r * 4;
+  if (cache[o] === a && cache[o + 1] === b && cache[o + 2] === d) return cache[o + 3] === 1;
+  const yes = cities.has(k === 3 ? `${lower(i)} ${lower(i + 1)} ${lower(i + 2)}` : `${lower(i)} ${lower(i + 1)}`);
+  cache[o] = a;
+  cache[o + 1] = b;
+  cache[o + 2] = d;
+  cache[o + 3] = yes ? 1 : 0;
+  return yes;
 }

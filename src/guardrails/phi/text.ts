@@ -1,17 +1,22 @@
 /** Word scanning and letter-case tests of the name rules (char-code scans; no regular expression per word). */
 
+/** Code points below this (planes 0-2) have their class and case facts kept in fixed tables (./text.ts). */
+const CACHED_PLANES_END = 0x30000;
+
 /**
- * Letter/mark class of a BMP code point, filled on first use: 0 not yet known, 1 neither, 2 a letter (\p{L}), 3 a mark
- * (\p{M}). 64 KB for the life of the process; astral code points are classified each time (rare in clinical text).
+ * Letter/mark class of a code point of planes 0-2 (the BMP, the supplementary multilingual plane with its mathematical
+ * letters and emoji, and the CJK extensions), filled on first use: 0 not yet known, 1 neither, 2 a letter (\p{L}), 3 a
+ * mark (\p{M}). 192 KB for the life of the process, so its size does not depend on the input; code points of the other
+ * planes are classified each time (rare in any text).
  */
-export const BMP_CLASS = new Uint8Array(0x10000);
+export const BMP_CLASS = new Uint8Array(CACHED_PLANES_END);
 export const LETTER = /^\p{L}$/u;
 export const MARK = /^\p{M}$/u;
 export const classify = (ch: string): number => (LETTER.test(ch) ? 2 : MARK.test(ch) ? 3 : 1);
 export function charClass(cp: number): number {
-  if (cp >= 0x10000) return classify(String.fromCodePoint(cp));
+  if (cp >= CACHED_PLANES_END) return classify(String.fromCodePoint(cp));
   let v = BMP_CLASS[cp]!;
-  if (v === 0) BMP_CLASS[cp] = v = classify(String.fromCharCode(cp));
+  if (v === 0) BMP_CLASS[cp] = v = classify(String.fromCodePoint(cp));
   return v;
 }
 
@@ -106,14 +111,22 @@ export function unitCase(c: number): number {
   }
   return v;
 }
-/** Astral code points whose lower case is another string (Deseret, Osage, Adlam ...): 1 yes, 2 no; filled on first use. */
-const ASTRAL_LOWER = new Map<number, number>();
+/**
+ * Astral code points of planes 1-2 whose lower case is another string (Deseret, Osage, Adlam ...): 0 not yet known, 1
+ * yes, 2 no; filled on first use (a fixed 128 KB, so an input of many distinct code points grows nothing). Code points
+ * of the other planes are tested each time.
+ */
+const ASTRAL_LOWER = new Uint8Array(CACHED_PLANES_END - 0x10000);
 /** The astral code point `cp` lower-cases to itself. */
 export function astralLowerSame(cp: number): boolean {
-  let v = ASTRAL_LOWER.get(cp);
-  if (v === undefined) {
+  if (cp >= CACHED_PLANES_END) {
     const ch = String.fromCodePoint(cp);
-    ASTRAL_LOWER.set(cp, (v = ch.toLowerCase() === ch ? 2 : 1));
+    return ch.toLowerCase() === ch;
+  }
+  let v = ASTRAL_LOWER[cp - 0x10000]!;
+  if (v === 0) {
+    const ch = String.fromCodePoint(cp);
+    ASTRAL_LOWER[cp - 0x10000] = v = ch.toLowerCase() === ch ? 2 : 1;
   }
   return v === 2;
 }

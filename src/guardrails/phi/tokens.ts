@@ -257,7 +257,14 @@ export function nameContext(text: string, lx: Lexicon, extra: ReadonlySet<string
   };
   const lowerLen = (i: number): number => ((SH[i]! & (SH_ASCII | SH_SIMPLE)) !== 0 ? E[i]! - S[i]! : lowerOf(i).length);
   const lowerIs = (i: number, word: string): boolean => {
-    if ((SH[i]! & SH_ASCII) === 0) return lowerOf(i) === word;
+    if ((SH[i]! & SH_ASCII) === 0) {
+      if ((SH[i]! & SH_SIMPLE) === 0) return lowerOf(i) === word;
+      // one lower-case unit per unit (LOWER_UNIT): compared in place, without making the lower-case string
+      const s = S[i]!;
+      if (E[i]! - s !== word.length) return false;
+      for (let k = 0; k < word.length; k++) if (LOWER_UNIT[text.charCodeAt(s + k)] !== word.charCodeAt(k)) return false;
+      return true;
+    }
     const s = S[i]!;
     if (E[i]! - s !== word.length) return false;
     for (let k = 0; k < word.length; k++) {
