@@ -4,6 +4,7 @@
  * banner: the URLs, which client has which scopes, and a token command and a `curl` that work as printed.
  */
 import { randomBytes } from "node:crypto";
+import { existsSync } from "node:fs";
 import { mkdir, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { FileAuditSink, generateAuditSigningKey, resourceMetadataUrlFor } from "hmcp";
@@ -104,6 +105,16 @@ export async function serveDemo(options: { dataDir: string; store: StoreLocation
   await auth.stop();
   await consoleViews.close();
   await audit.close();
+  // A signed trail gets its checkpoints (and their anchors) only once something was recorded: with no request (or no
+  // one signed in to the console), the banner's verify line would fail on an empty trail and a missing anchors file,
+  // so say what to run instead.
+  const empty = [
+    ...(existsSync(anchorsFile) ? [] : [{ what: "No request reached the agents, so their audit trail", dir: auditDir }]),
+    ...(existsSync(consoleAnchorsFile) ? [] : [{ what: "No one signed in to the audit console, so its trail", dir: path.join(auditDir, "console") }]),
+  ];
+  for (const e of empty) {
+    process.stdout.write(`\n${e.what} is empty (no records, no checkpoint, no anchors). Check it with:\n  npx hmcp audit verify ${shq(e.dir)} --key ${shq(publicKeyFile)} --allow-empty\n`);
+  }
   return 0;
 }
 

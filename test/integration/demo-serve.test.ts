@@ -121,3 +121,56 @@ describe("demo options given to npm instead of the demo", () => {
     expect(stderr).toContain("npm run demo -- --all --audit-dir");
   });
 });
+
+describe("npm run demo -- --serve, stopped by a signal to npm alone", () => {
+  it("SIGTERM to npm stops the agents too (its script execs node); with nothing recorded it prints a verify line that passes", { timeout: 90_000 }, async () => {
+    const tmp = await tempDir("hmcp-demo-serve-npm-");
+    cleanup.push(tmp.remove);
+    // npm in its own process group, and the signal to npm's pid only (not the group, as Ctrl-C would): what a process
+    // manager or `kill <pid>` does
+    const child = spawn("npm", ["run", "--silent", "demo", "--", "--serve", "--store", path.join(tmp.dir, "emr"), "--audit-dir", path.join(tmp.dir, "audit")], {
+      cwd: repoRoot,
+      env: { ...process.env, NODE_OPTIONS: "" },
+      stdio: ["ignore", "pipe", "pipe"],
+      detached: true,
+    });
+    let err = "";
+    child.stderr.setEncoding("utf8").on("data", (d: string) => (err += d));
+    let out = "";
+    child.stdout.setEncoding("utf8").on("data", (d: string) => (out += d));
+    const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
+    await new Promise<void>((resolve, reject) => {
+      const timer = setInterval(() => {
+        if (/who viewed what\)\n/.test(out)) {
+          clearInterval(timer);
+          resolve();
+        }
+      }, 100);
+      void exited.then((code) => {
+        clearInterval(timer);
+        reject(new Error(`demo --serve exited early with ${code}`));
+      });
+    });
+    const info = JSON.parse(out.slice(0, out.indexOf("\n"))) as { agents: { emrWriteback: { mcp: string; protectedResourceMetadata: string } }; console: { url: string } };
+    // serving (the metadata is public and not an audited request)
+    expect((await fetch(info.agents.emrWriteback.protectedResourceMetadata)).status).toBe(200);
+    // every holder of npm's stdout pipe (npm, the demo) has exited once the pipe closes: before the fix, npm's `sh -c`
+    // died of the signal and left tsx and the demo serving, holding the pipe open; and through the tsx CLI, a demo busy
+    // for more than tsx's 30 ms relay window was SIGKILLed without closing its trail
+    const closed = new Promise<void>((resolve) => child.stdout.on("close", () => resolve()));
+    child.kill("SIGTERM");
+    // the demo shut down cleanly (exit 0), and npm, which waited for it, reports that
+    expect(await exited).toBe(0);
+    await closed;
+    await expect(fetch(info.agents.emrWriteback.protectedResourceMetadata)).rejects.toThrow();
+    await expect(fetch(`${info.console.url}/integrity`)).rejects.toThrow();
+    // nothing was recorded: the run says so and gives a verify line for each empty trail, which passes as printed
+    const lines = out.split("\n").filter((l) => l.trim().startsWith("npx hmcp audit verify") && l.includes("--allow-empty"));
+    expect(out, err).toContain("No request reached the agents, so their audit trail is empty");
+    expect(lines.length).toBe(2);
+    for (const l of lines) {
+      const said = execFileSync("bash", ["-c", l.trim()], { cwd: repoRoot, encoding: "utf8", env: { ...process.env, NODE_OPTIONS: "" } });
+      expect(said).toMatch(/^OK: /);
+    }
+  });
+});
