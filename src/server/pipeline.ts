@@ -194,8 +194,11 @@ export class RequestPipeline {
     return checked.arguments[key];
   }
 
-  /** Records a session start or end (stdio; the HTTP app records its own). */
-  recordSession(type: "session.start" | "session.end", reason?: string): void {
+  /**
+   * Records a session start or end (stdio; the HTTP app records its own). `transport`: what the record names, when the
+   * server is not connected yet (stdio connects on the client's first message); default the connected transport's kind.
+   */
+  recordSession(type: "session.start" | "session.end", reason?: string, transport?: TransportKind): void {
     if (!this.#audit && !this.#hooks.audit) return;
     const p = this.#auth === false ? undefined : this.#auth.localPrincipal;
     const record: AuditRecordInput = {
@@ -205,7 +208,7 @@ export class RequestPipeline {
       type,
       actor: compact({ sub: p?.sub, clientId: p?.clientId, fhirUser: p?.fhirUser, tenant: p?.tenant }),
       source: {},
-      transport: this.#host.transport(),
+      transport: transport ?? this.#host.transport(),
       agent: this.#host.agentName,
       patients: [],
       scopes: p?.scopes ?? [],

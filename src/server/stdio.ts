@@ -27,7 +27,8 @@ export async function serveStdio(
   // one connection, one instance: on the modern era it serves per request, with sampling reached as its tool
   const handle = serveStdioEras(({ era }) => (era === "modern" ? server[STDIO_ENTRY]().serveModernEra() : server[STDIO_ENTRY]()), { transport });
   refusals.watchInbound();
-  server.pipeline.recordSession("session.start");
+  // written before the client's first message connects the server (so before it knows its transport)
+  server.pipeline.recordSession("session.start", undefined, "stdio");
   const stdin = io.stdin ?? process.stdin;
   let closed = false;
   const close = async () => {
@@ -36,7 +37,7 @@ export async function serveStdio(
     // no reply can reach the client any more: a request still running is recorded now, before the session's end, and
     // not again when it returns (the caller may close the audit sink right after this)
     server.pipeline.recordAbandoned("abandoned_at_shutdown");
-    server.pipeline.recordSession("session.end", "stdin_closed");
+    server.pipeline.recordSession("session.end", "stdin_closed", "stdio");
     await handle.close();
     await server.close();
   };

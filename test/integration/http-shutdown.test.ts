@@ -200,6 +200,8 @@ describe("HttpApp.close: graceful shutdown", () => {
     await close();
     const summary = () => records.map((r) => [r["type"], r["outcome"], r["reason"]].filter((x) => x !== undefined).join(" "));
     expect(summary()).toEqual(["session.start allowed", "request failed abandoned_at_shutdown", "session.end allowed stdin_closed"]);
+    // every record names the transport, the session's start too (written before the client's first message connects it)
+    expect(records.map((r) => r["transport"])).toEqual(["stdio", "stdio", "stdio"]);
     release();
     await new Promise((r) => setTimeout(r, 50));
     expect(summary()).toHaveLength(3);
