@@ -15,6 +15,7 @@ import type { BearerAuthenticator } from "../auth/types.js";
 import type { AuditSink } from "../audit/record.js";
 import { auditSinkStatus, type AuditSinkStatus } from "../audit/admission.js";
 import { defaultOperationalLogger, type HMCPServer, type OperationalLogger } from "../server/index.js";
+import { STOP_TASK_RUNS } from "../server/hmcp-server.js";
 import type { EventStoreLimits } from "./event-store.js";
 import type { PostgresEventStore } from "./event-store-postgres.js";
 import { anonymousCaller, bearerCheck, protectedResourceMetadata, RESOURCE_METADATA_ROUTE } from "./bearer-check.js";
@@ -142,6 +143,10 @@ export interface HttpApp {
    *    to 1,000 ms more for such requests to return. Any still running after that get their audit record now
    *    (`outcome: "failed"`, `reason: "abandoned_at_shutdown"`; not again when they return) and are logged (count only),
    *    so closing the audit sink after this resolves still loses no record.
+   * 4. Task runs of the agents this app served (they outlive their requests) drain within the same `drainTimeoutMs`;
+   *    the rest are aborted (logged, count only) and waited for up to 1,000 ms, so their records are written too. An
+   *    aborted run's task is not stored as ended: it stays `working` until its lease runs out, then an instance still
+   *    serving fails it (`task_runner_lost`) or re-runs it (idempotent tools), as after a crash.
    * Never rejects.
    */
   close(options?: { drainTimeoutMs?: number }): Promise<void>;
@@ -168,8 +173,16 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
   const bodyLimitBytes = options.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES;
   const maxSessions = options.maxSessions ?? 10_000;
   const audit = new RefusalAudit(options.audit, agent, path);
+  // per agent name the factory's servers run tasks under: how to stop those runs at close (they outlive their request)
+  const taskRuns = new Map<string, (drainMs: number) => Promise<number>>();
+  const createServer = (): HMCPServer => {
+    const server = options.createServer();
+    const runs = server[STOP_TASK_RUNS]();
+    if (runs !== undefined && !taskRuns.has(runs.agent)) taskRuns.set(runs.agent, runs.stop);
+    return server;
+  };
   const sessions = new LegacySessions({
-    createServer: options.createServer,
+    createServer,
     eventStore: options.eventStore,
     enableJsonResponse: options.enableJsonResponse,
     sseRetryMs: options.sseRetryMs ?? 1000,
@@ -178,7 +191,7 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
     idleTimeoutMs: options.sessionIdleTimeoutMs ?? 1_800_000,
     audit,
   });
-  const modern = new ModernEra({ createServer: options.createServer, bodyLimitBytes, enableJsonResponse: options.enableJsonResponse, sessions, audit, logger, agent });
+  const modern = new ModernEra({ createServer, bodyLimitBytes, enableJsonResponse: options.enableJsonResponse, sessions, audit, logger, agent });
   // without a bearer check every request reaches the server as an anonymous caller
   const auth = options.bearer === false ? anonymousCaller : bearerCheck({ bearer: bearerInForce, sessionServer: (sid) => sessions.serverOf(sid), audit, logger, agent });
   let closing = false;
@@ -249,7 +262,11 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
     async close(closeOptions = {}) {
       closing = true;
       sessions.stopSweeper();
-      await idle([...sessions.servers(), ...modern.servers()], closeOptions.drainTimeoutMs ?? 10_000);
+      const drainMs = closeOptions.drainTimeoutMs ?? 10_000;
+      // task runs (they outlive their requests) drain within the same budget as requests, then the rest are aborted:
+      // their tasks stay working until their lease runs out, then are failed or re-run by an instance still serving
+      const runsStopped = Promise.all([...taskRuns.values()].map((stop) => stop(drainMs)));
+      await idle([...sessions.servers(), ...modern.servers()], drainMs);
       const closed = await sessions.closeAll();
       // requests that outlived the drain saw their signal aborted: give them a moment to return and leave their records
       // modern-era requests hold no session: what still runs after the drain is aborted like a session's requests
@@ -262,6 +279,8 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
       if (running > 0) {
         logger.warn("shutdown: requests still running after their sessions closed (recorded: audit records written for them now, as failed with reason abandoned_at_shutdown)", { agent, requests: running, recorded });
       }
+      const aborted = (await runsStopped).reduce((n, k) => n + k, 0);
+      if (aborted > 0) logger.warn("shutdown: task runs still going after the drain were aborted (their tasks stay working until their lease expires, then are failed or re-run elsewhere)", { agent, taskRuns: aborted });
     },
   };
 }

@@ -21,6 +21,8 @@ import { recordStdioRefusals } from "./stdio-refusals.js";
 
 /** The key of HMCPServer's stdio mark (used by serveStdio only; not exported from the package entry). @internal */
 export const STDIO_ENTRY: unique symbol = Symbol("hmcp.stdioEntry");
+/** Internal: the HTTP app's shutdown of this server's agent's task runs (see {@link HMCPServer}'s `[STOP_TASK_RUNS]`). */
+export const STOP_TASK_RUNS: unique symbol = Symbol("hmcp.stopTaskRuns");
 
 /** Options of {@link HMCPServer.sampling}. */
 export interface SamplingHandlerOptions {
@@ -313,6 +315,18 @@ export class HMCPServer extends McpServer {
    * channel rather than a StdioServerTransport): stdio has no remote caller, so `auth.localPrincipal` applies. Keyed by
    * a symbol the package entry does not export, so only serveStdio can call it.
    */
+  /**
+   * Internal (HttpApp.close): the agent name its task runs are kept under, and a function that waits up to `drainMs`
+   * for those runs in this process, then aborts the rest (TaskRuntime.stopRuns) and resolves with the number aborted;
+   * undefined without tasks.
+   */
+  [STOP_TASK_RUNS](): { agent: string; stop: (drainMs: number) => Promise<number> } | undefined {
+    if (this.#taskOptions === false) return undefined;
+    const runtime = this.#tasks();
+    const agent = this.#info.name;
+    return { agent, stop: (drainMs) => runtime.stopRuns(agent, drainMs) };
+  }
+
   [STDIO_ENTRY](): this {
     if (this.isConnected()) throw new Error("HMCPServer: serveStdio marks an instance before it connects");
     this.#stdioEntry = true;

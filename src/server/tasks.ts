@@ -155,7 +155,7 @@ export class TaskRuntime {
   readonly maxActivePerOwner: number;
   readonly #store: TaskStore | undefined;
   /** Runs in this process: their abort controllers (for tasks/cancel) and where they end. */
-  readonly #running = new Map<string, { abort: AbortController; done: Promise<void> }>();
+  readonly #running = new Map<string, { abort: AbortController; done: Promise<void>; agent: string }>();
   /** Who waits here for a task to change (MCP 2025-11-25 `tasks/result`). */
   readonly #waiters = new Map<string, Set<() => void>>();
   /** Questions being asked now by a `tasks/result` of this process (`taskId\0key`). */
@@ -426,7 +426,7 @@ export class TaskRuntime {
           this.#heartbeat = undefined;
         }
       });
-    this.#running.set(task.taskId, { abort, done });
+    this.#running.set(task.taskId, { abort, done, agent: task.agent });
     this.#heartbeat ??= setInterval(() => void this.#renew(), Math.max(10, Math.floor(this.leaseMs / 3)));
     this.#heartbeat.unref?.();
   }
@@ -436,9 +436,19 @@ export class TaskRuntime {
     while (this.#running.size > 0) await Promise.all([...this.#running.values()].map((r) => r.done));
   }
 
-  /** Aborts every run of this process (shutdown): their tasks stay `working` until their lease expires. */
-  abortAll(): void {
-    for (const r of this.#running.values()) r.abort.abort(new Error("agent shutting down"));
+  /**
+   * Shutdown of `agent` in this process: waits up to `drainMs` (ms) for its runs to end, then aborts the rest (their
+   * signal is aborted; a run that returns is not stored, so its task stays `working` until its lease expires, then is
+   * failed `task_runner_lost` or re-run by an instance still serving, see {@link read}) and waits up to 1,000 ms more
+   * for them to return (and write their audit records). Resolves with how many runs were aborted; never rejects.
+   */
+  async stopRuns(agent: string, drainMs: number): Promise<number> {
+    const mine = () => [...this.#running.values()].filter((r) => r.agent === agent);
+    await settleWithin(Promise.all(mine().map((r) => r.done)), drainMs);
+    const left = mine();
+    for (const r of left) r.abort.abort(new Error("agent shutting down"));
+    await settleWithin(Promise.all(left.map((r) => r.done)), 1000);
+    return left.length;
   }
 
   async #renew(): Promise<void> {
@@ -498,4 +508,11 @@ export function taskRuntimeFor(options: TaskOptions | undefined): TaskRuntime {
   let r = RUNTIMES.get(store);
   if (r === undefined) RUNTIMES.set(store, (r = new TaskRuntime(options)));
   return r;
+}
+
+/** Resolves when `p` settles or after `ms`, whichever comes first. */
+async function settleWithin(p: Promise<unknown>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([p.catch(() => undefined), new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)))]);
+  clearTimeout(timer);
 }

@@ -187,6 +187,22 @@ describe("MCP tasks on 2026-07-28", () => {
     expect((await rpc(url, token, "tasks/get", { taskId: quick })).result?.["status"]).toBe("completed");
   });
 
+  it("HttpApp.close: a task run still going after the drain is aborted and recorded before close returns; its task stays working for its lease", async () => {
+    const keys = await makeKeys();
+    const audit: AuditRecordInput[] = [];
+    const http = await listen(createHttpApp({ createServer: () => agent(audit, [], { store }), bearer: bearerFor(keys) }));
+    const url = new URL("/mcp", http.url);
+    const token = await mint(keys, { scope: "hmcp:access" });
+    const taskId = (await rpc(url, token, "tools/call", { name: "slow_compute", arguments: { ms: 60_000 } })).result!["taskId"] as string;
+    expect((await rpc(url, token, "tasks/get", { taskId })).result?.["status"]).toBe("working");
+    // the run would sleep a minute: close drains for 200 ms, then aborts it and waits for its record
+    await http.close({ drainTimeoutMs: 200 });
+    expect(audit.find((r) => r.method === "tools/call" && r.task?.id === taskId && r.task.status !== "working")).toMatchObject({ outcome: "failed", reason: "aborted" });
+    // not stored as cancelled or failed: an instance still serving fails it (task_runner_lost) or re-runs it once its lease runs out
+    const stored = await store.get(taskId);
+    expect(stored?.status).toBe("working");
+  });
+
   it("a JSON-RPC error fails the task with the error inline; a tool's exception completes it as isError without its message; results pass the output guardrails before they are stored", async () => {
     const keys = await makeKeys();
     const url = await serve(keys, [], [], { store }, (audit, writes, tasks) => {
