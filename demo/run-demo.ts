@@ -8,6 +8,7 @@ import type { JWK } from "jose";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import {
+  appendAnchorFile,
   FileAuditSink,
   HMCPClient,
   listAuditChains,
@@ -16,6 +17,7 @@ import {
   generateAuditSigningKey,
   loadGuardrailPolicy,
   policyPath,
+  readAnchorFile,
   REDACTIONS_META_KEY,
   verifyAuditFiles,
   type ClientElicitationHandler,
@@ -32,7 +34,7 @@ import { RuleBasedModelProvider, type ModelProvider } from "./model/rule-based-p
 import { createDisplay, renderSummary, type DisplayEvent } from "./orchestrator/display.js";
 import { bundleOf, Orchestrator, type OrchestratorEvent, type PatientRun } from "./orchestrator/orchestrator.js";
 import { countWritten, type DemoReport } from "./orchestrator/report.js";
-import { AGENT_CONFIG_ENV, appendAnchorTo, publicKeyFileFor, readAnchorFile, type AgentProcessConfig } from "./runtime/agent-config.js";
+import { AGENT_CONFIG_ENV, publicKeyFileFor, type AgentProcessConfig } from "./runtime/agent-config.js";
 import { startDemoAuth, type DemoAuth } from "./runtime/auth.js";
 import { localPrincipal, ORCHESTRATOR, PATIENT_APP, READER } from "./runtime/clients.js";
 import { demoGuardrails } from "./runtime/guardrails.js";
@@ -203,7 +205,7 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
     store = { databaseUrl: i.database.url };
     endpoints = httpEndpoints(au, i.emrUrl, i.patientDataUrl, () => i.stop(), async () => []);
   } else if (transport === "http") {
-    auditSink = await FileAuditSink.open({ dir: auditDir, prefix: "demo", signing: { privateKey: auditKey.privateJwk }, onCheckpoint: appendAnchorTo(anchorsFile) });
+    auditSink = await FileAuditSink.open({ dir: auditDir, prefix: "demo", signing: { privateKey: auditKey.privateJwk }, onCheckpoint: appendAnchorFile(anchorsFile) });
     const au = (auth = await startDemoAuth({ boundPatient }));
     const a = await startHttpAgents({ store, patients: patients.map((p) => p.patient), bearerFor: au.bearerFor, audit: auditSink, guardrails });
     endpoints = httpEndpoints(au, a.emrUrl, a.patientDataUrl, () => a.close(), () => listAudit(auditDir));
@@ -338,7 +340,7 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
     // each instance appended its checkpoint key too (its chain is in the shared database)
     for (const i of instanced?.instances ?? []) publicKeys.push(...(await readKeyLines(publicKeyFileFor(auditDir, i.id))));
     await writeFile(publicKeyFile, `${JSON.stringify({ keys: publicKeys })}\n`);
-    const anchors = readAnchorFile(anchorsFile);
+    const anchors = readAnchorFile(anchorsFile, { missingOk: true });
     let records: number;
     let verified: boolean;
     let auditError: string | undefined;

@@ -7,13 +7,12 @@ import { randomBytes } from "node:crypto";
 import { existsSync } from "node:fs";
 import { mkdir, writeFile } from "node:fs/promises";
 import path from "node:path";
-import { FileAuditSink, generateAuditSigningKey, resourceMetadataUrlFor } from "hmcp";
+import { appendAnchorFile, FileAuditSink, generateAuditSigningKey, readAnchorFile, resourceMetadataUrlFor } from "hmcp";
 import type { StoreLocation } from "./emr-store/sql.js";
 import { WRITE_TOOL_NAME } from "./emr-writeback/agent.js";
 import { loadPatientBundles } from "./fhir/synthea.js";
 import { AUDIT_READ_SCOPE, CONSOLE_CLIENT_ID, startDemoAuth } from "./runtime/auth.js";
 import { openAuditTrail, startAuditConsole } from "hmcp/console";
-import { appendAnchorTo, readAnchorFile } from "./runtime/agent-config.js";
 import { demoClients } from "./runtime/clients.js";
 import { demoGuardrails } from "./runtime/guardrails.js";
 import { startHttpAgents } from "./runtime/http-agents.js";
@@ -26,7 +25,7 @@ export async function serveDemo(options: { dataDir: string; store: StoreLocation
   // checkpoint anchors outside the trail's folder, as `npm run demo` keeps them (see run-demo.ts)
   const anchorsFile = path.join(path.dirname(auditDir), "anchors", `${runName}.jsonl`);
   await mkdir(path.dirname(anchorsFile), { recursive: true, mode: 0o700 });
-  const audit = await FileAuditSink.open({ dir: auditDir, prefix: "demo", signing: { privateKey: key.privateJwk }, onCheckpoint: appendAnchorTo(anchorsFile) });
+  const audit = await FileAuditSink.open({ dir: auditDir, prefix: "demo", signing: { privateKey: key.privateJwk }, onCheckpoint: appendAnchorFile(anchorsFile) });
   const guardrails = demoGuardrails();
   const boundPatient = patients[0]?.patient.id ?? "none";
   // the compliance officer's login for the audit console (a password made for this run), and a clinician without the
@@ -38,13 +37,13 @@ export async function serveDemo(options: { dataDir: string; store: StoreLocation
   // the audit console over this run's trail (read again from its Integrity page as the agents write), its own views
   // recorded in <trail>/console
   const consoleAnchorsFile = path.join(path.dirname(anchorsFile), `${runName}-console.jsonl`);
-  const consoleViews = await FileAuditSink.open({ dir: path.join(auditDir, "console"), prefix: "console", signing: { privateKey: key.privateJwk }, onCheckpoint: appendAnchorTo(consoleAnchorsFile) });
+  const consoleViews = await FileAuditSink.open({ dir: path.join(auditDir, "console"), prefix: "console", signing: { privateKey: key.privateJwk }, onCheckpoint: appendAnchorFile(consoleAnchorsFile) });
   const auditConsole = await startAuditConsole({
     trail: async () => {
       await audit.flush();
       // the live trail: records after the last checkpoint are not signed yet (allowUnsignedTail), and the anchors kept
       // outside it so far are checked too
-      const anchors = readAnchorFile(anchorsFile);
+      const anchors = readAnchorFile(anchorsFile, { missingOk: true });
       return openAuditTrail({ paths: [auditDir], publicKey: key.publicJwk, allowUnsignedTail: true, anchors });
     },
     audit: consoleViews,

@@ -2,11 +2,10 @@
  * Configuration handed to an agent process started over stdio (`--transport stdio`), in the environment
  * variable HMCP_DEMO_AGENT_CONFIG (JSON). Over stdio there is no HTTP auth: the agent runs under `principal`.
  */
-import { appendFileSync, readFileSync } from "node:fs";
 import { appendFile } from "node:fs/promises";
 import path from "node:path";
 import { z } from "zod";
-import { FileAuditSink, generateAuditSigningKey, type CheckpointAnchor, type Principal } from "hmcp";
+import { appendAnchorFile, FileAuditSink, generateAuditSigningKey, type Principal } from "hmcp";
 
 export const AGENT_CONFIG_ENV = "HMCP_DEMO_AGENT_CONFIG";
 
@@ -38,34 +37,11 @@ export function readAgentConfig(env: NodeJS.ProcessEnv = process.env): AgentProc
 /** Public checkpoint key file of the chain `prefix` in `dir`. */
 export const publicKeyFileFor = (dir: string, prefix: string) => path.join(dir, `${prefix}.pub.jwk`);
 
-/**
- * An `onCheckpoint` hook that appends each checkpoint anchor (chain, seq, entry hash, why, time: no PHI) to `file` as a
- * JSON line (mode 0600). The demo's stand-in for a store the trail's writers cannot rewrite (a write-once bucket, a
- * SIEM). Synchronous on purpose: the sink does not await the hook, and the anchor of the checkpoint written at close
- * must be on disk before an agent process exits. It runs once per 1,000 records and at close, never per request.
- * Several processes may append to one file: each anchor is one `write` of a few hundred bytes with O_APPEND.
- */
-export const appendAnchorTo = (file: string) => (anchor: CheckpointAnchor) => appendFileSync(file, `${JSON.stringify(anchor)}\n`, { mode: 0o600 });
-
-/** The anchors in a file {@link appendAnchorTo} wrote; none when it does not exist (no checkpoint was written). */
-export function readAnchorFile(file: string): CheckpointAnchor[] {
-  let text: string;
-  try {
-    text = readFileSync(file, "utf8");
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === "ENOENT") return [];
-    throw e;
-  }
-  return text
-    .split("\n")
-    .filter((l) => l.trim() !== "")
-    .map((l) => JSON.parse(l) as CheckpointAnchor);
-}
 
 /**
  * Opens this process's audit chain. The checkpoint signing key is generated here and never leaves the process;
  * its public half is appended next to the chain (`<prefix>.pub.jwk`, one JWK per line) for verification. With `audit.anchors`, each
- * checkpoint's anchor is appended to that file ({@link appendAnchorTo}).
+ * checkpoint's anchor is appended to that file (`appendAnchorFile`).
  */
 export async function openAgentAudit(cfg: AgentProcessConfig): Promise<FileAuditSink | undefined> {
   if (!cfg.audit) return undefined;
@@ -78,7 +54,7 @@ export async function openAgentAudit(cfg: AgentProcessConfig): Promise<FileAudit
     prefix: cfg.audit.prefix,
     signing: { privateKey: key.privateJwk },
     durability: { mode: "group", intervalMs: 5, maxRecords: 256 },
-    ...(cfg.audit.anchors !== undefined && { onCheckpoint: appendAnchorTo(cfg.audit.anchors) }),
+    ...(cfg.audit.anchors !== undefined && { onCheckpoint: appendAnchorFile(cfg.audit.anchors) }),
   });
 }
 

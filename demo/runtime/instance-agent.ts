@@ -15,6 +15,7 @@
  */
 import pg from "pg";
 import {
+  appendAnchorFile,
   createHttpApp,
   createJwtBearerAuthenticator,
   generateAuditSigningKey,
@@ -31,7 +32,7 @@ import { createEmrWritebackServer, TASK_POLL_INTERVAL_MS } from "../emr-writebac
 import { loadPatientBundles } from "../fhir/synthea.js";
 import { createPatientDataServer } from "../patient-data/agent.js";
 import { PatientIndex } from "../patient-data/patient-index.js";
-import { appendAnchorTo, INSTANCE_CONFIG_ENV, InstanceConfigSchema, publicKeyFileFor } from "./agent-config.js";
+import { INSTANCE_CONFIG_ENV, InstanceConfigSchema, publicKeyFileFor } from "./agent-config.js";
 import { demoGuardrails } from "./guardrails.js";
 import { connectBridge, isBridgeUrl } from "./pglite-bridge.js";
 
@@ -50,7 +51,7 @@ async function main(): Promise<void> {
   }
   const key = await generateAuditSigningKey();
   await appendFile(publicKeyFileFor(cfg.audit.dir, cfg.instanceId), `${JSON.stringify(key.publicJwk)}\n`, { mode: 0o600 });
-  const audit = await PostgresAuditSink.open({ db: pool, instanceId: cfg.instanceId, signing: { privateKey: key.privateJwk }, onCheckpoint: appendAnchorTo(cfg.audit.anchors) });
+  const audit = await PostgresAuditSink.open({ db: pool, instanceId: cfg.instanceId, signing: { privateKey: key.privateJwk }, onCheckpoint: appendAnchorFile(cfg.audit.anchors) });
   const requestStateStore = await PostgresRequestStateStore.open({ db: pool });
   const eventStore = await PostgresEventStore.open({ db: pool });
   const serverOptions: HMCPServerOptions = { auth: {}, guardrails: demoGuardrails(), audit, requestState: { keys: [cfg.requestStateKey], store: requestStateStore } };

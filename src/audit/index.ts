@@ -11,6 +11,8 @@ export type { FileAuditSinkOptions } from "./file-sink.js";
 export { GENESIS_HASH, generateAuditSigningKey } from "./chain.js";
 export type { AuditSigningKey, AuditVerifyKey, CheckpointAlg, CheckpointAnchor, CheckpointBody, ChainEntry } from "./chain.js";
 export { verifyAuditFiles } from "./verify.js";
+export { appendAnchorFile, readAnchorFile } from "./anchor-file.js";
+export type { AnchorFileEntry } from "./anchor-file.js";
 export type { VerifyOptions, VerifyResult, VerifyFailure, VerifyFailureReason } from "./verify.js";
 export { queryAudit, iterateAudit, expandAuditPaths } from "./query.js";
 export type { AuditQuery, ScanStats } from "./query.js";

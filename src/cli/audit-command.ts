@@ -25,6 +25,7 @@ import {
   expandAuditPaths,
   exportFhirAuditEvents,
   iterateAudit,
+  readAnchorFile,
   verifyAuditFiles,
   type AuditQuery,
   type AuditRecordInput,
@@ -209,22 +210,14 @@ export async function readPublicKey(file: string): Promise<Record<string, unknow
   return publicKey;
 }
 
-/** An `--anchors` file: JSON Lines (or a JSON array) of checkpoint anchors. @throws UsageError, Error (ENOENT) */
+/** An `--anchors` file: JSON Lines (or a JSON array) of checkpoint anchors (readAnchorFile). @throws UsageError, Error (ENOENT) */
 export async function readAnchors(file: string): Promise<Array<{ chain: string; seq: number; hash: string }>> {
-  const text = await readFile(file, "utf8");
-  let items: unknown[];
   try {
-    items = text.trimStart().startsWith("[") ? (JSON.parse(text) as unknown[]) : text.split("\n").filter((l) => l.trim() !== "").map((l) => JSON.parse(l) as unknown);
-  } catch {
-    throw new UsageError(`--anchors ${file}: not JSON Lines (or a JSON array) of checkpoint anchors`);
+    return readAnchorFile(file).map(({ chain, seq, hash }) => ({ chain, seq, hash }));
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== undefined) throw e;
+    throw new UsageError(`--anchors ${(e as Error).message}`);
   }
-  const ok = (a: unknown): a is { chain: string; seq: number; hash: string } => {
-    const x = a as { chain?: unknown; seq?: unknown; hash?: unknown } | null;
-    return typeof x?.chain === "string" && Number.isSafeInteger(x.seq) && typeof x.hash === "string" && /^[0-9a-f]{64}$/.test(x.hash);
-  };
-  const bad = items.findIndex((a) => !ok(a));
-  if (!Array.isArray(items) || bad >= 0) throw new UsageError(`--anchors ${file}: entry ${bad + 1} is not a checkpoint anchor { chain, seq, hash }`);
-  return items.map((a) => ({ chain: (a as { chain: string }).chain, seq: (a as { seq: number }).seq, hash: (a as { hash: string }).hash }));
 }
 
 const plural = (n: number, word: string): string => `${n} ${word}${n === 1 ? "" : "s"}`;

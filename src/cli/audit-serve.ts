@@ -11,12 +11,13 @@
  * The client secret of a confidential client is read from `--client-secret-file` or the environment variable
  * `HMCP_CONSOLE_CLIENT_SECRET`, never from the command line (it would show in `ps`).
  */
-import { appendFile, mkdir, readFile, writeFile } from "node:fs/promises";
+import { mkdir, readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { parseArgs } from "node:util";
 import { FileAuditSink } from "../audit/file-sink.js";
 import type { JWK } from "jose";
-import { generateAuditSigningKey, type CheckpointAnchor } from "../audit/chain.js";
+import { generateAuditSigningKey } from "../audit/chain.js";
+import { appendAnchorFile } from "../audit/anchor-file.js";
 import { startAuditConsole, type AuditConsole } from "../console/app.js";
 import { openAuditTrail } from "../console/trail.js";
 import type { TrailProgress } from "../console/trail-sources.js";
@@ -96,7 +97,7 @@ export async function serve(argv: string[], io: IO, signal?: AbortSignal): Promi
     dir: viewDir,
     prefix: "console",
     signing: { privateKey },
-    ...(anchorsFile !== undefined && { onCheckpoint: (a: CheckpointAnchor) => appendFile(anchorsFile, `${JSON.stringify(a)}\n`, { mode: 0o600 }) }),
+    ...(anchorsFile !== undefined && { onCheckpoint: appendAnchorFile(anchorsFile) }),
   });
 
   let console_: AuditConsole | undefined;
