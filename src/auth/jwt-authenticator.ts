@@ -17,6 +17,7 @@ import type { CommonBearerOptions, VerifyOutcome } from "./authenticator-core.js
 import { principalFromClaims } from "./principal.js";
 import { TokenCache } from "./token-cache.js";
 import { refuseUnknownOptions } from "../protocol/config-error.js";
+import { isLoopbackHost } from "../util/loopback.js";
 
 /** Default JWS algorithm allow-list: asymmetric only. */
 export const DEFAULT_JWT_ALGORITHMS: readonly string[] = Object.freeze(["ES256", "ES384", "RS256", "RS384", "PS256", "EdDSA"]);
@@ -90,10 +91,6 @@ const KNOWN_OPTIONS = new Set([
   "resourceMetadataUrl", "maxTokenBytes", "requiredScopes", "methodScopes", "realm",
 ]);
 const ACCEPTED_TYP = new Set(["at+jwt", "application/at+jwt", "jwt"]);
-
-function isLoopback(hostname: string): boolean {
-  return hostname === "localhost" || hostname === "[::1]" || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(hostname);
-}
 
 function keyFingerprint(jwk: JWK): string {
   return [jwk.kty, jwk.crv, jwk.x, jwk.y, jwk.n, jwk.e, jwk.alg].map((v) => v ?? "").join("|");
@@ -199,7 +196,7 @@ export function createJwtBearerAuthenticator(options: JwtBearerOptions): JwtBear
   if ("uri" in options.jwks) {
     const src = options.jwks;
     const url = new URL(String(src.uri));
-    if (url.protocol !== "https:" && !(url.protocol === "http:" && isLoopback(url.hostname))) {
+    if (url.protocol !== "https:" && !(url.protocol === "http:" && isLoopbackHost(url.hostname))) {
       throw new TypeError("createJwtBearerAuthenticator: jwks.uri must be an https: URL (http: is allowed for loopback hosts only)");
     }
     const store: { jwks?: JSONWebKeySet; uat?: number } = {};

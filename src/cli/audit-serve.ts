@@ -23,6 +23,7 @@ import { openAuditTrail } from "../console/trail.js";
 import type { TrailProgress } from "../console/trail-sources.js";
 import type { AuditTrailView } from "../console/trail-types.js";
 import { files, readAnchors, readPublicKey, UsageError } from "./audit-command.js";
+import { isLoopbackHost } from "../util/loopback.js";
 
 type IO = { out: (s: string) => void; err: (s: string) => void };
 
@@ -120,7 +121,7 @@ export async function serve(argv: string[], io: IO, signal?: AbortSignal): Promi
       ...(values["tls-cert"] !== undefined && values["tls-key"] !== undefined && { tls: { cert: await readFile(values["tls-cert"]), key: await readFile(values["tls-key"]) } }),
     });
     const host = values.host ?? "127.0.0.1";
-    if (!["127.0.0.1", "::1", "localhost"].includes(host) && !console_.url.startsWith("https:")) {
+    if (!isLoopbackHost(host) && !console_.url.startsWith("https:")) {
       io.err(`hmcp audit serve: WARNING: listening on ${host} over plain http: cookies are not Secure and sign-in codes cross the network in clear; use --tls-cert/--tls-key or a TLS-terminating proxy with --public-url https://...`);
     }
     io.out(`HMCP audit console: ${console_.url}\n  register this redirect URI at your OpenID provider: ${console_.redirectUri}\n  its own audit trail (every view): ${viewDir}\n  Ctrl-C stops it`);

@@ -14,13 +14,13 @@
 import { readFileSync } from "node:fs";
 import type { JWK } from "jose";
 import { createClientCredentialsTokenProvider, TokenRequestError, type ClientAuthOptions } from "../auth/token-provider.js";
+import { isLoopbackHost } from "../util/loopback.js";
 
 type IO = { out: (s: string) => void; err: (s: string) => void };
 
 export const TOKEN_USAGE =
   'usage: hmcp token --issuer <url> --client-id <id> (--client-secret <secret> | --private-key <private JWK file>) [--resource <url>] [--scope "<scopes>"] [--timeout-ms N] [--insecure]';
 
-const LOOPBACK = new Set(["127.0.0.1", "localhost", "[::1]"]);
 
 /** Runs `hmcp token`; resolves to the exit code. */
 export async function runTokenCommand(argv: string[], io: IO, env: NodeJS.ProcessEnv = process.env): Promise<number> {
@@ -53,7 +53,7 @@ export async function runTokenCommand(argv: string[], io: IO, env: NodeJS.Proces
   } catch {
     return usage(io, `--issuer '${issuer}' is not a URL`);
   }
-  if (url.protocol === "http:" && !LOOPBACK.has(url.hostname) && !insecure) return usage(io, "--issuer is plain http on a non-loopback host: use https, or --insecure for a test server");
+  if (url.protocol === "http:" && !isLoopbackHost(url.hostname) && !insecure) return usage(io, "--issuer is plain http on a non-loopback host: use https, or --insecure for a test server");
   const secret = opts["client-secret"] ?? env["HMCP_CLIENT_SECRET"];
   let auth: ClientAuthOptions;
   if (opts["private-key"] !== undefined) {

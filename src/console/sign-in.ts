@@ -9,6 +9,7 @@
  */
 import * as oauth from "oauth4webapi";
 import { EncryptJWT, jwtDecrypt } from "jose";
+import { isLoopbackHost } from "../util/loopback.js";
 
 /** How the console reaches the organisation's OpenID provider. */
 export interface ConsoleSignInOptions {
@@ -54,7 +55,6 @@ export type SignInResult =
   | { ok: true; user: ConsoleUser }
   | { ok: false; status: 400 | 403 | 502; reason: "insufficient_scope" | "invalid_callback" | "provider_error"; sub?: string; scopes?: string[]; message: string };
 
-const LOOPBACK = new Set(["127.0.0.1", "[::1]", "localhost"]);
 
 /** The console's OpenID client: builds the authorization request and completes the callback. @internal */
 export class ConsoleSignIn {
@@ -70,7 +70,7 @@ export class ConsoleSignIn {
     this.requiredScope = opts.requiredScope ?? "user/AuditEvent.rs";
     this.scope = opts.scope ?? `openid profile ${this.requiredScope}`;
     this.insecure = issuer.protocol === "http:";
-    if (this.insecure && !opts.allowInsecureIssuer && !LOOPBACK.has(issuer.hostname)) {
+    if (this.insecure && !opts.allowInsecureIssuer && !isLoopbackHost(issuer.hostname)) {
       throw new Error(`audit console: the issuer ${opts.issuer} is plain http; use https (only a loopback issuer may be http)`);
     }
     this.client = { client_id: opts.clientId };
