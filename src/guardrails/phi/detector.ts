@@ -87,7 +87,8 @@ class Detector implements PhiDetector {
       const p = PATTERNS[k]!;
       if (p.gate && !p.gate(text)) continue;
       const rule = RULE_OF[k]!;
-      if (rule < 0) runGlobal(p, text, found);
+      if (p.atSign) runAtSign(p, STICKY_AT[k]!, text, found);
+      else if (rule < 0) runGlobal(p, text, found);
       else runAt(p, STICKY[k]!, (starts ??= byRule(START_INDEX.scan(text))), rule, text, found);
     }
     if (types.has("ADDRESS")) {
@@ -117,6 +118,8 @@ class Detector implements PhiDetector {
 /** The patterns with a start rule: their index in the {@link StartIndex}, -1 for the others; and their sticky regexes. */
 const RULE_OF: number[] = [];
 const STICKY: Array<RegExp | undefined> = [];
+/** Sticky twins of the {@link Pattern.atSign} patterns. */
+const STICKY_AT: Array<RegExp | undefined> = PATTERNS.map((p) => (p.atSign ? new RegExp(p.re.source, p.re.flags.replace("g", "") + "y") : undefined));
 const PATTERN_RULES: StartRule[] = [];
 PATTERNS.forEach((p, k) => {
   STICKY[k] = p.start ? new RegExp(p.re.source, p.re.flags.replace("g", "") + "y") : undefined;
@@ -173,6 +176,32 @@ function runGlobal(p: Pattern, text: string, found: Found[]): void {
       lastRejected = next;
       continue;
     }
+    report(p, m, text, found);
+  }
+}
+
+/** `c` is in an e-mail local part's class `[A-Za-z0-9._%+-]`, which is also what may not come before its start (`[\w.%+-]`). */
+const localUnit = (c: number): boolean => (c >= 97 && c <= 122) || (c >= 65 && c <= 90) || (c >= 48 && c <= 57) || c === 46 || c === 95 || c === 37 || c === 43 || c === 45;
+const alnumUnit = (c: number): boolean => (c >= 97 && c <= 122) || (c >= 65 && c <= 90) || (c >= 48 && c <= 57);
+
+/**
+ * Runs an {@link Pattern.atSign} pattern as its sticky twin at one position per `@`: the start of the run of local-part
+ * characters before it, when that run is at most 64 long, starts with a letter or digit and follows no `[\w.%+-]`
+ * (inside the run the look-behind fails, and a match's local part is the whole run up to its `@`). The same matches as
+ * {@link runGlobal} (matches do not overlap: a start before the previous match's end is skipped), without scanning
+ * the text for starts: text with an `@` in every line (`@ 0500`) cost a full regex pass before.
+ */
+function runAtSign(p: Pattern, re: RegExp, text: string, found: Found[]): void {
+  let from = 0;
+  for (let at = text.indexOf("@"); at >= 0; at = text.indexOf("@", at + 1)) {
+    let s = at;
+    while (s > 0 && at - s < 65 && localUnit(text.charCodeAt(s - 1))) s--;
+    // a run longer than 64, an empty one, one not starting with a letter or digit, or one after [\w.%+-]: no match here
+    if (s === at || at - s > 64 || s < from || !alnumUnit(text.charCodeAt(s)) || (s > 0 && localUnit(text.charCodeAt(s - 1)))) continue;
+    re.lastIndex = s;
+    const m = re.exec(text);
+    if (m === null) continue;
+    from = s + m[0].length;
     report(p, m, text, found);
   }
 }

@@ -26,6 +26,12 @@ export interface Pattern {
   gate?: (text: string) => boolean;
   /** Where a match may start (./prefilter.ts): the pattern then runs only at those positions. */
   start?: StartRule;
+  /**
+   * An e-mail pattern (`local@domain`, the local part a run of `[A-Za-z0-9._%+-]` of at most 64 characters starting
+   * with a letter or digit, after no `[\w.%+-]`): it runs only at the start of the run before each `@` (./detector.ts
+   * runAtSign), the only place its look-behind lets a match start.
+   */
+  atSign?: true;
 }
 
 const MONTH_LEAD: StartRule = { lead: /^(?:ja|fe|ma|ap|ju|au|se|oc|no|de)/i, prev: "alnum" };
@@ -103,7 +109,7 @@ function fractionNotDate(m: RegExpExecArray, a: number, b: number): boolean {
 }
 
 export const PATTERNS: Pattern[] = [
-  { type: "EMAIL", gate: (t) => t.includes("@"), re: /(?<![\w.%+-])[A-Za-z0-9][A-Za-z0-9._%+-]{0,63}@[A-Za-z0-9][A-Za-z0-9-]{0,62}(?:\.[A-Za-z0-9-]{1,63}){0,4}\.[A-Za-z]{2,24}\b/g },
+  { type: "EMAIL", atSign: true, re: /(?<![\w.%+-])[A-Za-z0-9][A-Za-z0-9._%+-]{0,63}@[A-Za-z0-9][A-Za-z0-9-]{0,62}(?:\.[A-Za-z0-9-]{1,63}){0,4}\.[A-Za-z]{2,24}\b/g },
   { type: "URL", start: { lead: /^(?:ht|ww)/i, prev: "alnum" }, re: /(?<![\w/])(?:https?:\/\/|www\.)[^\s<>"'|]{1,2000}/gi },
   { type: "URL", gate: domainGate, re: /(?<![\w@.-])(?:[a-z0-9-]{1,63}\.){1,4}(?:com|org|net|edu|gov|mil|info|biz|io)(?![\w-])\/?/g },
   { type: "IP", re: /(?<![\w.])(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(?:\.(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)){3}(?![\w.]\w)/g },
