@@ -323,3 +323,26 @@ describe("the person-verb cue's first characters", () => {
     expect(missed.slice(0, 5)).toEqual([]);
   });
 });
+
+describe("the e-mail pattern run once per @", () => {
+  it("finds what its regex finds run over the whole text, on every development row and on seeded e-mail-like text", async () => {
+    const { PATTERNS } = await import("../../../src/guardrails/phi/patterns.js");
+    const email = PATTERNS.find((p) => p.atSign)!;
+    expect(email.type).toBe("EMAIL");
+    const reference = (t: string): string[] => [...t.matchAll(new RegExp(email.re.source, "g"))].map((m) => `${m.index}-${m.index + m[0].length}`);
+    const detector = createPhiDetector({ entities: ["EMAIL"] });
+    const found = (t: string): string[] => detector.detect(t).map((e) => `${e.start}-${e.end}`);
+    let seed = 7;
+    const rnd = () => (seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 2 ** 32;
+    const pieces = ["john.doe", "a_b", "x-y", "ex.com", "mail.org", "@", "@", ".io", "_", "%", "+", " ", "\n", "(", "é", "x".repeat(70), "9"];
+    const seeded = Array.from({ length: 20_000 }, () => Array.from({ length: Math.floor(rnd() * 14) }, () => pieces[Math.floor(rnd() * pieces.length)]).join(""));
+    let withEmail = 0;
+    for (const t of [...ROWS, ...seeded]) {
+      const want = reference(t);
+      if (want.length > 0) withEmail++;
+      expect(found(t), t.slice(0, 200)).toEqual(want);
+    }
+    // the seeded texts hold e-mails (and the cases around them: a run over 64, '_' or '.' before, '@@')
+    expect(withEmail).toBeGreaterThan(500);
+  });
+});
