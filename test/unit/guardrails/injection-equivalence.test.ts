@@ -113,10 +113,7 @@ describe("optimised injection scorer = reference scorer", () => {
     for (const [i, re] of patterns.entries()) {
       // nor look-arounds: drop negative ones (look-aheads and look-behinds) (the generator then also yields strings the rule rejects; only real
       // matches are checked) — they are flat groups of alternatives, `(?!\s(?:a|b c))` or `(?!\w+ing\b)`
-      const loose = new RegExp(
-        re.source.replaceAll("\\b", "").replace(/\(\?<?!(?:[^()]|\((?:[^()]|\([^()]*\))*\))*\)/g, ""),
-        re.flags,
-      );
+      const loose = new RegExp(withoutNegativeLookarounds(re.source.replaceAll("\\b", "")), re.flags);
       const tight = new RegExp(loose.source.replace(/\.\{0,\d+\}/g, "[ ,:]"), re.flags);
       const around = fc.oneof(fc.constantFrom("", " ", "x"), fc.string({ maxLength: 12 }));
       const rule = fc.oneof(fc.stringMatching(loose, { size: "small" }), fc.stringMatching(tight, { size: "small" }));
@@ -157,8 +154,47 @@ describe("the rules the shipped weights were trained with", () => {
       .digest("hex");
     // The hard rules enter training only through the CV scores that pick the thresholds (a dev row they hit scores 1):
     // the "you are now <a job on the team>" exception (session 17) changes the hard flag of no dev row nor of any row of
-    // prompt-injections, MTSamples, MedQuAD or scripts/data (checked: one held-out role prompt only), so the weights and
-    // thresholds trained with it are those shipped.
-    expect(digest).toBe("c706d05d827848235282bba4a5d00d8589595efd5d0df4dd174962cd702113e1");
+    // prompt-injections, MTSamples, MedQuAD or the scripts/data files training reads (checked: one held-out role prompt
+    // and one line of the fresh benign file only), so the weights and thresholds trained with it are those shipped.
+    expect(digest).toBe("b5b359bd10c1a6ff8da7ba64a59a6294346fe7516949da8f34c9ef8d23859e90");
   });
 });
+
+/**
+ * `source` without its negative look-aheads and look-behinds (`(?!...)`, `(?<!...)`), however deeply they nest: the
+ * matching parenthesis is found by counting, skipping escapes and character classes.
+ */
+function withoutNegativeLookarounds(source: string): string {
+  let out = "";
+  for (let i = 0; i < source.length; ) {
+    if (source.startsWith("(?!", i) || source.startsWith("(?<!", i)) {
+      let depth = 0;
+      let inClass = false;
+      let j = i;
+      for (; j < source.length; j++) {
+        const c = source[j];
+        if (c === "\\") {
+          j++;
+          continue;
+        }
+        if (inClass) {
+          if (c === "]") inClass = false;
+          continue;
+        }
+        if (c === "[") inClass = true;
+        else if (c === "(") depth++;
+        else if (c === ")" && --depth === 0) break;
+      }
+      i = j + 1;
+      continue;
+    }
+    if (source[i] === "\\") {
+      out += source.slice(i, i + 2);
+      i += 2;
+      continue;
+    }
+    out += source[i];
+    i++;
+  }
+  return out;
+}
