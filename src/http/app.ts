@@ -173,12 +173,14 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
   const bodyLimitBytes = options.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES;
   const maxSessions = options.maxSessions ?? 10_000;
   const audit = new RefusalAudit(options.audit, agent, path);
-  // per agent name the factory's servers run tasks under: how to stop those runs at close (they outlive their request)
-  const taskRuns = new Map<string, (drainMs: number) => Promise<number>>();
+  // the task runs this app's servers start are marked as this app's (a run outlives its request), so close stops
+  // them and no other app's: per task runtime (one per store), how to stop them
+  const runOrigin = {};
+  const taskRuns = new Map<object, (drainMs: number) => Promise<number>>();
   const createServer = (): HMCPServer => {
     const server = options.createServer();
-    const runs = server[STOP_TASK_RUNS]();
-    if (runs !== undefined && !taskRuns.has(runs.agent)) taskRuns.set(runs.agent, runs.stop);
+    const runs = server[STOP_TASK_RUNS](runOrigin);
+    if (runs !== undefined && !taskRuns.has(runs.runtime)) taskRuns.set(runs.runtime, runs.stop);
     return server;
   };
   const sessions = new LegacySessions({

@@ -14,7 +14,7 @@ import { specParamsError } from "./spec-params.js";
 import { PATIENT_META_KEY, RequestPipeline, type HandlerExtra, type InnerHandler } from "./pipeline.js";
 import { hmcpContext, hmcpContextOrUndefined, type SamplingHandler } from "./context.js";
 import { isInputRoundError, type InputRounds } from "./input-rounds.js";
-import { declaresTasks, detailedTask, taskNotFound, taskOwner, taskRuntimeFor, tasksRequired, TASKS_EXTENSION_ID, type RunOutcome, type TaskRuntime } from "./tasks.js";
+import { declaresTasks, detailedTask, taskNotFound, taskOwner, taskRuntimeFor, tasksRequired, TASKS_EXTENSION_ID, RUN_ORIGIN, type RunOutcome, type TaskRun, type TaskRuntime } from "./tasks.js";
 import type { StoredTask } from "./task-store.js";
 import { legacyTasksCapability, registerLegacyTaskMethods } from "./tasks-legacy.js";
 import { recordStdioRefusals } from "./stdio-refusals.js";
@@ -217,6 +217,10 @@ export interface HMCPServer {
 export class HMCPServer extends McpServer {
   readonly pipeline: RequestPipeline;
   readonly #info: Implementation;
+  /** Who this server's task runs are started for (set by the HTTP app that built it; see [STOP_TASK_RUNS]). */
+  #runOrigin: object | undefined;
+  /** This server's task run, naming its origin (TaskRuntime.stopRuns). */
+  readonly #run: TaskRun = Object.assign((task: StoredTask, signal: AbortSignal) => this.#runTask(task, signal), { [RUN_ORIGIN]: () => this.#runOrigin });
   #samplingHandler: SamplingHandler | undefined;
   #samplingScopes: string[] | undefined;
   #samplingTool = false;
@@ -254,7 +258,7 @@ export class HMCPServer extends McpServer {
         if (this.#taskOptions === false || !(this.#modern || this.#legacyTasks)) return undefined;
         return { era: this.#modern ? "modern" : "legacy", runtime: this.#tasks(), support: (name) => this.#taskSupport(name) };
       },
-      runTask: (task, signal) => this.#runTask(task, signal),
+      runTask: this.#run,
     });
     this.#interceptRequestHandlers();
     this.#sanitizeToolErrors();
@@ -316,15 +320,15 @@ export class HMCPServer extends McpServer {
    * a symbol the package entry does not export, so only serveStdio can call it.
    */
   /**
-   * Internal (HttpApp.close): the agent name its task runs are kept under, and a function that waits up to `drainMs`
-   * for those runs in this process, then aborts the rest (TaskRuntime.stopRuns) and resolves with the number aborted;
-   * undefined without tasks.
+   * Internal (HttpApp): marks the task runs this server starts as started by `origin` (the app), and returns its task
+   * runtime and a function that waits up to `drainMs` for the runs `origin` started in this process, then aborts the
+   * rest (TaskRuntime.stopRuns) and resolves with the number aborted; undefined without tasks.
    */
-  [STOP_TASK_RUNS](): { agent: string; stop: (drainMs: number) => Promise<number> } | undefined {
+  [STOP_TASK_RUNS](origin: object): { runtime: object; stop: (drainMs: number) => Promise<number> } | undefined {
     if (this.#taskOptions === false) return undefined;
+    this.#runOrigin = origin;
     const runtime = this.#tasks();
-    const agent = this.#info.name;
-    return { agent, stop: (drainMs) => runtime.stopRuns(agent, drainMs) };
+    return { runtime, stop: (drainMs) => runtime.stopRuns(origin, drainMs) };
   }
 
   [STDIO_ENTRY](): this {
@@ -429,7 +433,7 @@ export class HMCPServer extends McpServer {
         {
           agent: this.#info.name,
           runtime: () => this.#tasks(),
-          run: (t, signal) => this.#runTask(t, signal),
+          run: this.#run,
           listable,
           guardAnswer: (extra, key, answer) => this.pipeline.guardAnswer(extra, key, answer),
         },
@@ -584,7 +588,7 @@ export class HMCPServer extends McpServer {
     const lookup = async (taskId: string, extra: object, rerun: boolean) => {
       const ctx = hmcpContext(extra) as ReturnType<typeof hmcpContext> & { task?: { id: string; status?: string }; auditAs?: { outcome: "denied"; reason: string } };
       if (!declaresTasks((extra as { mcpReq: { envelope?: Record<string, unknown> } }).mcpReq.envelope)) throw tasksRequired();
-      const found = await this.#tasks().read(taskId, taskOwner(agent, ctx.principal), rerun ? (t, s) => this.#runTask(t, s) : undefined);
+      const found = await this.#tasks().read(taskId, taskOwner(agent, ctx.principal), rerun ? this.#run : undefined);
       if (found.denied) ctx.auditAs = { outcome: "denied", reason: "task_owner_mismatch" };
       if (found.task === undefined) throw taskNotFound(found.expired);
       ctx.task = { id: found.task.taskId, status: found.task.status };
@@ -599,7 +603,7 @@ export class HMCPServer extends McpServer {
       const responses = (extra as { mcpReq: { inputResponses?: Record<string, unknown> } }).mcpReq.inputResponses;
       if (responses === undefined) throw new ProtocolError(ProtocolErrorCode.InvalidParams, "Invalid params for tasks/update: inputResponses is required");
       const { task, ctx } = await lookup(params.taskId, extra, false);
-      const took = await this.#tasks().answer(task, responses, (t, s) => this.#runTask(t, s));
+      const took = await this.#tasks().answer(task, responses, this.#run);
       (ctx as unknown as { interactions: Array<{ kind: string; outcome: string }> }).interactions.push(...took);
       return {};
     });

@@ -137,7 +137,12 @@ export type RunOutcome = (
 ) & { patients?: readonly string[] } | { kind: "cancelled" };
 
 /** Runs a task once (the server's tool through its pipeline), given the task and the run's abort signal. */
-export type TaskRun = (task: StoredTask, signal: AbortSignal) => Promise<RunOutcome>;
+export type TaskRun = ((task: StoredTask, signal: AbortSignal) => Promise<RunOutcome>) & {
+  /** Who started the run (the HTTP app whose server made this function; see HttpApp.close), read when runs are stopped. */
+  readonly [RUN_ORIGIN]?: () => object | undefined;
+};
+/** Internal: the property of a {@link TaskRun} that names who started it. */
+export const RUN_ORIGIN: unique symbol = Symbol("hmcp.taskRunOrigin");
 
 let defaultStore: Promise<TaskStore> | undefined;
 /** The process's embedded store: an in-memory PGlite, opened on first use. */
@@ -155,7 +160,7 @@ export class TaskRuntime {
   readonly maxActivePerOwner: number;
   readonly #store: TaskStore | undefined;
   /** Runs in this process: their abort controllers (for tasks/cancel) and where they end. */
-  readonly #running = new Map<string, { abort: AbortController; done: Promise<void>; agent: string }>();
+  readonly #running = new Map<string, { abort: AbortController; done: Promise<void>; run: TaskRun }>();
   /** Who waits here for a task to change (MCP 2025-11-25 `tasks/result`). */
   readonly #waiters = new Map<string, Set<() => void>>();
   /** Questions being asked now by a `tasks/result` of this process (`taskId\0key`). */
@@ -426,7 +431,7 @@ export class TaskRuntime {
           this.#heartbeat = undefined;
         }
       });
-    this.#running.set(task.taskId, { abort, done, agent: task.agent });
+    this.#running.set(task.taskId, { abort, done, run });
     this.#heartbeat ??= setInterval(() => void this.#renew(), Math.max(10, Math.floor(this.leaseMs / 3)));
     this.#heartbeat.unref?.();
   }
@@ -437,13 +442,15 @@ export class TaskRuntime {
   }
 
   /**
-   * Shutdown of `agent` in this process: waits up to `drainMs` (ms) for its runs to end, then aborts the rest (their
-   * signal is aborted; a run that returns is not stored, so its task stays `working` until its lease expires, then is
-   * failed `task_runner_lost` or re-run by an instance still serving, see {@link read}) and waits up to 1,000 ms more
-   * for them to return (and write their audit records). Resolves with how many runs were aborted; never rejects.
+   * Shutdown of what `origin` started (an HTTP app, see HttpApp.close; the origin its servers' {@link TaskRun}s name) in
+   * this process: waits up to `drainMs` (ms) for those runs to end, then aborts the rest (their signal is aborted; a run
+   * that returns is not stored, so its task stays `working` until its lease expires, then is failed `task_runner_lost`
+   * or re-run by an instance still serving, see {@link read}) and waits up to 1,000 ms more for them to return (and
+   * write their audit records). Runs that another app started go on. Resolves with how many runs were aborted; never
+   * rejects.
    */
-  async stopRuns(agent: string, drainMs: number): Promise<number> {
-    const mine = () => [...this.#running.values()].filter((r) => r.agent === agent);
+  async stopRuns(origin: object, drainMs: number): Promise<number> {
+    const mine = () => [...this.#running.values()].filter((r) => r.run[RUN_ORIGIN]?.() === origin);
     await settleWithin(Promise.all(mine().map((r) => r.done)), drainMs);
     const left = mine();
     for (const r of left) r.abort.abort(new Error("agent shutting down"));

@@ -203,6 +203,24 @@ describe("MCP tasks on 2026-07-28", () => {
     expect(stored?.status).toBe("working");
   });
 
+  it("HttpApp.close stops only the task runs its own servers started: another app of the same agent on the same store keeps running", async () => {
+    const keys = await makeKeys();
+    const auditA: AuditRecordInput[] = [];
+    const auditB: AuditRecordInput[] = [];
+    const a = await listen(createHttpApp({ createServer: () => agent(auditA, [], { store }), bearer: bearerFor(keys) }));
+    const b = await listen(createHttpApp({ createServer: () => agent(auditB, [], { store }), bearer: bearerFor(keys) }));
+    closers.push(() => b.close({ drainTimeoutMs: 50 }));
+    const token = await mint(keys, { scope: "hmcp:access" });
+    const urlB = new URL("/mcp", b.url);
+    const taskId = (await rpc(urlB, token, "tools/call", { name: "slow_compute", arguments: { ms: 60_000 } })).result!["taskId"] as string;
+    await a.close({ drainTimeoutMs: 50 });
+    // B's run goes on: no record of its end, and B still answers that it is working
+    expect(auditB.find((r) => r.method === "tools/call" && r.task?.id === taskId && r.task.status !== "working")).toBeUndefined();
+    expect((await rpc(urlB, token, "tasks/get", { taskId })).result?.["status"]).toBe("working");
+    await b.close({ drainTimeoutMs: 50 });
+    expect(auditB.find((r) => r.method === "tools/call" && r.task?.id === taskId && r.task.status !== "working")).toMatchObject({ outcome: "failed", reason: "aborted" });
+  });
+
   it("a JSON-RPC error fails the task with the error inline; a tool's exception completes it as isError without its message; results pass the output guardrails before they are stored", async () => {
     const keys = await makeKeys();
     const url = await serve(keys, [], [], { store }, (audit, writes, tasks) => {
