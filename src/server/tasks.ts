@@ -389,15 +389,35 @@ export class TaskRuntime {
     return { tasks, ...(rows.length > LIST_PAGE_SIZE && last !== undefined && { nextCursor: encodeCursor(last) }) };
   }
 
-  /** Sets a running task's `statusMessage` (a handler's `ctx.progress`); best effort, never in the run's way. */
+  /**
+   * Sets a running task's `statusMessage` (a handler's `ctx.progress`); best effort, never in the run's way. Coalesced
+   * per task: one write (a read and a compare-and-set) at a time, and a message given while one is going on replaces
+   * any waiting before it, so a burst of progress costs a few writes and the last message is the one stored.
+   */
   progress(taskId: string, message: string): void {
+    const waiting = this.#progressing.get(taskId);
+    if (waiting !== undefined) {
+      waiting.message = message;
+      return;
+    }
+    const p = { message };
+    this.#progressing.set(taskId, p);
     void (async () => {
-      const store = await this.store();
-      const t = await store.get(taskId);
-      if (t === undefined || t.status !== "working" || t.runner !== this.runner) return;
-      await store.put({ ...t, statusMessage: message.slice(0, 1024), lastUpdatedAt: Date.now() });
+      try {
+        for (let written: string | undefined; written !== p.message; ) {
+          written = p.message;
+          const store = await this.store();
+          const t = await store.get(taskId);
+          if (t === undefined || t.status !== "working" || t.runner !== this.runner) return;
+          await store.put({ ...t, statusMessage: written.slice(0, 1024), lastUpdatedAt: Date.now() });
+        }
+      } finally {
+        this.#progressing.delete(taskId);
+      }
     })().catch(() => undefined);
   }
+  /** Per task, the progress message to write next while a write is going on ({@link progress}). */
+  readonly #progressing = new Map<string, { message: string }>();
 
   /** Stores a run's journal as a step ends (so the step's result is durable before the handler goes on). */
   async saveJournal(taskId: string, journal: readonly unknown[]): Promise<void> {

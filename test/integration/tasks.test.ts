@@ -221,6 +221,43 @@ describe("MCP tasks on 2026-07-28", () => {
     expect(auditB.find((r) => r.method === "tools/call" && r.task?.id === taskId && r.task.status !== "working")).toMatchObject({ outcome: "failed", reason: "aborted" });
   });
 
+  it("a burst of progress is coalesced: a few task-store writes, and the last message is the one stored", async () => {
+    const keys = await makeKeys();
+    // the shared store, counting the writes that set a status message
+    let progressWrites = 0;
+    const counting: TaskStore = {
+      create: (t, max) => store.create(t, max),
+      get: (id) => store.get(id),
+      put: (t) => {
+        if (t.status === "working" && t.statusMessage !== undefined) progressWrites++;
+        return store.put(t);
+      },
+      renew: (runner, ids, until) => store.renew(runner, ids, until),
+      sweep: (now) => store.sweep(now),
+      list: (owner, o) => store.list(owner, o),
+    };
+    let release!: () => void;
+    const hold = new Promise<void>((r) => (release = r));
+    const url = await serve(keys, [], [], { store: counting }, (audit, writes, tasks) => {
+      const s = agent(audit, writes, tasks);
+      s.registerTool("progress_burst", { description: "reports progress 200 times", execution: { taskSupport: "required" } }, async (extra) => {
+        const ctx = hmcpContext(extra);
+        for (let i = 1; i <= 200; i++) await ctx.progress(i, 200, `step ${i} of 200`);
+        await hold;
+        return { content: [{ type: "text", text: "done" }] };
+      });
+      return s;
+    });
+    const token = await mint(keys, { scope: "hmcp:access" });
+    const taskId = (await rpc(url, token, "tools/call", { name: "progress_burst", arguments: {} })).result!["taskId"] as string;
+    const last = await until(url, token, taskId, (t) => t["statusMessage"] === "step 200 of 200");
+    expect(last["status"]).toBe("working");
+    // one write per message would be 200
+    expect(progressWrites).toBeLessThan(20);
+    release();
+    await until(url, token, taskId, (t) => t["status"] === "completed");
+  });
+
   it("a JSON-RPC error fails the task with the error inline; a tool's exception completes it as isError without its message; results pass the output guardrails before they are stored", async () => {
     const keys = await makeKeys();
     const url = await serve(keys, [], [], { store }, (audit, writes, tasks) => {
