@@ -32,6 +32,7 @@ import { shutdownGate } from "./shutdown-gate.js";
 import { clientErrorHandler } from "./client-error.js";
 import { requestChecks } from "./request-checks.js";
 import { requestCap } from "./request-cap.js";
+import { settleWithin } from "../util/settle.js";
 
 /** Options of {@link createHttpApp}. */
 export interface HttpAppOptions {
@@ -330,12 +331,6 @@ function idle(servers: HMCPServer[], ms: number): Promise<void> {
   return settleWithin(Promise.all(servers.map((s) => s.pipeline.whenIdle())), ms);
 }
 
-/** Resolves when `p` settles or after `ms`, whichever comes first. */
-async function settleWithin(p: Promise<unknown>, ms: number): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  await Promise.race([p.catch(() => undefined), new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)))]);
-  clearTimeout(timer);
-}
 
 /** A running HTTP listener. */
 export interface Listening {

@@ -25,6 +25,7 @@ import { LIMIT_REACHED } from "../protocol/errors.js";
 import { isTerminal, PostgresTaskStore, type StoredTask, type TaskStatus, type TaskStore } from "./task-store.js";
 import { journalAnswer } from "./input-rounds.js";
 import { principalIdentity } from "../auth/principal.js";
+import { settleWithin } from "../util/settle.js";
 
 /** The extension's identifier (SEP-2663 "Extension Identifier"). */
 export const TASKS_EXTENSION_ID = "io.modelcontextprotocol/tasks";
@@ -537,9 +538,3 @@ export function taskRuntimeFor(options: TaskOptions | undefined): TaskRuntime {
   return r;
 }
 
-/** Resolves when `p` settles or after `ms`, whichever comes first. */
-async function settleWithin(p: Promise<unknown>, ms: number): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  await Promise.race([p.catch(() => undefined), new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)))]);
-  clearTimeout(timer);
-}
