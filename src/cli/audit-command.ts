@@ -210,12 +210,14 @@ export async function readPublicKey(file: string): Promise<Record<string, unknow
   return publicKey;
 }
 
-/** An `--anchors` file: JSON Lines (or a JSON array) of checkpoint anchors (readAnchorFile). @throws UsageError, Error (ENOENT) */
+/** An `--anchors` file: JSON Lines (or a JSON array) of checkpoint anchors (readAnchorFile). @throws UsageError (not anchors, a folder, unreadable), Error (ENOENT) */
 export async function readAnchors(file: string): Promise<Array<{ chain: string; seq: number; hash: string }>> {
   try {
     return readAnchorFile(file).map(({ chain, seq, hash }) => ({ chain, seq, hash }));
   } catch (e) {
-    if ((e as NodeJS.ErrnoException).code !== undefined) throw e;
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code === "ENOENT") throw e;
+    if (code !== undefined) throw new UsageError(`--anchors ${file}: ${code === "EISDIR" ? "is a folder, not a file of anchors" : `cannot be read (${code})`}`);
     throw new UsageError(`--anchors ${(e as Error).message}`);
   }
 }

@@ -172,6 +172,10 @@ describe("hmcp audit verify", () => {
     const r = await run("audit", "verify", file, "--key", priv);
     expect(r.code).toBe(2);
     expect(r.err).toMatch(/PUBLIC key/);
+    // --anchors naming a folder: a usage error, not a stack trace
+    const folder = await run("audit", "verify", file, "--anchors", dir);
+    expect(folder.code).toBe(2);
+    expect(folder.err).toContain(`--anchors ${dir}: is a folder, not a file of anchors`);
   });
 });
 
