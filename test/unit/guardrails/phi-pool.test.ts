@@ -172,7 +172,10 @@ describe("phi-redaction guardrail on worker threads", () => {
   it("answers scans whose timeout is shorter than a worker's start once the worker is up (the start is not aborted)", async () => {
     const p = createPhiDetectorPool();
     const outcomes: string[] = [];
-    for (let i = 0; i < 15; i++) outcomes.push(await p.redact(`Seen by Dr. Sullivan on 03/14/2024. ${"Doing well. ".repeat(50)}`, AbortSignal.timeout(80)).then((r) => r.entities.map((e) => e.type).join("+"), (e: { code?: string }) => String(e.code)));
+    // until one is answered (a loaded machine may time out a few scans after the worker is up; the start never is)
+    for (let i = 0; i < 200 && outcomes.at(-1) !== "NAME+DATE"; i++) {
+      outcomes.push(await p.redact(`Seen by Dr. Sullivan on 03/14/2024. ${"Doing well. ".repeat(50)}`, AbortSignal.timeout(80)).then((r) => r.entities.map((e) => e.type).join("+"), (e: { code?: string }) => String(e.code)));
+    }
     await p.close();
     expect(outcomes.at(-1)).toBe("NAME+DATE");
     expect(p.stats().started).toBe(1);
