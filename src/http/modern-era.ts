@@ -3,6 +3,7 @@
  * `_meta` and is served by a fresh server from the same factory, through the SDK's per-request handler. The bearer
  * check, Host check and size limit in front are the ones the 2025 era passes; the server's pipeline audits it.
  */
+import { randomUUID } from "node:crypto";
 import type { Request, Response } from "express";
 import { createMcpHandler, ProtocolErrorCode, type ServerNotifier } from "@modelcontextprotocol/server";
 import { declaresTasks, TASKS_EXTENSION_ID } from "../server/tasks.js";
@@ -12,6 +13,9 @@ import type { HMCPServer, OperationalLogger } from "../server/index.js";
 import { principalOf } from "./bearer-check.js";
 import type { LegacySessions } from "./legacy-sessions.js";
 import type { RefusalAudit } from "./refusal-audit.js";
+
+/** The header {@link ModernEra.serve} tags each request with, so the server factory finds what it built for it. */
+const REQUEST_TAG = "x-hmcp-request-tag";
 
 /** How the modern era is served (resolved `HttpAppOptions`). */
 export interface ModernEraOptions {
@@ -30,12 +34,12 @@ export class ModernEra {
   readonly #servers = new Set<HMCPServer>();
   /**
    * The servers built for one HTTP request, found by the factory through the Web `Request` the SDK hands it
-   * (`requestInfo`), which the adapter created for that request: keyed first by the request's parsed body, which the
-   * adapter passes through to `fetch` as it was given. (An AsyncLocalStorage did this before; once used it keeps
-   * Node's promise hooks on for the whole process, a cost on every promise of every request.)
+   * (`requestInfo`): {@link serve} sets a random tag in the request's {@link REQUEST_TAG} header (replacing any the
+   * client sent), the Node → Web adapter copies the headers, and the factory reads it back. (An AsyncLocalStorage did
+   * this before; once used it keeps Node's promise hooks on for the whole process, a cost on every promise of every
+   * request. Then the parsed body's identity, which holds only while the adapter passes the body object through.)
    */
-  readonly #builtByBody = new WeakMap<object, HMCPServer[]>();
-  readonly #builtByRequest = new WeakMap<globalThis.Request, HMCPServer[]>();
+  readonly #builtByTag = new Map<string, HMCPServer[]>();
   readonly #handler: ReturnType<typeof createMcpHandler>;
   readonly #serveNode: ReturnType<typeof toNodeHandler>;
   readonly #sessions: LegacySessions;
@@ -59,7 +63,8 @@ export class ModernEra {
       server.sendPromptListChanged = () => this.#handler.notify.promptsChanged();
       server.sendResourceListChanged = () => this.#handler.notify.resourcesChanged();
       this.#servers.add(server);
-      const built = this.#builtByRequest.get(ctx.requestInfo as globalThis.Request);
+      const tag = (ctx.requestInfo as globalThis.Request | undefined)?.headers?.get(REQUEST_TAG);
+      const built = tag ? this.#builtByTag.get(tag) : undefined;
       if (built) built.push(server);
       else this.#unmatched(server);
       return server;
@@ -69,22 +74,12 @@ export class ModernEra {
       responseMode: options.enableJsonResponse ? "json" : "auto",
       onerror: (error) => logger.warn("modern-era request failed in the SDK handler", { agent, error: error.name }),
     });
-    // the adapter calls fetch with the Web Request it made for a Node request and that request's parsed body
-    const handler = this.#handler;
-    const tracked = {
-      fetch: (request: globalThis.Request, init?: Parameters<typeof handler.fetch>[1]) => {
-        const body = init?.parsedBody;
-        const built = typeof body === "object" && body !== null ? this.#builtByBody.get(body) : undefined;
-        if (built) this.#builtByRequest.set(request, built);
-        return handler.fetch(request, init);
-      },
-    };
-    this.#serveNode = toNodeHandler(tracked, { maxRequestBodySize: options.bodyLimitBytes, onerror: (error) => logger.error("modern-era request failed", { agent, error: error.name }) });
+    this.#serveNode = toNodeHandler(this.#handler, { maxRequestBodySize: options.bodyLimitBytes, onerror: (error) => logger.error("modern-era request failed", { agent, error: error.name }) });
   }
 
   /**
-   * A server the factory could not match to its HTTP request (the SDK handed it another `Request` than the adapter's, or
-   * the body was not the parsed one `serve` was given): logged once, and removed from {@link servers} once it closes
+   * A server the factory could not match to its HTTP request (the SDK handed it no `Request`, or one without the tag
+   * `serve` set): logged once, and removed from {@link servers} once it closes
    * (the SDK closes a per-request server when its exchange ends, or without connecting it when it refuses the request)
    * and its pipeline is idle, so it is neither kept for ever nor drained at shutdown. Its request's refusal, if the
    * pipeline recorded one, may get a second `http` record (the HTTP layer cannot tell that the pipeline saw it).
@@ -124,11 +119,14 @@ export class ModernEra {
       if (!this.#holdSubscription(req, res)) return;
     } else if (typeof method === "string" && TASK_METHODS.has(method) && this.#refuseTaskMethod(req, res)) return;
     const built: HMCPServer[] = [];
-    const body: unknown = req.body;
-    if (typeof body === "object" && body !== null) this.#builtByBody.set(body, built);
+    // the tag the factory finds this request's servers by (a client's own value is replaced: it could name another's)
+    const tag = randomUUID();
+    req.headers[REQUEST_TAG] = tag;
+    this.#builtByTag.set(tag, built);
     try {
-      await this.#serveNode(req, res, body);
+      await this.#serveNode(req, res, req.body);
     } finally {
+      this.#builtByTag.delete(tag);
       // its record is written when its handler returns, which may be after the response was sent
       for (const server of built) void server.pipeline.whenIdle().then(() => this.#servers.delete(server));
       // refused by the SDK before any handler ran, so no HMCP pipeline recorded it: a method the server does not serve or
