@@ -144,10 +144,11 @@ export interface HttpApp {
    *    to 1,000 ms more for such requests to return. Any still running after that get their audit record now
    *    (`outcome: "failed"`, `reason: "abandoned_at_shutdown"`; not again when they return) and are logged (count only),
    *    so closing the audit sink after this resolves still loses no record.
-   * 4. Task runs of the agents this app served (they outlive their requests) drain within the same `drainTimeoutMs`;
-   *    the rest are aborted (logged, count only) and waited for up to 1,000 ms, so their records are written too. An
-   *    aborted run's task is not stored as ended: it stays `working` until its lease runs out, then an instance still
-   *    serving fails it (`task_runner_lost`) or re-runs it (idempotent tools), as after a crash.
+   * 4. Task runs this app's servers started (they outlive their requests; another app's runs go on) drain within the
+   *    same `drainTimeoutMs`; the rest are aborted (logged, count only) and waited for up to 1,000 ms, so their records
+   *    are written too, and none of its runs starts after that (a request still in flight cannot start one). An
+   *    aborted or unstarted run's task is not stored as ended: it stays `working` until its lease runs out, then an
+   *    instance still serving fails it (`task_runner_lost`) or re-runs it (idempotent tools), as after a crash.
    * Never rejects.
    */
   close(options?: { drainTimeoutMs?: number }): Promise<void>;
@@ -268,6 +269,7 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
       const drainMs = closeOptions.drainTimeoutMs ?? 10_000;
       // task runs (they outlive their requests) drain within the same budget as requests, then the rest are aborted:
       // their tasks stay working until their lease runs out, then are failed or re-run by an instance still serving
+      const stopping = new Set(taskRuns.keys());
       const runsStopped = Promise.all([...taskRuns.values()].map((stop) => stop(drainMs)));
       await idle([...sessions.servers(), ...modern.servers()], drainMs);
       const closed = await sessions.closeAll();
@@ -282,7 +284,9 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
       if (running > 0) {
         logger.warn("shutdown: requests still running after their sessions closed (recorded: audit records written for them now, as failed with reason abandoned_at_shutdown)", { agent, requests: running, recorded });
       }
-      const aborted = (await runsStopped).reduce((n, k) => n + k, 0);
+      // a runtime first used by a server built during the drain: its runs are stopped now, without more waiting
+      const late = [...taskRuns.entries()].filter(([runtime]) => !stopping.has(runtime)).map(([, stop]) => stop(0));
+      const aborted = [...(await runsStopped), ...(await Promise.all(late))].reduce((n, k) => n + k, 0);
       if (aborted > 0) logger.warn("shutdown: task runs still going after the drain were aborted (their tasks stay working until their lease expires, then are failed or re-run elsewhere)", { agent, taskRuns: aborted });
     },
   };

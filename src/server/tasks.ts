@@ -144,6 +144,12 @@ export type TaskRun = ((task: StoredTask, signal: AbortSignal) => Promise<RunOut
 };
 /** Internal: the property of a {@link TaskRun} that names who started it. */
 export const RUN_ORIGIN: unique symbol = Symbol("hmcp.taskRunOrigin");
+/** Origins whose runs were stopped (TaskRuntime.stopRuns): no run of theirs starts any more, in any runtime. */
+const STOPPED_ORIGINS = new WeakSet<object>();
+/** Marks `origin` stopped: {@link TaskRuntime.start} starts none of its runs from now on. */
+export function stopOrigin(origin: object): void {
+  STOPPED_ORIGINS.add(origin);
+}
 
 let defaultStore: Promise<TaskStore> | undefined;
 /** The process's embedded store: an in-memory PGlite, opened on first use. */
@@ -408,9 +414,12 @@ export class TaskRuntime {
         for (let written: string | undefined; written !== p.message; ) {
           written = p.message;
           const store = await this.store();
-          const t = await store.get(taskId);
-          if (t === undefined || t.status !== "working" || t.runner !== this.runner) return;
-          await store.put({ ...t, statusMessage: written.slice(0, 1024), lastUpdatedAt: Date.now() });
+          // a compare-and-set: when another write (a step's journal, an answer) came first, read again and retry
+          for (let tries = 0; tries < 5; tries++) {
+            const t = await store.get(taskId);
+            if (t === undefined || t.status !== "working" || t.runner !== this.runner) return;
+            if ((await store.put({ ...t, statusMessage: written.slice(0, 1024), lastUpdatedAt: Date.now() })) !== undefined) break;
+          }
         }
       } finally {
         this.#progressing.delete(taskId);
@@ -430,9 +439,14 @@ export class TaskRuntime {
     }
   }
 
-  /** Starts `run` for a task this instance holds, in the background; its outcome is stored when it ends. */
+  /**
+   * Starts `run` for a task this instance holds, in the background; its outcome is stored when it ends. Not when its
+   * origin was stopped ({@link stopRuns}): the task then stays `working` until its lease runs out, as an aborted run's.
+   */
   start(task: StoredTask, run: TaskRun): void {
     if (this.#running.has(task.taskId)) return;
+    const origin = run[RUN_ORIGIN]?.();
+    if (origin !== undefined && STOPPED_ORIGINS.has(origin)) return;
     const abort = new AbortController();
     const done = (async () => {
       let outcome: RunOutcome;
@@ -473,6 +487,8 @@ export class TaskRuntime {
   async stopRuns(origin: object, drainMs: number): Promise<number> {
     const mine = () => [...this.#running.values()].filter((r) => r.run[RUN_ORIGIN]?.() === origin);
     await settleWithin(Promise.all(mine().map((r) => r.done)), drainMs);
+    // from now on no run of `origin` starts (a request still in flight may be about to start one)
+    stopOrigin(origin);
     const left = mine();
     for (const r of left) r.abort.abort(new Error("agent shutting down"));
     await settleWithin(Promise.all(left.map((r) => r.done)), 1000);

@@ -258,6 +258,29 @@ describe("MCP tasks on 2026-07-28", () => {
     await until(url, token, taskId, (t) => t["status"] === "completed");
   });
 
+  it("once an origin's runs are stopped (HttpApp.close), a run of that origin a late request starts never runs; another origin's does", async () => {
+    const { taskRuntimeFor, RUN_ORIGIN } = await import("../../src/server/tasks.js");
+    const runtime = taskRuntimeFor({ store });
+    const ran: string[] = [];
+    const runOf = (name: string, origin: object) =>
+      Object.assign(async () => {
+        ran.push(name);
+        return { kind: "completed" as const, result: { content: [] }, journal: [] };
+      }, { [RUN_ORIGIN]: () => origin });
+    const closed = {};
+    const open = {};
+    expect(await runtime.stopRuns(closed, 10)).toBe(0);
+    const request = { jsonrpc: "2.0" as const, id: 1, method: "tools/call", params: { name: "slow_compute", arguments: { ms: 1 } } };
+    const late = await runtime.create({ agent: "emr-writeback", principal: undefined, request, capabilities: {}, idempotent: false, patients: [] });
+    const other = await runtime.create({ agent: "emr-writeback", principal: undefined, request, capabilities: {}, idempotent: false, patients: [] });
+    runtime.start(late, runOf("late", closed));
+    runtime.start(other, runOf("other", open));
+    await runtime.whenIdle();
+    expect(ran).toEqual(["other"]);
+    expect((await store.get(late.taskId))?.status).toBe("working");
+    expect((await store.get(other.taskId))?.status).toBe("completed");
+  });
+
   it("a JSON-RPC error fails the task with the error inline; a tool's exception completes it as isError without its message; results pass the output guardrails before they are stored", async () => {
     const keys = await makeKeys();
     const url = await serve(keys, [], [], { store }, (audit, writes, tasks) => {

@@ -154,9 +154,10 @@ describe("the rules the shipped weights were trained with", () => {
       .digest("hex");
     // The hard rules enter training only through the CV scores that pick the thresholds (a dev row they hit scores 1):
     // the "you are now <a job on the team>" exception (session 17) changes the hard flag of no dev row nor of any row of
-    // prompt-injections, MTSamples, MedQuAD or the scripts/data files training reads (checked: one held-out role prompt
-    // and one line of the fresh benign file only), so the weights and thresholds trained with it are those shipped.
-    expect(digest).toBe("b5b359bd10c1a6ff8da7ba64a59a6294346fe7516949da8f34c9ef8d23859e90");
+    // prompt-injections, MTSamples, MedQuAD or the scripts/data files training reads (checked over those and every
+    // scripts/data file: one held-out role prompt flips, and one line of agent-instructions-fresh.txt, which training does
+    // not read), so the weights and thresholds trained with it are those shipped.
+    expect(digest).toBe("4d548babb565adc820a572983ea60d541f613e900c20c67109e5cf5df20801da");
   });
 });
 
