@@ -18,6 +18,7 @@
  */
 import { readFile, readdir } from "node:fs/promises";
 import path from "node:path";
+import type { JWK } from "jose";
 import { parseArgs } from "node:util";
 import {
   AuditEventTypeSchema,
@@ -198,16 +199,27 @@ async function verify(argv: string[], io: IO): Promise<number> {
  * @throws UsageError when it is not JSON or holds a private key; Error (ENOENT) when it does not exist
  */
 export async function readPublicKey(file: string): Promise<Record<string, unknown>> {
-  let publicKey: Record<string, unknown>;
-  try {
-    publicKey = JSON.parse(await readFile(file, "utf8")) as Record<string, unknown>;
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === "ENOENT") throw e;
-    throw new UsageError(`--key ${file}: not a JSON Web Key file`);
-  }
+  const publicKey = await readJwkFile("--key", file);
   const keys = Array.isArray(publicKey["keys"]) ? (publicKey["keys"] as Record<string, unknown>[]) : [publicKey];
   if (keys.some((k) => typeof k?.["d"] === "string")) throw new UsageError("--key must hold PUBLIC keys only (the file holds a private key)");
   return publicKey;
+}
+
+/** A `--view-key` file: one private JWK (Ed25519 or P-256) to sign the console's own trail. @throws UsageError, Error (ENOENT) */
+export async function readPrivateKey(file: string): Promise<JWK> {
+  const jwk = (await readJwkFile("--view-key", file)) as JWK;
+  if (typeof jwk.d !== "string") throw new UsageError(`--view-key ${file}: must hold a PRIVATE key (the console signs its trail with it)`);
+  return jwk;
+}
+
+/** The JSON of a key file named by `option`. @throws UsageError when it is not JSON; Error (ENOENT) when it does not exist */
+async function readJwkFile(option: string, file: string): Promise<Record<string, unknown>> {
+  try {
+    return JSON.parse(await readFile(file, "utf8")) as Record<string, unknown>;
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === "ENOENT") throw e;
+    throw new UsageError(`${option} ${file}: not a JSON Web Key file`);
+  }
 }
 
 /** An `--anchors` file: JSON Lines (or a JSON array) of checkpoint anchors (readAnchorFile). @throws UsageError (not anchors, a folder, unreadable), Error (ENOENT) */

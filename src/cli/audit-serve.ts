@@ -22,7 +22,7 @@ import { startAuditConsole, type AuditConsole } from "../console/app.js";
 import { openAuditTrail } from "../console/trail.js";
 import type { TrailProgress } from "../console/trail-sources.js";
 import type { AuditTrailView } from "../console/trail-types.js";
-import { files, readAnchors, readPublicKey, UsageError } from "./audit-command.js";
+import { files, readAnchors, readPrivateKey, readPublicKey, UsageError } from "./audit-command.js";
 import { isLoopbackHost } from "../util/loopback.js";
 
 type IO = { out: (s: string) => void; err: (s: string) => void };
@@ -140,17 +140,4 @@ export async function serve(argv: string[], io: IO, signal?: AbortSignal): Promi
     await audit.close();
     await pool?.end();
   }
-}
-
-/** A `--view-key` file: one private JWK (Ed25519 or P-256) to sign the console's own trail. @throws UsageError */
-async function readPrivateKey(file: string): Promise<JWK> {
-  let jwk: JWK;
-  try {
-    jwk = JSON.parse(await readFile(file, "utf8")) as JWK;
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === "ENOENT") throw e;
-    throw new UsageError(`--view-key ${file}: not a JSON Web Key file`);
-  }
-  if (typeof jwk.d !== "string") throw new UsageError(`--view-key ${file}: must hold a PRIVATE key (the console signs its trail with it)`);
-  return jwk;
 }

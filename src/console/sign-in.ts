@@ -55,7 +55,6 @@ export type SignInResult =
   | { ok: true; user: ConsoleUser }
   | { ok: false; status: 400 | 403 | 502; reason: "insufficient_scope" | "invalid_callback" | "provider_error"; sub?: string; scopes?: string[]; message: string };
 
-
 /** The console's OpenID client: builds the authorization request and completes the callback. @internal */
 export class ConsoleSignIn {
   readonly requiredScope: string;

@@ -146,10 +146,6 @@ export type TaskRun = ((task: StoredTask, signal: AbortSignal) => Promise<RunOut
 export const RUN_ORIGIN: unique symbol = Symbol("hmcp.taskRunOrigin");
 /** Origins whose runs were stopped (TaskRuntime.stopRuns): no run of theirs starts any more, in any runtime. */
 const STOPPED_ORIGINS = new WeakSet<object>();
-/** Marks `origin` stopped: {@link TaskRuntime.start} starts none of its runs from now on. */
-export function stopOrigin(origin: object): void {
-  STOPPED_ORIGINS.add(origin);
-}
 
 let defaultStore: Promise<TaskStore> | undefined;
 /** The process's embedded store: an in-memory PGlite, opened on first use. */
@@ -488,7 +484,7 @@ export class TaskRuntime {
     const mine = () => [...this.#running.values()].filter((r) => r.run[RUN_ORIGIN]?.() === origin);
     await settleWithin(Promise.all(mine().map((r) => r.done)), drainMs);
     // from now on no run of `origin` starts (a request still in flight may be about to start one)
-    stopOrigin(origin);
+    STOPPED_ORIGINS.add(origin);
     const left = mine();
     for (const r of left) r.abort.abort(new Error("agent shutting down"));
     await settleWithin(Promise.all(left.map((r) => r.done)), 1000);
@@ -553,4 +549,3 @@ export function taskRuntimeFor(options: TaskOptions | undefined): TaskRuntime {
   if (r === undefined) RUNTIMES.set(store, (r = new TaskRuntime(options)));
   return r;
 }
-

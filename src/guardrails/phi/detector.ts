@@ -194,10 +194,12 @@ const alnumUnit = (c: number): boolean => (c >= 97 && c <= 122) || (c >= 65 && c
 function runAtSign(p: Pattern, re: RegExp, text: string, found: Found[]): void {
   let from = 0;
   for (let at = text.indexOf("@"); at >= 0; at = text.indexOf("@", at + 1)) {
+    // back to the run's start; a scan stopped at 65 characters means a run longer than 64 (its start would follow no
+    // [\w.%+-] only beyond the local part's length)
     let s = at;
     while (s > 0 && at - s < 65 && localUnit(text.charCodeAt(s - 1))) s--;
-    // a run longer than 64, an empty one, one not starting with a letter or digit, or one after [\w.%+-]: no match here
-    if (s === at || at - s > 64 || s < from || !alnumUnit(text.charCodeAt(s)) || (s > 0 && localUnit(text.charCodeAt(s - 1)))) continue;
+    // an empty run, one longer than 64, one inside the previous match, or one not starting with a letter or digit: no match here
+    if (s === at || at - s > 64 || s < from || !alnumUnit(text.charCodeAt(s))) continue;
     re.lastIndex = s;
     const m = re.exec(text);
     if (m === null) continue;

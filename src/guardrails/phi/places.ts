@@ -148,14 +148,15 @@ function multiWordCity(c: NameContext, i: number, k: number): boolean {
   const a = LID[i]!;
   const b = LID[i + 1]!;
   const d = k === 3 ? LID[i + 2]! : -2;
+  const lookUp = () => cities.has(k === 3 ? `${lower(i)} ${lower(i + 1)} ${lower(i + 2)}` : `${lower(i)} ${lower(i + 1)}`);
   // a word outside the lexicon has no slot: the string answers
-  if (a < 0 || b < 0 || d === -1) return cities.has(k === 3 ? `${lower(i)} ${lower(i + 1)} ${lower(i + 2)}` : `${lower(i)} ${lower(i + 1)}`);
+  if (a < 0 || b < 0 || d === -1) return lookUp();
   let cache = runCaches.get(cities);
   if (cache === undefined) runCaches.set(cities, (cache = new Int32Array(RUN_CACHE_SIZE * 4).fill(-1)));
   const r = Math.imul(Math.imul(Math.imul(a, 0x9e3779b1) ^ b, 0x85ebca6b) ^ (d + 2), 0xc2b2ae35) >>> 20;
   const o = r * 4;
   if (cache[o] === a && cache[o + 1] === b && cache[o + 2] === d) return cache[o + 3] === 1;
-  const yes = cities.has(k === 3 ? `${lower(i)} ${lower(i + 1)} ${lower(i + 2)}` : `${lower(i)} ${lower(i + 1)}`);
+  const yes = lookUp();
   cache[o] = a;
   cache[o + 1] = b;
   cache[o + 2] = d;

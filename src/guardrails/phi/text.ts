@@ -1,6 +1,6 @@
 /** Word scanning and letter-case tests of the name rules (char-code scans; no regular expression per word). */
 
-/** Code points below this (planes 0-2) have their class and case facts kept in fixed tables (./text.ts). */
+/** Code points below this (planes 0-2) have their class and case facts kept in fixed tables (below). */
 const CACHED_PLANES_END = 0x30000;
 
 /**
@@ -9,14 +9,14 @@ const CACHED_PLANES_END = 0x30000;
  * mark (\p{M}). 192 KB for the life of the process, so its size does not depend on the input; code points of the other
  * planes are classified each time (rare in any text).
  */
-export const BMP_CLASS = new Uint8Array(CACHED_PLANES_END);
+export const CODE_POINT_CLASS = new Uint8Array(CACHED_PLANES_END);
 export const LETTER = /^\p{L}$/u;
 export const MARK = /^\p{M}$/u;
 export const classify = (ch: string): number => (LETTER.test(ch) ? 2 : MARK.test(ch) ? 3 : 1);
 export function charClass(cp: number): number {
   if (cp >= CACHED_PLANES_END) return classify(String.fromCodePoint(cp));
-  let v = BMP_CLASS[cp]!;
-  if (v === 0) BMP_CLASS[cp] = v = classify(String.fromCodePoint(cp));
+  let v = CODE_POINT_CLASS[cp]!;
+  if (v === 0) CODE_POINT_CLASS[cp] = v = classify(String.fromCodePoint(cp));
   return v;
 }
 

@@ -2,6 +2,9 @@ import { describe, expect, it } from "vitest";
 import { defaultGuardrails } from "hmcp";
 
 const clientInput = { stage: "input" as const, side: "client" as const, method: "elicitation/create" };
+/** A user message of a sampling request the agent receives, through the default policy's input stage. */
+const serverInput = { stage: "input" as const, side: "server" as const, method: "sampling/createMessage" };
+const ask = (text: string) => defaultGuardrails().evaluate("input", { messages: [{ role: "user", content: { type: "text", text } }], maxTokens: 10 }, serverInput);
 
 describe("prompt-injection guardrail: which texts it scores by default", () => {
   it("does not score elicitation text (shown to a human), so short approval prompts pass", async () => {
@@ -23,8 +26,6 @@ describe("prompt-injection guardrail: which texts it scores by default", () => {
 });
 
 describe("prompt-injection guardrail: short messages", () => {
-  const serverInput = { stage: "input" as const, side: "server" as const, method: "sampling/createMessage" };
-  const ask = (text: string) => defaultGuardrails().evaluate("input", { messages: [{ role: "user", content: { type: "text", text } }], maxTokens: 10 }, serverInput);
 
   it("a one- or two-word reply is not amplified into an injection (the model's minFeatures floor)", async () => {
     // each of these scored above the threshold before the floor: a single weight decided a 3-feature window
@@ -41,9 +42,7 @@ describe("prompt-injection guardrail: short messages", () => {
 });
 
 describe("prompt-injection guardrail: the examples of issue #19", () => {
-  const serverInput = { stage: "input" as const, side: "server" as const, method: "sampling/createMessage" };
   const clientInput = (method: string) => ({ stage: "input" as const, side: "client" as const, method });
-  const ask = (text: string) => defaultGuardrails().evaluate("input", { messages: [{ role: "user", content: { type: "text", text } }], maxTokens: 10 }, serverInput);
 
   it("ordinary agent instructions, role prompts and approvals sent as messages pass", async () => {
     for (const text of [
@@ -85,8 +84,6 @@ describe("prompt-injection guardrail: the examples of issue #19", () => {
 });
 
 describe("prompt-injection guardrail: a new job on the team is not a role change", () => {
-  const serverInput = { stage: "input" as const, side: "server" as const, method: "sampling/createMessage" };
-  const ask = (text: string) => defaultGuardrails().evaluate("input", { messages: [{ role: "user", content: { type: "text", text } }], maxTokens: 10 }, serverInput);
 
   it("'you are now the <role> assistant / scribe / agent' passes", async () => {
     for (const text of [
