@@ -360,7 +360,9 @@ export function buildInjectionCorpus(dataDir = path.resolve(repo, "../shared/dat
   for (const [goal, lines] of sections("attacks-extra.txt")) for (const text of lines) if (splitOf(`attack:${text}`) === "dev") extra.push({ goal: goal as AttackGoal, text, family: `attack:${text}` });
   const devNotes = notes.filter((n) => splitOf(`mtsamples:${n.id}`) === "dev");
   const devPatients = patients.filter((f) => splitOf(`synthea:${f}`) === "dev");
-  const devFrames = (section: string) => (frames.get(section) ?? []).filter((text) => splitOf(`frame:${text}`) === "dev");
+  // round 3: more carrier frames (frames-extra.txt), dev families only, beside the dev frames of frames.txt
+  const framesExtra = sections("frames-extra.txt");
+  const devFrames = (section: string) => [...(frames.get(section) ?? []), ...(framesExtra.get(section) ?? [])].filter((text) => splitOf(`frame:${text}`) === "dev");
   for (const t of extra) {
     for (let k = 0; k < 4; k++) {
       const note = pick(r2, devNotes);
@@ -386,6 +388,72 @@ export function buildInjectionCorpus(dataDir = path.resolve(repo, "../shared/dat
         const payload = fill(r2, t.text);
         rows.push({ kind, label: 1, goal: t.goal, family: t.family, split: "dev", arrival: "result", ...(role ? { role } : {}), carrier: `frame:${f}`, payload, text: fill(r2, f.replace("{payload}", payload)) });
       }
+    }
+  }
+  // round 3: more benign agent traffic (benign-extra.txt) and benign rows of the extra frames, after every other row,
+  // dev families only (a line or frame whose family falls in the held-out split is skipped): development rows only
+  for (const [kind, lines] of sections("benign-extra.txt")) {
+    for (const text of lines) {
+      const family = lineFamily(kind, text);
+      if (splitOf(family) !== "dev") continue;
+      rows.push({ kind: kind as BenignKind, label: 0, family, split: "dev", arrival: arrivalOf[kind] ?? "message", ...(kind === "answer" ? { role: "assistant" } : {}), text });
+    }
+  }
+  for (const [section, benignKind, role] of [
+    ["tool-result", "tool-result", undefined],
+    ["agent-answer", "answer", "assistant"],
+  ] as const) {
+    for (const f of framesExtra.get(section) ?? []) {
+      const family = `frame:${f}`;
+      if (splitOf(family) !== "dev") continue;
+      for (let k = 0; k < 3; k++) {
+        const remarks = benignRemarks("dev");
+        const benignFill = r2() < 0.7 ? (r2() < 0.6 ? pick(r2, BENIGN_FILLS) : pick(r2, remarks)) : "";
+        rows.push({ kind: benignKind, label: 0, family, split: "dev", arrival: "result", ...(role ? { role } : {}), carrier: family, text: fill(r2, benignFill ? f.replace("{payload}", benignFill) : f.replace(" {payload}", "").replace("{payload}", "")) });
+      }
+    }
+  }
+  // round 4: benign outcome answers (benign-outcomes.txt: writes done, cancelled or declined, nothing found, errors),
+  // as a peer agent's answer or a tool result, after every other row with a generator of their own, dev families only
+  const r3 = rng(20261128);
+  for (const [section, role] of [
+    ["answer", "assistant"],
+    ["tool-result", undefined],
+  ] as const) {
+    for (const text of sections("benign-outcomes.txt").get(section) ?? []) {
+      const family = lineFamily(section, text);
+      if (splitOf(family) !== "dev") continue;
+      rows.push({ kind: section, label: 0, family, split: "dev", arrival: "result", ...(role ? { role } : {}), text: fill(r3, text) });
+    }
+  }
+  // round 5, after every other row with a generator of their own, dev families only (development rows, never held-out
+  // ones): direct attacks in the families the round-2 model missed on fresh text (direct-extra.txt); benign traffic in
+  // German, Spanish and French and requests that name approvals, tokens and doses in their ordinary sense
+  // (benign-r5.txt); and FHIR JSON sent as a message (an orchestrator handing an encounter's resources to an agent, as
+  // the demo does: the corpus had FHIR only as a result or a resource), one row per encounter of the dev patients
+  const r4 = rng(20261129);
+  for (const text of sections("direct-extra.txt").get("direct") ?? []) {
+    const family = lineFamily("agent-injection", text);
+    if (splitOf(family) !== "dev") continue;
+    rows.push({ kind: "direct", label: 1, family, split: "dev", arrival: "message", text });
+  }
+  for (const [kind, lines] of sections("benign-r5.txt")) {
+    for (const text of lines) {
+      const family = lineFamily(kind, text);
+      if (splitOf(family) !== "dev") continue;
+      rows.push({ kind: kind as BenignKind, label: 0, family, split: "dev", arrival: arrivalOf[kind] ?? "message", ...(kind === "answer" ? { role: "assistant" } : {}), text });
+    }
+  }
+  for (const f of devPatients) {
+    const bundle = JSON.parse(readFileSync(path.join(bundleDir, f), "utf8")) as { entry: Array<{ fullUrl?: string; resource: Resource }> };
+    const byEncounter = new Map<string, Resource[]>();
+    for (const e of bundle.entry) {
+      const ref = e.resource.resourceType === "Encounter" ? e.fullUrl : (e.resource["encounter"] as { reference?: string } | undefined)?.reference;
+      if (ref) byEncounter.set(ref, [...(byEncounter.get(ref) ?? []), e.resource]);
+    }
+    const encounters = [...byEncounter.values()];
+    for (let k = 0; k < Math.min(6, encounters.length); k++) {
+      rows.push({ kind: "fhir", label: 0, family: `synthea:${f}`, split: "dev", arrival: "message", text: JSON.stringify(pick(r4, encounters)) });
     }
   }
   return rows;

@@ -10,10 +10,11 @@
  * scored per sentence window (max). A planted attack trains on the windows that hold its payload (its other windows are
  * the carrier's ordinary text); any other positive document with several windows trains on its highest-scoring window
  * (multiple-instance learning); a negative document trains on all its windows. Documents are weighted so that every
- * kind counts about as much as 150 rows, whatever its size.
+ * kind counts about as much as 150 rows (HMCP_KIND_ROWS), whatever its size.
  *
  * Thresholds per location kind: grouped 5-fold cross-validation on dev (folds by phrasing family and carrier; a
- * training fold never holds a row that shares either with the scored fold) scores every dev row held out; for the
+ * training fold never holds a row that shares either with the scored fold), repeated with 6 fold assignments, scores
+ * every dev row held out 6 times; on the pooled scores, for the
  * texts that arrive as messages and for those that arrive as results / resources, the threshold is the grid value
  * with the smallest total shortfall against the issue's targets (benign FPR <= 1 %, deepset English benign <= 10 %,
  * a point over costing FP_COST = 4 points of recall; recall >= 0.90 direct, >= 0.80 indirect), and the L2 strength is
@@ -26,8 +27,10 @@
  * 4-grams; 0), HMCP_DATA_TERMS (0 = without data-location terms; 1), HMCP_DOC_TERMS (0 = without document terms; 1),
  * HMCP_SENTENCES (0 = fixed windows of HMCP_WINDOW every HMCP_STEP characters; 1, sentences merged to
  * HMCP_SENT_MIN..HMCP_SENT_MAX = 70..400), HMCP_EPOCHS (20),
- * HMCP_MIN_FEATURES (30), HMCP_POS_WEIGHT (1.3), HMCP_FP_COST (4), HMCP_TRAIN_DEBUG (dist | curve | fp | 1:
- * diagnostics on the dev folds), HMCP_MODEL_OUT (where the weights are written; guardrails/data/injection-model.json).
+ * HMCP_MIN_FEATURES (30), HMCP_POS_WEIGHT (1.3), HMCP_KIND_ROWS (150), HMCP_AVERAGE (1: runs averaged into one model),
+ * HMCP_FP_COST (4), HMCP_CV_REPEATS (6), HMCP_FOLD_SALT (none), HMCP_DROP_RULES (none: feature rules left out, for
+ * ablations), HMCP_TRAIN_DEBUG (dist | curve | fp | 1: diagnostics on the dev folds), HMCP_MODEL_OUT (where the weights
+ * are written; guardrails/data/injection-model.json).
  */
 import { createHash } from "node:crypto";
 import { writeFileSync } from "node:fs";
@@ -50,10 +53,17 @@ const SENTENCES = (process.env["HMCP_SENTENCES"] ?? "1") === "1";
 const SENT_MIN = Number(process.env["HMCP_SENT_MIN"] ?? 70);
 const SENT_MAX = Number(process.env["HMCP_SENT_MAX"] ?? 400);
 const POS_WEIGHT = Number(process.env["HMCP_POS_WEIGHT"] ?? 1.3);
+/** Every kind weighs about as much as this many rows (no more than 1 per row). */
+const KIND_ROWS = Number(process.env["HMCP_KIND_ROWS"] ?? 150);
 const DATA_TERMS = (process.env["HMCP_DATA_TERMS"] ?? "1") === "1";
 const EPOCHS = Number(process.env["HMCP_EPOCHS"] ?? 20);
+/** Runs averaged into one model (different shuffles). */
+const AVERAGE = Number(process.env["HMCP_AVERAGE"] ?? 1);
 const DOC_TERMS = (process.env["HMCP_DOC_TERMS"] ?? "1") === "1";
 const MODEL_OUT = process.env["HMCP_MODEL_OUT"] ?? path.join(repo, "guardrails/data/injection-model.json");
+/** Feature rules left out of training (comma list of RULES names; their weights stay 0): ablations by CV. */
+const DROP_RULES = new Set((process.env["HMCP_DROP_RULES"] ?? "").split(",").filter(Boolean));
+const KEEP_MASK = RULES.reduce((m, [name], r) => (DROP_RULES.has(name) ? m : m | (1 << r)), 0);
 
 /** Which arrival group a row's threshold comes from. */
 const group = (r: CorpusRow): "message" | "result" => (r.arrival === "result" || r.arrival === "resource" ? "result" : "message");
@@ -61,9 +71,9 @@ const group = (r: CorpusRow): "message" | "result" => (r.arrival === "result" ||
 interface Doc {
   row: CorpusRow;
   hard: boolean;
-  /** Fold of the row's family; `folds`: of every group key it has (family, carrier). */
-  fold: number;
-  folds: number[];
+  /** Per CV repeat: the fold of the row's family; `folds`: of every group key it has (family, carrier). */
+  fold: number[];
+  folds: number[][];
   wt: number;
   wins: Array<{ idx: Int32Array; val: Float32Array; n: number }>;
 }
@@ -95,7 +105,7 @@ function vectorize(text: string, payload: string | undefined, data: boolean): Do
     const norm = 1 / Math.sqrt(Math.max(n, MIN_FEATURES));
     for (const [k, c] of counts) counts.set(k, c * norm);
     // feature rules: weight 1 each, outside the length normalisation (the model's `rulesRaw`)
-    const rules = masks[w]!;
+    const rules = masks[w]! & KEEP_MASK;
     for (let r = 0; r < RULES.length; r++) if (rules & (1 << r)) counts.set(ruleBucket(r, B), (counts.get(ruleBucket(r, B)) ?? 0) + 1);
     // document terms (the model's `docTerms`): a bias and each rule again, for texts of more than one window
     if (DOC_TERMS && wins.length > 1) {
@@ -120,7 +130,17 @@ function vectorize(text: string, payload: string | undefined, data: boolean): Do
   return out;
 }
 
-const fold = (key: string): number => createHash("sha256").update("fold:" + key).digest().readUInt32BE(0) % 5;
+/** Salt of the fold assignment (HMCP_FOLD_SALT; default none, the folds the shipped weights were chosen with): repeated CV. */
+const FOLD_SALT = process.env["HMCP_FOLD_SALT"] ?? "";
+/**
+ * Repeats of the grouped 5-fold CV, each with its own fold assignment (repeat 0: salt FOLD_SALT, repeat k: FOLD_SALT + k):
+ * every dev row is scored once per repeat and thresholds are chosen on the pooled scores (one fold assignment moves
+ * the chosen thresholds by 0.1-0.15 and the shortfall by ~0.05; HMCP_CV_REPEATS, default 6 since round 4: with 3, a
+ * different salt moved the round-4 shortfall by up to 0.05 and the results' threshold by 0.05).
+ */
+const CV_REPEATS = Number(process.env["HMCP_CV_REPEATS"] ?? 6);
+const foldSalt = (k: number): string => (k === 0 ? FOLD_SALT : `${FOLD_SALT}${k}`);
+const fold = (key: string, k = 0): number => createHash("sha256").update("fold:" + foldSalt(k) + key).digest().readUInt32BE(0) % 5;
 
 function dot(w: Float32Array, v: Doc["wins"][number]): number {
   let z = 0;
@@ -128,13 +148,28 @@ function dot(w: Float32Array, v: Doc["wins"][number]): number {
   return z;
 }
 
+/**
+ * The model: the average of AVERAGE runs of {@link trainOnce} with different shuffles (one linear model, so the
+ * run-time cost is unchanged; averaging lowers the variance of the weights, which depend on the order of the rows).
+ */
 function train(set: Doc[], l2: number): { w: Float32Array; bias: number } {
+  const w = new Float32Array(B);
+  let bias = 0;
+  for (let k = 0; k < AVERAGE; k++) {
+    const m = trainOnce(set, l2, 12345 + 7919 * k);
+    for (let b = 0; b < B; b++) w[b]! += m.w[b]! / AVERAGE;
+    bias += m.bias / AVERAGE;
+  }
+  return { w, bias };
+}
+
+function trainOnce(set: Doc[], l2: number, seed0: number): { w: Float32Array; bias: number } {
   const w = new Float32Array(B);
   const g2 = new Float32Array(B).fill(1e-8);
   let bias = 0;
   let gb2 = 1e-8;
   const lr = 0.5;
-  let seed = 12345;
+  let seed = seed0;
   const rnd = () => ((seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 2 ** 32);
   const order = set.map((_, i) => i);
   for (let ep = 0; ep < EPOCHS; ep++) {
@@ -199,13 +234,13 @@ function figures(held: Array<{ d: Doc; s: number }>, th: { message: number; resu
     const hs = held.filter((h) => h.d.row.kind === kind && !h.d.row.composed);
     if (hs.length === 0) continue;
     const flagged = hs.filter((h) => h.s >= th[group(h.d.row)]).length;
-    out[kind] = { n: hs.length, rate: Math.round((flagged / hs.length) * 1000) / 1000 };
+    out[kind] = { n: hs.length / CV_REPEATS, rate: Math.round((flagged / hs.length) * 1000) / 1000 };
   }
   // the direct attacks by source: deepset/prompt-injections (the issue's target) and this project's agent injections
   for (const [name, prefix] of [["direct (deepset)", "deepset:"], ["direct (agent)", "agent-injection:"]] as const) {
     const hs = held.filter((h) => h.d.row.kind === "direct" && h.d.row.family.startsWith(prefix));
     const flagged = hs.filter((h) => h.s >= th.message).length;
-    if (hs.length) out[name] = { n: hs.length, rate: Math.round((flagged / hs.length) * 1000) / 1000 };
+    if (hs.length) out[name] = { n: hs.length / CV_REPEATS, rate: Math.round((flagged / hs.length) * 1000) / 1000 };
   }
   return out;
 }
@@ -253,10 +288,10 @@ function trainAndWrite(): void {
   const docs: Doc[] = rows.map((row) => ({
     row,
     hard: hardRuleHit(normalizeForInjection(row.text)),
-    fold: fold(row.family),
-    folds: [row.family, ...(row.carrier ? [row.carrier] : [])].map(fold),
+    fold: Array.from({ length: CV_REPEATS }, (_, k) => fold(row.family, k)),
+    folds: Array.from({ length: CV_REPEATS }, (_, k) => [row.family, ...(row.carrier ? [row.carrier] : [])].map((key) => fold(key, k))),
     // every kind weighs about as much as 150 rows (no more than 1 per row); attacks a little more
-    wt: Math.min(1, 150 / perKind.get(row.kind)!) * (row.label ? POS_WEIGHT : 1),
+    wt: Math.min(1, KIND_ROWS / perKind.get(row.kind)!) * (row.label ? POS_WEIGHT : 1),
     wins: vectorize(row.text, row.payload, DATA_TERMS && group(row) === "result"),
   }));
   console.log(`dev docs: ${docs.length} (vectorised in ${Date.now() - t0} ms; char 4-grams ${CHAR_GRAMS ? "on" : "off"})`);
@@ -265,19 +300,23 @@ function trainAndWrite(): void {
   let best: { l2: number; message: number; result: number; recall: number; shortfall: number; figures: Record<string, KindFigure> } | undefined;
   for (const l2 of l2s) {
     const held: Array<{ d: Doc; s: number }> = [];
-    for (let f = 0; f < 5; f++) {
-      // train on rows that share no family and no carrier with fold f
-      const m = train(
-        docs.filter((d) => !d.folds.includes(f)),
-        l2,
-      );
-      for (const d of docs.filter((d) => d.fold === f)) held.push({ d, s: score(m, d) });
+    for (let k = 0; k < CV_REPEATS; k++) {
+      for (let f = 0; f < 5; f++) {
+        // train on rows that share no family and no carrier with fold f (of repeat k)
+        const m = train(
+          docs.filter((d) => !d.folds[k]!.includes(f)),
+          l2,
+        );
+        for (const d of docs.filter((d) => d.fold[k] === f)) held.push({ d, s: score(m, d) });
+      }
     }
     const msg = chooseThreshold(held, "message");
     const res = chooseThreshold(held, "result");
     const fig = figures(held, { message: msg.threshold, result: res.threshold });
     const recall = (msg.recall + res.recall) / 2;
-    console.log(`l2=${l2} thresholds message=${msg.threshold} result=${res.threshold} mean recall=${recall.toFixed(3)} shortfall=${(msg.shortfall + res.shortfall).toFixed(3)} (${Date.now() - t0} ms)`);
+    console.log(
+      `l2=${l2} thresholds message=${msg.threshold} result=${res.threshold} mean recall=${recall.toFixed(3)} shortfall=${(msg.shortfall + res.shortfall).toFixed(3)} (message ${msg.shortfall.toFixed(3)}, result ${res.shortfall.toFixed(3)}; ${Date.now() - t0} ms)`,
+    );
     console.table(fig);
     if (process.env["HMCP_TRAIN_DEBUG"] === "dist") {
       for (const kind of [...BENIGN_KINDS, ...ATTACK_KINDS]) {

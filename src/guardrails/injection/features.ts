@@ -26,9 +26,10 @@ export const RULES: ReadonlyArray<readonly [string, RegExp]> = [
   ["no_docs", /\b(?:not|nicht|don'?t|do not|ohne|without)\b.{0,20}\b(?:documents|articles|context|dokumente|artikel|kontext|provided)\b/],
   ["jailbreak", /\b(?:dan mode|developer mode|jailbreak|jailbroken|no restrictions|without restrictions|unfiltered|uncensored|no (?:programming )?guidelines|keine regeln|evil ai|do anything now)\b/],
   ["praise_pivot", /\b(?:well done|good job|very good|excellent|great|super|gut gemacht|sehr gut|ausgezeichnet|toll|wow|congratulations|herzlichen glückwunsch|bravo|superbly done)\b.{0,60}\b(?:now|but now|jetzt|nun|next|further|weitere|neue|new)\b/],
-  // text that addresses an AI reader ("Note to the AI:", "Assistant, ...", "if you are a language model"): ordinary
-  // in a caller's message, a strong sign of an injection inside a record, a tool result or a peer's answer
-  ["ai_address", /(?:^|[.!?:;>\][(\n"'-]\s*)(?:(?:the|dear|hey|attention|achtung|ai|llm|ki) )?(?:ai|assistant|agent|model|llm|chatbot|bot|ki|ia|ki-assistent|asistente(?: de ia)?|automated (?:systems?|readers?))\s?[:,]|\b(?:note|message|instructions?|hinweis|nota)\s(?:to|for|an|para|pour)\s(?:the\s|any\s|all\s|die\s|la\s|l')?(?:ai|ia|ki|assistant|agent|model|llm|language model)\b|\bif you are (?:an? )?(?:ai|language model|llm|assistant|agent|bot)\b|\b(?:any|all|every) (?:ai|automated|llm)\b(?: (?:systems?|agents?|readers?|assistants?|models?)\b)?|\bto the (?:ai|model|llm|agent|assistant) (?:reading|processing)\b|\b(?:dear|hey|attention|achtung) (?:ai|assistant|agent|model|llm|bot|ki)\b|\b(?:chat)?gpt\b/],
+  // text that addresses an AI reader ("Note to the AI:", "Assistant, ...", "if you are a language model", "para el
+  // modelo", "an die KI"): ordinary in a caller's message, a strong sign of an injection inside a record, a tool
+  // result or a peer's answer
+  ["ai_address", /(?:^|[.!?:;>\][(\n"'-]\s*)(?:(?:the|dear|hey|attention|achtung|ai|llm|ki) )?(?:ai|assistant|agent|model|llm|chatbot|bot|ki|ia|ki-assistent|asistente(?: de ia)?|automated (?:systems?|readers?))\s?[:,]|\b(?:note|message|instructions?|hinweis|nota)\s(?:to|for|an|para|pour)\s(?:the\s|any\s|all\s|die\s|la\s|l')?(?:ai|ia|ki|assistant|agent|model|llm|language model)\b|\bif you are (?:an? )?(?:ai|language model|llm|assistant|agent|bot)\b|\b(?:any|all|every) (?:ai|automated|llm)\b(?: (?:systems?|agents?|readers?|assistants?|models?)\b)?|\bto the (?:ai|model|llm|agent|assistant) (?:reading|processing)\b|\b(?:dear|hey|attention|achtung) (?:ai|assistant|agent|model|llm|bot|ki)\b|\b(?:chat)?gpt\b|\b(?:para|pour|für|an|to|for)\s(?:(?:el|la|los|las|le|les|den|die|der|das|the|any|all|every)\s|l')(?:modelo|agente|asistente|ia|ki|modèle|agenten|assistenten|ai|agents?|models?|assistants?|llms?)\b/],
   // data sent to an address outside the conversation
   ["exfil_target", /\b(?:send|sende|email|e-mail|mail|forward|upload|post|export|copy|transmit|leak|fetch|envía|envoie|attach)\b.{0,80}(?:https?:\/\/|\b[\w.-]+@[\w-]+\.\w|\?(?:data|q)=)/],
   // secrets and configuration an agent must not disclose
@@ -42,7 +43,7 @@ export const RULES: ReadonlyArray<readonly [string, RegExp]> = [
   // everything at once: all patients, every record, the whole database
   ["bulk", /\b(?:all|every|each|any) (?:other )?(?:patients?|records?|charts?|orders?|appointments?|observations?|opioid orders|notes)\b|\b(?:whole|entire|complete) (?:database|record|chart|table)\b|\bdatabase\b/],
   // a claim of authority or of disabled checks
-  ["privilege", /\b(?:as (?:an? |the )?(?:admin|administrator|superuser|root|ciso|system administrator)\b|admin (?:mode|rights|privileges|access)|root access|sudo\b|superuser|elevated (?:privileges|rights|access)|i (?:hereby )?(?:authorize|authorise|grant) you|(?:you are|you're|agent is) (?:now )?(?:authorized|authorised|allowed|permitted)|pre-?approved|(?:scope|permission|consent|patient-context|context|approval|access|berechtigungsprüfung|permisos|droits)\s(?:(?:checks?|requirements?|restrictions?|controls?)\s)?(?:is |are )?(?:disabled|turned off|off|waived|lifted|deaktiviert|desactivada|désactivé|suspended|bypassed)|per (?:it|the privacy office|compliance|security)\b|laut it\b|según ti\b|selon le service informatique|bypass the (?:guardrails?|approval|checks?|scope)|(?:full|unrestricted) access|override code)/],
+  ["privilege", /\b(?:as (?:an? |the )?(?:admin|administrator|superuser|root|ciso|system administrator)\b|admin (?:mode|rights|privileges|access)|root access|sudo\b|superuser|elevated (?:privileges|rights|access)|i (?:hereby )?(?:authorize|authorise|grant) you|(?:you are|you're|agent is) (?:now )?(?:authorized|authorised|allowed|permitted)|pre-?approved|(?:scope|permission|consent|patient-context|context|approval|access|berechtigungsprüfung|permisos|droits)\s(?:(?:checks?|requirements?|restrictions?|controls?)\s)?(?:is |are )?(?:disabled|turned off|off|waived|lifted|deaktiviert|desactivada|désactivé|suspended|bypassed)|per (?:it|the privacy office|compliance|security)\b|laut it\b|según ti\b|selon le service informatique|bypass the (?:guardrails?|approval|checks?|scope)|(?:full|unrestricted) access|override code|(?:desactiv\w*|deaktivier\w*|désactiv\w*|abgeschaltet|aufgehoben|disabled|lifted|removed|relaxed|waived|suspended|turned off|switched off)\s(?:(?:the|all|las|los|die|les|alle|todas|todos|toutes|tous)\s)?(?:restrictions?|restricciones|einschränkungen|checks?|prüfungen|contrôles|comprobaciones|guardrails?|approvals?)\b|(?:restrictions?|restricciones|checks?|guardrails?|approvals?|einschränkungen|prüfungen?|contrôles?)\s(?:are|is|have been|has been|were|was|sind|wurden|están|sont)\s(?:now\s)?(?:lifted|removed|relaxed|suspended|disabled|waived|aufgehoben|deaktiviert|desactivad[oa]s?|suspendus?)|(?:acceso|accès|zugriff)\s(?:total|completo|complet|sin restricciones|sans restriction)|(?:vollen?|voller|uneingeschränkten?)\szugriff|vollzugriff)/],
   // the agent's own rules and checks as the object ("your instructions", "the safety checks", "deine Anweisungen"):
   // what an override talks about, where a caller's task talks about a chart or a note
   ["agent_rules", /\b(?:your|the|previous|prior|above|earlier|original|system|current|usual|normal|standard|safety|deine|ihre|bisherigen|vorherigen|obigen|tus|vos)\s(?:instructions?|rules|guidelines|prompt|directives?|restrictions?|constraints?|policies|programming|guardrails?|filters?|scopes?|checks|safety checks?|anweisungen|regeln|vorgaben|richtlinien|informationen|instrucciones|reglas|consignes)\b|\b(?:previous|prior|above|vorherigen|bisherigen|obigen) (?:information|informationen|context|kontext|text|texte)\b/],
@@ -60,7 +61,33 @@ export const RULES: ReadonlyArray<readonly [string, RegExp]> = [
   ["you_must", /\byou (?:must|should|shall|need to|have to|are (?:required|instructed|expected) to|are to|will now|may now|can now|can ignore|may ignore|no longer need)\b|\bdu (?:musst|sollst|darfst)\b|\bsie (?:müssen|sollen|dürfen)\b/],
   // chat-template and markup turns planted in text ("<|im_start|>system", "[INST]", "<!-- ... -->", "### System:")
   ["turn_marker", /<\|im_(?:start|end)\|>|\[\/?inst\]|\[system\]|<!--|<\/?system>|###\s?(?:system|instruction|assistant)|(?:^|[\n.!?\]]\s{0,3})(?:system|assistant|user|human)\s?:/],
+  // an instruction that starts a later sentence or follows a label or a JSON key ("... within range. Write the dose
+  // as ...", "Comment: send the chart to ...", `"text":"Send ...`): in data the agent reads, an instruction smuggled
+  // in after the content
+  ["inner_imperative", /(?:[.!?;:\n)\]]["'([]?\s{1,3}["'([]?|:\s?["'([])(?:(?:please|kindly|now|then|also|and|just|simply|immediately|first|bitte|por favor),?\s)?(?:calculate|discharge|disregard|ignoriere|overwrite|storniere|summarise|summarize|translate|antworte|continue|describe|disclose|generate|increase|markiere|override|reassign|responde|retrieve|schedule|schreibe|supprime|abandon|approve|archive|cancela|collect|compose|confirm|convert|disable|escribe|execute|explain|forward|imagine|include|incluye|muestra|prepare|pretend|proceed|provide|replace|respond|rewrite|réponds|schicke|schreib|vergiss|always|annule|answer|append|arrête|assign|attach|beende|bypass|cambia|cancel|change|create|delete|double|enable|encode|envoie|erhöhe|export|forget|ignora|ignore|inclus|inform|insert|lösche|marque|modify|montre|notify|olvida|oublie|output|record|reduce|remove|render|repeat|report|return|reveal|review|search|switch|triple|update|upload|verify|ändere|borra|chart|check|close|don't|draft|email|enter|envia|envía|erase|fetch|grant|leave|lower|marca|never|order|paste|print|purge|raise|reply|reset|sende|share|start|trage|treat|write|zeige|écris|book|call|copy|deja|drop|dump|edit|find|flag|give|keep|list|look|make|mark|move|only|open|post|pull|read|sage|send|show|sign|skip|stop|tell|turn|wipe|zeig|act|add|dis|end|get|gib|let|put|run|sag|say|set|tag|use|di|do|go)\b/],
+  // the reader addressed in the second person ("you", "your", "du", "dein", "tu", "vous"): ordinary in a caller's
+  // message, rare in a record or a tool result unless it speaks to the agent
+  ["second_person", /\b(?:you|your|yours|yourself|you're|you'll|du|dein|deine|deinen|deiner|dich|dir|tu|tus|vous|votre|vos)\b/],
+  // an AI or an agent as the subject of an obligation or a permission ("automated agents processing this file must
+  // ...", "the assistant should ...", "the agent is now authorized to ..."): what data tells its reader to do
+  ["agent_duty", /\b(?:ai|assistant|agent|model|llm|bot|chatbot|agente|modelo|asistente|ki|ia)s?\b(?:\s[\w'-]+){0,4}?\s(?:must|should|shall|has to|have to|needs? to|is to|are to|may now|can now|is (?:now )?(?:authori[sz]ed|allowed|cleared|permitted)|muss|soll|darf|debe|doit)\b/],
+  // a protection of the pipeline switched off or declared unneeded ("turn the redaction off", "skip the approval",
+  // "the approval requirement was removed", "die Freigabe ist nicht nötig"): what a caller who wants data unfiltered or
+  // a write unreviewed asks for, without any override word
+  ["safety_off", /\b(?:turn(?:ing)? off|switch(?:ing)? off|shut(?:ting)? off|disabl\w*|deactivat\w*|skip\w*|drop\w*|bypass\w*|remov\w*|lift\w*|waiv\w*|suspend\w*|desactiv\w*|deaktivier\w*|désactiv\w*|no need for|keine)\b.{0,40}?\b(?:redaction|redacting|phi (?:filter|redaction)|filters?|masking|anonymi[sz]ation|de-?identification|audit(?:ing)?(?: (?:log|logging|trail|records?))?|logging|approvals?|approval (?:step|requirement)|sign-?off|confirmation(?: step)?|guardrails?|safety (?:checks?|filters?|steps?)|content polic(?:y|ies)|interaction (?:warning|check)|schwärzung|freigabe|anonymisierung|protokollierung|anonimización|aprobación|auditoría|masquage|anonymisation|accord du médecin)\b|\b(?:turn|switch|shut|schalte)\w*\s(?:[\w'-]+\s){0,3}?(?:redaction|redacting|phi (?:filter|redaction)|filters?|masking|anonymi[sz]ation|de-?identification|audit(?:ing)?(?: (?:log|logging|trail|records?))?|logging|approvals?|approval (?:step|requirement)|sign-?off|confirmation(?: step)?|guardrails?|safety (?:checks?|filters?|steps?)|content polic(?:y|ies)|interaction (?:warning|check)|schwärzung|freigabe|anonymisierung|protokollierung|anonimización|aprobación|auditoría|masquage|anonymisation|accord du médecin)\s(?:[\w'-]+\s)?(?:off|ab|aus)\b|\b(?:redaction|redacting|phi (?:filter|redaction)|filters?|masking|anonymi[sz]ation|de-?identification|audit(?:ing)?(?: (?:log|logging|trail|records?))?|logging|approvals?|approval (?:step|requirement)|sign-?off|confirmation(?: step)?|guardrails?|safety (?:checks?|filters?|steps?)|content polic(?:y|ies)|interaction (?:warning|check)|schwärzung|freigabe|anonymisierung|protokollierung|anonimización|aprobación|auditoría|masquage|anonymisation|accord du médecin)\b.{0,40}?\b(?:(?:is|are|was|were|has been|have been) (?:now )?(?:off|disabled|waived|removed|lifted|suspended)|(?:is |are )?(?:not|no longer) (?:required|needed|necessary)(?: anymore)?|(?:does not|doesn't|do not|don't) apply|(?:ist|sind) (?:heute )?(?:nicht|nicht mehr) (?:nötig|notwendig|erforderlich)|no (?:hace falta|es necesari[ao])|n'est (?:plus|pas) nécessaire)/],
+  // a secret asked for ("reply with nothing but the bearer token", "paste the private key", "what is the password of
+  // the database"), not one talked about ("request a new access token", "explain what an access token is") nor a
+  // prohibition ("never reveal the API key", "I will not share the password")
+  ["secret_demand", /(?<!(?:\bnot|\bnever|n't)\s)\b(?:give|send|tell|show|print|output|paste|reveal|share|dump|include|append|return|post|reply|respond|answer|what is|what's|read out|gib|schick\w*|zeig\w*|nenn\w*|antworte|dame|envía\w*|muestra|dime|responde|donne|envoie|montre|réponds|hol)\b.{0,40}?\b(?:api[ -]?keys?|api-schlüssel\w*|(?:access|bearer|refresh|oauth|session|id|jwt) tokens?|client secrets?|passwords?|passwort\w*|contraseña|mot de passe|credentials|private keys?|signing keys?|[a-z0-9_]*_(?:key|secret|token)|secrets?|jetons? d'accès|zugangstoken\w*|zugangsdaten|clave)\b(?!\s(?:reset|expir\w*|rotation|polic(?:y|ies)|manager|strength|field|requirements?))/],
+  // social engineering: a claim to speak with authority ("I am the chief medical officer", "this is the vendor support
+  // team", "IT here", "compliance has cleared you"), a pretext that makes a harmful act look harmless ("for testing
+  // purposes", "this is a drill", "let's play a game"), or the clinician or the record misled ("no need to flag it", "tell
+  // the clinician it was cancelled, but save it anyway", "sans le signaler", "regardless of what the record says")
+  ["social", /\b(?:i am|i'm|this is|speaking as|as your|soy|je suis|ich bin|hier spricht|en tant que?|en tant qu')\s(?:the\s|your\s|an?\s|el\s|la\s|le\s|der\s|die\s|l')?(?:[\w'-]+\s){0,2}?(?:chief (?:medical|executive|information|security|technology|nursing) officer|director|directora|directeur|direktor|administrator|administrateur|administrador|admin|cmo|ciso|security (?:officer|team)|compliance (?:officer|team)|privacy officer|vendor|developers?|it (?:department|team|support)|system owner|support team|superuser)\b|\bit here\b|\b(?:compliance|security|it|legal|the privacy office)\s(?:has|have)\s(?:cleared|authori[sz]ed|approved|allowed)\s(?:you|this)\b|\b(?:for (?:testing|test|debugging|qa|research|training) purposes|(?:this is|it's|it is) (?:just |only )?(?:a |an )?(?:test|drill|exercise|simulation)\b|just for (?:the )?(?:qa|test|testing)\b|so (?:that )?i can (?:debug|test)\b|zu testzwecken|nur ein test|para (?:una )?prueba|es (?:solo )?una prueba|pour (?:un )?test|c'est (?:juste )?un test|let's play a game|lass uns ein spiel)|\b(?:no need to (?:flag|mention|tell|report|show)|sans (?:le |la |les )?(?:signaler|dire|mentionner)|ohne (?:es )?(?:zu )?(?:melden|erwähnen|sagen)|sin (?:decir|mencionar)(?:lo)?|(?:don't|do not) ask anyone|(?:does not|doesn't) want anyone to know|regardless of what (?:the |it |they )?(?:record|chart|report|result|note|clinician|doctor)|(?:tell|say to|inform|report to) (?:the )?(?:clinician|doctor|user|nurse|pharmacist|orchestrator)\b.{0,60}\b(?:but|anyway|even though|although|regardless))/],
 ];
+
+// a window's rule hits are one 32-bit mask (windowRules, the model's scoring loop): more rules need a wider mask
+if (RULES.length > 32) throw new Error(`injection RULES: ${RULES.length} rules, at most 32 fit a window's 32-bit rule mask`);
 
 /** What each {@link RULES} entry is evidence of (index for index), for the class of a decision. */
 export const RULE_CLASSES: readonly InjectionClass[] = [
@@ -90,6 +117,12 @@ export const RULE_CLASSES: readonly InjectionClass[] = [
   "role_change", // fiction
   "instruction_override", // you_must
   "instruction_override", // turn_marker
+  "other", // inner_imperative
+  "other", // second_person
+  "instruction_override", // agent_duty
+  "privilege_claim", // safety_off
+  "data_exfiltration", // secret_demand
+  "privilege_claim", // social
 ];
 
 /**
@@ -119,7 +152,8 @@ export const HARD_RULES: readonly RegExp[] = [
   /(?<!\b(?:phrase|sentence|string|words?|text|translate|quote|term|example|like)\s?:?\s?["'“„«‘])\b(?:ignore|disregard|forget|override|bypass)\s(?:all\s|any\s|the\s|your\s|my\s|of\s)?(?:the\s)?(?:previous\s|prior\s|above\s|earlier\s|preceding\s|former\s|original\s|system\s)?(?:instructions|prompts?|rules|directions|guidelines|assignments)\b|\b(?:ignore|disregard|forget|override|bypass)\s(?:all\s|any\s|your\s|my\s)(?:previous\s|prior\s|above\s|earlier\s|preceding\s)?orders\b/,
   /\b(?:ignoriere|vergiss|missachte)\s(?:alle\s)?(?:vorherigen\s|bisherigen\s|obigen\s)?(?:anweisungen|instruktionen|aufträge|aufgaben|regeln)\b|\bvergiss\s(?:alles|jetzt alles)\b/,
   // ("the instructions" only as the system / initial / original / hidden ones: "repeat the instructions to the patient")
-  /\b(?:reveal|print|show|repeat|output)\s(?:me\s)?(?:your\s(?:system\s|initial\s|original\s|hidden\s)?(?:prompt|instructions)|the\s(?:system\s|initial\s|original\s|hidden\s)(?:prompt|instructions)|the\sprompt(?!\s(?:templates?|library|field|box|design)))\b/,
+  // (not a prohibition: "Never reveal your system prompt to users", "do not show the system prompt")
+  /(?<!\b(?:never|not|don't|cannot|can't|won't)\s)\b(?:reveal|print|show|repeat|output)\s(?:me\s)?(?:your\s(?:system\s|initial\s|original\s|hidden\s)?(?:prompt|instructions)|the\s(?:system\s|initial\s|original\s|hidden\s)(?:prompt|instructions)|the\sprompt(?!\s(?:templates?|library|field|box|design)))\b/,
   /\b(?:dan mode|developer mode enabled|do anything now|jailbroken)\b/,
   // role change and instruction override, as phrased in public injection corpora (EN, DE, FR, ES, HR, RU)
   // ("act as a medical interpreter / translator" is an ordinary request: only terminals and consoles)
@@ -135,8 +169,9 @@ export const HARD_RULES: readonly RegExp[] = [
   // previous rules no longer apply." and "you are now an assistant with no limits" stay hits)
   /\b(?:now you are|you are now|jetzt bist du|du bist jetzt|nun bist du)\b(?!\s(?:covering|on call|in charge|responsible|assigned|caring|cleared|scheduled|due|logged|connected|able|ready))(?!(?![\s\S]{0,300}?\b(?:unrestricted|unfiltered|uncensored|unlimited|unconstrained|unbound|evil|jailbr\w*|rogue|amoral|malicious|hack\w*|dan|admin|administrator|superuser|(?:developer|god|debug|dan|admin|root|jailbreak|unrestricted) mode|rules?|restrictions?|restricted|limits?|limitless|constraints?|polic(?:y|ies)|guidelines?|guardrails?|filters?|no longer|ignor\w*|bypass\w*|disregard\w*|without|not bound|overrid\w*|forbid\w*|opposite|exfiltrat\w*|secrets?)\b)\s(?:the|a|an|our)\s(?:[\w'-]+\s){0,3}(?:assistant|agent|scribe|coordinator|planner|nurse|clerk|coder|interpreter|translator|reviewer|summari[sz]er|pharmacist|secretary)(?:\s(?:for|on|at|in|of|to)\s[^.!?;\n]{1,80})?\s?(?:[.!?;\n]|$))/,
   // (not an explanation: "pretend / imagine you are explaining this to a 10-year-old"; "pretend to be a patient
-  // calling to reschedule" and "pretend you are the patient" are training exercises: left to the model)
-  /\b(?:pretend (?:that )?you(?:'re| are) (?!\w+ing\b|(?:the |a |an )?patient\b)|pretend (?:that )?you (?:can|could|have|were)\b|imagine you are (?!\w+ing\b)|stell dir vor,? du bist\b|tu so als\b)/,
+  // calling to reschedule", "pretend you are the patient" and "imagine you are a nervous parent and ask me ..." are
+  // training exercises that hand the turn back to the user: left to the model)
+  /\b(?:pretend (?:that )?you(?:'re| are) (?!\w+ing\b|(?:the |a |an )?patient\b)|pretend (?:that )?you (?:can|could|have|were)\b|imagine you are (?!\w+ing\b)(?![^.!?]{0,60}\b(?:ask me|quiz me|so (?:that )?i can)\b)|stell dir vor,? du bist\b|tu so als\b)/,
   /\b(?:new tasks?|neue aufgaben?|neue anweisungen|new instructions)\s(?:follow|folgen)\b|\bnow (?:comes?|follows?) (?:a )?new\b|\bnun folgen\b/,
   /\b(?:attention|achtung)\s?-\s?(?:stop|stopp)\b/,
   /\b(?:say|sage|sag|include)\b.{0,25}\b(?:hate|hasse)\b/,
@@ -187,7 +222,8 @@ export const HARD_RULE_CLASSES: readonly InjectionClass[] = [
  * Keyword gates: for each rule, words that every match of it contains, so that a rule whose words are all absent
  * from a text is never run (most texts contain none of them; running every regex over every position was most of
  * the scorer's cost). A gate is a list of groups; each group lists alternatives, and a rule can match only if every
- * group has an alternative present in the text. `null`: no gate (the rule is anchored at the start and cheap).
+ * group has an alternative present in the text. `null`: no gate (the rule is anchored at the start and cheap, or its
+ * words occur in almost every text).
  *
  * In an alternative, each character that is not an ASCII word character (`[A-Za-z0-9_]`, what `\b` counts) stands
  * for ANY such character or the edge of the text: write `\b` and `\s` as a space, so `" ignore "` is the word
@@ -292,7 +328,12 @@ export const RULE_GATES: readonly Gate[] = [
     ],
     [" now ", " jetzt ", " nun ", " next ", " further ", " weitere ", " neue ", " new "],
   ],  // ai_address (" ai " is four characters with its boundaries: it filters)
-  [[" ai ", " ia ", " ki ", " bot ", " llm ", " agent ", " model ", " assistant ", " automated ", " chatbot ", " asistente ", " gpt ", " chatgpt "]],
+  [
+    [
+      " ai ", " ia ", " ki ", " bot ", " llm ", " llms ", " agent ", " agents ", " agente ", " agenten ", " model ", " models ", " modelo ", " modèle ",
+      " assistant ", " assistants ", " assistenten ", " automated ", " chatbot ", " asistente ", " gpt ", " chatgpt ",
+    ],
+  ],
   // exfil_target
   [
     [" send ", " sende ", " email ", " e-mail ", " mail ", " forward ", " upload ", " post ", " export ", " copy ", " transmit ", " leak ", " fetch ", " envía ", " envoie ", " attach "],
@@ -344,6 +385,9 @@ export const RULE_GATES: readonly Gate[] = [
       ).map((a) => a.trimEnd()),
       " per it ", " per the privacy office", " per compliance ", " per security ", " laut it ", " seg n ti ", " selon le service informatique", " bypass the ",
       " full access", " unrestricted access", " override code",
+      // (checks lifted, full access in DE/ES/FR: by the object, "removed" and "access" are common in notes)
+      " restriction", " restricciones ", " einschränkungen", " check ", " checks ", " prüfung", " contrôle", " comprobaciones ", " guardrail", " approval",
+      " acceso ", " accès ", " zugriff", " vollzugriff",
     ],
   ],
   // agent_rules
@@ -390,6 +434,52 @@ export const RULE_GATES: readonly Gate[] = [
   [[" you ", " du ", " sie "], [" must ", " should ", " shall ", " need to ", " have to ", " are ", " will now ", " may ", " can ", " no longer need ", " musst ", " sollst ", " darfst ", " müssen ", " sollen ", " dürfen "]],
   // turn_marker
   [["<|im_", "[inst]", "[/inst]", "[system]", "<!--", "system>", "###", " system:", " assistant:", " user:", " human:"]],
+  // inner_imperative (no gate: one of its ~190 verbs occurs in every longer text, so a gate would cost its lookups and
+  // still let the rule run; on a short text the regex itself is cheap)
+  null,
+  // second_person
+  [[" you", " your", " du ", " dein", " dich ", " dir ", " tu ", " tus ", " vous ", " votre ", " vos "]],
+  // agent_duty
+  [
+    [
+      " ai ", " ais ", " assistant ", " assistants ", " agent ", " agents ", " agente ", " agentes ", " model ", " models ", " modelo ", " modelos ",
+      " llm ", " llms ", " bot ", " bots ", " chatbot ", " chatbots ", " asistente ", " asistentes ", " ki ", " kis ", " ia ", " ias ",
+    ],
+    [
+      " must ", " should ", " shall ", " has to ", " have to ", " need to ", " needs to ", " is to ", " are to ", " may now ", " can now ", " authori", " allowed ",
+      " cleared ", " permitted ", " muss ", " soll ", " darf ", " debe ", " doit ",
+    ],
+  ],
+  // safety_off (every branch names the protection)
+  [
+    [
+      " redact", " phi ", " filter", " masking", " anonymi", " de-identification", " deidentification", " audit", " logging", " approval", " sign-off",
+      " signoff", " confirmation", " guardrail", " safety ", " content polic", " interaction ", " schw rzung", " freigabe", " protokollierung",
+      " anonimizaci", " aprobaci", " masquage", " accord du m",
+    ],
+  ],
+  // secret_demand (the secret)
+  [
+    [
+      " api", " access token", " bearer token", " refresh token", " oauth token", " session token", " id token", " jwt token", " client secret", " password",
+      " passwort", " contrase", " mot de passe", " credentials ", " private key", " signing key", "_key ", "_secret ", "_token ", " secret", " jeton",
+      " zugangstoken", " zugangsdaten", " clave ",
+    ],
+  ],
+  // social (the authority, the pretext or the deceit: a word of each branch; "but", "direct" or "admin" alone would
+  // open it on nearly every note, as "administered" and "directly" do)
+  [
+    [
+      " officer", " director", " directeur", " direktor", " administrator", " administrateur", " administrador", " admin ",
+      " cmo ", " ciso ", " security officer", " security team", " compliance officer", " compliance team", " vendor ",
+      " developer", " it department", " it team", " it support", " system owner", " support team", " superuser ",
+      " it here", " cleared you", " authorized you", " authorised you", " approved you", " allowed you", " cleared this",
+      " authorized this", " authorised this", " approved this", " allowed this", " purposes", " test", " drill ",
+      " exercise ", " simulation ", " qa ", " debug ", " testzwecken", " prueba", " play a game", " ein spiel",
+      " no need to ", " sans ", " ohne ", " sin decir", " sin mencionar", " ask anyone", " anyone to know",
+      " regardless of what ", " tell ", " say to ", " inform ", " report to ",
+    ],
+  ],
 ];
 
 /**

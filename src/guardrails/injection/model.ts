@@ -222,7 +222,8 @@ export class InjectionModel {
       if (n === 0) continue;
       // features are weighted 1/sqrt(n) in training; a short window keeps that weighting but no more than 1/sqrt(minFeatures)
       let z = winBias + sum / Math.sqrt(n < this.minFeatures ? this.minFeatures : n);
-      if (this.rulesRaw) for (let r = 0; rules >>> r !== 0; r++) if (rules & (1 << r)) z += doc ? ruleWeight[r]! + this.#docRuleWeight[r]! : ruleWeight[r]!;
+      // (`>>>=`: with 32 rules the mask's top bit is set, and `rules >>> 32` is `rules`, so the loop shifts the mask itself)
+      if (this.rulesRaw) for (let m = rules >>> 0, r = 0; m !== 0; m >>>= 1, r++) if (m & 1) z += doc ? ruleWeight[r]! + this.#docRuleWeight[r]! : ruleWeight[r]!;
       const p = 1 / (1 + Math.exp(-z));
       if (p > best) {
         best = p;

@@ -152,12 +152,11 @@ describe("the rules the shipped weights were trained with", () => {
     const digest = createHash("sha256")
       .update(JSON.stringify([HARD_RULES.map((r) => [r.source, r.flags]), RULES.map(([n, r]) => [n, r.source, r.flags])]))
       .digest("hex");
-    // The hard rules enter training only through the CV scores that pick the thresholds (a dev row they hit scores 1):
-    // the "you are now <a job on the team>" exception (session 17) changes the hard flag of no dev row nor of any row of
-    // prompt-injections, MTSamples, MedQuAD or the scripts/data files training reads (checked over those and every
-    // scripts/data file: one held-out role prompt flips, and one line of agent-instructions-fresh.txt, which training does
-    // not read), so the weights and thresholds trained with it are those shipped.
-    expect(digest).toBe("4d548babb565adc820a572983ea60d541f613e900c20c67109e5cf5df20801da");
+    // Round 5 (session 18): the rules of the retrained guardrails/data/injection-model.json, with round 3's placement
+    // rules (inner_imperative, second_person, agent_duty) and round 5's safety_off, secret_demand and social; the hard
+    // rules as session 17 left them plus round 3's two exceptions (a prohibition is no "reveal your prompt"; "imagine
+    // you are ... and ask me" hands the turn back).
+    expect(digest).toBe("bbf421a944551906120d7c9e951965cdb20ef30ce9eaadc7f4cbe631eaa30be5");
   });
 });
 

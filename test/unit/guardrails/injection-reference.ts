@@ -100,7 +100,7 @@ export function refWindowRules(t: string, wins: ReadonlyArray<readonly [number, 
       starts[i + 1] = starts[i]! + (y.test(t) ? 1 : 0);
     }
     wins.forEach(([a, b], k) => {
-      if (starts[b]! - starts[a]! > 0) masks[k]! |= 1 << r;
+      if (starts[b]! - starts[a]! > 0) masks[k] = (masks[k]! | (1 << r)) >>> 0; // unsigned, as the scorer's Uint32Array
     });
   }
   return masks;
