@@ -483,6 +483,63 @@ export const RULE_GATES: readonly Gate[] = [
 ];
 
 /**
+ * Gates of the top-level alternatives of some {@link RULES} (index for index; `null`: the rule is gated as a whole by
+ * {@link RULE_GATES} only). A rule listed here is searched branch by branch, each branch only when its own gate is
+ * open, and a window gets the rule when any branch matches in it: the leftmost match of an alternation is the leftmost
+ * of its branches' matches, so this finds the same windows as the whole regex while a long note that opens one branch's
+ * gate ("test", "tell") pays for that branch alone. Same conventions as {@link RULE_GATES}; the number of gates must be
+ * the number of top-level alternatives (checked at load).
+ */
+export const RULE_BRANCH_GATES: ReadonlyArray<readonly Gate[] | null> = RULES.map(([name]) => {
+  if (name === "safety_off") {
+    const protection = [
+        " redact", " phi ", " filter", " masking", " anonymi", " de-identification", " deidentification", " audit", " logging", " approval",
+        " sign-off", " signoff", " confirmation", " guardrail", " safety ", " content polic", " interaction ", " schw rzung", " freigabe",
+        " protokollierung", " anonimizaci", " aprobaci", " masquage", " accord du m",
+    ];
+    return [
+      // a verb that switches off, then the protection
+      [
+        [
+          " turn", " switch", " shut", " disabl", " deactivat", " skip", " drop", " bypass", " remov", " lift", " waiv", " suspend", " desactiv",
+          " deaktivier", " d sactiv", " no need for ", " keine ",
+        ],
+        protection,
+      ],
+      // turn / switch / shut / schalte ... the protection ... off / ab / aus
+      [[" turn", " switch", " shut", " schalte"], protection, [" off ", " ab ", " aus "]],
+      // the protection, then declared off or unneeded
+      [
+        protection,
+        [
+          " off", " disabled", " waived", " removed", " lifted", " suspended", " required", " needed", " necessary", " apply", " n tig",
+          " notwendig", " erforderlich", " hace falta", " necesari", " n cessaire",
+        ],
+      ],
+    ];
+  }
+  if (name === "social") {
+    return [
+      // a claim to speak with authority
+      [
+        [
+          " officer", " director", " directeur", " direktor", " administrator", " administrateur", " administrador", " admin ", " cmo ", " ciso ",
+          " security officer", " security team", " compliance officer", " compliance team", " vendor ", " developer", " it department",
+          " it team", " it support", " system owner", " support team", " superuser ",
+        ],
+      ],
+      [[" it here"]],
+      [[" cleared you", " authorized you", " authorised you", " approved you", " allowed you", " cleared this", " authorized this", " authorised this", " approved this", " allowed this"]],
+      // a pretext
+      [[" purposes", " test", " drill ", " exercise ", " simulation ", " qa ", " debug ", " testzwecken", " prueba", " play a game", " ein spiel"]],
+      // deceit
+      [[" no need to ", " sans ", " ohne ", " sin decir", " sin mencionar", " ask anyone", " anyone to know", " regardless of what ", " tell ", " say to ", " inform ", " report to "]],
+    ];
+  }
+  return null;
+});
+
+/**
  * 6-bit class of a UTF-16 unit for the gates: 1..63 for the ASCII word characters, 0 for everything else (the
  * characters `\b` does not count as word characters, all of them alike).
  */
@@ -537,6 +594,41 @@ const compileGates = (gates: readonly Gate[]): Array<Alternative[][] | null> =>
 const HARD_GATES = compileGates(HARD_RULE_GATES);
 const RULE_GATES_C = compileGates(RULE_GATES);
 
+/** The top-level alternatives of a regex source (`a|b(c|d)|e` -> `a`, `b(c|d)`, `e`), skipping escapes and classes. */
+function topLevelAlternatives(source: string): string[] {
+  const out: string[] = [];
+  let depth = 0;
+  let inClass = false;
+  let start = 0;
+  for (let i = 0; i < source.length; i++) {
+    const c = source[i];
+    if (c === "\\") {
+      i++;
+      continue;
+    }
+    if (inClass) {
+      if (c === "]") inClass = false;
+    } else if (c === "[") inClass = true;
+    else if (c === "(") depth++;
+    else if (c === ")") depth--;
+    else if (c === "|" && depth === 0) {
+      out.push(source.slice(start, i));
+      start = i + 1;
+    }
+  }
+  out.push(source.slice(start));
+  return out;
+}
+
+/** Per rule of {@link RULE_BRANCH_GATES}: each branch as a global regex, and the branches' compiled gates. */
+const BRANCHES: Array<{ res: RegExp[]; gates: Array<Alternative[][] | null> } | null> = RULE_BRANCH_GATES.map((gates, r) => {
+  if (gates === null) return null;
+  const re = RULES[r]![1];
+  const parts = topLevelAlternatives(re.source);
+  if (parts.length !== gates.length) throw new Error(`injection rule ${RULES[r]![0]}: ${parts.length} branches, ${gates.length} branch gates`);
+  return { res: parts.map((p) => new RegExp(p, re.flags.includes("g") ? re.flags : re.flags + "g")), gates: compileGates(gates) };
+});
+
 function present(t: string, alt: Alternative): boolean {
   if (typeof alt === "string") return t.includes(alt);
   const shift = gramShift + 5;
@@ -576,6 +668,8 @@ function gateMask(t: string, gates: ReadonlyArray<Alternative[][] | null>): numb
 export interface RuleGates {
   hard: number;
   rules: number;
+  /** Per rule of {@link RULE_BRANCH_GATES} whose gate is open: bit b set when its branch b may match (0 elsewhere). */
+  branches: Uint32Array;
 }
 
 /**
@@ -601,7 +695,13 @@ export function ruleGates(t: string): RuleGates {
     const m = Math.imul(h ^ (h >>> 15), 0x85ebca6b);
     GRAMS[h >>> shift]! |= (1 << (m & 31)) | (1 << ((m >>> 5) & 31));
   }
-  return { hard: gateMask(t, HARD_GATES), rules: gateMask(t, RULE_GATES_C) };
+  const rules = gateMask(t, RULE_GATES_C);
+  const branches = new Uint32Array(RULES.length);
+  for (let r = 0; r < BRANCHES.length; r++) {
+    const b = BRANCHES[r];
+    if (b !== null && b !== undefined && (rules & (1 << r)) !== 0) branches[r] = gateMask(t, b.gates);
+  }
+  return { hard: gateMask(t, HARD_GATES), rules, branches };
 }
 
 /** True when a {@link HARD_RULES} phrase occurs in the normalised text. `gates`: from {@link ruleGates}(t). */
@@ -763,14 +863,38 @@ export function windowRules(t: string, wins: ReadonlyArray<readonly [number, num
   const masks = new Uint32Array(wins.length);
   for (let r = 0; r < RULES_G.length; r++) {
     if ((gates.rules & (1 << r)) === 0) continue;
+    const branched = BRANCHES[r];
+    const open = branched ? gates.branches[r]! : 0;
+    if (branched && open === 0) continue;
+    // a rule searched by branches: the open ones, each remembering its next match (-1: none left)
+    const parts = branched && open !== (1 << branched.res.length) - 1 ? branched.res.filter((_, b) => (open & (1 << b)) !== 0) : null;
+    const next = parts ? parts.map(() => -2) : null;
     const re = RULES_G[r]!;
     const bit = 1 << r;
     let k = 0;
     while (k < wins.length) {
-      re.lastIndex = wins[k]![0];
-      const m = re.exec(t);
-      if (m === null) break;
-      const p = m.index;
+      const from = wins[k]![0];
+      let p = -1;
+      if (parts && next) {
+        // the leftmost match from `from` of any open branch (a branch's remembered match at or after `from` is still
+        // its leftmost one: it found nothing between its last start and that match)
+        for (let b = 0; b < parts.length; b++) {
+          if (next[b] === -1) continue;
+          if (next[b]! < from) {
+            const part = parts[b]!;
+            part.lastIndex = from;
+            const m = part.exec(t);
+            next[b] = m === null ? -1 : m.index;
+          }
+          if (next[b] !== -1 && (p === -1 || next[b]! < p)) p = next[b]!;
+        }
+        if (p === -1) break;
+      } else {
+        re.lastIndex = from;
+        const m = re.exec(t);
+        if (m === null) break;
+        p = m.index;
+      }
       while (k < wins.length && wins[k]![1] <= p) k++;
       // every window holding p (one, unless windows overlap)
       let j = k;

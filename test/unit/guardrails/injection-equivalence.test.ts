@@ -121,7 +121,15 @@ describe("optimised injection scorer = reference scorer", () => {
       fc.assert(
         fc.property(matching, (s) => {
           if (!re.test(s)) return;
-          expect({ rule: i, s, hard: hardRuleHit(s), hits: ruleHits(s) }).toEqual({ rule: i, s, hard: refHardRuleHit(s), hits: refRuleHits(s) });
+          // (windowRules too: rules searched branch by branch, RULE_BRANCH_GATES, must find the windows the whole regex does)
+          const wins = [windows(s, 16, 16), sentenceWindows(s, 8, 40)];
+          expect({ rule: i, s, hard: hardRuleHit(s), hits: ruleHits(s), wins: wins.map((w) => Array.from(windowRules(s, w))) }).toEqual({
+            rule: i,
+            s,
+            hard: refHardRuleHit(s),
+            hits: refRuleHits(s),
+            wins: wins.map((w) => refWindowRules(s, w)),
+          });
         }),
         { numRuns: 1500, seed: 6 + i },
       );
