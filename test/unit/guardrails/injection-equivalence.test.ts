@@ -164,7 +164,7 @@ describe("the rules the shipped weights were trained with", () => {
     // rules (inner_imperative, second_person, agent_duty) and round 5's safety_off, secret_demand and social; the hard
     // rules as session 17 left them plus round 3's two exceptions (a prohibition is no "reveal your prompt"; "imagine
     // you are ... and ask me" hands the turn back).
-    expect(digest).toBe("bbf421a944551906120d7c9e951965cdb20ef30ce9eaadc7f4cbe631eaa30be5");
+    expect(digest).toBe("51b8b62fd0120f494896bfaa59de63c8113624bd7ee231a1a94a58ce7c3bf51a");
   });
 });
 
