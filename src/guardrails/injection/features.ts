@@ -267,6 +267,32 @@ export const HARD_RULE_GATES: readonly Gate[] = [
 /** Every "a b" of `as` × `bs`, between word boundaries: gate alternatives for two-word phrases. */
 const cross = (as: readonly string[], bs: readonly string[]): string[] => as.flatMap((a) => bs.map((b) => ` ${a} ${b} `));
 
+/**
+ * Words of the pipeline's protections that every match of `safety_off` names (its whole gate and each branch's):
+ * redaction, filters, masking, audit, approval, sign-off, the confirmation step, guardrails ... in EN/DE/ES/FR.
+ */
+const PROTECTION_WORDS = [
+  " redact", " phi ", " filter", " masking", " anonymi", " de-identification", " deidentification", " audit", " logging", " approval", " sign-off",
+  " signoff", " confirmation", " guardrail", " safety ", " content polic", " interaction ", " schw rzung", " freigabe", " protokollierung",
+  " anonimizaci", " aprobaci", " masquage", " accord du m",
+];
+/**
+ * The words of each top-level branch of `social`, in its order (a claim of authority, "it here", "... has cleared you",
+ * a pretext, deceit): one of them is in every match of that branch. "but", "direct" or "admin" alone would open the
+ * rule on nearly every note, as "administered" and "directly" do.
+ */
+const SOCIAL_BRANCH_WORDS: readonly string[][] = [
+  [
+    " officer", " director", " directeur", " direktor", " administrator", " administrateur", " administrador", " admin ", " cmo ", " ciso ",
+    " security officer", " security team", " compliance officer", " compliance team", " vendor ", " developer", " it department", " it team",
+    " it support", " system owner", " support team", " superuser ",
+  ],
+  [" it here"],
+  [" cleared you", " authorized you", " authorised you", " approved you", " allowed you", " cleared this", " authorized this", " authorised this", " approved this", " allowed this"],
+  [" purposes", " test", " drill ", " exercise ", " simulation ", " qa ", " debug ", " testzwecken", " prueba", " play a game", " ein spiel"],
+  [" no need to ", " sans ", " ohne ", " sin decir", " sin mencionar", " ask anyone", " anyone to know", " regardless of what ", " tell ", " say to ", " inform ", " report to "],
+];
+
 /** Gates of {@link RULES}, index for index. */
 export const RULE_GATES: readonly Gate[] = [
   // override
@@ -451,13 +477,7 @@ export const RULE_GATES: readonly Gate[] = [
     ],
   ],
   // safety_off (every branch names the protection)
-  [
-    [
-      " redact", " phi ", " filter", " masking", " anonymi", " de-identification", " deidentification", " audit", " logging", " approval", " sign-off",
-      " signoff", " confirmation", " guardrail", " safety ", " content polic", " interaction ", " schw rzung", " freigabe", " protokollierung",
-      " anonimizaci", " aprobaci", " masquage", " accord du m",
-    ],
-  ],
+  [PROTECTION_WORDS],
   // secret_demand (the secret)
   [
     [
@@ -466,20 +486,8 @@ export const RULE_GATES: readonly Gate[] = [
       " zugangstoken", " zugangsdaten", " clave ",
     ],
   ],
-  // social (the authority, the pretext or the deceit: a word of each branch; "but", "direct" or "admin" alone would
-  // open it on nearly every note, as "administered" and "directly" do)
-  [
-    [
-      " officer", " director", " directeur", " direktor", " administrator", " administrateur", " administrador", " admin ",
-      " cmo ", " ciso ", " security officer", " security team", " compliance officer", " compliance team", " vendor ",
-      " developer", " it department", " it team", " it support", " system owner", " support team", " superuser ",
-      " it here", " cleared you", " authorized you", " authorised you", " approved you", " allowed you", " cleared this",
-      " authorized this", " authorised this", " approved this", " allowed this", " purposes", " test", " drill ",
-      " exercise ", " simulation ", " qa ", " debug ", " testzwecken", " prueba", " play a game", " ein spiel",
-      " no need to ", " sans ", " ohne ", " sin decir", " sin mencionar", " ask anyone", " anyone to know",
-      " regardless of what ", " tell ", " say to ", " inform ", " report to ",
-    ],
-  ],
+  // social: any word of any of its branches (RULE_BRANCH_GATES gates each branch by its own words)
+  [SOCIAL_BRANCH_WORDS.flat()],
 ];
 
 /**
@@ -492,11 +500,6 @@ export const RULE_GATES: readonly Gate[] = [
  */
 export const RULE_BRANCH_GATES: ReadonlyArray<readonly Gate[] | null> = RULES.map(([name]) => {
   if (name === "safety_off") {
-    const protection = [
-        " redact", " phi ", " filter", " masking", " anonymi", " de-identification", " deidentification", " audit", " logging", " approval",
-        " sign-off", " signoff", " confirmation", " guardrail", " safety ", " content polic", " interaction ", " schw rzung", " freigabe",
-        " protokollierung", " anonimizaci", " aprobaci", " masquage", " accord du m",
-    ];
     return [
       // a verb that switches off, then the protection
       [
@@ -504,13 +507,13 @@ export const RULE_BRANCH_GATES: ReadonlyArray<readonly Gate[] | null> = RULES.ma
           " turn", " switch", " shut", " disabl", " deactivat", " skip", " drop", " bypass", " remov", " lift", " waiv", " suspend", " desactiv",
           " deaktivier", " d sactiv", " no need for ", " keine ",
         ],
-        protection,
+        PROTECTION_WORDS,
       ],
       // turn / switch / shut / schalte ... the protection ... off / ab / aus
-      [[" turn", " switch", " shut", " schalte"], protection, [" off ", " ab ", " aus "]],
+      [[" turn", " switch", " shut", " schalte"], PROTECTION_WORDS, [" off ", " ab ", " aus "]],
       // the protection, then declared off or unneeded
       [
-        protection,
+        PROTECTION_WORDS,
         [
           " off", " disabled", " waived", " removed", " lifted", " suspended", " required", " needed", " necessary", " apply", " n tig",
           " notwendig", " erforderlich", " hace falta", " necesari", " n cessaire",
@@ -518,24 +521,7 @@ export const RULE_BRANCH_GATES: ReadonlyArray<readonly Gate[] | null> = RULES.ma
       ],
     ];
   }
-  if (name === "social") {
-    return [
-      // a claim to speak with authority
-      [
-        [
-          " officer", " director", " directeur", " direktor", " administrator", " administrateur", " administrador", " admin ", " cmo ", " ciso ",
-          " security officer", " security team", " compliance officer", " compliance team", " vendor ", " developer", " it department",
-          " it team", " it support", " system owner", " support team", " superuser ",
-        ],
-      ],
-      [[" it here"]],
-      [[" cleared you", " authorized you", " authorised you", " approved you", " allowed you", " cleared this", " authorized this", " authorised this", " approved this", " allowed this"]],
-      // a pretext
-      [[" purposes", " test", " drill ", " exercise ", " simulation ", " qa ", " debug ", " testzwecken", " prueba", " play a game", " ein spiel"]],
-      // deceit
-      [[" no need to ", " sans ", " ohne ", " sin decir", " sin mencionar", " ask anyone", " anyone to know", " regardless of what ", " tell ", " say to ", " inform ", " report to "]],
-    ];
-  }
+  if (name === "social") return SOCIAL_BRANCH_WORDS.map((words) => [words]);
   return null;
 });
 
@@ -620,6 +606,9 @@ function topLevelAlternatives(source: string): string[] {
   return out;
 }
 
+/** {@link RuleGates.branches} of a text that opens no branched rule (read only). */
+const NO_BRANCHES = new Uint32Array(RULES.length);
+
 /** Per rule of {@link RULE_BRANCH_GATES}: each branch as a global regex, and the branches' compiled gates. */
 const BRANCHES: Array<{ res: RegExp[]; gates: Array<Alternative[][] | null> } | null> = RULE_BRANCH_GATES.map((gates, r) => {
   if (gates === null) return null;
@@ -696,10 +685,13 @@ export function ruleGates(t: string): RuleGates {
     GRAMS[h >>> shift]! |= (1 << (m & 31)) | (1 << ((m >>> 5) & 31));
   }
   const rules = gateMask(t, RULE_GATES_C);
-  const branches = new Uint32Array(RULES.length);
+  // (a text that opens no branched rule, most texts, shares one array of zeros: nothing writes to it)
+  let branches = NO_BRANCHES;
   for (let r = 0; r < BRANCHES.length; r++) {
     const b = BRANCHES[r];
-    if (b !== null && b !== undefined && (rules & (1 << r)) !== 0) branches[r] = gateMask(t, b.gates);
+    if (b === null || b === undefined || (rules & (1 << r)) === 0) continue;
+    if (branches === NO_BRANCHES) branches = new Uint32Array(RULES.length);
+    branches[r] = gateMask(t, b.gates);
   }
   return { hard: gateMask(t, HARD_GATES), rules, branches };
 }
