@@ -141,8 +141,10 @@ describe("phi-redaction guardrail on worker threads", () => {
     const notes = texts("phi-deid-physionet", "text");
     let long = "";
     for (const n of notes) if ((long += n).length > 4000) break;
-    const onWorker = new GuardrailPipeline({ output: [{ guardrail: createPhiGuardrail({ workers: 1, workerMinChars: 100 }) }] });
-    const inPlace = new GuardrailPipeline({ output: [{ guardrail: createPhiGuardrail({ workers: 0 }) }] });
+    // (a timeout far above the scan: this compares outputs, and at the default 1 s a worker's cold start plus the scan on
+    // a machine running other test processes has timed out and blocked, fail closed, instead of redacting)
+    const onWorker = new GuardrailPipeline({ output: [{ guardrail: createPhiGuardrail({ workers: 1, workerMinChars: 100 }), timeoutMs: 20_000 }] });
+    const inPlace = new GuardrailPipeline({ output: [{ guardrail: createPhiGuardrail({ workers: 0 }), timeoutMs: 20_000 }] });
     const a = await onWorker.evaluate("output", outputPayload(long), ctx);
     const b = await inPlace.evaluate("output", outputPayload(long), ctx);
     expect(a.action).toBe("redact");
