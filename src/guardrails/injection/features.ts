@@ -233,7 +233,20 @@ export const HARD_RULE_CLASSES: readonly InjectionClass[] = [
  * never sufficient: the rule's regex still decides. A gate that is not necessary would silently lose matches, which
  * test/unit/guardrails/injection-equivalence.test.ts checks on generated matching strings and on the development sets.
  */
-type Gate = ReadonlyArray<readonly string[]> | null;
+type Gate = ReadonlyArray<ReadonlyArray<string | CrossGate>> | null;
+
+/**
+ * In a gate group, the alternatives `" a b"` (`" a b "` when `end`) for every `a` of `as` and `b` of `bs`, as
+ * {@link cross} writes them, present exactly when one of those strings is; checked as a group: each first and second
+ * word once, then only the junctions of the pairs whose words are both present (|as| + |bs| lookups where the strings
+ * one by one would cost |as| × |bs|).
+ */
+export interface CrossGate {
+  readonly as: readonly string[];
+  readonly bs: readonly string[];
+  readonly end: boolean;
+}
+const crossGate = (as: readonly string[], bs: readonly string[], end = false): CrossGate => ({ as, bs, end });
 
 /** Gates of {@link HARD_RULES}, index for index. */
 export const HARD_RULE_GATES: readonly Gate[] = [
@@ -491,12 +504,15 @@ export const RULE_GATES: readonly Gate[] = [
 ];
 
 /**
- * Gates of the top-level alternatives of some {@link RULES} (index for index; `null`: the rule is gated as a whole by
- * {@link RULE_GATES} only). A rule listed here is searched branch by branch, each branch only when its own gate is
- * open, and a window gets the rule when any branch matches in it: the leftmost match of an alternation is the leftmost
- * of its branches' matches, so this finds the same windows as the whole regex while a long note that opens one branch's
- * gate ("test", "tell") pays for that branch alone. Same conventions as {@link RULE_GATES}; the number of gates must be
- * the number of top-level alternatives (checked at load).
+ * Gates of the branches of some {@link RULES} (index for index; `null`: the rule is gated as a whole by
+ * {@link RULE_GATES} only). A rule's branches are its top-level alternatives, with an alternative that is one
+ * `\b(?:...)` group replaced by that group's alternatives (`privilege` is one such group; so are `social`'s pretext and
+ * deceit). A rule listed here is searched branch by branch, each branch only when its own gate is open, and a window
+ * gets the rule when any branch matches in it: the leftmost match of an alternation is the leftmost of its branches'
+ * matches, so this finds the same windows as the whole regex while a long note that opens the rule's gate ("test",
+ * "tell", "approval") pays only for the branches whose own words are there, often none. Branch gates can afford
+ * two-word alternatives ({@link crossGate}): they are evaluated only for a text that opens the rule's gate. Same
+ * conventions as {@link RULE_GATES}; the number of gates must be the number of branches (checked at load).
  */
 export const RULE_BRANCH_GATES: ReadonlyArray<readonly Gate[] | null> = RULES.map(([name]) => {
   if (name === "safety_off") {
@@ -521,7 +537,119 @@ export const RULE_BRANCH_GATES: ReadonlyArray<readonly Gate[] | null> = RULES.ma
       ],
     ];
   }
-  if (name === "social") return SOCIAL_BRANCH_WORDS.map((words) => [words]);
+  if (name === "social") {
+    const roles = ["clinician", "doctor", "user", "nurse", "pharmacist", "orchestrator"];
+    const objects = ["test", "drill", "exercise", "simulation"];
+    return [
+      // a claim of authority: the role, then who speaks
+      [SOCIAL_BRANCH_WORDS[0]!, [" i am ", " i m ", " this is ", " speaking as ", " as your ", " soy ", " je suis ", " ich bin ", " hier spricht ", " en tant "]],
+      [SOCIAL_BRANCH_WORDS[1]!],
+      [SOCIAL_BRANCH_WORDS[2]!, [crossGate(["compliance", "security", "it", "legal", "office"], ["has", "have"], true)], [crossGate(["has", "have"], ["cleared", "authori", "approved", "allowed"])]],
+      // a pretext, one phrase per branch ("test" or "purposes" alone is in most notes)
+      [[" testing purposes", " test purposes", " debugging purposes", " qa purposes"]],
+      [[crossGate(["a", "an", "just", "only"], objects, true)], [crossGate(["this is", "it s", "it is"], ["just", "only"], true)]],
+      [[crossGate(["a", "an", "is", "s"], objects, true)], [crossGate(["this is", "it s", "it is"], ["a", "an", ...objects], true)]],
+      [[" just for "], [crossGate(["for", "the"], ["qa", "test", "testing"], true)]],
+      [[" i can debug ", " i can test "]],
+      [[" zu testzwecken"]],
+      [[" nur ein test "]],
+      [[" solo una prueba ", " es una prueba "]],
+      [[" modo de prueba", " efectos de prueba"]],
+      [[" des fins de test"]],
+      [[" un test "], [" c est "]],
+      [[" let s play a game"]],
+      [[" lass uns ein spiel"]],
+      // deceit, one phrase per branch; "tell the clinician that it was ... but" by its three parts
+      [[crossGate(["no need to"], ["flag", "mention", "tell", "report", "show"])]],
+      [[" sans "], [" signaler", " dire", " mentionner"]],
+      [[" ohne "], [" melden", " erw hnen", " sagen"]],
+      [[" sin decir", " sin mencionar"]],
+      [[" t ask anyone", " not ask anyone"]],
+      [[" want anyone to know"]],
+      [[" regardless of what "]],
+      [
+        [" but", " anyway", " even though", " although", " regardless"],
+        [crossGate(roles, ["that", "it", "the", "everything", "nothing"], true)],
+        [crossGate(["tell", "to", "inform"], ["the", ...roles], true)],
+      ],
+    ];
+  }
+  if (name === "no_check") {
+    const negations = ["no", "without", "ohne", "sin", "sans"];
+    // each object by its first ASCII run (what follows the word before it) and by a run every spelling contains
+    // (a letter outside ASCII is a non-word character to the gates, as a space is: "r ckfrage" is "rückfrage")
+    const objectsFirst = ["confirmation", "approval", "consent", "review", "check", "verification", "authori", "r ckfrage", "best tigung", "pr fung", "freigabe", "consultar", "confirmaci n", "v rification"];
+    const objectsAny = [" confirmation", " approval", " consent", " review", " check", "rification", " authori", "ckfrage", "tigung", "fung", " freigabe", " consultar", " confirmaci"];
+    return [
+      // no / without ([the|any|further|prior|a|an|need for]) the object
+      [
+        objectsAny,
+        [crossGate(negations, ["the", "any", "further", "prior", "a", "an", "need", ...objectsFirst])],
+        [crossGate([...negations, "the", "any", "further", "prior", "a", "an", "for"], objectsFirst)],
+      ],
+      // skip / bypass / disable / turn off ... the object
+      [[" skip ", " bypass ", " disable ", " turn off "], [" check ", " checks ", " audit ", " approval ", " review ", " verification ", " consent "]],
+    ];
+  }
+  if (name === "agent_rules") {
+    return [
+      [
+        [crossGate(
+          ["your", "the", "previous", "prior", "above", "earlier", "original", "system", "current", "usual", "normal", "standard", "safety", "deine", "ihre", "bisherigen", "vorherigen", "obigen", "tus", "vos"],
+          [
+            "instruction", "rules", "guidelines", "prompt", "directive", "restriction", "constraint", "policies", "programming", "guardrail", "filter", "scope",
+            "checks", "check", "safety", "anweisungen", "regeln", "vorgaben", "richtlinien", "informationen", "instrucciones", "reglas", "consignes",
+          ],
+        )],
+      ],
+      [[crossGate(["previous", "prior", "above", "vorherigen", "bisherigen", "obigen"], ["information", "informationen", "context", "kontext", "text", "texte"], true)]],
+    ];
+  }
+  if (name === "privilege") {
+    // (the rule is one `\b(?:...)` group: its branches are that group's alternatives, each after `\b`)
+    const states = [" disabled", " turned off", " off", " waived", " lifted", " deaktiviert", " desactivada", "sactiv", " suspended", " bypassed"];
+    const objects = ["restriction", "restricciones", "einschr nkungen", "check", "pr fungen", "contr les", "comprobaciones", "guardrail", "approval"];
+    const articles = ["the", "all", "las", "los", "die", "les", "alle", "todas", "todos", "toutes", "tous"];
+    const doneVerbs = ["abgeschaltet", "aufgehoben", "disabled", "lifted", "removed", "relaxed", "waived", "suspended", "off"];
+    return [
+      [[crossGate(["as", "an", "a", "the"], ["admin", "administrator", "superuser", "root", "ciso", "system administrator"], true)]],
+      [[crossGate(["admin"], ["mode", "rights", "privileges", "access"])]],
+      [[" root access"]],
+      [[" sudo "]],
+      [[" superuser"]],
+      [[crossGate(["elevated"], ["privileges", "rights", "access"])]],
+      [[" authorize you", " authorise you", " grant you"]],
+      [[crossGate(["you are", "you re", "agent is", "you are now", "you re now", "agent is now"], ["authori", "allowed", "permitted"])]],
+      [[" pre approved", " preapproved"]],
+      [
+        states,
+        [crossGate(
+          ["scope", "permission", "consent", "context", "approval", "access", "fung", "permisos", "droits"],
+          ["check", "checks", "requirement", "requirements", "restriction", "restrictions", "control", "controls", "is", "are", "disabled", "turned", "off", "waived", "lifted", "deaktiviert", "desactivada", "d", "suspended", "bypassed"],
+        )],
+      ],
+      [[" per it ", " per the privacy office ", " per compliance ", " per security "]],
+      [[" laut it "]],
+      [[" seg n ti "]],
+      [[" selon le service informatique"]],
+      [[crossGate(["bypass the"], ["guardrail", "approval", "check", "scope"])]],
+      [[" full access", " unrestricted access"]],
+      [[" override code"]],
+      [
+        [" desactiv", " deaktivier", "sactiv", " abgeschaltet ", " aufgehoben ", " disabled ", " lifted ", " removed ", " relaxed ", " waived ", " suspended ", " turned off ", " switched off "],
+        [crossGate([...articles, ...doneVerbs], objects), " desactiv", " deaktivier", "sactiv"],
+      ],
+      [
+        [" lifted", " removed", " relaxed", " suspend", " disabled", " waived", " aufgehoben", " deaktiviert", " desactivad"],
+        [crossGate(
+          ["restriction", "restrictions", "restricciones", "check", "checks", "guardrail", "guardrails", "approval", "approvals", "nkungen", "funge", "fungen", "le", "les"],
+          ["are", "is", "have", "has", "were", "was", "sind", "wurden", "est", "sont"], true)],
+      ],
+      [[crossGate(["acceso", "acc", "s", "zugriff"], ["total", "completo", "complet", "sin", "sans"])]],
+      [[" zugriff"]],
+      [[" vollzugriff"]],
+    ];
+  }
   return null;
 });
 
@@ -556,23 +684,63 @@ const GRAMS = new Int32Array(1 << (GRAMS_MAX_LOG - 5));
 /** 32 - log2(bits of the filter in use) for the text being gated. */
 let gramShift = 16;
 
-/** A compiled alternative: the hash and the in-word bits of each of its 4-grams (none: always present), or a verbatim string. */
-type Alternative = Uint32Array | string;
+/**
+ * A compiled alternative: the hash and the in-word bits of each of its 4-grams, last first (none: always present), or
+ * a verbatim string, or a compiled {@link CrossGate}.
+ */
+type Alternative = Uint32Array | string | CompiledCross;
 
-function compileAlternative(alternative: string): Alternative {
+/** A {@link CrossGate}: the 4-grams of each first word (with its spaces), of each second word, and of each pair's junction. */
+interface CompiledCross {
+  as: Uint32Array[];
+  bs: Uint32Array[];
+  /** Pair (i, j) at i * bs.length + j: the 4-grams that span the space between the words. */
+  junctions: Uint32Array[];
+  /** Scratch: which second words are present in the text being gated. */
+  presentB: Uint8Array;
+}
+
+/**
+ * The 4-grams of `s` (hash and in-word bits) that end at an index accepted by `keep`, last first: in a two-word
+ * alternative the first word is the common one ("the", "your", "no"), so an absent second word fails on the first lookup.
+ */
+function gramsOf(s: string, keep: (end: number) => boolean): Uint32Array {
   const hashes: number[] = [];
   let v = 0;
-  let word = false;
-  for (let i = 0; i < alternative.length; i++) {
-    const k = gateClass(alternative.charCodeAt(i));
-    if (k !== 0) word = true;
-    v = ((v << 6) | k) & 0xffffff;
-    if (i >= 3) {
+  for (let i = 0; i < s.length; i++) {
+    v = ((v << 6) | gateClass(s.charCodeAt(i))) & 0xffffff;
+    if (i >= 3 && keep(i)) {
       const h = gramHash(v);
       hashes.push(h, gramBits(h));
     }
   }
-  return word ? Uint32Array.from(hashes) : alternative;
+  const out = new Uint32Array(hashes.length);
+  for (let i = 0; i < hashes.length; i += 2) {
+    out[hashes.length - 2 - i] = hashes[i]!;
+    out[hashes.length - 1 - i] = hashes[i + 1]!;
+  }
+  return out;
+}
+
+const hasWordChar = (s: string): boolean => {
+  for (let i = 0; i < s.length; i++) if (gateClass(s.charCodeAt(i)) !== 0) return true;
+  return false;
+};
+const ALL = (): boolean => true;
+
+function compileAlternative(alternative: string | CrossGate): Alternative {
+  if (typeof alternative !== "string") {
+    const { as, bs, end } = alternative;
+    const tail = end ? " " : "";
+    return {
+      as: as.map((a) => gramsOf(` ${a} `, ALL)),
+      bs: bs.map((b) => gramsOf(` ${b}${tail}`, ALL)),
+      // (in " a b", the 4-grams ending on the first two characters of " b" span the space after "a")
+      junctions: as.flatMap((a) => bs.map((b) => gramsOf(` ${a} ${b}${tail}`, (e) => e > a.length + 1 && e < a.length + 4))),
+      presentB: new Uint8Array(bs.length),
+    };
+  }
+  return hasWordChar(alternative) ? gramsOf(alternative, ALL) : alternative;
 }
 
 const compileGates = (gates: readonly Gate[]): Array<Alternative[][] | null> =>
@@ -606,6 +774,37 @@ function topLevelAlternatives(source: string): string[] {
   return out;
 }
 
+/**
+ * The branches of a rule: its top-level alternatives, and in place of one that is a single `\b(?:...)` group, that
+ * group's alternatives each after `\b` (`\b(?:a|b)` matches where `\ba` or `\bb` does).
+ */
+function branchesOf(source: string): string[] {
+  return topLevelAlternatives(source).flatMap((alternative) => {
+    const inner = wholeGroup(alternative);
+    return inner === null ? [alternative] : topLevelAlternatives(inner).map((a) => "\\b" + a);
+  });
+}
+
+/** The inside of `source` when it is `\b(?:...)` with the group closing at its last character, else null. */
+function wholeGroup(source: string): string | null {
+  if (!source.startsWith("\\b(?:") || !source.endsWith(")")) return null;
+  let depth = 0;
+  let inClass = false;
+  for (let i = 2; i < source.length; i++) {
+    const c = source[i];
+    if (c === "\\") {
+      i++;
+      continue;
+    }
+    if (inClass) {
+      if (c === "]") inClass = false;
+    } else if (c === "[") inClass = true;
+    else if (c === "(") depth++;
+    else if (c === ")" && --depth === 0) return i === source.length - 1 ? source.slice(5, -1) : null;
+  }
+  return null;
+}
+
 /** {@link RuleGates.branches} of a text that opens no branched rule (read only). */
 const NO_BRANCHES = new Uint32Array(RULES.length);
 
@@ -613,19 +812,37 @@ const NO_BRANCHES = new Uint32Array(RULES.length);
 const BRANCHES: Array<{ res: RegExp[]; gates: Array<Alternative[][] | null> } | null> = RULE_BRANCH_GATES.map((gates, r) => {
   if (gates === null) return null;
   const re = RULES[r]![1];
-  const parts = topLevelAlternatives(re.source);
+  const parts = branchesOf(re.source);
   if (parts.length !== gates.length) throw new Error(`injection rule ${RULES[r]![0]}: ${parts.length} branches, ${gates.length} branch gates`);
   return { res: parts.map((p) => new RegExp(p, re.flags.includes("g") ? re.flags : re.flags + "g")), gates: compileGates(gates) };
 });
 
-function present(t: string, alt: Alternative): boolean {
-  if (typeof alt === "string") return t.includes(alt);
+/** True when every 4-gram of `grams` is in the text's filter. */
+function allPresent(grams: Uint32Array): boolean {
   const shift = gramShift + 5;
-  for (let i = 0; i < alt.length; i += 2) {
-    const bits = alt[i + 1]! | 0;
-    if ((GRAMS[alt[i]! >>> shift]! & bits) !== bits) return false;
+  for (let i = 0; i < grams.length; i += 2) {
+    const bits = grams[i + 1]! | 0;
+    if ((GRAMS[grams[i]! >>> shift]! & bits) !== bits) return false;
   }
   return true;
+}
+
+function present(t: string, alt: Alternative): boolean {
+  if (typeof alt === "string") return t.includes(alt);
+  if (alt instanceof Uint32Array) return allPresent(alt);
+  const nb = alt.bs.length;
+  let anyB = false;
+  for (let j = 0; j < nb; j++) {
+    const p = allPresent(alt.bs[j]!);
+    alt.presentB[j] = p ? 1 : 0;
+    if (p) anyB = true;
+  }
+  if (!anyB) return false;
+  for (let i = 0; i < alt.as.length; i++) {
+    if (!allPresent(alt.as[i]!)) continue;
+    for (let j = 0; j < nb; j++) if (alt.presentB[j] === 1 && allPresent(alt.junctions[i * nb + j]!)) return true;
+  }
+  return false;
 }
 
 function gateMask(t: string, gates: ReadonlyArray<Alternative[][] | null>): number {
