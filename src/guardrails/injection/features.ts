@@ -8,6 +8,8 @@
  */
 
 /** Number of hash buckets (2^18). A weights file records the bucket count it was trained with. */
+import { DECODE_CUE_GATE } from "./decode.js";
+
 export const DEFAULT_BUCKETS = 1 << 18;
 
 /**
@@ -746,6 +748,7 @@ function compileAlternative(alternative: string | CrossGate): Alternative {
 const compileGates = (gates: readonly Gate[]): Array<Alternative[][] | null> =>
   gates.map((g) => (g === null ? null : g.map((group) => group.map(compileAlternative))));
 const HARD_GATES = compileGates(HARD_RULE_GATES);
+const DECODE_GATES = compileGates([[DECODE_CUE_GATE]]);
 const RULE_GATES_C = compileGates(RULE_GATES);
 
 /** The top-level alternatives of a regex source (`a|b(c|d)|e` -> `a`, `b(c|d)`, `e`), skipping escapes and classes. */
@@ -876,6 +879,8 @@ export interface RuleGates {
   rules: number;
   /** Per rule of {@link RULE_BRANCH_GATES} whose gate is open: bit b set when its branch b may match (0 elsewhere). */
   branches: Uint32Array;
+  /** False when the text cannot name a decoding ({@link DECODE_CUE}: no decoded views to score). */
+  decode: boolean;
 }
 
 /**
@@ -910,7 +915,7 @@ export function ruleGates(t: string): RuleGates {
     if (branches === NO_BRANCHES) branches = new Uint32Array(RULES.length);
     branches[r] = gateMask(t, b.gates);
   }
-  return { hard: gateMask(t, HARD_GATES), rules, branches };
+  return { hard: gateMask(t, HARD_GATES), rules, branches, decode: gateMask(t, DECODE_GATES) !== 0 };
 }
 
 /** True when a {@link HARD_RULES} phrase occurs in the normalised text. `gates`: from {@link ruleGates}(t). */

@@ -5,6 +5,7 @@
  */
 import { readFileSync } from "node:fs";
 import type { TextLocation } from "../guardrail.js";
+import { decodedViews } from "./decode.js";
 import {
   HARD_RULE_CLASSES,
   HARD_RULES,
@@ -13,6 +14,7 @@ import {
   hardRuleHit,
   normalizeForInjection,
   ruleGates,
+  type RuleGates,
   dataBiasBucket,
   dataRuleBucket,
   docBiasBucket,
@@ -201,10 +203,24 @@ export class InjectionModel {
    * data the agent reads (a result or a resource), which adds the data-location terms when the model has them.
    */
   #run(text: string, data = false): { score: number; hard: number; rules: number } {
-    const ruleWeight = data ? this.#dataRuleWeight : this.#ruleWeight;
-    const bias = data ? this.bias + this.#dataBias : this.bias;
     const t = normalizeForInjection(text);
     const gates = ruleGates(t);
+    const views = gates.decode ? decodedViews(text, t) : [];
+    let best = this.#scoreNormalized(t, gates, data);
+    // a text that names a decoding: its payload decoded, scored as the text is (decode.ts); the highest score wins
+    for (const view of views) {
+      if (best.score === 1) break;
+      const v = normalizeForInjection(view);
+      const r = this.#scoreNormalized(v, ruleGates(v), data);
+      if (r.score > best.score) best = r;
+    }
+    return best;
+  }
+
+  /** {@link #run} of one normalised text `t` with its gates, without decoded views. */
+  #scoreNormalized(t: string, gates: RuleGates, data: boolean): { score: number; hard: number; rules: number } {
+    const ruleWeight = data ? this.#dataRuleWeight : this.#ruleWeight;
+    const bias = data ? this.bias + this.#dataBias : this.bias;
     if (hardRuleHit(t, gates)) {
       for (let r = 0; r < HARD_RULES.length; r++) if (gates.hard & (1 << r) && HARD_RULES[r]!.test(t)) return { score: 1, hard: r, rules: 0 };
     }

@@ -6,6 +6,7 @@
  */
 import { readFileSync } from "node:fs";
 import { HARD_RULES, RULES } from "../../../src/guardrails/injection/features.js";
+import { decodedViews } from "../../../src/guardrails/injection/decode.js";
 import type { InjectionModelFile } from "../../../src/guardrails/injection/model.js";
 
 export function refHardRuleHit(t: string): boolean {
@@ -212,12 +213,18 @@ export class RefModel {
 
   /** `data`: the text is a result or a resource (adds the data-location terms when the model has them). */
   score(text: string, data = false): number {
+    // (decoded views: src/guardrails/injection/decode.ts, shared; the scan below is what the reference checks)
+    let best = this.#score(refNormalize(text), data);
+    for (const view of decodedViews(text, refNormalize(text))) best = Math.max(best, this.#score(refNormalize(view), data));
+    return best;
+  }
+
+  #score(t: string, data: boolean): number {
     const f = this.#file;
     const charGrams = f.charGrams ?? true;
     const rulesRaw = f.rulesRaw ?? false;
     const dataTerms = (f.dataTerms ?? false) && rulesRaw && data;
     const mask = this.weights.length - 1;
-    const t = refNormalize(text);
     if (refHardRuleHit(t)) return 1;
     const win = f.windows ?? { kind: "fixed", size: 600, step: 600 };
     const wins = win.kind === "sentences" ? refSentenceWindows(t, win.min, win.max) : refWindows(t, win.size, win.step);
