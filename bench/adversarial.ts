@@ -22,6 +22,23 @@ const MB = 1024 * 1024;
 /** `unit` repeated to exactly `chars` UTF-16 code units (astral pairs may be cut at the very end). */
 const fill = (unit: string, chars: number): string => unit.repeat(Math.ceil(chars / unit.length)).slice(0, chars);
 
+/**
+ * `chars` of seeded random lower-case "words" of 2–9 letters, a full stop after about one in ten: text whose every
+ * letter 4-gram occurs, so no keyword gate of the injection scorer stays shut (every rule's regex runs).
+ */
+function randomWords(chars: number): string {
+  let seed = 1;
+  const rnd = () => (seed = (seed * 16807) % 2147483647) / 2147483647;
+  let out = "";
+  while (out.length < chars) {
+    let w = "";
+    const n = 2 + Math.floor(rnd() * 8);
+    for (let i = 0; i < n; i++) w += String.fromCharCode(97 + Math.floor(rnd() * 26));
+    out += w + (rnd() < 0.1 ? ". " : " ");
+  }
+  return out.slice(0, chars);
+}
+
 const CASES: Array<[string, string]> = [
   ["one letter, no spaces", "a"],
   ["one short word", "ab "],
@@ -35,6 +52,8 @@ const CASES: Array<[string, string]> = [
   ["override cue words", "ignore previous "],
   ["newlines", "\n"],
   ["street-like", "12 Main St "],
+  // (one 256 KB unit: the 1 MB run repeats it four times)
+  ["varied random words", randomWords(256 * 1024)],
 ];
 
 const injection = loadInjectionModel(path.join(REPO_ROOT, "guardrails", "data", "injection-model.json"));

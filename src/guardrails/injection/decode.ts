@@ -33,10 +33,13 @@ export const MAX_VIEWS = 8;
 /** Readable text: at least 8 characters, a space, no replacement character, and 90 % letters, digits, spaces or punctuation. */
 function readable(s: string): boolean {
   if (s.length < 8 || !s.includes(" ") || s.includes("\uFFFD")) return false;
-  let ok = 0;
-  for (const c of s) if (/[\p{L}\p{N}\p{P}\p{Zs}\n\t+=<>$^`|~]/u.test(c)) ok++;
-  return ok >= 0.9 * [...s].length;
+  UNREADABLE.lastIndex = 0;
+  let bad = 0;
+  while (UNREADABLE.exec(s) !== null) if (++bad > 0.1 * s.length) return false;
+  return true;
 }
+/** What readable text has little of: control characters, symbols other than + = < > $ ^ ` | ~, unassigned code points. */
+const UNREADABLE = /[^\p{L}\p{N}\p{P}\p{Zs}\n\t+=<>$^`|~]/gu;
 
 function rot13(s: string): string {
   return s.replace(/[A-Za-z]/g, (c) => {

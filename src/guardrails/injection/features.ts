@@ -1083,7 +1083,9 @@ export function windowRules(t: string, wins: ReadonlyArray<readonly [number, num
     const open = branched ? gates.branches[r]! : 0;
     if (branched && open === 0) continue;
     // a rule searched by branches: the open ones, each remembering its next match (-1: none left)
-    const parts = branched && open !== (1 << branched.res.length) - 1 ? branched.res.filter((_, b) => (open & (1 << b)) !== 0) : null;
+    // (more than MAX_BRANCH_SCANS open branches, as on a long text of varied words whose filter is nearly full: one scan
+    // of the whole regex, which finds the same leftmost matches, costs less than a scan per branch)
+    const parts = branched && popcount(open) <= MAX_BRANCH_SCANS ? branched.res.filter((_, b) => (open & (1 << b)) !== 0) : null;
     const next = parts ? parts.map(() => -2) : null;
     const re = RULES_G[r]!;
     const bit = 1 << r;
@@ -1120,6 +1122,15 @@ export function windowRules(t: string, wins: ReadonlyArray<readonly [number, num
     }
   }
   return masks;
+}
+
+/** Open branches of a rule searched one by one (each a regex scan of the text); more: the whole regex, once. */
+const MAX_BRANCH_SCANS = 2;
+
+function popcount(x: number): number {
+  let n = 0;
+  for (let m = x >>> 0; m !== 0; m &= m - 1) n++;
+  return n;
 }
 
 /** Bitmask of the rules with a hit starting in [from, to). */
