@@ -22,7 +22,8 @@ export const DECODE_CUE_GATE: readonly string[] = [
 ];
 
 const ROT13_CUE = /\b(?:rot ?-?13|caesar)/;
-const REVERSE_CUE = /\b(?:revers|backward|rückwärts)/;
+/** Reversed text asked for ("reverse this", "read it backwards", "rückwärts"), not a reversal ("warfarin reversal", "reverse Trendelenburg"). */
+const REVERSE_CUE = /\b(?:revers(?:e|ed|ing) (?:this|it|the (?:text|string|message|following|line|sentence))|reversed (?:text|string|message)|(?:read|write|written|spelled|spelt)(?: (?:it|this|that|the text))? backwards?|backwards?:|rückwärts|à l'envers|al revés)/;
 /** A base64 run long enough to hide an instruction (12 bytes). */
 const BASE64_RUN = /[A-Za-z0-9+/]{16,}={0,2}/g;
 /** Text between quotes of any common kind (the part to reverse in "reverse this: \"...\""). */
