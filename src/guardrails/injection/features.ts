@@ -817,7 +817,7 @@ const BRANCHES: Array<{ res: RegExp[]; gates: Array<Alternative[][] | null> } | 
   const re = RULES[r]![1];
   const parts = branchesOf(re.source);
   if (parts.length !== gates.length) throw new Error(`injection rule ${RULES[r]![0]}: ${parts.length} branches, ${gates.length} branch gates`);
-  // (a rule's open branches are one 32-bit mask, and windowRules compares it with 2^branches - 1)
+  // (a rule's open branches are one 32-bit mask, and popcount reads it as unsigned: 31 keeps clear of the sign bit)
   if (parts.length > 31) throw new Error(`injection rule ${RULES[r]![0]}: ${parts.length} branches, at most 31 fit a branch mask`);
   return { res: parts.map((p) => new RegExp(p, re.flags.includes("g") ? re.flags : re.flags + "g")), gates: compileGates(gates) };
 });
