@@ -63,6 +63,8 @@ const DOC_TERMS = (process.env["HMCP_DOC_TERMS"] ?? "1") === "1";
 const MODEL_OUT = process.env["HMCP_MODEL_OUT"] ?? path.join(repo, "guardrails/data/injection-model.json");
 /** Feature rules left out of training (comma list of RULES names; their weights stay 0): ablations by CV. */
 const DROP_RULES = new Set((process.env["HMCP_DROP_RULES"] ?? "").split(",").filter(Boolean));
+// (a misspelt name would silently drop nothing and the ablation would measure the full model)
+for (const name of DROP_RULES) if (!RULES.some(([n]) => n === name)) throw new Error(`HMCP_DROP_RULES: no feature rule named "${name}" (rules: ${RULES.map(([n]) => n).join(", ")})`);
 const KEEP_MASK = RULES.reduce((m, [name], r) => (DROP_RULES.has(name) ? m : m | (1 << r)), 0);
 
 /** Which arrival group a row's threshold comes from. */
