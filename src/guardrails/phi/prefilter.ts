@@ -150,29 +150,27 @@ export class StartIndex {
     let pos = this.#out.pos;
     let mask = this.#out.mask;
     let k = 0;
-    // 1 when the previous unit is an ASCII letter or digit. The ASCII path has no branch on the text: a position's
-    // bits are written every time and kept (k advanced) only when not zero; a letter or digit after one gets none,
-    // and a unit that is neither has none in the pair table (this path runs only then). Word boundaries come every few
-    // characters, at no predictable place: branches on them cost a misprediction each.
-    let prev = 0;
-    let c = n > 0 ? text.charCodeAt(0) : 0;
+    let prevAlnum = false;
     for (let p = 0; p < n; p++) {
-      const c1 = p + 1 < n ? text.charCodeAt(p + 1) : 128;
-      if (k === pos.length) [pos, mask] = [grow(pos), grow(mask)];
-      if (c < 128) {
-        const m = pair[c * 129 + (c1 < 128 ? c1 : 128)]! & -(prev ^ 1);
-        pos[k] = p;
-        mask[k] = m;
-        k += (m | -m) >>> 31;
-        prev = ASCII_ALNUM[c]!;
-      } else {
-        prev = 0;
-        if ((c === 0x17f || c === 0x212a) && foldBits !== 0) {
+      const c = text.charCodeAt(p);
+      if ((c >= 97 && c <= 122) || (c >= 65 && c <= 90) || (c >= 48 && c <= 57)) {
+        if (prevAlnum) continue;
+        prevAlnum = true;
+        const c1 = p + 1 < n ? text.charCodeAt(p + 1) : 128;
+        const m = pair[c * 129 + (c1 < 128 ? c1 : 128)]!;
+        if (m !== 0) {
+          if (k === pos.length) [pos, mask] = [grow(pos), grow(mask)];
           pos[k] = p;
-          mask[k++] = foldBits;
+          mask[k++] = m;
         }
+        continue;
       }
-      c = c1;
+      prevAlnum = false;
+      if ((c === 0x17f || c === 0x212a) && foldBits !== 0) {
+        if (k === pos.length) [pos, mask] = [grow(pos), grow(mask)];
+        pos[k] = p;
+        mask[k++] = foldBits;
+      }
     }
     this.#out = { n: k, pos, mask };
     return this.#out;
@@ -183,9 +181,6 @@ export class StartIndex {
 
   #out: Candidates = { n: 0, pos: new Int32Array(1024), mask: new Int32Array(1024) };
 }
-
-/** 1 for an ASCII letter or digit (by char code below 128), else 0. */
-const ASCII_ALNUM = Uint8Array.from({ length: 128 }, (_, c) => ((c >= 48 && c <= 57) || (c >= 65 && c <= 90) || (c >= 97 && c <= 122) ? 1 : 0));
 
 /** Candidate start positions (see {@link StartIndex.scan}). */
 export interface Candidates {
