@@ -4,7 +4,7 @@
  * pass over the tokens of ./tokens.ts (small functions, so that each is optimised on its own and early); places are in
  * ./places.ts.
  */
-import type { Found, PhiEntityType } from "./entities.js";
+import type { FoundList, PhiEntityType } from "./entities.js";
 import { findPlaces } from "./places.js";
 import { nameContext, type NameContext, SH_ASCII, SH_CAP, SH_HY, SH_LW, SH_NC, SH_TC, SH_UP, X_EXTRA } from "./tokens.js";
 
@@ -51,7 +51,7 @@ export interface NameTokens {
  * (when NAME is asked for) as tokens, which the detector merges with `found` in order (one object per name token and
  * their sort were most of the cost of a text of names).
  */
-export function findNames(text: string, found: Found[], lx: Lexicon, extra: ReadonlySet<string>, types: ReadonlySet<PhiEntityType>): NameTokens | undefined {
+export function findNames(text: string, found: FoundList, lx: Lexicon, extra: ReadonlySet<string>, types: ReadonlySet<PhiEntityType>): NameTokens | undefined {
   const c = nameContext(text, lx, extra);
   cueRules(c);
   extendRuns(c);

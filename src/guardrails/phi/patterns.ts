@@ -138,10 +138,15 @@ export const PATTERNS: Pattern[] = [
     valid: (m) => m[1]!.replace(/\D/g, "").length >= 4,
   },
   { type: "PHONE", re: /(?<![\w/.-])(?:\d{3}[ -]\d{7}|\d{6}-\d{4})(?![\w/]|[.-]\d)/g },
-  // hyphen-grouped digits with 8 or more digits that are not a date ("71-33-52-22", "0961-7596216")
+  // hyphen-grouped digits with 8 or more digits that are not a date ("71-33-52-22", "0961-7596216"). The match at a
+  // position is the whole hyphen-joined chain of digit runs or nothing (the look-ahead refuses an end before a digit or
+  // "-digit"), so the look-behind at its end can refuse the chains whose groups all have 3 or 4 digits, which `valid`
+  // refuses: the same matches (a refused match resumes one character later, as a failed regex attempt does), without a
+  // match array and a call of `valid` for each "617-555-0123" of a text made of them. (A look-ahead at the start cost
+  // every position of the text; this look-behind runs on whole chains only.)
   {
     type: "PHONE",
-    re: /(?<![\w/.-])\d{2,5}(?:-\d{2,7}){1,4}(?![\w/]|[.-]\d)/g,
+    re: /(?<![\w/.-])\d{2,5}(?:-\d{2,7}){1,4}(?![\w/]|[.-]\d)(?<!(?<![\d-])(?:\d{3,4}-)*\d{3,4})/g,
     valid: (m) => {
       // the match is 2-5 groups of digits joined by hyphens: their lengths by one pass over the characters
       const w = m[0];

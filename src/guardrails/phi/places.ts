@@ -3,7 +3,7 @@
  * named wards, facility acronyms after a transfer verb (LOCATION). Runs after the name rules (./names.ts), whose names
  * it reads.
  */
-import type { Found } from "./entities.js";
+import type { FoundList } from "./entities.js";
 
 import { F_AMBIGUOUS, F_CITY, F_CITY_FIRST, F_COMMON } from "./lexicon.js";
 import {
@@ -28,13 +28,13 @@ import { wsGapAt } from "./text.js";
 import { type NameContext, SH_CAP, SH_LW, SH_NC, SH_TC, SH_UP } from "./tokens.js";
 
 /** Adds the places of the text to `found` (after the name rules have run on `c`). */
-export function findPlaces(c: NameContext, found: Found[]): void {
+export function findPlaces(c: NameContext, found: FoundList): void {
   hospitalsAfterPreposition(c, found);
   places(c, found);
 }
 
 /** "to holy cross hospital", "from sacred heart hosp": one or two words between a place preposition and a hospital word. */
-function hospitalsAfterPreposition(c: NameContext, found: Found[]): void {
+function hospitalsAfterPreposition(c: NameContext, found: FoundList): void {
   const { text, n, S, E, GE, F, lowerIs, lowerLen } = c;
   // "to holy cross hospital", "from sacred heart hosp": one or two words between a place preposition and a hospital
   // word name the hospital even when they are common words (not "to the hospital", "from an outside hospital")
@@ -52,7 +52,7 @@ function hospitalsAfterPreposition(c: NameContext, found: Found[]): void {
         ok = (j === a || wsGapAt(text, GE[j]!, S[j]!, 1, 2)) && lowerLen(j) > 2 && !((f & W_HOSPITAL_MODIFIERS) !== 0) && !((f & W_UNIT_ACRONYMS) !== 0) && !((f & W_FACILITY_WORDS) !== 0) && !((f & W_TITLES) !== 0) && !((f & W_RELATIONS) !== 0);
       }
       if (ok) {
-        found.push({ s: S[a]!, e: E[i]!, type: "LOCATION" });
+        found.add(S[a]!, E[i]!, "LOCATION");
         break;
       }
     }
@@ -60,7 +60,7 @@ function hospitalsAfterPreposition(c: NameContext, found: Found[]): void {
 }
 
 /** Named facilities, cities of the gazetteer, wards, facility acronyms and places after a place cue. */
-function places(c: NameContext, found: Found[]): void {
+function places(c: NameContext, found: FoundList): void {
   const { text, n, S, E, F, SH, isName, commonParts, sentenceStart, allCapsText, cities, lower, lowerLen } = c;
   for (let i = 0; i < n; i++) {
     const f = F[i]!;
@@ -70,13 +70,13 @@ function places(c: NameContext, found: Found[]): void {
     const up = (sh & SH_UP) !== 0;
     // a named facility word after a name or place ("FREDERICK MEMORIAL", "Baltimore Rehab", "LAUREL REGIONAL")
     if (i + 1 < n && ((F[i + 1]! & W_NAMED_FACILITY) !== 0) && wsGapAt(text, E[i]!, S[i + 1]!, 1, 2) && (SH[i + 1]! & SH_CAP) !== 0 && (isName[i] || ((f & F_CITY) !== 0))) {
-      found.push({ s: S[i]!, e: E[i + 1]!, type: "LOCATION" });
+      found.add(S[i]!, E[i + 1]!, "LOCATION");
       i++;
       continue;
     }
     // a lower-case city after "lives in" ("both live in hampton")
     if ((sh & SH_LW) !== 0 && ((f & F_CITY) !== 0) && !((f & F_COMMON) !== 0) && !((f & F_AMBIGUOUS) !== 0) && i > 0 && /\b(?:lives?|living|resides?|nearby) in\s{1,2}$/i.test(text.slice(Math.max(0, S[i]! - 16), S[i]!))) {
-      found.push({ s: S[i]!, e: E[i]!, type: "LOCATION" });
+      found.add(S[i]!, E[i]!, "LOCATION");
       continue;
     }
     // city names (gazetteer), capitalised, up to three words ("San Diego", "New Haven", "BALTIMORE")
@@ -93,7 +93,7 @@ function places(c: NameContext, found: Found[]): void {
         if ((k === 1 ? (f & F_CITY) !== 0 : multiWordCity(c, i, k)) && (k > 1 || ((f & (F_COMMON | F_AMBIGUOUS | W_NOT_NAMES)) === 0 && ((sh & SH_NC) !== 0 || !allCapsText(i) || (i > 0 && ((F[i - 1]! & W_LOC_PREV) !== 0) && len >= 5))))) matched = k;
       }
       if (matched > 1 || (matched === 1 && !isName[i])) {
-        found.push({ s: S[i]!, e: E[i + matched - 1]!, type: "LOCATION" });
+        found.add(S[i]!, E[i + matched - 1]!, "LOCATION");
         i += matched - 1;
         continue;
       }
@@ -101,34 +101,34 @@ function places(c: NameContext, found: Found[]): void {
     if (isName[i]) continue;
     if (i + 1 < n && ((F[i + 1]! & W_FACILITY_WORDS) !== 0) && lowerLen(i) > 1 && (!((f & F_COMMON) !== 0) || (tc && !((f & W_NOT_NAMES) !== 0))) && FACILITY.test(text.slice(E[i]!, E[i]! + 24))) {
       const fw = i + 1;
-      found.push({ s: S[i]!, e: ((F[fw]! & W_NAMED_FACILITY) !== 0) && ((SH[fw]! ^ sh) & SH_CAP) === 0 ? E[fw]! : E[i]!, type: "LOCATION" });
+      found.add(S[i]!, ((F[fw]! & W_NAMED_FACILITY) !== 0) && ((SH[fw]! ^ sh) & SH_CAP) === 0 ? E[fw]! : E[i]!, "LOCATION");
       const pv = i - 1;
       if (i > 0 && wsGapAt(text, E[pv]!, S[i]!, 1, 2) && (!((F[pv]! & F_COMMON) !== 0) || ((SH[pv]! & SH_TC) !== 0 && tc && !((F[pv]! & W_NOT_NAMES) !== 0))) && ((SH[pv]! ^ sh) & SH_CAP) === 0) {
-        found.push({ s: S[pv]!, e: E[pv]!, type: "LOCATION" });
+        found.add(S[pv]!, E[pv]!, "LOCATION");
       }
       continue;
     }
     // a named ward or building with a floor number after to/from/on/at ("to quartermain 2", "ON QUARTERMAIN 6")
     if (i > 0 && len >= 5 && !((f & F_COMMON) !== 0) && !((f & F_AMBIGUOUS) !== 0) && !((f & W_NOT_NAMES) !== 0) && !((f & W_UNIT_ACRONYMS) !== 0) && ((F[i - 1]! & W_WARD_PREV) !== 0) && !DRUG_LIKE.test(lower(i)) && /^\s\d{1,2}(?![\d,/]|\.\d|\s?(?:%|mg|mcg|ml|cc|u|units?|am|pm|hours?|hrs?|days?|x|l|liters?|meq|gm?)\b)/i.test(text.slice(E[i]!, E[i]! + 10))) {
-      found.push({ s: S[i]!, e: E[i]!, type: "LOCATION" });
+      found.add(S[i]!, E[i]!, "LOCATION");
       continue;
     }
     // a facility acronym after a transfer verb or "at"/"in" ("transferred to GH", "at BIDMC"), not a hospital unit
     if (i > 0 && len >= 2 && len <= 5 && up && !((f & W_UNIT_ACRONYMS) !== 0) && !((f & F_COMMON) !== 0) && ((F[i - 1]! & W_LOC_PREV) !== 0) && (STRONG_LOC_PREFIX.test(text.slice(Math.max(0, S[i]! - 24), S[i]!)) || (!allCapsText(i) && /\b(?:at|in|to)\s$/i.test(text.slice(Math.max(0, S[i]! - 4), S[i]!)))) && !/^\s?\d/.test(text.slice(E[i]!, E[i]! + 2))) {
-      found.push({ s: S[i]!, e: E[i]!, type: "LOCATION" });
+      found.add(S[i]!, E[i]!, "LOCATION");
       continue;
     }
     if (i > 0 && ((F[i - 1]! & W_LOC_PREV) !== 0) && !((f & F_COMMON) !== 0) && !((f & F_AMBIGUOUS) !== 0) && lowerLen(i) > 1 && !((f & W_NOT_NAMES) !== 0) && !commonParts(lower(i)) && STRONG_LOC_PREFIX.test(text.slice(Math.max(0, S[i]! - 24), S[i]!))) {
-      found.push({ s: S[i]!, e: E[i]!, type: "LOCATION" });
+      found.add(S[i]!, E[i]!, "LOCATION");
       const nx = i + 1;
-      if (nx < n && wsGapAt(text, E[i]!, S[nx]!, 1, 2) && !((F[nx]! & F_COMMON) !== 0) && !((F[nx]! & W_NOT_NAMES) !== 0) && ((SH[nx]! ^ sh) & SH_CAP) === 0) found.push({ s: S[nx]!, e: E[nx]!, type: "LOCATION" });
+      if (nx < n && wsGapAt(text, E[i]!, S[nx]!, 1, 2) && !((F[nx]! & F_COMMON) !== 0) && !((F[nx]! & W_NOT_NAMES) !== 0) && ((SH[nx]! ^ sh) & SH_CAP) === 0) found.add(S[nx]!, E[nx]!, "LOCATION");
       continue;
     }
     if (i > 0 && tc && !((f & F_COMMON) !== 0) && !((f & F_AMBIGUOUS) !== 0) && !((f & W_NOT_NAMES) !== 0) && ((F[i - 1]! & W_LOC_PREV) !== 0) && LOC_PREFIX.test(text.slice(Math.max(0, S[i]! - 20), S[i]!)) && !sentenceStart(i)) {
-      found.push({ s: S[i]!, e: E[i]!, type: "LOCATION" });
+      found.add(S[i]!, E[i]!, "LOCATION");
       for (let j = i + 1; j < n && j < i + 3; j++) {
         if (!wsGapAt(text, E[j - 1]!, S[j]!, 1, 2) || !((SH[j]! & SH_TC) !== 0) || ((F[j]! & F_COMMON) !== 0)) break;
-        found.push({ s: S[j]!, e: E[j]!, type: "LOCATION" });
+        found.add(S[j]!, E[j]!, "LOCATION");
       }
     }
   }
