@@ -751,24 +751,39 @@ const HARD_GATES = compileGates(HARD_RULE_GATES);
 const DECODE_GATES = compileGates([[DECODE_CUE_GATE]]);
 const RULE_GATES_C = compileGates(RULE_GATES);
 
-/** The top-level alternatives of a regex source (`a|b(c|d)|e` -> `a`, `b(c|d)`, `e`), skipping escapes and classes. */
-function topLevelAlternatives(source: string): string[] {
-  const out: string[] = [];
+/**
+ * The structural characters of a regex source from `from` on (not escaped, not inside a character class): index,
+ * character and the group depth before it.
+ */
+function* structure(source: string, from = 0): Generator<[number, string, number]> {
   let depth = 0;
   let inClass = false;
-  let start = 0;
-  for (let i = 0; i < source.length; i++) {
-    const c = source[i];
+  for (let i = from; i < source.length; i++) {
+    const c = source[i]!;
     if (c === "\\") {
       i++;
       continue;
     }
     if (inClass) {
       if (c === "]") inClass = false;
-    } else if (c === "[") inClass = true;
-    else if (c === "(") depth++;
+      continue;
+    }
+    if (c === "[") {
+      inClass = true;
+      continue;
+    }
+    yield [i, c, depth];
+    if (c === "(") depth++;
     else if (c === ")") depth--;
-    else if (c === "|" && depth === 0) {
+  }
+}
+
+/** The top-level alternatives of a regex source (`a|b(c|d)|e` -> `a`, `b(c|d)`, `e`), skipping escapes and classes. */
+function topLevelAlternatives(source: string): string[] {
+  const out: string[] = [];
+  let start = 0;
+  for (const [i, c, depth] of structure(source)) {
+    if (c === "|" && depth === 0) {
       out.push(source.slice(start, i));
       start = i + 1;
     }
@@ -791,20 +806,8 @@ function branchesOf(source: string): string[] {
 /** The inside of `source` when it is `\b(?:...)` with the group closing at its last character, else null. */
 function wholeGroup(source: string): string | null {
   if (!source.startsWith("\\b(?:") || !source.endsWith(")")) return null;
-  let depth = 0;
-  let inClass = false;
-  for (let i = 2; i < source.length; i++) {
-    const c = source[i];
-    if (c === "\\") {
-      i++;
-      continue;
-    }
-    if (inClass) {
-      if (c === "]") inClass = false;
-    } else if (c === "[") inClass = true;
-    else if (c === "(") depth++;
-    else if (c === ")" && --depth === 0) return i === source.length - 1 ? source.slice(5, -1) : null;
-  }
+  // (the group opens at index 2: its closing parenthesis is the first one seen at depth 1)
+  for (const [i, c, depth] of structure(source, 2)) if (c === ")" && depth === 1) return i === source.length - 1 ? source.slice(5, -1) : null;
   return null;
 }
 
