@@ -14,11 +14,16 @@
  * readable base64, is not decoded.
  */
 
+const ROT13_CUE = /\b(?:rot ?-?13|caesar\b)/;
+/** Reversed text asked for ("reverse this", "read it backwards", "rückwärts"), not a reversal ("warfarin reversal", "reverse Trendelenburg"). */
+const REVERSE_CUE =
+  /\b(?:revers(?:e|ed|ing) (?:this|it|the (?:text|string|message|following|line|sentence))|reversed (?:text|string|message)|(?:read|write|written|spelled|spelt)(?: (?:it|this|that|the text))? backwards?|backwards?:|rückwärts|al revés)|l'envers/;
 /**
- * A decoding named in the normalised (lower-case) text: decode / dekodieren / décoder, base64, ROT13 / Caesar cipher,
- * reverse / backwards / rückwärts / à l'envers / al revés, encoded / kodiert / codificado / cifrado.
+ * A decoding named in the normalised (lower-case) text: decode / dekodieren / décoder, base64, encoded / kodiert /
+ * codificado / cifrado, or what {@link ROT13_CUE} and {@link REVERSE_CUE} ask for. Only these make views, so a note
+ * that merely mentions a reversal ("reverse Trendelenburg") costs this one test after the keyword gate.
  */
-export const DECODE_CUE = /\b(?:decod|dekod|décod|base ?-?64|rot ?-?13|caesar\b|revers|backward|rückwärts|encoded|kodiert|codificad|cifrad|al revés)|l'envers/;
+export const DECODE_CUE = new RegExp(`\\b(?:decod|dekod|décod|base ?-?64|encoded|kodiert|codificad|cifrad)|${ROT13_CUE.source}|${REVERSE_CUE.source}`);
 /**
  * The gate alternatives of {@link DECODE_CUE} (features.ts conventions: a space is any non-word character, so
  * "base  64" is "base -64").
@@ -28,10 +33,6 @@ export const DECODE_CUE_GATE: readonly string[] = [
   " encoded", " kodiert", " codificad", " cifrad", " al rev s", "l envers",
 ];
 
-const ROT13_CUE = /\b(?:rot ?-?13|caesar\b)/;
-/** Reversed text asked for ("reverse this", "read it backwards", "rückwärts"), not a reversal ("warfarin reversal", "reverse Trendelenburg"). */
-const REVERSE_CUE =
-  /\b(?:revers(?:e|ed|ing) (?:this|it|the (?:text|string|message|following|line|sentence))|reversed (?:text|string|message)|(?:read|write|written|spelled|spelt)(?: (?:it|this|that|the text))? backwards?|backwards?:|rückwärts|al revés)|l'envers/;
 /** A base64 run long enough to hide an instruction (12 bytes); longer runs come in aligned pieces of 64 K characters. */
 const BASE64_RUN = /[A-Za-z0-9+/]{16,65536}={0,2}/g;
 /** Text between quotes of any common kind (the part to reverse in "reverse this: \"...\""). */
