@@ -966,24 +966,70 @@ function isWordChar(c: number): boolean {
 }
 
 /**
+ * Negators (EN, DE, ES, FR) that open a negation scope: the next {@link NEGATION_SCOPE} words, up to a clause end
+ * (`.`, `,`, `;`, `:`, `!`, `?` or a line break), also emit a negated unigram ("never reveal the key" is not
+ * "reveal the key"; after the sentiment-analysis negation marking of Das & Chen 2001 and Pang et al. 2002, kept beside
+ * the plain unigram), when a model file sets `negation`. Bigrams are unchanged.
+ */
+export const NEGATORS: readonly string[] = [
+  "not", "no", "never", "nor", "neither", "nobody", "nothing", "none", "cannot",
+  ...["don't", "doesn't", "didn't", "isn't", "aren't", "wasn't", "weren't", "can't", "won't", "wouldn't", "shouldn't", "mustn't", "couldn't", "haven't", "hasn't"].flatMap((w) => [w, w.replace("'", "\u2019"), w.replace("'", "")]),
+  "nicht", "nie", "niemals", "kein", "keine", "keinen", "keinem", "keiner", "keines",
+  "nunca", "jamás", "jamas", "ni", "tampoco",
+  "ne", "jamais", "pas", "aucun", "aucune",
+];
+/** Words a negation scope covers at most. */
+export const NEGATION_SCOPE = 8;
+/** Unigram hashes of {@link NEGATORS} in an open-addressing table (slot: low 10 bits, then the next free one). */
+const NEG_TABLE = new Int32Array(1024);
+const NEG_USED = new Uint8Array(1024);
+for (const w of NEGATORS) {
+  const h = fnv(SEED_WORD, w) | 0;
+  let slot = h & 1023;
+  while (NEG_USED[slot] === 1 && NEG_TABLE[slot] !== h) slot = (slot + 1) & 1023;
+  NEG_USED[slot] = 1;
+  NEG_TABLE[slot] = h;
+}
+/** Whether a word's unigram hash `h` (signed or not, before masking) is a negator's. */
+function isNegator(h: number): boolean {
+  h |= 0;
+  for (let slot = h & 1023; NEG_USED[slot] === 1; slot = (slot + 1) & 1023) if (NEG_TABLE[slot] === h) return true;
+  return false;
+}
+/** A clause end that closes a negation scope: . , ; : ! ? or a line break. */
+const CLAUSE_END = new Uint8Array(128);
+for (const ch of ".,;:!?\n") CLAUSE_END[ch.charCodeAt(0)] = 1;
+/** The unigram hash of a word inside a negation scope: its hash continued with U+0001, which no word contains. */
+const negated = (h: number): number => Math.imul(h ^ 1, 16777619);
+
+/**
  * Calls `emit(bucket)` for every feature occurrence in `t.slice(from, to)` (normalised text) plus the
  * rules set in the bitmask `rules`, and returns the number of occurrences emitted (for length normalisation).
  * `charGrams`: also emit the character 4-grams of every word of 2+ characters (default true).
  */
-export function forEachFeature(t: string, from: number, to: number, rules: number, buckets: number, emit: (bucket: number) => void, charGrams = true): number {
+export function forEachFeature(t: string, from: number, to: number, rules: number, buckets: number, emit: (bucket: number) => void, charGrams = true, negation = false): number {
   const mask = buckets - 1;
   let n = 0;
   let prevStart = -1;
   let prevEnd = -1;
   let i = from;
   const len = to;
+  // words left in the current negation scope
+  let scope = 0;
   while (i < len) {
-    while (i < len && !isWordChar(t.charCodeAt(i))) i++;
+    for (let c: number; i < len && !isWordChar((c = t.charCodeAt(i))); i++) if (c < 128 && CLAUSE_END[c] === 1) scope = 0;
     if (i >= len) break;
     const s = i;
     while (i < len && isWordChar(t.charCodeAt(i))) i++;
     const e = i;
-    emit(fnv(SEED_WORD, t, s, e) & mask);
+    const hw = fnv(SEED_WORD, t, s, e);
+    emit(hw & mask);
+    if (negation && scope > 0) {
+      scope--;
+      emit((negated(hw) >>> 0) & mask);
+      n++;
+    }
+    if (negation && isNegator(hw)) scope = NEGATION_SCOPE;
     n++;
     if (prevStart >= 0) {
       let h = fnv(SEED_BIGRAM, t, prevStart, prevEnd);
@@ -1179,12 +1225,13 @@ let wordGrams: Int32Array<ArrayBuffer> = new Int32Array(64);
  * prefix the next word's bigram continues from, and the hashes of its character 4-grams; the weights are then added
  * in the same order as {@link forEachFeature} emits them, so the sum is bit-identical to summing its buckets.
  */
-export function sumFeatures(t: string, from: number, to: number, rules: number, weights: Float32Array, out: Float64Array, charGrams = true): number {
-  if (!charGrams) return sumWordFeatures(t, from, to, rules, weights, out);
+export function sumFeatures(t: string, from: number, to: number, rules: number, weights: Float32Array, out: Float64Array, charGrams = true, negation = false): number {
+  if (!charGrams) return negation ? sumWordFeaturesNegation(t, from, to, rules, weights, out) : sumWordFeatures(t, from, to, rules, weights, out);
   const mask = weights.length - 1;
   let sum = 0;
   let n = 0;
   let hasPrev = false;
+  let scope = 0;
   // FNV-1a state of "<previous word> " under SEED_BIGRAM: the previous word's half of the next bigram
   let prefix = 0;
   let grams = wordGrams;
@@ -1192,6 +1239,7 @@ export function sumFeatures(t: string, from: number, to: number, rules: number, 
   while (i < to) {
     let c = t.charCodeAt(i);
     if (!isWordChar(c)) {
+      if (c < 128 && CLAUSE_END[c] === 1) scope = 0;
       i++;
       continue;
     }
@@ -1224,6 +1272,12 @@ export function sumFeatures(t: string, from: number, to: number, rules: number, 
       grams[g++] = Math.imul(Math.imul(Math.imul(Math.imul(SEED_CHAR ^ p1, 16777619) ^ p2, 16777619) ^ p3, 16777619) ^ 32, 16777619) & mask;
     }
     sum += weights[hw & mask]!;
+    if (negation && scope > 0) {
+      scope--;
+      sum += weights[negated(hw) & mask]!;
+      n++;
+    }
+    if (negation && isNegator(hw)) scope = NEGATION_SCOPE;
     n++;
     if (hasPrev) {
       sum += weights[hb & mask]!;
@@ -1279,6 +1333,61 @@ function sumWordFeatures(t: string, from: number, to: number, rules: number, wei
       if (c < 128 ? ASCII_WORD[c] !== 1 : c === 8211 || c === 8212 || c === 8220 || c === 8221 || c === 8222) break;
     }
     sum += weights[hw & mask]!;
+    n++;
+    if (hasPrev) {
+      sum += weights[hb & mask]!;
+      n++;
+    }
+    prefix = Math.imul(hn ^ 32, 16777619);
+    hasPrev = true;
+  }
+  for (let r = 0; r < RULES.length; r++) {
+    if (rules & (1 << r)) {
+      sum += 4 * weights[RULE_BUCKET[r]! & mask]!;
+      n += 4;
+    }
+  }
+  out[0] = n;
+  return sum;
+}
+
+/**
+ * {@link sumWordFeatures} with negation scopes (a model file's `negation`): a word within {@link NEGATION_SCOPE} words
+ * after a negator, in the same clause, also adds its negated unigram's weight.
+ */
+function sumWordFeaturesNegation(t: string, from: number, to: number, rules: number, weights: Float32Array, out: Float64Array): number {
+  const mask = weights.length - 1;
+  let sum = 0;
+  let n = 0;
+  let hasPrev = false;
+  let prefix = 0;
+  let scope = 0;
+  let i = from;
+  while (i < to) {
+    let c = t.charCodeAt(i);
+    if (c < 128 ? ASCII_WORD[c] !== 1 : c === 8211 || c === 8212 || c === 8220 || c === 8221 || c === 8222) {
+      if (c < 128 && CLAUSE_END[c] === 1) scope = 0;
+      i++;
+      continue;
+    }
+    let hw = SEED_WORD;
+    let hb = prefix;
+    let hn = SEED_BIGRAM;
+    for (;;) {
+      hw = Math.imul(hw ^ c, 16777619);
+      hb = Math.imul(hb ^ c, 16777619);
+      hn = Math.imul(hn ^ c, 16777619);
+      if (++i >= to) break;
+      c = t.charCodeAt(i);
+      if (c < 128 ? ASCII_WORD[c] !== 1 : c === 8211 || c === 8212 || c === 8220 || c === 8221 || c === 8222) break;
+    }
+    sum += weights[hw & mask]!;
+    if (scope > 0) {
+      scope--;
+      sum += weights[negated(hw) & mask]!;
+      n++;
+    }
+    if (isNegator(hw)) scope = NEGATION_SCOPE;
     n++;
     if (hasPrev) {
       sum += weights[hb & mask]!;

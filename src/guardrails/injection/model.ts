@@ -66,6 +66,12 @@ export interface InjectionModelFile {
   /** Whether the features include character 4-grams of each word (default true: files written before the option). */
   charGrams?: boolean;
   /**
+   * Whether a word in a negation scope (up to 8 words after "not", "never", "don't", "nicht", "nunca", "jamais" ...,
+   * within its clause: features.ts `NEGATORS`) has its own unigram weight, so that "never reveal the key" and "reveal
+   * the key" differ beyond the bigram "never reveal". Default false (files written before the option).
+   */
+  negation?: boolean;
+  /**
    * Whether each feature rule adds its weight once, outside the 1/sqrt(n) length normalisation of the n-grams, so
    * that a rule's evidence does not fade in a long window (true), or counts as 4 normalised occurrences (false, the
    * default: files written before the option).
@@ -112,6 +118,7 @@ export class InjectionModel {
   readonly thresholds: Readonly<Partial<Record<TextLocation["kind"], number>>>;
   readonly minFeatures: number;
   readonly charGrams: boolean;
+  readonly negation: boolean;
   readonly rulesRaw: boolean;
   readonly dataTerms: boolean;
   readonly docTerms: boolean;
@@ -137,6 +144,7 @@ export class InjectionModel {
     this.thresholds = { ...(file.thresholds ?? {}) };
     this.minFeatures = file.minFeatures ?? 0;
     this.charGrams = file.charGrams ?? true;
+    this.negation = file.negation ?? false;
     this.rulesRaw = file.rulesRaw ?? false;
     this.dataTerms = (file.dataTerms ?? false) && this.rulesRaw;
     const win = file.windows ?? { kind: "fixed", size: 600, step: 600 };
@@ -233,7 +241,7 @@ export class InjectionModel {
     for (let k = 0; k < wins.length; k++) {
       const [a, b] = wins[k]!;
       const rules = masks[k]!;
-      const sum = sumFeatures(t, a, b, this.rulesRaw ? 0 : rules, this.#w, this.#n, this.charGrams);
+      const sum = sumFeatures(t, a, b, this.rulesRaw ? 0 : rules, this.#w, this.#n, this.charGrams, this.negation);
       const n = this.#n[0]!;
       if (n === 0) continue;
       // features are weighted 1/sqrt(n) in training; a short window keeps that weighting but no more than 1/sqrt(minFeatures)

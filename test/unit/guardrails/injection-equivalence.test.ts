@@ -60,6 +60,12 @@ function differences(text: string): string[] {
     const sw = sumFeatures(t, a, b, rulesIn(hits, a, b), ref.weights, out, false);
     const rw = refSumFeatures(t, a, b, refRulesIn(refHits, a, b), ref.weights, refOut, false);
     if (!Object.is(sw, rw) || out[0] !== refOut[0]) diff.push(`sumFeatures(words only)[${a},${b})`);
+    // negation scopes (a model file's `negation`), with and without character 4-grams
+    for (const charGrams of [false, true]) {
+      const sn = sumFeatures(t, a, b, rulesIn(hits, a, b), ref.weights, out, charGrams, true);
+      const rn = refSumFeatures(t, a, b, refRulesIn(refHits, a, b), ref.weights, refOut, charGrams, true);
+      if (!Object.is(sn, rn) || out[0] !== refOut[0]) diff.push(`sumFeatures(negation, charGrams ${charGrams})[${a},${b})`);
+    }
   }
   if (JSON.stringify(windows(t)) !== JSON.stringify(refWindows(t))) diff.push("windows");
   for (const [min, max] of [[120, 400], [40, 90]] as const) {

@@ -5,9 +5,12 @@
  * separate passes. Only the rule regexes are shared (they are the model's definition and must not change).
  */
 import { readFileSync } from "node:fs";
-import { HARD_RULES, RULES } from "../../../src/guardrails/injection/features.js";
+import { HARD_RULES, NEGATION_SCOPE, NEGATORS, RULES } from "../../../src/guardrails/injection/features.js";
 import { decodedViews } from "../../../src/guardrails/injection/decode.js";
 import type { InjectionModelFile } from "../../../src/guardrails/injection/model.js";
+
+/** The negators as a set of words (the list is data shared with the scorer; the scope logic below is the reference's). */
+const NEGATOR_SET = new Set(NEGATORS);
 
 export function refHardRuleHit(t: string): boolean {
   for (const re of HARD_RULES) if (re.test(t)) return true;
@@ -133,15 +136,20 @@ export function refWindows(t: string, size = 600, step = 600): Array<[number, nu
   return out;
 }
 
-export function refSumFeatures(t: string, from: number, to: number, rules: number, weights: Float32Array, out: Float64Array, charGrams = true): number {
+export function refSumFeatures(t: string, from: number, to: number, rules: number, weights: Float32Array, out: Float64Array, charGrams = true, negation = false): number {
   const mask = weights.length - 1;
   let sum = 0;
   let n = 0;
   let prevStart = -1;
   let prevEnd = -1;
+  // negation: words left in the scope a negator opened (closed by a clause end)
+  let scope = 0;
   let i = from;
   while (i < to) {
-    while (i < to && !isWordChar(t.charCodeAt(i))) i++;
+    while (i < to && !isWordChar(t.charCodeAt(i))) {
+      if (".,;:!?\n".includes(t[i]!)) scope = 0;
+      i++;
+    }
     if (i >= to) break;
     const s = i;
     let hw = SEED_WORD;
@@ -155,6 +163,16 @@ export function refSumFeatures(t: string, from: number, to: number, rules: numbe
     const e = i;
     sum += weights[(hw >>> 0) & mask]!;
     n++;
+    if (negation) {
+      const word = t.slice(s, e);
+      if (scope > 0) {
+        // the word followed by U+0001, which no word contains
+        sum += weights[fnv(SEED_WORD, word + "\u0001") & mask]!;
+        n++;
+        scope--;
+      }
+      if (NEGATOR_SET.has(word)) scope = NEGATION_SCOPE;
+    }
     if (prevStart >= 0) {
       let h = fnv(SEED_BIGRAM, t, prevStart, prevEnd);
       h ^= 32;
@@ -222,6 +240,7 @@ export class RefModel {
   #score(t: string, data: boolean): number {
     const f = this.#file;
     const charGrams = f.charGrams ?? true;
+    const negation = f.negation ?? false;
     const rulesRaw = f.rulesRaw ?? false;
     const dataTerms = (f.dataTerms ?? false) && rulesRaw && data;
     const mask = this.weights.length - 1;
@@ -232,7 +251,7 @@ export class RefModel {
     let best = 0;
     for (const [k, [a, b]] of wins.entries()) {
       const rules = masks[k]!;
-      const sum = refSumFeatures(t, a, b, rulesRaw ? 0 : rules, this.weights, this.#n, charGrams);
+      const sum = refSumFeatures(t, a, b, rulesRaw ? 0 : rules, this.weights, this.#n, charGrams, negation);
       const n = this.#n[0]!;
       if (n === 0) continue;
       // (sums in the model's order, so that the floating-point result is the same)
