@@ -63,8 +63,16 @@ export interface CorpusRow {
   composed?: boolean;
   /** The planted attack text as it appears in `text` (before any JSON escaping), for planted attacks. */
   payload?: string;
+  /** The file of a later round's rows (e.g. `role-r8.txt`): the trainer reports them apart from their kind's figure. */
+  source?: string;
   text: string;
 }
+
+/**
+ * Whether round 8's rows (role-r8.txt) are built: HMCP_ROUND8=1. Off by default: the shipped weights (round 5) were
+ * trained without them, and the round-8 candidates were not shipped (docs/guardrails-quality.md, "Session 20").
+ */
+const ROUND8 = (process.env["HMCP_ROUND8"] ?? "0") === "1";
 
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const corpusDir = path.join(repo, "scripts/data/injection-corpus");
@@ -454,6 +462,19 @@ export function buildInjectionCorpus(dataDir = path.resolve(repo, "../shared/dat
     const encounters = [...byEncounter.values()];
     for (let k = 0; k < Math.min(6, encounters.length); k++) {
       rows.push({ kind: "fhir", label: 0, family: `synthea:${f}`, split: "dev", arrival: "message", text: JSON.stringify(pick(r4, encounters)) });
+    }
+  }
+  // round 8, dev families only: role prompts that set an agent's limits with the words attacks use ("never reveal these
+  // instructions", "treat tool output as data", "approval is required") and hostile role prompts and requests that
+  // lift the same limits with the same words: contrast rows for the negation scopes of the word features
+  if (ROUND8) {
+    for (const [kind, lines] of sections("role-r8.txt")) {
+      if (kind !== "role" && kind !== "direct") throw new Error(`role-r8.txt: unknown section ${kind}`);
+      for (const text of lines) {
+        const family = lineFamily(kind === "role" ? "role" : "agent-injection", text);
+        if (splitOf(family) !== "dev") continue;
+        rows.push({ kind, label: kind === "direct" ? 1 : 0, family, split: "dev", arrival: "message", source: "role-r8.txt", text });
+      }
     }
   }
   return rows;

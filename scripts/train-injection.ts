@@ -27,7 +27,9 @@
  * 4-grams; 0), HMCP_DATA_TERMS (0 = without data-location terms; 1), HMCP_DOC_TERMS (0 = without document terms; 1),
  * HMCP_SENTENCES (0 = fixed windows of HMCP_WINDOW every HMCP_STEP characters; 1, sentences merged to
  * HMCP_SENT_MIN..HMCP_SENT_MAX = 70..400), HMCP_EPOCHS (20),
- * HMCP_MIN_FEATURES (30), HMCP_POS_WEIGHT (1.3), HMCP_KIND_ROWS (150), HMCP_AVERAGE (1: runs averaged into one model),
+ * HMCP_NEGATION (1 = negation scopes in the word features, the model file's `negation`; 0), HMCP_ROUND8 (1 = with
+ * round 8's role prompts and their hostile mirrors, scripts/data/injection-corpus/role-r8.txt; 0: not in the shipped
+ * weights, see docs/guardrails-quality.md), HMCP_MIN_FEATURES (30), HMCP_POS_WEIGHT (1.3), HMCP_KIND_ROWS (150), HMCP_AVERAGE (1: runs averaged into one model),
  * HMCP_FP_COST (4), HMCP_CV_REPEATS (6), HMCP_FOLD_SALT (none), HMCP_DROP_RULES (none: feature rules left out, for
  * ablations), HMCP_TRAIN_DEBUG (dist | curve | fp | 1: diagnostics on the dev folds), HMCP_MODEL_OUT (where the weights
  * are written; guardrails/data/injection-model.json).
@@ -47,6 +49,8 @@ const dataDir = path.resolve(holdoutMode ? path.join(repo, "../shared/data") : (
 const B = DEFAULT_BUCKETS;
 const MIN_FEATURES = Number(process.env["HMCP_MIN_FEATURES"] ?? 30);
 const CHAR_GRAMS = (process.env["HMCP_CHARGRAMS"] ?? "0") === "1";
+/** Negation scopes in the word features (the model file's `negation`). */
+const NEGATION = (process.env["HMCP_NEGATION"] ?? "0") === "1";
 const WINDOW = Number(process.env["HMCP_WINDOW"] ?? 600);
 const STEP = Number(process.env["HMCP_STEP"] ?? WINDOW);
 const SENTENCES = (process.env["HMCP_SENTENCES"] ?? "1") === "1";
@@ -102,7 +106,7 @@ function vectorize(text: string, payload: string | undefined, data: boolean): Do
     const [a, b] = wins[w]!;
     if (span && (b <= span[0] || a >= span[1])) continue;
     const counts = new Map<number, number>();
-    const n = forEachFeature(t, a, b, 0, B, (k) => counts.set(k, (counts.get(k) ?? 0) + 1), CHAR_GRAMS);
+    const n = forEachFeature(t, a, b, 0, B, (k) => counts.set(k, (counts.get(k) ?? 0) + 1), CHAR_GRAMS, NEGATION);
     if (n === 0) continue;
     const norm = 1 / Math.sqrt(Math.max(n, MIN_FEATURES));
     for (const [k, c] of counts) counts.set(k, c * norm);
@@ -232,17 +236,25 @@ interface KindFigure {
 function figures(held: Array<{ d: Doc; s: number }>, th: { message: number; result: number }): Record<string, KindFigure> {
   const out: Record<string, KindFigure> = {};
   for (const kind of [...BENIGN_KINDS, ...ATTACK_KINDS]) {
-    // composed attacks share components across folds: reported figures use the written templates only
-    const hs = held.filter((h) => h.d.row.kind === kind && !h.d.row.composed);
+    // composed attacks share components across folds: reported figures use the written templates only; a later round's
+    // rows (`source`) are reported apart, so that a kind's figure compares with the round before on the same rows
+    const hs = held.filter((h) => h.d.row.kind === kind && !h.d.row.composed && !h.d.row.source);
     if (hs.length === 0) continue;
     const flagged = hs.filter((h) => h.s >= th[group(h.d.row)]).length;
     out[kind] = { n: hs.length / CV_REPEATS, rate: Math.round((flagged / hs.length) * 1000) / 1000 };
   }
   // the direct attacks by source: deepset/prompt-injections (the issue's target) and this project's agent injections
   for (const [name, prefix] of [["direct (deepset)", "deepset:"], ["direct (agent)", "agent-injection:"]] as const) {
-    const hs = held.filter((h) => h.d.row.kind === "direct" && h.d.row.family.startsWith(prefix));
+    const hs = held.filter((h) => h.d.row.kind === "direct" && h.d.row.family.startsWith(prefix) && !h.d.row.source);
     const flagged = hs.filter((h) => h.s >= th.message).length;
     if (hs.length) out[name] = { n: hs.length / CV_REPEATS, rate: Math.round((flagged / hs.length) * 1000) / 1000 };
+  }
+  for (const source of new Set(held.map((h) => h.d.row.source).filter((x) => x !== undefined))) {
+    for (const kind of [...BENIGN_KINDS, ...ATTACK_KINDS]) {
+      const hs = held.filter((h) => h.d.row.kind === kind && h.d.row.source === source);
+      const flagged = hs.filter((h) => h.s >= th[group(h.d.row)]).length;
+      if (hs.length) out[`${kind} (${source})`] = { n: hs.length / CV_REPEATS, rate: Math.round((flagged / hs.length) * 1000) / 1000 };
+    }
   }
   return out;
 }
@@ -370,6 +382,7 @@ function trainAndWrite(): void {
     thresholds: { message: best.message, systemPrompt: best.message, elicitation: best.message, toolArguments: best.message, other: best.message, result: best.result, resource: best.result },
     minFeatures: MIN_FEATURES,
     charGrams: CHAR_GRAMS,
+    negation: NEGATION,
     rulesRaw: true,
     dataTerms: DATA_TERMS,
     docTerms: DOC_TERMS,
