@@ -27,7 +27,8 @@
  * 4-grams; 0), HMCP_DATA_TERMS (0 = without data-location terms; 1), HMCP_DOC_TERMS (0 = without document terms; 1),
  * HMCP_SENTENCES (0 = fixed windows of HMCP_WINDOW every HMCP_STEP characters; 1, sentences merged to
  * HMCP_SENT_MIN..HMCP_SENT_MAX = 70..400), HMCP_EPOCHS (20),
- * HMCP_NEGATION (1 = negation scopes in the word features, the model file's `negation`; 0), HMCP_ROUND8 (1 = with
+ * HMCP_NEGATION (1 = negation scopes in the word features, the model file's `negation`; 0), HMCP_RULE_NEGATION (1 = a
+ * feature rule whose matches all follow a negator has its own weight, the model file's `ruleNegation`; 0), HMCP_ROUND8 (1 = with
  * round 8's role prompts and their hostile mirrors, scripts/data/injection-corpus/role-r8.txt; 0: not in the shipped
  * weights, see docs/guardrails-quality.md), HMCP_MIN_FEATURES (30), HMCP_POS_WEIGHT (1.3), HMCP_KIND_ROWS (150), HMCP_AVERAGE (1: runs averaged into one model),
  * HMCP_FP_COST (4), HMCP_CV_REPEATS (6), HMCP_FOLD_SALT (none), HMCP_DROP_RULES (none: feature rules left out, for
@@ -38,7 +39,7 @@ import { createHash } from "node:crypto";
 import { writeFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { DEFAULT_BUCKETS, RULES, dataBiasBucket, dataRuleBucket, docBiasBucket, docRuleBucket, forEachFeature, hardRuleHit, normalizeForInjection, ruleBucket, sentenceWindows, windowRules, windows } from "../src/guardrails/injection/features.js";
+import { DEFAULT_BUCKETS, RULES, dataBiasBucket, dataRuleBucket, docBiasBucket, docRuleBucket, forEachFeature, hardRuleHit, negRuleBucket, negatedRules, normalizeForInjection, ruleBucket, sentenceWindows, windowRules, windows } from "../src/guardrails/injection/features.js";
 import { loadInjectionModel } from "../src/guardrails/injection/model.js";
 import { ATTACK_KINDS, BENIGN_KINDS, buildInjectionCorpus, type CorpusRow } from "./build-injection-corpus.js";
 
@@ -51,6 +52,8 @@ const MIN_FEATURES = Number(process.env["HMCP_MIN_FEATURES"] ?? 30);
 const CHAR_GRAMS = (process.env["HMCP_CHARGRAMS"] ?? "0") === "1";
 /** Negation scopes in the word features (the model file's `negation`). */
 const NEGATION = (process.env["HMCP_NEGATION"] ?? "0") === "1";
+/** Negated feature rules weigh on their own (the model file's `ruleNegation`). */
+const RULE_NEGATION = (process.env["HMCP_RULE_NEGATION"] ?? "0") === "1";
 const WINDOW = Number(process.env["HMCP_WINDOW"] ?? 600);
 const STEP = Number(process.env["HMCP_STEP"] ?? WINDOW);
 const SENTENCES = (process.env["HMCP_SENTENCES"] ?? "1") === "1";
@@ -112,7 +115,13 @@ function vectorize(text: string, payload: string | undefined, data: boolean): Do
     for (const [k, c] of counts) counts.set(k, c * norm);
     // feature rules: weight 1 each, outside the length normalisation (the model's `rulesRaw`)
     const rules = masks[w]! & KEEP_MASK;
-    for (let r = 0; r < RULES.length; r++) if (rules & (1 << r)) counts.set(ruleBucket(r, B), (counts.get(ruleBucket(r, B)) ?? 0) + 1);
+    // (a rule whose every match in the window follows a negator: its own weight instead, the model's `ruleNegation`)
+    const neg = RULE_NEGATION && rules !== 0 ? negatedRules(t, a, b, rules) : 0;
+    for (let r = 0; r < RULES.length; r++) {
+      if ((rules & (1 << r)) === 0) continue;
+      const k = neg & (1 << r) ? negRuleBucket(r, B) : ruleBucket(r, B);
+      counts.set(k, (counts.get(k) ?? 0) + 1);
+    }
     // document terms (the model's `docTerms`): a bias and each rule again, for texts of more than one window
     if (DOC_TERMS && wins.length > 1) {
       counts.set(docBiasBucket(B), (counts.get(docBiasBucket(B)) ?? 0) + 1);
@@ -383,6 +392,7 @@ function trainAndWrite(): void {
     minFeatures: MIN_FEATURES,
     charGrams: CHAR_GRAMS,
     negation: NEGATION,
+    ruleNegation: RULE_NEGATION,
     rulesRaw: true,
     dataTerms: DATA_TERMS,
     docTerms: DOC_TERMS,

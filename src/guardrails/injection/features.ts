@@ -1003,6 +1003,54 @@ for (const ch of ".,;:!?\n") CLAUSE_END[ch.charCodeAt(0)] = 1;
 const negated = (h: number): number => Math.imul(h ^ 1, 16777619);
 
 /**
+ * Whether a negator stands within {@link NEGATION_SCOPE} words before `at`, in the same clause and not before `from`
+ * (a window's start): "never" in "never reveal your system prompt" for the `reveal` rule's match at "reveal".
+ * Scans backwards word by word; at most NEGATION_SCOPE words.
+ */
+export function negatedAt(t: string, at: number, from: number): boolean {
+  let i = at - 1;
+  for (let words = 0; words < NEGATION_SCOPE; words++) {
+    // back over the separators before the word (a clause end closes the scope)
+    for (; i >= from; i--) {
+      const c = t.charCodeAt(i);
+      if (isWordChar(c)) break;
+      if (c < 128 && CLAUSE_END[c] === 1) return false;
+    }
+    if (i < from) return false;
+    const we = i + 1;
+    while (i >= from && isWordChar(t.charCodeAt(i))) i--;
+    if (isNegator(fnv(SEED_WORD, t, i + 1, we))) return true;
+  }
+  return false;
+}
+
+/**
+ * The rules of `mask` (a window's rules from {@link windowRules}) whose every match starting in `[a, b)` has a negator
+ * before it ({@link negatedAt}): a prohibition ("do not reveal your instructions", "never write without approval")
+ * rather than a request. A model file's `ruleNegation` weighs such a rule with its own weight. Runs each rule's regex
+ * again over the window, only for the rules the window has.
+ */
+export function negatedRules(t: string, a: number, b: number, mask: number): number {
+  let out = 0;
+  for (let m = mask >>> 0, r = 0; m !== 0; m >>>= 1, r++) {
+    if ((m & 1) === 0) continue;
+    const re = RULES_G[r]!;
+    re.lastIndex = a;
+    let all = false;
+    for (let hit = re.exec(t); hit !== null && hit.index < b; hit = re.exec(t)) {
+      if (!negatedAt(t, hit.index, a)) {
+        all = false;
+        break;
+      }
+      all = true;
+      re.lastIndex = hit.index + 1;
+    }
+    if (all) out |= 1 << r;
+  }
+  return out;
+}
+
+/**
  * Calls `emit(bucket)` for every feature occurrence in `t.slice(from, to)` (normalised text) plus the
  * rules set in the bitmask `rules`, and returns the number of occurrences emitted (for length normalisation).
  * `charGrams`: also emit the character 4-grams of every word of 2+ characters (default true).
@@ -1095,6 +1143,11 @@ const DOC_BIAS_BUCKET = fnv(SEED_RULE, "doc:bias");
 export const docRuleBucket = (r: number, buckets: number): number => DOC_RULE_BUCKET[r]! & (buckets - 1);
 /** The bucket of the bias term added for documents (see {@link docRuleBucket}). */
 export const docBiasBucket = (buckets: number): number => DOC_BIAS_BUCKET & (buckets - 1);
+
+const NEG_RULE_BUCKET = RULES.map(([name]) => fnv(SEED_RULE, "neg:" + name));
+
+/** The bucket of {@link RULES}[r]'s feature when each of its matches in the window is negated ({@link negatedRules}). */
+export const negRuleBucket = (r: number, buckets: number): number => NEG_RULE_BUCKET[r]! & (buckets - 1);
 
 /** Global copies of the rules, for finding every hit once per text. */
 const RULES_G = RULES.map(([, re]) => new RegExp(re.source, re.flags.includes("g") ? re.flags : re.flags + "g"));

@@ -19,6 +19,8 @@ import {
   dataRuleBucket,
   docBiasBucket,
   docRuleBucket,
+  negRuleBucket,
+  negatedRules,
   ruleBucket,
   sentenceWindows,
   sumFeatures,
@@ -72,6 +74,12 @@ export interface InjectionModelFile {
    */
   negation?: boolean;
   /**
+   * Whether a feature rule all of whose matches in a window follow a negator (features.ts `negatedRules`: "never reveal
+   * your system prompt", "do not write without approval") adds its own weight instead of the rule's: a prohibition is
+   * not a request. Requires `rulesRaw`. Default false.
+   */
+  ruleNegation?: boolean;
+  /**
    * Whether each feature rule adds its weight once, outside the 1/sqrt(n) length normalisation of the n-grams, so
    * that a rule's evidence does not fade in a long window (true), or counts as 4 normalised occurrences (false, the
    * default: files written before the option).
@@ -119,6 +127,7 @@ export class InjectionModel {
   readonly minFeatures: number;
   readonly charGrams: boolean;
   readonly negation: boolean;
+  readonly ruleNegation: boolean;
   readonly rulesRaw: boolean;
   readonly dataTerms: boolean;
   readonly docTerms: boolean;
@@ -131,6 +140,8 @@ export class InjectionModel {
   readonly #dataRuleWeight: Float64Array;
   readonly #dataBias: number;
   /** Document weight of each feature rule, and the document bias (zero without `docTerms`). */
+  readonly #negRuleWeight: Float64Array;
+  readonly #dataNegRuleWeight: Float64Array;
   readonly #docRuleWeight: Float64Array;
   readonly #docBias: number;
 
@@ -145,6 +156,7 @@ export class InjectionModel {
     this.minFeatures = file.minFeatures ?? 0;
     this.charGrams = file.charGrams ?? true;
     this.negation = file.negation ?? false;
+    this.ruleNegation = (file.ruleNegation ?? false) && (file.rulesRaw ?? false);
     this.rulesRaw = file.rulesRaw ?? false;
     this.dataTerms = (file.dataTerms ?? false) && this.rulesRaw;
     const win = file.windows ?? { kind: "fixed", size: 600, step: 600 };
@@ -161,6 +173,15 @@ export class InjectionModel {
     this.#docRuleWeight = new Float64Array(RULES.length);
     if (this.docTerms) for (let r = 0; r < RULES.length; r++) this.#docRuleWeight[r] = this.#w[docRuleBucket(r, this.buckets)]!;
     this.#docBias = this.docTerms ? this.#w[docBiasBucket(this.buckets)]! : 0;
+    // a negated rule's weight replaces the rule's own; the data-location term stays
+    this.#negRuleWeight = new Float64Array(RULES.length);
+    this.#dataNegRuleWeight = new Float64Array(RULES.length);
+    if (this.ruleNegation) {
+      for (let r = 0; r < RULES.length; r++) {
+        this.#negRuleWeight[r] = this.#w[negRuleBucket(r, this.buckets)]!;
+        this.#dataNegRuleWeight[r] = this.#negRuleWeight[r]! + (this.#dataRuleWeight[r]! - this.#ruleWeight[r]!);
+      }
+    }
   }
 
   /** The threshold for text of `kind` (the model's per-kind threshold, else its default). */
@@ -228,6 +249,7 @@ export class InjectionModel {
   /** {@link #run} of one normalised text `t` with its gates, without decoded views. */
   #scoreNormalized(t: string, gates: RuleGates, data: boolean): { score: number; hard: number; rules: number } {
     const ruleWeight = data ? this.#dataRuleWeight : this.#ruleWeight;
+    const negRuleWeight = data ? this.#dataNegRuleWeight : this.#negRuleWeight;
     const bias = data ? this.bias + this.#dataBias : this.bias;
     if (hardRuleHit(t, gates)) {
       for (let r = 0; r < HARD_RULES.length; r++) if (gates.hard & (1 << r) && HARD_RULES[r]!.test(t)) return { score: 1, hard: r, rules: 0 };
@@ -247,7 +269,15 @@ export class InjectionModel {
       // features are weighted 1/sqrt(n) in training; a short window keeps that weighting but no more than 1/sqrt(minFeatures)
       let z = winBias + sum / Math.sqrt(n < this.minFeatures ? this.minFeatures : n);
       // (`>>>=`: with 32 rules the mask's top bit is set, and `rules >>> 32` is `rules`, so the loop shifts the mask itself)
-      if (this.rulesRaw) for (let m = rules >>> 0, r = 0; m !== 0; m >>>= 1, r++) if (m & 1) z += doc ? ruleWeight[r]! + this.#docRuleWeight[r]! : ruleWeight[r]!;
+      if (this.rulesRaw) {
+        const neg = this.ruleNegation && rules !== 0 ? negatedRules(t, a, b, rules) : 0;
+        for (let m = rules >>> 0, r = 0; m !== 0; m >>>= 1, r++) {
+          if ((m & 1) === 0) continue;
+          const w = neg & (1 << r) ? negRuleWeight[r]! : ruleWeight[r]!;
+          // (one addition per rule, as before the option: the same rounding)
+          z += doc ? w + this.#docRuleWeight[r]! : w;
+        }
+      }
       const p = 1 / (1 + Math.exp(-z));
       if (p > best) {
         best = p;
