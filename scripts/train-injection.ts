@@ -28,7 +28,10 @@
  * HMCP_SENTENCES (0 = fixed windows of HMCP_WINDOW every HMCP_STEP characters; 1, sentences merged to
  * HMCP_SENT_MIN..HMCP_SENT_MAX = 70..400), HMCP_EPOCHS (20),
  * HMCP_NEGATION (1 = negation scopes in the word features, the model file's `negation`; 0), HMCP_RULE_NEGATION (1 = a
- * feature rule whose matches all follow a negator has its own weight, the model file's `ruleNegation`; 0), HMCP_ROUND8 (1 = with
+ * feature rule whose matches all follow a negator has its own weight, the model file's `ruleNegation`; 1; 0 with
+ * HMCP_DOC_MAX_ADDRESSED=none reproduces round 5), HMCP_DOC_MAX_ADDRESSED (the largest share of a message's windows
+ * that address the reader for it to get the document terms, the model file's `docMaxAddressed`; 0.5; none = any text of
+ * more than one window), HMCP_ROUND8 (1 = with
  * round 8's role prompts and their hostile mirrors, scripts/data/injection-corpus/role-r8.txt; 0: not in the shipped
  * weights, see docs/guardrails-quality.md), HMCP_MIN_FEATURES (30), HMCP_POS_WEIGHT (1.3), HMCP_KIND_ROWS (150), HMCP_AVERAGE (1: runs averaged into one model),
  * HMCP_FP_COST (4), HMCP_CV_REPEATS (6), HMCP_FOLD_SALT (none), HMCP_DROP_RULES (none: feature rules left out, for
@@ -39,7 +42,7 @@ import { createHash } from "node:crypto";
 import { writeFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { DEFAULT_BUCKETS, RULES, dataBiasBucket, dataRuleBucket, docBiasBucket, docRuleBucket, forEachFeature, hardRuleHit, negRuleBucket, negatedRules, normalizeForInjection, ruleBucket, sentenceWindows, windowRules, windows } from "../src/guardrails/injection/features.js";
+import { DEFAULT_BUCKETS, RULES, dataBiasBucket, dataRuleBucket, docBiasBucket, docRuleBucket, forEachFeature, hardRuleHit, isDocument, negRuleBucket, negatedRules, normalizeForInjection, ruleBucket, sentenceWindows, windowRules, windows } from "../src/guardrails/injection/features.js";
 import { loadInjectionModel } from "../src/guardrails/injection/model.js";
 import { ATTACK_KINDS, BENIGN_KINDS, buildInjectionCorpus, type CorpusRow } from "./build-injection-corpus.js";
 
@@ -53,7 +56,7 @@ const CHAR_GRAMS = (process.env["HMCP_CHARGRAMS"] ?? "0") === "1";
 /** Negation scopes in the word features (the model file's `negation`). */
 const NEGATION = (process.env["HMCP_NEGATION"] ?? "0") === "1";
 /** Negated feature rules weigh on their own (the model file's `ruleNegation`). */
-const RULE_NEGATION = (process.env["HMCP_RULE_NEGATION"] ?? "0") === "1";
+const RULE_NEGATION = (process.env["HMCP_RULE_NEGATION"] ?? "1") === "1";
 const WINDOW = Number(process.env["HMCP_WINDOW"] ?? 600);
 const STEP = Number(process.env["HMCP_STEP"] ?? WINDOW);
 const SENTENCES = (process.env["HMCP_SENTENCES"] ?? "1") === "1";
@@ -67,6 +70,8 @@ const EPOCHS = Number(process.env["HMCP_EPOCHS"] ?? 20);
 /** Runs averaged into one model (different shuffles). */
 const AVERAGE = Number(process.env["HMCP_AVERAGE"] ?? 1);
 const DOC_TERMS = (process.env["HMCP_DOC_TERMS"] ?? "1") === "1";
+/** The largest share of windows addressing the reader for a text to be a document (the model's `docMaxAddressed`; none). */
+const DOC_MAX_ADDRESSED = (process.env["HMCP_DOC_MAX_ADDRESSED"] ?? "0.5") === "none" ? undefined : Number(process.env["HMCP_DOC_MAX_ADDRESSED"] ?? 0.5);
 const MODEL_OUT = process.env["HMCP_MODEL_OUT"] ?? path.join(repo, "guardrails/data/injection-model.json");
 /** Feature rules left out of training (comma list of RULES names; their weights stay 0): ablations by CV. */
 const DROP_RULES = new Set((process.env["HMCP_DROP_RULES"] ?? "").split(",").filter(Boolean));
@@ -105,6 +110,8 @@ function vectorize(text: string, payload: string | undefined, data: boolean): Do
   }
   const wins = SENTENCES ? sentenceWindows(t, SENT_MIN, SENT_MAX) : windows(t, WINDOW, STEP);
   const masks = windowRules(t, wins);
+  // (data the agent reads is a document whatever it says: the reader check is for messages)
+  const doc = isDocument(masks, data ? undefined : DOC_MAX_ADDRESSED);
   for (let w = 0; w < wins.length; w++) {
     const [a, b] = wins[w]!;
     if (span && (b <= span[0] || a >= span[1])) continue;
@@ -123,7 +130,7 @@ function vectorize(text: string, payload: string | undefined, data: boolean): Do
       counts.set(k, (counts.get(k) ?? 0) + 1);
     }
     // document terms (the model's `docTerms`): a bias and each rule again, for texts of more than one window
-    if (DOC_TERMS && wins.length > 1) {
+    if (DOC_TERMS && doc) {
       counts.set(docBiasBucket(B), (counts.get(docBiasBucket(B)) ?? 0) + 1);
       for (let r = 0; r < RULES.length; r++) if (rules & (1 << r)) counts.set(docRuleBucket(r, B), (counts.get(docRuleBucket(r, B)) ?? 0) + 1);
     }
@@ -396,6 +403,7 @@ function trainAndWrite(): void {
     rulesRaw: true,
     dataTerms: DATA_TERMS,
     docTerms: DOC_TERMS,
+    ...(DOC_MAX_ADDRESSED !== undefined ? { docMaxAddressed: DOC_MAX_ADDRESSED } : {}),
     windows: SENTENCES ? { kind: "sentences", min: SENT_MIN, max: SENT_MAX } : { kind: "fixed", size: WINDOW, step: STEP },
     index,
     weight,

@@ -1028,7 +1028,7 @@ export function negatedAt(t: string, at: number, from: number): boolean {
  * The rules of `mask` (a window's rules from {@link windowRules}) whose every match starting in `[a, b)` has a negator
  * before it ({@link negatedAt}): a prohibition ("do not reveal your instructions", "never write without approval")
  * rather than a request. A model file's `ruleNegation` weighs such a rule with its own weight. Runs each rule's regex
- * again over the window, only for the rules the window has.
+ * again from the window's start (a global search: non-overlapping matches), only for the rules the window has.
  */
 export function negatedRules(t: string, a: number, b: number, mask: number): number {
   let out = 0;
@@ -1037,13 +1037,14 @@ export function negatedRules(t: string, a: number, b: number, mask: number): num
     const re = RULES_G[r]!;
     re.lastIndex = a;
     let all = false;
+    // (the matches a global search from `a` finds: each after the end of the one before)
     for (let hit = re.exec(t); hit !== null && hit.index < b; hit = re.exec(t)) {
       if (!negatedAt(t, hit.index, a)) {
         all = false;
         break;
       }
       all = true;
-      re.lastIndex = hit.index + 1;
+      if (hit[0].length === 0) re.lastIndex++;
     }
     if (all) out |= 1 << r;
   }
@@ -1143,6 +1144,23 @@ const DOC_BIAS_BUCKET = fnv(SEED_RULE, "doc:bias");
 export const docRuleBucket = (r: number, buckets: number): number => DOC_RULE_BUCKET[r]! & (buckets - 1);
 /** The bucket of the bias term added for documents (see {@link docRuleBucket}). */
 export const docBiasBucket = (buckets: number): number => DOC_BIAS_BUCKET & (buckets - 1);
+
+/** The feature rules that address the text's reader: `second_person`, `you_must`, `inner_imperative`. */
+const ADDRESS_MASK = ["second_person", "you_must", "inner_imperative"].reduce((m, name) => m | (1 << RULES.findIndex(([n]) => n === name)), 0);
+
+/**
+ * Whether a text cut into windows whose feature rules are `masks` ({@link windowRules}) is a document for the
+ * document terms: more than one window and, when `maxAddressed` is given, at most that share of its windows addressing
+ * the reader (a rule of `second_person`, `you_must`, `inner_imperative`). A note with an instruction planted in one of
+ * its windows is a document; a role prompt whose every sentence tells its reader what to do is a message.
+ */
+export function isDocument(masks: Uint32Array, maxAddressed?: number): boolean {
+  if (masks.length <= 1) return false;
+  if (maxAddressed === undefined) return true;
+  let addressed = 0;
+  for (let k = 0; k < masks.length; k++) if ((masks[k]! & ADDRESS_MASK) !== 0) addressed++;
+  return addressed <= maxAddressed * masks.length;
+}
 
 const NEG_RULE_BUCKET = RULES.map(([name]) => fnv(SEED_RULE, "neg:" + name));
 

@@ -19,6 +19,7 @@ import {
   dataRuleBucket,
   docBiasBucket,
   docRuleBucket,
+  isDocument,
   negRuleBucket,
   negatedRules,
   ruleBucket,
@@ -96,6 +97,13 @@ export interface InjectionModelFile {
    */
   docTerms?: boolean;
   /**
+   * The largest share (0..1) of a message's windows that may address the reader (features.ts `isDocument`) for the
+   * document terms to apply: a role prompt whose sentences all tell the agent what to do is not a pasted note. Results
+   * and resources (data the agent reads) are documents whatever they say. Default: none (any text of more than one
+   * window is a document).
+   */
+  docMaxAddressed?: number;
+  /**
    * How a text is cut into scored windows (the score is the max over them): `fixed` windows of `size` characters every
    * `step` (at word boundaries), or `sentences` merged up to at least `min` characters and cut at `max`
    * (see features.ts `sentenceWindows`). Default `{ kind: "fixed", size: 600, step: 600 }`.
@@ -140,6 +148,7 @@ export class InjectionModel {
   readonly #dataRuleWeight: Float64Array;
   readonly #dataBias: number;
   /** Document weight of each feature rule, and the document bias (zero without `docTerms`). */
+  readonly #docMaxAddressed: number | undefined;
   readonly #negRuleWeight: Float64Array;
   readonly #dataNegRuleWeight: Float64Array;
   readonly #docRuleWeight: Float64Array;
@@ -170,6 +179,7 @@ export class InjectionModel {
     for (let r = 0; r < RULES.length; r++) this.#dataRuleWeight[r] = this.#ruleWeight[r]! + (this.dataTerms ? this.#w[dataRuleBucket(r, this.buckets)]! : 0);
     this.#dataBias = this.dataTerms ? this.#w[dataBiasBucket(this.buckets)]! : 0;
     this.docTerms = (file.docTerms ?? false) && this.rulesRaw;
+    this.#docMaxAddressed = file.docMaxAddressed;
     this.#docRuleWeight = new Float64Array(RULES.length);
     if (this.docTerms) for (let r = 0; r < RULES.length; r++) this.#docRuleWeight[r] = this.#w[docRuleBucket(r, this.buckets)]!;
     this.#docBias = this.docTerms ? this.#w[docBiasBucket(this.buckets)]! : 0;
@@ -179,7 +189,7 @@ export class InjectionModel {
     if (this.ruleNegation) {
       for (let r = 0; r < RULES.length; r++) {
         this.#negRuleWeight[r] = this.#w[negRuleBucket(r, this.buckets)]!;
-        this.#dataNegRuleWeight[r] = this.#negRuleWeight[r]! + (this.#dataRuleWeight[r]! - this.#ruleWeight[r]!);
+        this.#dataNegRuleWeight[r] = this.#negRuleWeight[r]! + (this.dataTerms ? this.#w[dataRuleBucket(r, this.buckets)]! : 0);
       }
     }
   }
@@ -256,7 +266,8 @@ export class InjectionModel {
     }
     const wins = this.#windows(t);
     const masks = windowRules(t, wins, gates);
-    const doc = this.docTerms && wins.length > 1;
+    // (data the agent reads is a document whatever it says: the reader check is for messages)
+    const doc = this.docTerms && isDocument(masks, data ? undefined : this.#docMaxAddressed);
     const winBias = doc ? bias + this.#docBias : bias;
     let best = 0;
     let bestRules = 0;

@@ -13,6 +13,8 @@ import { describe, expect, it } from "vitest";
 import {
   HARD_RULE_GATES,
   HARD_RULES,
+  NEGATION_SCOPE,
+  NEGATORS,
   RULE_GATES,
   RULES,
   hardRuleHit,
@@ -171,6 +173,8 @@ describe("the rules the shipped weights were trained with", () => {
     // rules as session 17 left them plus round 3's two exceptions (a prohibition is no "reveal your prompt"; "imagine
     // you are ... and ask me" hands the turn back).
     expect(digest).toBe("51b8b62fd0120f494896bfaa59de63c8113624bd7ee231a1a94a58ce7c3bf51a");
+    // Round 8 H (session 20): the negators whose scope makes a feature rule a prohibition (the model's ruleNegation)
+    expect(createHash("sha256").update(JSON.stringify([NEGATORS, NEGATION_SCOPE])).digest("hex")).toBe("8eb1938dd12ad128d2cbb90ffcfa916cd6d205b0fc48f61594133395cc416950");
   });
 });
 

@@ -207,6 +207,25 @@ export function refSumFeatures(t: string, from: number, to: number, rules: numbe
 }
 
 /**
+ * Whether every match of rule `r` that a global search from `a` finds starting before `b` has a negator among the (at
+ * most NEGATION_SCOPE) words before it in its clause, the window's text before it only.
+ */
+function refNegated(t: string, a: number, b: number, r: number): boolean {
+  const re = new RegExp(RULES[r]![1].source, RULES[r]![1].flags + "g");
+  re.lastIndex = a;
+  let any = false;
+  for (let m = re.exec(t); m !== null && m.index < b; m = re.exec(t)) {
+    const before = t.slice(a, m.index);
+    const clause = before.slice(Math.max(...[..."\n.,;:!?"].map((c) => before.lastIndexOf(c))) + 1);
+    const words = clause.match(/[a-z0-9'\u0080-\u2012\u2015-\u201b\u201f-\uffff]+/g) ?? [];
+    if (!words.slice(-NEGATION_SCOPE).some((w) => NEGATOR_SET.has(w))) return false;
+    any = true;
+    if (m[0].length === 0) re.lastIndex++;
+  }
+  return any;
+}
+
+/**
  * The reference `InjectionModel.score`, with the model options added after the optimisation done the plain way:
  * `charGrams`, `rulesRaw` (each rule's weight added once, outside the length normalisation), `dataTerms` (a bias
  * and per-rule weights for data text), `docTerms` (the same for texts of more than one window) and `windows` (fixed or
@@ -256,14 +275,18 @@ export class RefModel {
       if (n === 0) continue;
       // (sums in the model's order, so that the floating-point result is the same)
       const base = dataTerms ? this.bias + this.weights[fnv(SEED_RULE, "data:bias") & mask]! : this.bias;
-      // document terms: a bias and per-rule weights when the text has more than one window
-      const doc = (f.docTerms ?? false) && rulesRaw && wins.length > 1;
+      // document terms: a bias and per-rule weights when the text has more than one window (and, with docMaxAddressed,
+      // a message whose windows mostly address the reader is no document)
+      const addressed = masks.filter((m) => ["second_person", "you_must", "inner_imperative"].some((name) => m & (1 << RULES.findIndex(([n]) => n === name)))).length;
+      const doc = (f.docTerms ?? false) && rulesRaw && wins.length > 1 && (data || f.docMaxAddressed === undefined || addressed <= f.docMaxAddressed * wins.length);
       const bias = doc ? base + this.weights[fnv(SEED_RULE, "doc:bias") & mask]! : base;
       let z = bias + sum / Math.sqrt(Math.max(n, this.minFeatures));
       if (rulesRaw) {
         for (let r = 0; r < RULES.length; r++) {
           if (!(rules & (1 << r))) continue;
-          const w = this.weights[fnv(SEED_RULE, RULES[r]![0]) & mask]!;
+          // a rule whose every match in the window follows a negator (ruleNegation) has its own weight
+          const negated = (f.ruleNegation ?? false) && refNegated(t, a, b, r);
+          const w = this.weights[fnv(SEED_RULE, (negated ? "neg:" : "") + RULES[r]![0]) & mask]!;
           const wd = dataTerms ? w + this.weights[fnv(SEED_RULE, "data:" + RULES[r]![0]) & mask]! : w;
           z += doc ? wd + this.weights[fnv(SEED_RULE, "doc:" + RULES[r]![0]) & mask]! : wd;
         }
