@@ -180,7 +180,10 @@ describe("phi-redaction guardrail on worker threads", () => {
     }
     await p.close();
     expect(outcomes.at(-1)).toBe("NAME+DATE");
-    expect(p.stats().started).toBe(1);
+    // one start; any other is a restart of a worker whose aborted scan outlived its grace (a loaded machine), never a
+    // start given up on
+    const { started, restarts } = p.stats();
+    expect(started).toBe(1 + restarts);
   });
 
   it("under a burst beyond its timeout, blocks what waited too long and passes nothing unredacted: 500 responses of 12 PhysioNet notes each", async () => {
