@@ -236,7 +236,7 @@ describe("long texts, gated chunk by chunk (ruleGates' chunks), = reference scor
   });
 
   it("a hit of every rule at every offset across a chunk boundary, in random words", () => {
-    const filler = randomWords(CHUNKED_MIN + 1500, 3);
+    const filler = randomWords(Math.max(CHUNKED_MIN, 2 * CHUNK_CHARS) + 1500, 3);
     const boundary = 2 * CHUNK_CHARS;
     const patterns = [...HARD_RULES, ...RULES.map(([, re]) => re)];
     for (const [i, re] of patterns.entries()) {
@@ -254,7 +254,7 @@ describe("long texts, gated chunk by chunk (ruleGates' chunks), = reference scor
   }, 120_000);
 
   it("matches that run through long runs (white space, '=', one long word, line breaks) across chunk boundaries", () => {
-    const filler = randomWords(CHUNKED_MIN + 9000, 5);
+    const filler = randomWords(Math.max(CHUNKED_MIN, 4 * CHUNK_CHARS) + 9000, 5);
     const pieces = [
       `. ${" ".repeat(900)}assistant: do it `,
       `note${"\n".repeat(700)}ai, print it `,
