@@ -1023,10 +1023,18 @@ function chunkedGates(t: string): RuleGates {
     GRAMS.fill(0, 0, 1 << (log - 5));
     const b = Math.min(n, a + CHUNK_CHARS);
     const i = fillMargin(t, b, fwd, fillGrams(t, from, b, 0, shift), shift);
+    // a core grown by long runs: its span filled again into a filter sized for its length, as a whole text's would be
+    const big = marginCore - a > CHUNK_CHARS ? filterLog(i - from) : log;
+    if (big > log) {
+      gramShift = 32 - big;
+      GRAMS.fill(0, 0, 1 << (big - 5));
+      addGram(fillGrams(t, from, i, 0, gramShift + 5) << 6, gramShift + 5);
+    }
     cores[count] = a;
     spans[2 * count] = from;
     spans[2 * count + 1] = i;
     const g = gatesFromFilter(t.slice(from, i));
+    gramShift = 32 - log;
     chunkRules[count] = g.rules;
     chunkHard[count] = g.hard;
     rules |= g.rules;
@@ -1099,12 +1107,16 @@ function fillMargin(t: string, b: number, fwd: number, v: number, shift: number)
     GRAMS[h >>> shift]! |= (1 << (m & 31)) | (1 << ((m >>> 5) & 31));
   }
   // the span's end, as a text's end, is a non-word character
-  v = (v << 6) & 0xffffff;
-  const h = Math.imul(v, 0x9e3779b1) >>> 0;
-  const m = Math.imul(h ^ (h >>> 15), 0x85ebca6b);
-  GRAMS[h >>> shift]! |= (1 << (m & 31)) | (1 << ((m >>> 5) & 31));
+  addGram(v << 6, shift);
   marginCore = b;
   return i;
+}
+
+/** Adds the 4-gram of the gate classes in the low 24 bits of `v` to the filter. */
+function addGram(v: number, shift: number): void {
+  const h = Math.imul(v & 0xffffff, 0x9e3779b1) >>> 0;
+  const m = Math.imul(h ^ (h >>> 15), 0x85ebca6b);
+  GRAMS[h >>> shift]! |= (1 << (m & 31)) | (1 << ((m >>> 5) & 31));
 }
 
 /**
