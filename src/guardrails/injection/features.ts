@@ -1022,14 +1022,7 @@ function chunkedGates(t: string): RuleGates {
     const from = Math.max(0, a - back);
     GRAMS.fill(0, 0, 1 << (log - 5));
     const b = Math.min(n, a + CHUNK_CHARS);
-    const i = fillMargin(t, b, fwd, fillGrams(t, from, b, 0, shift), shift);
-    // a core grown by long runs: its span filled again into a filter sized for its length, as a whole text's would be
-    const big = marginCore - a > CHUNK_CHARS ? filterLog(i - from) : log;
-    if (big > log) {
-      gramShift = 32 - big;
-      GRAMS.fill(0, 0, 1 << (big - 5));
-      addGram(fillGrams(t, from, i, 0, gramShift + 5) << 6, gramShift + 5);
-    }
+    const i = fillMargin(t, from, b, fwd, fillGrams(t, from, b, 0, shift), shift);
     cores[count] = a;
     spans[2 * count] = from;
     spans[2 * count + 1] = i;
@@ -1075,16 +1068,27 @@ let marginCore = 0;
  * runs longer than RUN_SHORT (a run is counted from the core's end; when it grows past RUN_SHORT its characters are
  * given back), then the end as a non-word character. A margin that would reach past the next chunk's end (long runs)
  * takes that chunk into the core instead and starts again from its end ({@link marginCore}: the core's end), so every
- * character is read once as core and at most once more as margin: linear.
+ * character is read once as core and at most twice more (as margin, and once when the filter grows): linear.
  */
-function fillMargin(t: string, b: number, fwd: number, v: number, shift: number): number {
+function fillMargin(t: string, from: number, b: number, fwd: number, v: number, shift: number): number {
   const n = t.length;
   let need = fwd;
   let run = 0;
   let cls = -1;
+  let grown = false;
   let i = b;
   for (; i < n && need > 0; i++) {
     if (i === b + CHUNK_CHARS) {
+      if (!grown) {
+        // from here on a filter sized for the rest of the text, as the whole text's would be (a chunk-sized one would
+        // fill up), holding the span so far ({@link gramShift} is the caller's to restore)
+        grown = true;
+        const log = filterLog(n - from);
+        gramShift = 32 - log;
+        shift = gramShift + 5;
+        GRAMS.fill(0, 0, 1 << (log - 5));
+        fillGrams(t, from, i, 0, shift);
+      }
       b = i;
       need = fwd;
       run = 0;
