@@ -9,7 +9,7 @@
 
 /** Number of hash buckets (2^18). A weights file records the bucket count it was trained with. */
 import { DECODE_CUE, DECODE_CUE_GATE } from "./decode.js";
-import { RUN_CLASS, regexReach } from "./reach.js";
+import { RUN_CLASS, regexReach, type RegexReach } from "./reach.js";
 
 export const DEFAULT_BUCKETS = 1 << 18;
 
@@ -911,6 +911,10 @@ export interface ChunkGates {
   hard: Int32Array;
   /** Open branches of chunk k's rule r at k × RULES.length + r. */
   branches: Uint32Array;
+  /** 1 when chunk k's margin holds a wide word run: the wide rules are open there (see {@link Margins}). */
+  wide: Uint8Array;
+  /** {@link wideEnd} from chunk k's core end, computed on first use (0: not yet). */
+  wideEnds: Int32Array;
 }
 
 /** Characters per chunk of a long text's gates ({@link ChunkGates}). */
@@ -934,22 +938,52 @@ const RUN_OF: Uint8Array = RUN_CLASS;
  * ./reach.ts: so f + u × RUN_SHORT characters outside long runs, and one more, are never all consumed). Null when a
  * regex has no bound (texts are then gated whole). Computed on the first long text.
  */
-let margins: { fwd: number; back: number } | null | undefined;
+let margins: Margins | null | undefined;
 
-function chunkMargins(): { fwd: number; back: number } | null {
+/**
+ * {@link chunkMargins}: `wideRules` and `wideHard` are the rules and hard rules with a quantifier on a wide word run
+ * (`[\w'-]+`, `[\w.-]+`: ./reach.ts `wide`). The margins count a run of `\w` only; a chunk whose margin holds a wide
+ * word run longer than {@link RUN_SHORT} (words joined by hyphens or full stops) gets these rules open, searched to
+ * {@link wideEnd} (a margin that counts wide word runs as runs).
+ */
+interface Margins {
+  fwd: number;
+  back: number;
+  wideRules: number;
+  wideHard: number;
+}
+
+function chunkMargins(): Margins | null {
   if (margins !== undefined) return margins;
-  const all = [...RULES.map(([, re]) => re), ...HARD_RULES, DECODE_CUE, ...BRANCHES.flatMap((b) => b?.res ?? [])];
   let f = 0;
   let u = 0;
   let back = 0;
-  for (const re of all) {
+  const reach = (re: RegExp): RegexReach | null => {
     const r = regexReach(re);
-    if (r === null) return (margins = null);
-    f = Math.max(f, r.f);
-    u = Math.max(u, r.u);
-    back = Math.max(back, r.back);
+    if (r !== null) {
+      f = Math.max(f, r.f);
+      u = Math.max(u, r.u);
+      back = Math.max(back, r.back);
+    }
+    return r;
+  };
+  let wideRules = 0;
+  let wideHard = 0;
+  for (let r = 0; r < RULES.length; r++) {
+    const x = reach(RULES[r]![1]);
+    if (x === null) return (margins = null);
+    if (x.wide) wideRules |= 1 << r;
   }
-  return (margins = { fwd: f + u * RUN_SHORT + 2, back: back + 2 });
+  for (let r = 0; r < HARD_RULES.length; r++) {
+    const x = reach(HARD_RULES[r]!);
+    if (x === null) return (margins = null);
+    if (x.wide) wideHard |= 1 << r;
+  }
+  // (a branch is part of its rule: wide only when the rule is; the decoding cue must not be wide: its gate is not forced)
+  const cue = reach(DECODE_CUE);
+  if (cue === null || cue.wide) return (margins = null);
+  for (const re of BRANCHES.flatMap((b) => b?.res ?? [])) if (reach(re) === null) return (margins = null);
+  return (margins = { fwd: f + u * RUN_SHORT + 2, back: back + 2, wideRules, wideHard });
 }
 
 /** The Bloom filter size (log2 of bits) for `chars` characters: about 16 bits per 4-gram, 2^12 to 2^18 bits. */
@@ -1010,6 +1044,8 @@ function chunkedGates(t: string): RuleGates {
   const chunkRules = new Int32Array(most);
   const chunkHard = new Int32Array(most);
   const chunkBranches = new Uint32Array(most * RULES.length);
+  const wide = new Uint8Array(most);
+  const { wideRules, wideHard } = chunkMargins()!;
   let rules = 0;
   let hard = 0;
   let decode = false;
@@ -1032,6 +1068,11 @@ function chunkedGates(t: string): RuleGates {
     chunkHard[count] = g.hard;
     rules |= g.rules;
     hard |= g.hard;
+    if (marginWide) {
+      wide[count] = 1;
+      rules |= wideRules;
+      hard |= wideHard;
+    }
     if (g.decode) decode = true;
     if (g.branches !== NO_BRANCHES) {
       for (let r = 0; r < RULES.length; r++) {
@@ -1042,7 +1083,8 @@ function chunkedGates(t: string): RuleGates {
     a = marginCore;
   }
   cores[count] = n;
-  return { hard, rules, branches, decode, chunks: { count, cores, spans, rules: chunkRules, hard: chunkHard, branches: chunkBranches } };
+  const wideEnds = new Int32Array(most);
+  return { hard, rules, branches, decode, chunks: { count, cores, spans, rules: chunkRules, hard: chunkHard, branches: chunkBranches, wide, wideEnds } };
 }
 
 /**
@@ -1062,6 +1104,8 @@ function fillGrams(t: string, from: number, to: number, v: number, shift: number
 
 /** The end of the core that {@link fillMargin} last settled on. */
 let marginCore = 0;
+/** Whether that margin held a wide word run longer than RUN_SHORT (see {@link Margins}). */
+let marginWide = false;
 
 /**
  * Adds the forward margin of a core ending at `b` to the filter and returns the span's end: `fwd` characters outside
@@ -1076,6 +1120,11 @@ function fillMargin(t: string, from: number, b: number, fwd: number, v: number, 
   let run = 0;
   let cls = -1;
   let grown = false;
+  // the same count with `.`, `'` and `-` in word runs (wide word runs, classes 1 and 4): when it falls short, the span
+  // holds too little for the rules with wide word runs (see Margins)
+  let needX = fwd;
+  let runX = 0;
+  let clsX = -1;
   let i = b;
   for (; i < n && need > 0; i++) {
     if (i === b + CHUNK_CHARS) {
@@ -1093,9 +1142,24 @@ function fillMargin(t: string, from: number, b: number, fwd: number, v: number, 
       need = fwd;
       run = 0;
       cls = -1;
+      needX = fwd;
+      runX = 0;
+      clsX = -1;
     }
     const c = t.charCodeAt(i);
-    const rc = RUN_OF[c]!;
+    const raw = RUN_OF[c]!;
+    const rx = raw === 4 ? 1 : raw;
+    if (rx !== 0 && rx === clsX) {
+      runX++;
+      if (runX <= RUN_SHORT) needX--;
+      else if (runX === RUN_SHORT + 1) needX += RUN_SHORT;
+    } else {
+      runX = 1;
+      clsX = rx;
+      needX--;
+    }
+    // (`.`, `'` and `-` end a run of `\w`, the runs the margin counts)
+    const rc = raw === 4 ? 0 : raw;
     if (rc !== 0 && rc === cls) {
       run++;
       if (run <= RUN_SHORT) need--;
@@ -1113,6 +1177,33 @@ function fillMargin(t: string, from: number, b: number, fwd: number, v: number, 
   // the span's end, as a text's end, is a non-word character
   addGram(v << 6, shift);
   marginCore = b;
+  marginWide = i < n && needX > 0;
+  return i;
+}
+
+/**
+ * The end of a span from core end `b` for the rules with wide word runs ({@link Margins}): `fwd` characters outside
+ * runs longer than RUN_SHORT, wide word runs counted as runs (to the text's end, if need be).
+ */
+function wideEnd(t: string, b: number, fwd: number): number {
+  const n = t.length;
+  let need = fwd;
+  let run = 0;
+  let cls = -1;
+  let i = b;
+  for (; i < n && need > 0; i++) {
+    let rc = RUN_OF[t.charCodeAt(i)]!;
+    if (rc === 4) rc = 1;
+    if (rc !== 0 && rc === cls) {
+      run++;
+      if (run <= RUN_SHORT) need--;
+      else if (run === RUN_SHORT + 1) need += RUN_SHORT;
+    } else {
+      run = 1;
+      cls = rc;
+      need--;
+    }
+  }
   return i;
 }
 
@@ -1124,18 +1215,28 @@ function addGram(v: number, shift: number): void {
 }
 
 /**
- * Calls `found(from, to, span)` for each run of consecutive chunks of `ch` that `open(k)` accepts: [from, to) their
- * cores, `span` the text of their spans (starting at ch.spans[2 × first]). Stops when `found` returns true.
+ * Calls `found(from, to, spanStart, span)` for each run of consecutive chunks of `ch` that `open(k)` accepts: [from, to)
+ * their cores, `span` the text of their spans from `spanStart`; for a rule with wide word runs (`wideRule`), a run with
+ * a chunk whose margin holds one is searched to {@link wideEnd}. Stops when `found` returns true.
  */
-function forOpenRuns(t: string, ch: ChunkGates, open: (k: number) => boolean, found: (from: number, to: number, spanStart: number, span: string) => boolean): void {
+function forOpenRuns(t: string, ch: ChunkGates, wideRule: boolean, open: (k: number) => boolean, found: (from: number, to: number, spanStart: number, span: string) => boolean): void {
   for (let k = 0; k < ch.count; k++) {
     if (!open(k)) continue;
     let j = k;
-    while (j + 1 < ch.count && open(j + 1)) j++;
+    let wide = ch.wide[k] === 1;
+    while (j + 1 < ch.count && open(j + 1)) {
+      j++;
+      if (ch.wide[j] === 1) wide = true;
+    }
     const from = ch.cores[k]!;
     const to = ch.cores[j + 1]!;
     const a = ch.spans[2 * k]!;
-    if (found(from, to, a, t.slice(a, ch.spans[2 * j + 1]!))) return;
+    let end = ch.spans[2 * j + 1]!;
+    if (wideRule && wide) {
+      if (ch.wideEnds[j] === 0) ch.wideEnds[j] = wideEnd(t, to, chunkMargins()!.fwd);
+      end = Math.max(end, ch.wideEnds[j]!);
+    }
+    if (found(from, to, a, t.slice(a, end))) return;
     k = j;
   }
 }
@@ -1157,11 +1258,13 @@ export function firstHardRule(t: string, gates: RuleGates = ruleGates(t)): numbe
       continue;
     }
     const re = HARD_RULES_G[r]!;
+    const wide = (chunkMargins()!.wideHard & bit) !== 0;
     let hit = false;
     forOpenRuns(
       t,
       ch,
-      (k) => (ch.hard[k]! & bit) !== 0,
+      wide,
+      (k) => (ch.hard[k]! & bit) !== 0 || (wide && ch.wide[k] === 1),
       (from, to, a, span) => {
         re.lastIndex = from - a;
         const m = re.exec(span);
@@ -1389,20 +1492,22 @@ function windowRulesChunked(t: string, wins: ReadonlyArray<readonly [number, num
     const bit = 1 << r;
     if ((gates.rules & bit) === 0) continue;
     const branched = BRANCHES[r];
+    // (a rule with wide word runs is open, as a whole, in a chunk whose margin holds one)
+    const wide = (chunkMargins()!.wideRules & bit) !== 0;
     if (!branched) {
-      searchRuns(t, wins, masks, bit, RULES_G[r]!, ch, (k) => (ch.rules[k]! & bit) !== 0);
+      searchRuns(t, wins, masks, bit, RULES_G[r]!, ch, wide, (k) => (ch.rules[k]! & bit) !== 0 || (wide && ch.wide[k] === 1));
       continue;
     }
     // (a chunk with more than MAX_BRANCH_SCANS open branches: the whole regex there)
-    const many = (k: number): boolean => (ch.rules[k]! & bit) !== 0 && popcount(ch.branches[k * nr + r]!) > MAX_BRANCH_SCANS;
-    searchRuns(t, wins, masks, bit, RULES_G[r]!, ch, many);
+    const many = (k: number): boolean => ((ch.rules[k]! & bit) !== 0 && popcount(ch.branches[k * nr + r]!) > MAX_BRANCH_SCANS) || (wide && ch.wide[k] === 1);
+    searchRuns(t, wins, masks, bit, RULES_G[r]!, ch, wide, many);
     for (let b = 0; b < branched.res.length; b++) {
       if ((gates.branches[r]! & (1 << b)) === 0) continue;
       const few = (k: number): boolean => {
-        const open = (ch.rules[k]! & bit) !== 0 ? ch.branches[k * nr + r]! : 0;
+        const open = (ch.rules[k]! & bit) !== 0 && !(wide && ch.wide[k] === 1) ? ch.branches[k * nr + r]! : 0;
         return (open & (1 << b)) !== 0 && popcount(open) <= MAX_BRANCH_SCANS;
       };
-      searchRuns(t, wins, masks, bit, branched.res[b]!, ch, few);
+      searchRuns(t, wins, masks, bit, branched.res[b]!, ch, wide, few);
     }
   }
   return masks;
@@ -1412,8 +1517,8 @@ function windowRulesChunked(t: string, wins: ReadonlyArray<readonly [number, num
  * Sets `bit` in the mask of every window of `wins` where global `re` has a match starting inside one of the runs of
  * chunks that `open` accepts (the text of the run's spans searched, its matches counted while they start in its cores).
  */
-function searchRuns(t: string, wins: ReadonlyArray<readonly [number, number]>, masks: Uint32Array, bit: number, re: RegExp, ch: ChunkGates, open: (k: number) => boolean): void {
-  forOpenRuns(t, ch, open, (from, to, a, span) => {
+function searchRuns(t: string, wins: ReadonlyArray<readonly [number, number]>, masks: Uint32Array, bit: number, re: RegExp, ch: ChunkGates, wide: boolean, open: (k: number) => boolean): void {
+  forOpenRuns(t, ch, wide, open, (from, to, a, span) => {
     // the first window ending after `from` (windows are sorted by end)
     let lo = 0;
     let hi = wins.length;

@@ -11,16 +11,21 @@
  * within a run class); anything else has no bound (`null`).
  */
 
-/** Reads of an attempt: at most `back` characters before its start, `f` characters plus `u` runs from it on. */
+/**
+ * Reads of an attempt: at most `back` characters before its start, `f` characters plus `u` runs from it on. `wide`: some
+ * of those runs may be word runs with `.`, `'` or `-` in them (a quantifier on `[\w'-]`, `[\w.-]` ...), else every
+ * word run is one of `\w` alone.
+ */
 export interface RegexReach {
   f: number;
   u: number;
   back: number;
+  wide: boolean;
 }
 
 /**
- * Run classes of the UTF-16 units: 1 the word-like `[A-Za-z0-9_.'-]`, 2 white space (what `\s` matches), 3 `=`, 0 any
- * other. An unbounded quantifier must be on a class inside one of 1–3.
+ * Run classes of the UTF-16 units: 1 `\w` (`[A-Za-z0-9_]`), 4 `.`, `'` and `-` (with 1: a wide word run), 2 white space
+ * (what `\s` matches), 3 `=`, 0 any other. An unbounded quantifier must be on a class inside 1, 2, 3 or 1 and 4.
  */
 export const RUN_CLASS = new Uint8Array(65536);
 
@@ -33,27 +38,31 @@ const ALL_UNITS = ((): string => {
 {
   const ws = /\s/g;
   for (let m = ws.exec(ALL_UNITS); m !== null; m = ws.exec(ALL_UNITS)) RUN_CLASS[m.index] = 2;
-  for (const ch of "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.'-") RUN_CLASS[ch.charCodeAt(0)] = 1;
+  for (const ch of "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") RUN_CLASS[ch.charCodeAt(0)] = 1;
+  for (const ch of ".'-") RUN_CLASS[ch.charCodeAt(0)] = 4;
   RUN_CLASS[61] = 3;
 }
 
 const classOf = new Map<string, number>();
 
-/** The run class that holds every unit `atom` (one character class, escape or literal) matches, else 0. */
+/**
+ * The run class that holds every unit `atom` (one character class, escape or literal) matches: 1, 2 or 3, 4 for units
+ * of classes 1 and 4 (a wide word run), else 0.
+ */
 function runClassOf(atom: string): number {
   let k = classOf.get(atom);
   if (k !== undefined) return k;
   const re = new RegExp(atom, "g");
-  k = -1;
+  // the classes met, as bits
+  let seen = 0;
   for (let m = re.exec(ALL_UNITS); m !== null; m = re.exec(ALL_UNITS)) {
-    const cls = RUN_CLASS[m.index]!;
-    if (m[0].length !== 1 || cls === 0 || (k !== -1 && cls !== k)) {
-      k = 0;
+    if (m[0].length !== 1) {
+      seen = 1;
       break;
     }
-    k = cls;
+    seen |= 1 << RUN_CLASS[m.index]!;
   }
-  if (k === -1) k = 0;
+  k = seen === 1 << 1 || seen === 1 << 2 || seen === 1 << 3 ? 31 - Math.clz32(seen) : seen === ((1 << 1) | (1 << 4)) || seen === 1 << 4 ? 4 : 0;
   classOf.set(atom, k);
   return k;
 }
@@ -65,6 +74,8 @@ interface Piece {
   rf: number;
   ru: number;
   back: number;
+  /** Whether it holds an unbounded quantifier on a wide word run (class 4). */
+  wide: boolean;
   /** The source of a one-character atom (for an unbounded quantifier on it), else null. */
   atom: string | null;
 }
@@ -74,7 +85,7 @@ class Unsupported extends Error {}
 const QUANTIFIER = /(?:([*+?])|\{(\d+)(?:(,)(\d*))?\})\??/y;
 const ESCAPE = /\\(?:u\{[0-9a-fA-F]+\}|u[0-9a-fA-F]{4}|x[0-9a-fA-F]{2}|c[A-Za-z]|.)/y;
 
-const piece = (lf: number, lu: number, rf: number, ru: number, back: number, atom: string | null = null): Piece => ({ lf, lu, rf, ru, back, atom });
+const piece = (lf: number, lu: number, rf: number, ru: number, back: number, atom: string | null = null, wide = false): Piece => ({ lf, lu, rf, ru, back, wide, atom });
 
 /** The {@link RegexReach} of `re`, or null when its syntax or flags are outside what the bound covers. */
 export function regexReach(re: RegExp): RegexReach | null {
@@ -87,7 +98,7 @@ export function regexReach(re: RegExp): RegexReach | null {
     while (src[i] === "|") {
       i++;
       const q = sequence();
-      p = piece(Math.max(p.lf, q.lf), Math.max(p.lu, q.lu), Math.max(p.rf, q.rf), Math.max(p.ru, q.ru), Math.max(p.back, q.back));
+      p = piece(Math.max(p.lf, q.lf), Math.max(p.lu, q.lu), Math.max(p.rf, q.rf), Math.max(p.ru, q.ru), Math.max(p.back, q.back), null, p.wide || q.wide);
     }
     return p;
   }
@@ -98,6 +109,7 @@ export function regexReach(re: RegExp): RegexReach | null {
     let rf = 0;
     let ru = 0;
     let back = 0;
+    let wide = false;
     let n = 0;
     let only: Piece | null = null;
     while (i < src.length && src[i] !== "|" && src[i] !== ")") {
@@ -107,10 +119,11 @@ export function regexReach(re: RegExp): RegexReach | null {
       lf += t.lf;
       lu += t.lu;
       back = Math.max(back, t.back);
+      wide ||= t.wide;
       only = t;
       n++;
     }
-    return n === 1 ? only! : piece(lf, lu, rf, ru, back);
+    return n === 1 ? only! : piece(lf, lu, rf, ru, back, null, wide);
   }
 
   function term(): Piece {
@@ -125,11 +138,12 @@ export function regexReach(re: RegExp): RegexReach | null {
     else max = q[3] === undefined ? Number(q[2]) : q[4] === "" ? Infinity : Number(q[4]);
     if (max === Infinity) {
       // a run: one character class inside one run class
-      if (a.atom === null || runClassOf(a.atom) === 0) throw new Unsupported(`unbounded quantifier on ${src.slice(0, i)}`);
-      return piece(0, 1, 0, 1, a.back);
+      const cls = a.atom === null ? 0 : runClassOf(a.atom);
+      if (cls === 0) throw new Unsupported(`unbounded quantifier on ${src.slice(0, i)}`);
+      return piece(0, 1, 0, 1, a.back, null, cls === 4);
     }
-    if (max === 0) return piece(0, 0, 0, 0, a.back);
-    return piece(max * a.lf, max * a.lu, (max - 1) * a.lf + a.rf, (max - 1) * a.lu + a.ru, a.back);
+    if (max === 0) return piece(0, 0, 0, 0, a.back, null, a.wide);
+    return piece(max * a.lf, max * a.lu, (max - 1) * a.lf + a.rf, (max - 1) * a.lu + a.ru, a.back, null, a.wide);
   }
 
   function atom(): Piece {
@@ -148,7 +162,7 @@ export function regexReach(re: RegExp): RegexReach | null {
       const p = disjunction();
       if (src[i] !== ")") throw new Unsupported("unbalanced");
       i++;
-      if (kind === "ahead") return piece(0, 0, p.rf, p.ru, p.back);
+      if (kind === "ahead") return piece(0, 0, p.rf, p.ru, p.back, null, p.wide);
       if (kind === "behind") {
         // read backwards from here: what it consumes, and a `\b` at its far end one more
         if (p.lu !== 0 || p.ru !== 0) throw new Unsupported("unbounded look-behind");
@@ -193,7 +207,7 @@ export function regexReach(re: RegExp): RegexReach | null {
   try {
     const p = disjunction();
     if (i !== src.length) return null;
-    return { f: Math.max(p.rf, p.lf), u: Math.max(p.ru, p.lu), back: p.back };
+    return { f: Math.max(p.rf, p.lf), u: Math.max(p.ru, p.lu), back: p.back, wide: p.wide };
   } catch (e) {
     if (e instanceof Unsupported) return null;
     throw e;
