@@ -1126,7 +1126,9 @@ function fillMargin(t: string, from: number, b: number, fwd: number, v: number, 
   let runX = 0;
   let clsX = -1;
   let i = b;
-  for (; i < n && need > 0; i++) {
+  // (a margin goes on, up to twice its length, until that count is met too: a hyphenated word longer than RUN_SHORT,
+  // "well-differentiated", then costs a few characters instead of opening those rules)
+  for (; i < n && (need > 0 || (needX > 0 && i < b + 2 * fwd)); i++) {
     if (i === b + CHUNK_CHARS) {
       if (!grown) {
         // from here on a filter sized for the rest of the text, as the whole text's would be (a chunk-sized one would
