@@ -8,7 +8,8 @@
  */
 
 /** Number of hash buckets (2^18). A weights file records the bucket count it was trained with. */
-import { DECODE_CUE_GATE } from "./decode.js";
+import { DECODE_CUE, DECODE_CUE_GATE } from "./decode.js";
+import { RUN_CLASS, regexReach, type RegexReach } from "./reach.js";
 
 export const DEFAULT_BUCKETS = 1 << 18;
 
@@ -886,20 +887,125 @@ export interface RuleGates {
   branches: Uint32Array;
   /** False when the text cannot name a decoding ({@link DECODE_CUE}: no decoded views to score). */
   decode: boolean;
+  /**
+   * A long text's gates chunk by chunk ({@link ChunkGates}; the fields above are then their union), so that a rule's
+   * regex runs only on the chunks where its gate is open. Absent for a text of at most {@link CHUNKED_MIN} characters.
+   */
+  chunks?: ChunkGates;
+}
+
+/**
+ * The gates of a long text per chunk: chunk k is the core [cores[k], cores[k + 1]) ({@link CHUNK_CHARS} characters,
+ * or a multiple where long runs of one character class follow) and its span [spans[2k], spans[2k + 1]) adds a margin
+ * on each side, long enough that every match attempt starting in the core reads only inside the span (./reach.ts).
+ * The gates of chunk k are those of its span's text, so a rule whose gate is shut there has no match starting in the
+ * core. A rule's regex is run on the spans of each run of consecutive chunks where it is open, and only its matches
+ * starting in their cores count: they are the whole text's matches there (an attempt reads the same characters).
+ */
+export interface ChunkGates {
+  count: number;
+  /** Chunk k's core is [cores[k], cores[k + 1]). */
+  cores: Int32Array;
+  spans: Int32Array;
+  rules: Int32Array;
+  hard: Int32Array;
+  /** Open branches of chunk k's rule r at k × RULES.length + r. */
+  branches: Uint32Array;
+  /** 1 when chunk k's margin holds a wide word run: the wide rules are open there (see {@link Margins}). */
+  wide: Uint8Array;
+  /** {@link wideEnd} from chunk k's core end, computed on first use (0: not yet). */
+  wideEnds: Int32Array;
+}
+
+/** Characters per chunk of a long text's gates ({@link ChunkGates}). */
+export const CHUNK_CHARS = 4096;
+/**
+ * Texts longer than this are gated per chunk. A shorter text opens few gates as a whole and pays less without chunks
+ * (clinical notes of 4.2 and 5 K characters: 5–10 % slower by chunks; of 7, 9, 14 K: 30–50 % faster).
+ */
+export const CHUNKED_MIN = 6 * 1024;
+/**
+ * A run (characters of one ./reach.ts `RUN_CLASS`, what an unbounded quantifier takes) longer than this in a span's
+ * forward margin does not count toward the margin: the margin holds enough other characters.
+ */
+const RUN_SHORT = 12;
+/** ./reach.ts `RUN_CLASS`, read per character of a margin (a module-local binding: an imported one may be a getter). */
+const RUN_OF: Uint8Array = RUN_CLASS;
+
+/**
+ * The margins of a chunk's span: `back` characters before the core, and `fwd` characters after it not counting the
+ * characters of runs longer than {@link RUN_SHORT} (a match attempt consumes at most f characters plus u runs, see
+ * ./reach.ts: so f + u × RUN_SHORT characters outside long runs, and one more, are never all consumed). Null when a
+ * regex has no bound (texts are then gated whole). Computed on the first long text.
+ */
+let margins: Margins | null | undefined;
+
+/**
+ * {@link chunkMargins}: `wideRules` and `wideHard` are the rules and hard rules with a quantifier on a wide word run
+ * (`[\w'-]+`, `[\w.-]+`: ./reach.ts `wide`). The margins count a run of `\w` only; a chunk whose margin holds a wide
+ * word run longer than {@link RUN_SHORT} (words joined by hyphens or full stops) gets these rules open, searched to
+ * {@link wideEnd} (a margin that counts wide word runs as runs).
+ */
+interface Margins {
+  fwd: number;
+  back: number;
+  wideRules: number;
+  wideHard: number;
+}
+
+function chunkMargins(): Margins | null {
+  if (margins !== undefined) return margins;
+  let f = 0;
+  let u = 0;
+  let back = 0;
+  const reach = (re: RegExp): RegexReach | null => {
+    const r = regexReach(re);
+    if (r !== null) {
+      f = Math.max(f, r.f);
+      u = Math.max(u, r.u);
+      back = Math.max(back, r.back);
+    }
+    return r;
+  };
+  let wideRules = 0;
+  let wideHard = 0;
+  for (let r = 0; r < RULES.length; r++) {
+    const x = reach(RULES[r]![1]);
+    if (x === null) return (margins = null);
+    if (x.wide) wideRules |= 1 << r;
+  }
+  for (let r = 0; r < HARD_RULES.length; r++) {
+    const x = reach(HARD_RULES[r]!);
+    if (x === null) return (margins = null);
+    if (x.wide) wideHard |= 1 << r;
+  }
+  // (a branch is part of its rule: wide only when the rule is; the decoding cue must not be wide: its gate is not forced)
+  const cue = reach(DECODE_CUE);
+  if (cue === null || cue.wide) return (margins = null);
+  for (const re of BRANCHES.flatMap((b) => b?.res ?? [])) if (reach(re) === null) return (margins = null);
+  return (margins = { fwd: f + u * RUN_SHORT + 2, back: back + 2, wideRules, wideHard });
+}
+
+/** The Bloom filter size (log2 of bits) for `chars` characters: about 16 bits per 4-gram, 2^12 to 2^18 bits. */
+function filterLog(chars: number): number {
+  let log = 12;
+  while (log < GRAMS_MAX_LOG && 1 << log < (chars + 1) * 16) log++;
+  return log;
 }
 
 /**
  * Evaluates every rule's keyword gate over `t` in one pass (every 4-gram of the text's gate classes, edges counted
  * as non-word characters, goes into a Bloom filter of about 32 bits per character, two bits per 4-gram; an
  * alternative is present when all its 4-grams are).
- * A clear bit means the rule cannot match `t`; a set bit means it may.
+ * A clear bit means the rule cannot match `t`; a set bit means it may. A text longer than {@link CHUNKED_MIN}
+ * characters is gated chunk by chunk ({@link ChunkGates}).
  */
 export function ruleGates(t: string): RuleGates {
+  if (t.length > CHUNKED_MIN && chunkMargins() !== null) return chunkedGates(t);
   const n = t.length;
   // about 16 bits per 4-gram (two set per 4-gram, in one word: a missing 4-gram looks present about 2 % of the time),
   // at least 2^12 and at most 2^18 bits
-  let log = 12;
-  while (log < GRAMS_MAX_LOG && 1 << log < (n + 1) * 16) log++;
+  const log = filterLog(n);
   gramShift = 32 - log;
   const shift = gramShift + 5;
   GRAMS.fill(0, 0, 1 << (log - 5));
@@ -911,6 +1017,11 @@ export function ruleGates(t: string): RuleGates {
     const m = Math.imul(h ^ (h >>> 15), 0x85ebca6b);
     GRAMS[h >>> shift]! |= (1 << (m & 31)) | (1 << ((m >>> 5) & 31));
   }
+  return gatesFromFilter(t);
+}
+
+/** The gates of `t` from the filter of its 4-grams (filled by the caller). */
+function gatesFromFilter(t: string): RuleGates {
   const rules = gateMask(t, RULE_GATES_C);
   // (a text that opens no branched rule, most texts, shares one array of zeros: nothing writes to it)
   let branches = NO_BRANCHES;
@@ -923,10 +1034,253 @@ export function ruleGates(t: string): RuleGates {
   return { hard: gateMask(t, HARD_GATES), rules, branches, decode: gateMask(t, DECODE_GATES) !== 0 };
 }
 
+/** {@link ruleGates} of a long text: the gates of each chunk's span, and their union. */
+function chunkedGates(t: string): RuleGates {
+  const { fwd, back } = chunkMargins()!;
+  const n = t.length;
+  const most = Math.ceil(n / CHUNK_CHARS);
+  const cores = new Int32Array(most + 1);
+  const spans = new Int32Array(2 * most);
+  const chunkRules = new Int32Array(most);
+  const chunkHard = new Int32Array(most);
+  const chunkBranches = new Uint32Array(most * RULES.length);
+  const wide = new Uint8Array(most);
+  const { wideRules, wideHard } = chunkMargins()!;
+  let rules = 0;
+  let hard = 0;
+  let decode = false;
+  const branches = new Uint32Array(RULES.length);
+  const log = filterLog(CHUNK_CHARS + fwd + back);
+  gramShift = 32 - log;
+  const shift = gramShift + 5;
+  let count = 0;
+  for (let a = 0; a < n; count++) {
+    const from = Math.max(0, a - back);
+    GRAMS.fill(0, 0, 1 << (log - 5));
+    const b = Math.min(n, a + CHUNK_CHARS);
+    const i = fillMargin(t, from, b, fwd, fillGrams(t, from, b, 0, shift), shift);
+    cores[count] = a;
+    spans[2 * count] = from;
+    spans[2 * count + 1] = i;
+    const g = gatesFromFilter(t.slice(from, i));
+    gramShift = 32 - log;
+    chunkRules[count] = g.rules;
+    chunkHard[count] = g.hard;
+    rules |= g.rules;
+    hard |= g.hard;
+    if (marginWide) {
+      wide[count] = 1;
+      rules |= wideRules;
+      hard |= wideHard;
+    }
+    if (g.decode) decode = true;
+    if (g.branches !== NO_BRANCHES) {
+      for (let r = 0; r < RULES.length; r++) {
+        chunkBranches[count * RULES.length + r] = g.branches[r]!;
+        branches[r]! |= g.branches[r]!;
+      }
+    }
+    a = marginCore;
+  }
+  cores[count] = n;
+  const wideEnds = new Int32Array(most);
+  return { hard, rules, branches, decode, chunks: { count, cores, spans, rules: chunkRules, hard: chunkHard, branches: chunkBranches, wide, wideEnds } };
+}
+
+/**
+ * Adds the 4-grams of the gate classes of t[from, to) to the filter (`v`: the classes of the three characters before,
+ * 0 at a text's start); returns the classes of its last three.
+ */
+function fillGrams(t: string, from: number, to: number, v: number, shift: number): number {
+  for (let i = from; i < to; i++) {
+    const c = t.charCodeAt(i);
+    v = ((v << 6) | (c < 128 ? GATE_CLASS[c]! : 0)) & 0xffffff;
+    const h = Math.imul(v, 0x9e3779b1) >>> 0;
+    const m = Math.imul(h ^ (h >>> 15), 0x85ebca6b);
+    GRAMS[h >>> shift]! |= (1 << (m & 31)) | (1 << ((m >>> 5) & 31));
+  }
+  return v;
+}
+
+/** The end of the core that {@link fillMargin} last settled on. */
+let marginCore = 0;
+/** Whether that margin held a wide word run longer than RUN_SHORT (see {@link Margins}). */
+let marginWide = false;
+
+/**
+ * Adds the forward margin of a core ending at `b` to the filter and returns the span's end: `fwd` characters outside
+ * runs longer than RUN_SHORT (a run is counted from the core's end; when it grows past RUN_SHORT its characters are
+ * given back), then the end as a non-word character. A margin that would reach past the next chunk's end (long runs)
+ * takes that chunk into the core instead and starts again from its end ({@link marginCore}: the core's end), so every
+ * character is read once as core and at most twice more (as margin, and once when the filter grows): linear.
+ */
+function fillMargin(t: string, from: number, b: number, fwd: number, v: number, shift: number): number {
+  const n = t.length;
+  let need = fwd;
+  let run = 0;
+  let cls = -1;
+  let grown = false;
+  // the same count with `.`, `'` and `-` in word runs (wide word runs, classes 1 and 4): when it falls short, the span
+  // holds too little for the rules with wide word runs (see Margins)
+  let needX = fwd;
+  let runX = 0;
+  let clsX = -1;
+  let i = b;
+  // (a margin goes on, up to twice its length, until that count is met too: a hyphenated word longer than RUN_SHORT,
+  // "well-differentiated", then costs a few characters instead of opening those rules)
+  for (; i < n && (need > 0 || (needX > 0 && i < b + 2 * fwd)); i++) {
+    if (i === b + CHUNK_CHARS) {
+      if (!grown) {
+        // from here on a filter sized for the rest of the text, as the whole text's would be (a chunk-sized one would
+        // fill up), holding the span so far ({@link gramShift} is the caller's to restore)
+        grown = true;
+        const log = filterLog(n - from);
+        gramShift = 32 - log;
+        shift = gramShift + 5;
+        GRAMS.fill(0, 0, 1 << (log - 5));
+        fillGrams(t, from, i, 0, shift);
+      }
+      b = i;
+      need = fwd;
+      run = 0;
+      cls = -1;
+      needX = fwd;
+      runX = 0;
+      clsX = -1;
+    }
+    const c = t.charCodeAt(i);
+    const raw = RUN_OF[c]!;
+    const rx = raw === 4 ? 1 : raw;
+    if (rx !== 0 && rx === clsX) {
+      runX++;
+      if (runX <= RUN_SHORT) needX--;
+      else if (runX === RUN_SHORT + 1) needX += RUN_SHORT;
+    } else {
+      runX = 1;
+      clsX = rx;
+      needX--;
+    }
+    // (`.`, `'` and `-` end a run of `\w`, the runs the margin counts)
+    const rc = raw === 4 ? 0 : raw;
+    if (rc !== 0 && rc === cls) {
+      run++;
+      if (run <= RUN_SHORT) need--;
+      else if (run === RUN_SHORT + 1) need += RUN_SHORT;
+    } else {
+      run = 1;
+      cls = rc;
+      need--;
+    }
+    v = ((v << 6) | (c < 128 ? GATE_CLASS[c]! : 0)) & 0xffffff;
+    const h = Math.imul(v, 0x9e3779b1) >>> 0;
+    const m = Math.imul(h ^ (h >>> 15), 0x85ebca6b);
+    GRAMS[h >>> shift]! |= (1 << (m & 31)) | (1 << ((m >>> 5) & 31));
+  }
+  // the span's end, as a text's end, is a non-word character
+  addGram(v << 6, shift);
+  marginCore = b;
+  marginWide = i < n && needX > 0;
+  return i;
+}
+
+/**
+ * The end of a span from core end `b` for the rules with wide word runs ({@link Margins}): `fwd` characters outside
+ * runs longer than RUN_SHORT, wide word runs counted as runs (to the text's end, if need be).
+ */
+function wideEnd(t: string, b: number, fwd: number): number {
+  const n = t.length;
+  let need = fwd;
+  let run = 0;
+  let cls = -1;
+  let i = b;
+  for (; i < n && need > 0; i++) {
+    let rc = RUN_OF[t.charCodeAt(i)]!;
+    if (rc === 4) rc = 1;
+    if (rc !== 0 && rc === cls) {
+      run++;
+      if (run <= RUN_SHORT) need--;
+      else if (run === RUN_SHORT + 1) need += RUN_SHORT;
+    } else {
+      run = 1;
+      cls = rc;
+      need--;
+    }
+  }
+  return i;
+}
+
+/** Adds the 4-gram of the gate classes in the low 24 bits of `v` to the filter. */
+function addGram(v: number, shift: number): void {
+  const h = Math.imul(v & 0xffffff, 0x9e3779b1) >>> 0;
+  const m = Math.imul(h ^ (h >>> 15), 0x85ebca6b);
+  GRAMS[h >>> shift]! |= (1 << (m & 31)) | (1 << ((m >>> 5) & 31));
+}
+
+/**
+ * Calls `found(from, to, spanStart, span)` for each run of consecutive chunks of `ch` that `open(k)` accepts: [from, to)
+ * their cores, `span` the text of their spans from `spanStart`; for a rule with wide word runs (`wideRule`), a run with
+ * a chunk whose margin holds one is searched to {@link wideEnd}. Stops when `found` returns true.
+ */
+function forOpenRuns(t: string, ch: ChunkGates, wideRule: boolean, open: (k: number) => boolean, found: (from: number, to: number, spanStart: number, span: string) => boolean): void {
+  for (let k = 0; k < ch.count; k++) {
+    if (!open(k)) continue;
+    let j = k;
+    let wide = ch.wide[k] === 1;
+    while (j + 1 < ch.count && open(j + 1)) {
+      j++;
+      if (ch.wide[j] === 1) wide = true;
+    }
+    const from = ch.cores[k]!;
+    const to = ch.cores[j + 1]!;
+    const a = ch.spans[2 * k]!;
+    let end = ch.spans[2 * j + 1]!;
+    if (wideRule && wide) {
+      if (ch.wideEnds[j] === 0) ch.wideEnds[j] = wideEnd(t, to, chunkMargins()!.fwd);
+      end = Math.max(end, ch.wideEnds[j]!);
+    }
+    if (found(from, to, a, t.slice(a, end))) return;
+    k = j;
+  }
+}
+
+/** Global copies of the hard rules (searched from a chunk's core start). */
+const HARD_RULES_G = HARD_RULES.map((re) => new RegExp(re.source, re.flags + "g"));
+
+/**
+ * The first {@link HARD_RULES} entry (by index) with a match in the normalised text, or -1. `gates`: from
+ * {@link ruleGates}(t).
+ */
+export function firstHardRule(t: string, gates: RuleGates = ruleGates(t)): number {
+  const ch = gates.chunks;
+  for (let r = 0; r < HARD_RULES.length; r++) {
+    const bit = 1 << r;
+    if ((gates.hard & bit) === 0) continue;
+    if (ch === undefined) {
+      if (HARD_RULES[r]!.test(t)) return r;
+      continue;
+    }
+    const re = HARD_RULES_G[r]!;
+    const wide = (chunkMargins()!.wideHard & bit) !== 0;
+    let hit = false;
+    forOpenRuns(
+      t,
+      ch,
+      wide,
+      (k) => (ch.hard[k]! & bit) !== 0 || (wide && ch.wide[k] === 1),
+      (from, to, a, span) => {
+        re.lastIndex = from - a;
+        const m = re.exec(span);
+        return (hit = m !== null && a + m.index < to);
+      },
+    );
+    if (hit) return r;
+  }
+  return -1;
+}
+
 /** True when a {@link HARD_RULES} phrase occurs in the normalised text. `gates`: from {@link ruleGates}(t). */
 export function hardRuleHit(t: string, gates: RuleGates = ruleGates(t)): boolean {
-  for (let r = 0; r < HARD_RULES.length; r++) if (gates.hard & (1 << r) && HARD_RULES[r]!.test(t)) return true;
-  return false;
+  return firstHardRule(t, gates) >= 0;
 }
 
 /** FNV-1a over a string's UTF-16 units, continuing from `h`. */
@@ -1196,6 +1550,7 @@ export function ruleHits(t: string, gates: RuleGates = ruleGates(t)): Array<[num
  * per window and rule, so a text with a hit in every sentence stays linear. `gates`: from {@link ruleGates}(t).
  */
 export function windowRules(t: string, wins: ReadonlyArray<readonly [number, number]>, gates: RuleGates = ruleGates(t)): Uint32Array {
+  if (gates.chunks !== undefined) return windowRulesChunked(t, wins, gates, gates.chunks);
   const masks = new Uint32Array(wins.length);
   for (let r = 0; r < RULES_G.length; r++) {
     if ((gates.rules & (1 << r)) === 0) continue;
@@ -1242,6 +1597,70 @@ export function windowRules(t: string, wins: ReadonlyArray<readonly [number, num
     }
   }
   return masks;
+}
+
+/**
+ * {@link windowRules} of a long text gated by chunks: each rule (or, for a rule of {@link RULE_BRANCH_GATES} with at
+ * most {@link MAX_BRANCH_SCANS} open branches in a chunk, each of those branches) is searched only on the runs of
+ * chunks where it is open, each window from its start (or the run's) to the leftmost match, as windowRules does.
+ */
+function windowRulesChunked(t: string, wins: ReadonlyArray<readonly [number, number]>, gates: RuleGates, ch: ChunkGates): Uint32Array {
+  const masks = new Uint32Array(wins.length);
+  const nr = RULES.length;
+  for (let r = 0; r < nr; r++) {
+    const bit = 1 << r;
+    if ((gates.rules & bit) === 0) continue;
+    const branched = BRANCHES[r];
+    // (a rule with wide word runs is open, as a whole, in a chunk whose margin holds one)
+    const wide = (chunkMargins()!.wideRules & bit) !== 0;
+    if (!branched) {
+      searchRuns(t, wins, masks, bit, RULES_G[r]!, ch, wide, (k) => (ch.rules[k]! & bit) !== 0 || (wide && ch.wide[k] === 1));
+      continue;
+    }
+    // (a chunk with more than MAX_BRANCH_SCANS open branches: the whole regex there)
+    const many = (k: number): boolean => ((ch.rules[k]! & bit) !== 0 && popcount(ch.branches[k * nr + r]!) > MAX_BRANCH_SCANS) || (wide && ch.wide[k] === 1);
+    searchRuns(t, wins, masks, bit, RULES_G[r]!, ch, wide, many);
+    for (let b = 0; b < branched.res.length; b++) {
+      if ((gates.branches[r]! & (1 << b)) === 0) continue;
+      const few = (k: number): boolean => {
+        const open = (ch.rules[k]! & bit) !== 0 && !(wide && ch.wide[k] === 1) ? ch.branches[k * nr + r]! : 0;
+        return (open & (1 << b)) !== 0 && popcount(open) <= MAX_BRANCH_SCANS;
+      };
+      searchRuns(t, wins, masks, bit, branched.res[b]!, ch, wide, few);
+    }
+  }
+  return masks;
+}
+
+/**
+ * Sets `bit` in the mask of every window of `wins` where global `re` has a match starting inside one of the runs of
+ * chunks that `open` accepts (the text of the run's spans searched, its matches counted while they start in its cores).
+ */
+function searchRuns(t: string, wins: ReadonlyArray<readonly [number, number]>, masks: Uint32Array, bit: number, re: RegExp, ch: ChunkGates, wide: boolean, open: (k: number) => boolean): void {
+  forOpenRuns(t, ch, wide, open, (from, to, a, span) => {
+    // the first window ending after `from` (windows are sorted by end)
+    let lo = 0;
+    let hi = wins.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (wins[mid]![1] <= from) lo = mid + 1;
+      else hi = mid;
+    }
+    let k = lo;
+    while (k < wins.length && wins[k]![0] < to) {
+      re.lastIndex = Math.max(wins[k]![0], from) - a;
+      const m = re.exec(span);
+      if (m === null) break;
+      const p = a + m.index;
+      if (p >= to) break;
+      while (k < wins.length && wins[k]![1] <= p) k++;
+      // every window holding p, then the first window that begins after p
+      let j = k;
+      for (; j < wins.length && wins[j]![0] <= p; j++) if (p < wins[j]![1]) masks[j]! |= bit;
+      k = j;
+    }
+    return false;
+  });
 }
 
 /** Open branches of a rule searched one by one (each a regex scan of the text); more: the whole regex, once. */

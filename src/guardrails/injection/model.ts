@@ -8,10 +8,9 @@ import type { TextLocation } from "../guardrail.js";
 import { decodedViews } from "./decode.js";
 import {
   HARD_RULE_CLASSES,
-  HARD_RULES,
   RULE_CLASSES,
   RULES,
-  hardRuleHit,
+  firstHardRule,
   normalizeForInjection,
   ruleGates,
   type RuleGates,
@@ -261,9 +260,8 @@ export class InjectionModel {
     const ruleWeight = data ? this.#dataRuleWeight : this.#ruleWeight;
     const negRuleWeight = data ? this.#dataNegRuleWeight : this.#negRuleWeight;
     const bias = data ? this.bias + this.#dataBias : this.bias;
-    if (hardRuleHit(t, gates)) {
-      for (let r = 0; r < HARD_RULES.length; r++) if (gates.hard & (1 << r) && HARD_RULES[r]!.test(t)) return { score: 1, hard: r, rules: 0 };
-    }
+    const hard = firstHardRule(t, gates);
+    if (hard >= 0) return { score: 1, hard, rules: 0 };
     const wins = this.#windows(t);
     const masks = windowRules(t, wins, gates);
     // (data the agent reads is a document whatever it says: the reader check is for messages)
