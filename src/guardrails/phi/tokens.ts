@@ -11,9 +11,9 @@
 
 /** Token bit: one of the detector's extra names (above the lexicon and word-class bits). */
 export const X_EXTRA = 1 << 28;
-import { F_AMBIGUOUS, F_COMMON, F_FIRST, F_INTL, F_LAST, type Lexicon } from "./lexicon.js";
+import { F_AMBIGUOUS, F_COMMON, F_FIRST, F_INTL, F_LAST, FNV_OFFSET, FNV_PRIME, type Lexicon } from "./lexicon.js";
 import { W_NOT_NAMES } from "./words.js";
-import { astralLowerSame, CASE_LOWER_CHANGES, CASE_NOT_SIMPLE, CASE_UPPER_CHANGES, isCap, isNameCase, isTitleCase, isUp, isUpper, LOWER_UNIT, scanWords, unitCase } from "./text.js";
+import { astralLowerSame, CASE_LOWER_CHANGES, CASE_NOT_SIMPLE, CASE_UPPER_CHANGES, charClass, isCap, isNameCase, isTitleCase, isUp, isUpper, LOWER_UNIT, unitCase } from "./text.js";
 
 /** Shape bits of a token's word as written (see ./text.ts isTitleCase, isUpper, isNameCase, isCap). */
 export const SH_TC = 1;
@@ -138,7 +138,7 @@ export function nameContext(text: string, lx: Lexicon, extra: ReadonlySet<string
   let upperSeen = false;
   let otherLetters = false;
   arrays.upperBefore[0] = 0;
-  scanWords(text, (s, end, asciiLower, ascii, marks) => {
+  scanWordsFolded(text, (s, end, asciiLower, ascii, marks) => {
     // trailing hyphens and apostrophes are not part of the word ("Smith-", "Jones'")
     let e = end;
     for (let c = text.charCodeAt(e - 1); e - s > 1 && (c === 45 || c === 39 || c === 0x2019); c = text.charCodeAt(e - 1)) e--;
@@ -152,6 +152,29 @@ export function nameContext(text: string, lx: Lexicon, extra: ReadonlySet<string
       // possessive: "Smith's", "SMITH'S"; the lexicon is read by char codes (no substring, no toLowerCase)
       const z = text.charCodeAt(e - 1);
       if (e - s >= 2 && (z === 115 || z === 83) && text.charCodeAt(e - 2) === 39) e -= 2;
+      if (e === end) {
+        // the whole word: its shape and lexicon entry from what the scanner counted and hashed (no second reading)
+        const wd = WORD;
+        const upper = wd[W_UP]!;
+        const len = e - s;
+        sh = SH_ASCII;
+        if (asciiLower) sh |= SH_LW;
+        else if (upper === 0) sh |= SH_LW;
+        else {
+          const c0 = text.charCodeAt(s);
+          const up = len === upper + wd[W_MARKS]!;
+          const c0up = isUp(c0);
+          const tc = len >= 2 && c0up && upper === 1;
+          if (up) sh |= SH_UP;
+          if (tc) sh |= SH_TC | SH_NC;
+          else if (c0up && (wd[W_MARKS]! > 0 || c0 === 77) && isNameCase((w = text.slice(s, e)))) sh |= SH_NC;
+          if (c0up && (len === 1 || !isUp(text.charCodeAt(s + 1)) || up)) sh |= SH_CAP;
+        }
+        if (wd[W_HY] !== 0) sh |= SH_HY;
+        id = table.findAsciiLowerHashed(text, s, e, wd[W_HASH]!, wd[W_P0]!, wd[W_P1]!, wd[W_P2]!, wd[W_P3]!);
+        if (id >= 0) f = table.hitBits;
+        if (hasExtra) lower = id >= 0 ? table.wordOf(id) : (w ?? text.slice(s, e)).toLowerCase();
+      } else {
       // the shape from the char codes (letters, ' and -): the same answers as the string tests of ./text.ts
       let upper = 0;
       sh = SH_ASCII;
@@ -187,6 +210,7 @@ export function nameContext(text: string, lx: Lexicon, extra: ReadonlySet<string
       if (id >= 0) f = table.hitBits;
       // a dictionary word's lower case is the dictionary's own string
       if (hasExtra) lower = id >= 0 ? table.wordOf(id) : (w ?? text.slice(s, e)).toLowerCase();
+      }
     } else {
       otherLetters = true;
       // the word's lower case is one code unit per unit (LOWER_UNIT) unless a unit's is longer or depends on context
@@ -378,4 +402,114 @@ function shapeOf(text: string, s: number, e: number): number {
   if (!c0Lower && lowerAfterFirst) sh |= SH_LW;
   if (hy) sh |= SH_HY;
   return sh;
+}
+
+/**
+ * What the scanner read of the word it reports, for an ASCII word (meaningless for another): the FNV-1a hash of its
+ * lower case (./lexicon.ts LexTable), its first 16 lower-case characters packed four to an int (as LexTable's cache
+ * holds them), its count of capitals, of apostrophes and hyphens, and whether it has a hyphen.
+ */
+const WORD = new Int32Array(9);
+const W_HASH = 0;
+const W_P0 = 1;
+const W_P1 = 2;
+const W_P2 = 3;
+const W_P3 = 4;
+const W_UP = 5;
+const W_MARKS = 6;
+const W_HY = 7;
+
+/**
+ * ./text.ts scanWords (the same words, the same flags), which also folds each ASCII word into {@link WORD} as it
+ * reads it: the lexicon lookup and the shape of a whole word then need no second and third pass over its characters.
+ */
+function scanWordsFolded(text: string, word: (start: number, end: number, asciiLower: boolean, ascii: boolean, marks: boolean) => void): void {
+  const n = text.length;
+  const wd = WORD;
+  let i = 0;
+  while (i < n) {
+    const c = text.charCodeAt(i);
+    let size = 1;
+    let lower = true;
+    let fc = c;
+    let up = 0;
+    if (c < 128) {
+      if (c >= 97 && c <= 122) {
+        // a-z
+      } else if (c >= 65 && c <= 90) {
+        lower = false;
+        up = 1;
+        fc = c + 32;
+      } else {
+        i++;
+        continue;
+      }
+    } else {
+      const cp = text.codePointAt(i)!;
+      if (cp > 0xffff) size = 2;
+      if (charClass(cp) !== 2) {
+        i += size;
+        continue;
+      }
+      lower = false;
+    }
+    const start = i;
+    let ascii = c < 128;
+    let marks = false;
+    let nMarks = 0;
+    let hy = 0;
+    let x = Math.imul(FNV_OFFSET ^ fc, FNV_PRIME);
+    let p0 = fc;
+    let p1 = 0;
+    let p2 = 0;
+    let p3 = 0;
+    i += size;
+    while (i < n) {
+      const d = text.charCodeAt(i);
+      if (d < 128) {
+        let f = d;
+        if (d >= 97 && d <= 122) {
+          // a-z
+        } else if (d >= 65 && d <= 90) {
+          lower = false;
+          up++;
+          f = d + 32;
+        } else if (d === 39 || d === 45) {
+          // ' -
+          marks = true;
+          nMarks++;
+          if (d === 45) hy = 1;
+        } else break;
+        x = Math.imul(x ^ f, FNV_PRIME);
+        const k = i - start;
+        if (k < 4) p0 |= f << (k << 3);
+        else if (k < 8) p1 |= f << ((k - 4) << 3);
+        else if (k < 12) p2 |= f << ((k - 8) << 3);
+        else if (k < 16) p3 |= f << ((k - 12) << 3);
+        i++;
+        continue;
+      }
+      if (d === 0x2019) {
+        // ’
+        lower = false;
+        ascii = false;
+        i++;
+        continue;
+      }
+      const cp = text.codePointAt(i)!;
+      if (charClass(cp) < 2) break;
+      lower = false;
+      ascii = false;
+      i += cp > 0xffff ? 2 : 1;
+    }
+    wd[W_HASH] = x;
+    wd[W_P0] = p0;
+    wd[W_P1] = p1;
+    wd[W_P2] = p2;
+    wd[W_P3] = p3;
+    wd[W_UP] = up;
+    wd[W_MARKS] = nMarks;
+    wd[W_HY] = hy;
+    word(start, i, lower, ascii, marks);
+  }
 }
