@@ -25,6 +25,7 @@
 import path from "node:path";
 import { guardrailsDir } from "../root.js";
 import { ADDR_NUM_START_RULE, ADDR_TRIGGER_START, addressLines, scanAddresses } from "./addresses.js";
+import { digitShapes } from "./digits.js";
 import { FoundList, PHI_ENTITY_TYPES, type PhiEntity, type PhiEntityType } from "./entities.js";
 import { loadLexicon, type Lexicon } from "./lexicon.js";
 import { findNames, type NameTokens } from "./names.js";
@@ -82,9 +83,12 @@ class Detector implements PhiDetector {
     const types = this.#types;
     const active = this.#active;
     let starts: RuleLists | undefined;
+    // the digit runs' shapes (./digits.ts), found when the first pattern with a digit gate comes
+    let shapes = -1;
     for (let j = 0; j < active.length; j++) {
       const k = active[j]!;
       const p = PATTERNS[k]!;
+      if (p.digits !== undefined && ((shapes < 0 ? (shapes = digitShapes(text)) : shapes) & p.digits) === 0) continue;
       if (p.gate && !p.gate(text)) continue;
       const rule = RULE_OF[k]!;
       if (p.atSign) runAtSign(p, STICKY_AT[k]!, text, found);

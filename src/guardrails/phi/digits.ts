@@ -1,0 +1,209 @@
+/**
+ * One pass over a text's runs of ASCII digits that gates the numeric patterns of ./patterns.ts (phone, SSN, account,
+ * dates, age, ZIP, ID numbers): each such pattern names, as the bits of its `digits` field, the digit runs any of its
+ * matches contains (a run of five digits; two runs joined by one "-"; a run of one or two digits followed by a month
+ * name ...), and runs over the text only when the text has one. A text without such a run (most prose: a few numbers
+ * per KB, none a phone number or a date) skips the pattern's pass over the whole text.
+ *
+ * Exact by construction: every bit is a necessary condition of a match of the patterns gated by it (see each bit; a
+ * pattern's look-behind puts its first digit at the start of a run and what follows its digit groups ends them, so the
+ * groups are whole runs). A gate may open for a text the pattern then finds nothing in; it never shuts for a text the
+ * pattern would match.
+ *
+ * Cost: one char-code test per character (~1-2 µs per KB), a few more per run.
+ */
+import { isWs } from "./text.js";
+
+/** Four runs joined by single full stops ("10.1.2.3"): IPv4. */
+export const D_DOTS3 = 1 << 0;
+/** A run of 3 digits, "-", a run of 2: SSN. */
+export const D_SSN = 1 << 1;
+/** Runs joined by single spaces or hyphens with 12 digits or more in all: card and account numbers. */
+export const D_ACCOUNT = 1 << 2;
+/** A run of 3 digits, one to three characters, a run of 4: a North American phone number. */
+export const D_NANP = 1 << 3;
+/** A run right after "+": an international phone number. */
+export const D_PLUS = 1 << 4;
+/** Three runs joined by single spaces or full stops: grouped phone digits. */
+export const D_GROUPED = 1 << 5;
+/** 3 digits, a space or "-", 7 digits; or 6 digits, "-", 4 digits: a phone number. */
+export const D_3_7 = 1 << 6;
+/** Two runs joined by one "-": hyphen-grouped numbers, ISO and m-d-y dates. */
+export const D_HYPHEN = 1 << 7;
+/** Two runs joined by one "/": m/d and m/y dates. */
+export const D_SLASH = 1 << 8;
+/** Three runs joined by single ".", "/" or "-": d.m.y dates. */
+export const D_SEP3 = 1 << 9;
+/** Three runs joined by single "/": m/d/y dates. */
+export const D_SLASH3 = 1 << 10;
+/** Runs joined by "/", "-", "/" in turn: the second date of a range ("10/15-10/16"). */
+export const D_RANGE = 1 << 11;
+/** A run of one or two digits, an optional st/nd/rd/th, white space, an optional "of", a month's first two letters. */
+export const D_DAY_MONTH = 1 << 12;
+/** A run of two digits right after an apostrophe: a year ("'09"). */
+export const D_APOSTROPHE = 1 << 13;
+/** 9x or 10x / 11x, then white space or hyphens and a "y": an age over 89 ("92 yo", "101-year-old"). */
+export const D_AGE = 1 << 14;
+/** A run of exactly five digits: a ZIP code. */
+export const D_FIVE = 1 << 15;
+/** A run of seven digits or more: an ID number. */
+export const D_SEVEN = 1 << 16;
+/**
+ * A run of one to six digits, an optional ASCII letter, one or two white-space characters, then a digit or a capital
+ * (any letter outside ASCII counts): a house number before a street's name ("12 Main St", "4B Elm Road").
+ */
+export const D_HOUSE = 1 << 17;
+
+const isDigit = (c: number): boolean => c >= 48 && c <= 57;
+
+/** The D_* bits of `text` (0 for a text without digits). */
+export function digitShapes(text: string): number {
+  const n = text.length;
+  let bits = 0;
+  // the previous run's end (exclusive) and length
+  let pe = -2;
+  let pL = 0;
+  // links (two runs with one character between them) in a row ending at the current run: of "." / of ".", "/" or "-" / of "/" / of " " or "."
+  let dots = 0;
+  let seps = 0;
+  let slashes = 0;
+  let spaceDots = 0;
+  // digits of the current chain of runs joined by single spaces or hyphens
+  let account = 0;
+  // the characters of the previous two links of the current chain (0: none)
+  let sep1 = 0;
+  let sep2 = 0;
+  let i = 0;
+  while (i < n) {
+    const c = text.charCodeAt(i);
+    if (c < 48 || c > 57) {
+      i++;
+      continue;
+    }
+    const s = i;
+    i++;
+    while (i < n && isDigit(text.charCodeAt(i))) i++;
+    const L = i - s;
+    const gap = s - pe;
+    if (gap === 1) {
+      const sep = text.charCodeAt(pe);
+      dots = sep === 46 ? dots + 1 : 0;
+      seps = sep === 46 || sep === 47 || sep === 45 ? seps + 1 : 0;
+      slashes = sep === 47 ? slashes + 1 : 0;
+      spaceDots = sep === 32 || sep === 46 ? spaceDots + 1 : 0;
+      account = sep === 32 || sep === 45 ? account + L : L;
+      if (sep === 45) {
+        bits |= D_HYPHEN;
+        if (pL === 3 && L === 2) bits |= D_SSN;
+        if (pL === 6 && L === 4) bits |= D_3_7;
+      } else if (sep === 47) {
+        bits |= D_SLASH;
+        if (sep1 === 45 && sep2 === 47) bits |= D_RANGE;
+      }
+      if (pL === 3 && L === 7 && (sep === 32 || sep === 45)) bits |= D_3_7;
+      if (dots >= 3) bits |= D_DOTS3;
+      if (seps >= 2) bits |= D_SEP3;
+      if (slashes >= 2) bits |= D_SLASH3;
+      if (spaceDots >= 2) bits |= D_GROUPED;
+      sep2 = sep1;
+      sep1 = sep;
+    } else {
+      dots = seps = slashes = spaceDots = 0;
+      account = L;
+      sep1 = sep2 = 0;
+    }
+    if (account >= 12) bits |= D_ACCOUNT;
+    if (pL === 3 && L === 4 && gap <= 3) bits |= D_NANP;
+    if (L === 5) bits |= D_FIVE;
+    else if (L >= 7) bits |= D_SEVEN;
+    if (s > 0) {
+      const b = text.charCodeAt(s - 1);
+      if (b === 43) bits |= D_PLUS;
+      else if (L === 2 && (b === 39 || b === 0x2019)) bits |= D_APOSTROPHE;
+    }
+    if (L <= 3 && (bits & (D_AGE | D_DAY_MONTH)) !== (D_AGE | D_DAY_MONTH)) {
+      const d0 = text.charCodeAt(s);
+      if ((L === 2 && d0 === 57) || (L === 3 && d0 === 49 && (text.charCodeAt(s + 1) === 48 || text.charCodeAt(s + 1) === 49))) {
+        // the age pattern's look-ahead: \s?-?\s?(?:y...|-year-old), so a "y" after at most four blanks and hyphens
+        let k = i;
+        while (k < n && k - i < 4 && (text.charCodeAt(k) === 45 || isWs(text.charCodeAt(k)))) k++;
+        if (k < n && (text.charCodeAt(k) | 32) === 121) bits |= D_AGE;
+      }
+      if (L <= 2 && dayMonthAt(text, i)) bits |= D_DAY_MONTH;
+    }
+    if (L <= 6 && (bits & D_HOUSE) === 0 && houseNumberAt(text, i)) bits |= D_HOUSE;
+    pe = i;
+    pL = L;
+  }
+  return bits;
+}
+
+/**
+ * After a run of one or two digits ending at `e`: what the day-month pattern needs there, `(?:st|nd|rd|th)?\s{1,2}
+ * (?:of\s{1,2})?` and the first two letters of a month (ASCII, any case: the pattern has the `i` flag and no `u`).
+ */
+function dayMonthAt(text: string, e: number): boolean {
+  const n = text.length;
+  let j = e;
+  if (j < n && !isWs(text.charCodeAt(j))) {
+    // an ordinal suffix (the pattern needs white space right after the digits or after the suffix)
+    if (j + 1 >= n) return false;
+    const a = text.charCodeAt(j) | 32;
+    const b = text.charCodeAt(j + 1) | 32;
+    if (!((a === 115 && b === 116) || (a === 110 && b === 100) || (a === 114 && b === 100) || (a === 116 && b === 104))) return false;
+    j += 2;
+  }
+  const k = skipBlanks(text, j);
+  if (k === j) return false;
+  if (monthLead(text, k)) return true;
+  // "of" and one or two white-space characters
+  if (k + 1 < n && (text.charCodeAt(k) | 32) === 111 && (text.charCodeAt(k + 1) | 32) === 102) {
+    const m = skipBlanks(text, k + 2);
+    return m > k + 2 && monthLead(text, m);
+  }
+  return false;
+}
+
+/** After a run of digits ending at `e`: `[A-Za-z]?\s{1,2}[\p{Lu}\d]` (any character outside ASCII taken for a capital). */
+function houseNumberAt(text: string, e: number): boolean {
+  let j = e;
+  if (j < text.length && ((text.charCodeAt(j) | 32) >= 97 && (text.charCodeAt(j) | 32) <= 122)) j++;
+  const k = skipBlanks(text, j);
+  if (k === j || k >= text.length) return false;
+  const c = text.charCodeAt(k);
+  return (c >= 65 && c <= 90) || (c >= 48 && c <= 57) || c >= 128;
+}
+
+/** Past at most two white-space characters from `j`. */
+function skipBlanks(text: string, j: number): number {
+  let k = j;
+  while (k < text.length && k - j < 2 && isWs(text.charCodeAt(k))) k++;
+  return k;
+}
+
+/** `text[k, k + 2)` is the start of an English month name, any ASCII case (ja fe ma ap ju au se oc no de). */
+function monthLead(text: string, k: number): boolean {
+  if (k + 1 >= text.length) return false;
+  const a = text.charCodeAt(k) | 32;
+  const b = text.charCodeAt(k + 1) | 32;
+  switch (a) {
+    case 106:
+      return b === 97 || b === 117; // ja ju
+    case 102:
+      return b === 101; // fe
+    case 109:
+      return b === 97; // ma
+    case 97:
+      return b === 112 || b === 117; // ap au
+    case 115:
+      return b === 101; // se
+    case 111:
+      return b === 99; // oc
+    case 110:
+      return b === 111; // no
+    case 100:
+      return b === 101; // de
+    default:
+      return false;
+  }
+}
