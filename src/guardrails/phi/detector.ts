@@ -25,7 +25,7 @@
 import path from "node:path";
 import { guardrailsDir } from "../root.js";
 import { ADDR_NUM_START_RULE, ADDR_TRIGGER_START, addressLines, scanAddresses } from "./addresses.js";
-import { digitShapes } from "./digits.js";
+import { DIGIT_SHAPES, digitShapes } from "./digits.js";
 import { FoundList, PHI_ENTITY_TYPES, type PhiEntity, type PhiEntityType } from "./entities.js";
 import { loadLexicon, type Lexicon } from "./lexicon.js";
 import { findNames, type NameTokens } from "./names.js";
@@ -70,11 +70,14 @@ class Detector implements PhiDetector {
   readonly #active: number[];
   readonly #lx: Lexicon;
   readonly #extra: Set<string>;
+  /** Both the start-position scan and the digit gates are needed (so the one scan also gathers the digit shapes). */
+  readonly #scanFirst: boolean;
 
   constructor(opts: PhiDetectorOptions) {
     this.#types = new Set(opts.entities ?? PHI_ENTITY_TYPES);
     this.#active = PATTERNS.flatMap((p, k) => (this.#types.has(p.type) ? [k] : []));
     this.#lx = loadLexicon(opts.lexiconFile ?? path.join(guardrailsDir(), "data", "phi-lexicon.json"));
+    this.#scanFirst = this.#active.some((k) => PATTERNS[k]!.digits !== undefined) && (this.#types.has("ADDRESS") || this.#active.some((k) => RULE_OF[k]! >= 0));
     this.#extra = new Set((opts.names ?? []).flatMap((n) => n.toLowerCase().split(/\s+/)).filter((n) => n.length > 1));
   }
 
@@ -83,8 +86,13 @@ class Detector implements PhiDetector {
     const types = this.#types;
     const active = this.#active;
     let starts: RuleLists | undefined;
-    // the digit runs' shapes (./digits.ts), found when the first pattern with a digit gate comes
+    // the digit runs' shapes (./digits.ts): gathered by the start-position scan when there is one, else found when the
+    // first pattern with a digit gate comes
     let shapes = -1;
+    if (this.#scanFirst) {
+      starts = byRule(START_INDEX.scan(text, DIGIT_SHAPES));
+      shapes = DIGIT_SHAPES.bits;
+    }
     for (let j = 0; j < active.length; j++) {
       const k = active[j]!;
       const p = PATTERNS[k]!;

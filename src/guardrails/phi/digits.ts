@@ -58,21 +58,8 @@ const isDigit = (c: number): boolean => c >= 48 && c <= 57;
 
 /** The D_* bits of `text` (0 for a text without digits). */
 export function digitShapes(text: string): number {
+  const d = DIGIT_SHAPES.reset();
   const n = text.length;
-  let bits = 0;
-  // the previous run's end (exclusive) and length
-  let pe = -2;
-  let pL = 0;
-  // links (two runs with one character between them) in a row ending at the current run: of "." / of ".", "/" or "-" / of "/" / of " " or "."
-  let dots = 0;
-  let seps = 0;
-  let slashes = 0;
-  let spaceDots = 0;
-  // digits of the current chain of runs joined by single spaces or hyphens
-  let account = 0;
-  // the characters of the previous two links of the current chain (0: none)
-  let sep1 = 0;
-  let sep2 = 0;
   let i = 0;
   while (i < n) {
     const c = text.charCodeAt(i);
@@ -83,36 +70,76 @@ export function digitShapes(text: string): number {
     const s = i;
     i++;
     while (i < n && isDigit(text.charCodeAt(i))) i++;
+    d.run(text, s, i);
+  }
+  return d.bits;
+}
+
+/**
+ * The D_* bits of a text, gathered from its digit runs in order ({@link run} on each maximal run), so that a scan that
+ * reads the text for something else (./prefilter.ts StartIndex) can gather them on the way.
+ */
+export class DigitShapes {
+  bits = 0;
+  /** The previous run's end (exclusive) and length. */
+  #pe = -2;
+  #pL = 0;
+  /** Links (two runs with one character between them) in a row ending at the last run: of "." / ".", "/" or "-" / "/" / " " or ".". */
+  #dots = 0;
+  #seps = 0;
+  #slashes = 0;
+  #spaceDots = 0;
+  /** Digits of the current chain of runs joined by single spaces or hyphens. */
+  #account = 0;
+  /** The characters of the previous two links of the current chain (0: none). */
+  #sep1 = 0;
+  #sep2 = 0;
+
+  /** Starts a text. */
+  reset(): this {
+    this.bits = 0;
+    this.#pe = -2;
+    this.#pL = 0;
+    this.#dots = this.#seps = this.#slashes = this.#spaceDots = this.#account = this.#sep1 = this.#sep2 = 0;
+    return this;
+  }
+
+  /** Adds the maximal run of digits `text[s, i)` (after every run before it). */
+  run(text: string, s: number, i: number): void {
+    const n = text.length;
+    let bits = this.bits;
+    const pe = this.#pe;
+    const pL = this.#pL;
     const L = i - s;
     const gap = s - pe;
     if (gap === 1) {
       const sep = text.charCodeAt(pe);
-      dots = sep === 46 ? dots + 1 : 0;
-      seps = sep === 46 || sep === 47 || sep === 45 ? seps + 1 : 0;
-      slashes = sep === 47 ? slashes + 1 : 0;
-      spaceDots = sep === 32 || sep === 46 ? spaceDots + 1 : 0;
-      account = sep === 32 || sep === 45 ? account + L : L;
+      const dots = (this.#dots = sep === 46 ? this.#dots + 1 : 0);
+      const seps = (this.#seps = sep === 46 || sep === 47 || sep === 45 ? this.#seps + 1 : 0);
+      const slashes = (this.#slashes = sep === 47 ? this.#slashes + 1 : 0);
+      const spaceDots = (this.#spaceDots = sep === 32 || sep === 46 ? this.#spaceDots + 1 : 0);
+      this.#account = sep === 32 || sep === 45 ? this.#account + L : L;
       if (sep === 45) {
         bits |= D_HYPHEN;
         if (pL === 3 && L === 2) bits |= D_SSN;
         if (pL === 6 && L === 4) bits |= D_3_7;
       } else if (sep === 47) {
         bits |= D_SLASH;
-        if (sep1 === 45 && sep2 === 47) bits |= D_RANGE;
+        if (this.#sep1 === 45 && this.#sep2 === 47) bits |= D_RANGE;
       }
       if (pL === 3 && L === 7 && (sep === 32 || sep === 45)) bits |= D_3_7;
       if (dots >= 3) bits |= D_DOTS3;
       if (seps >= 2) bits |= D_SEP3;
       if (slashes >= 2) bits |= D_SLASH3;
       if (spaceDots >= 2) bits |= D_GROUPED;
-      sep2 = sep1;
-      sep1 = sep;
+      this.#sep2 = this.#sep1;
+      this.#sep1 = sep;
     } else {
-      dots = seps = slashes = spaceDots = 0;
-      account = L;
-      sep1 = sep2 = 0;
+      this.#dots = this.#seps = this.#slashes = this.#spaceDots = 0;
+      this.#account = L;
+      this.#sep1 = this.#sep2 = 0;
     }
-    if (account >= 12) bits |= D_ACCOUNT;
+    if (this.#account >= 12) bits |= D_ACCOUNT;
     if (pL === 3 && L === 4 && gap <= 3) bits |= D_NANP;
     if (L === 5) bits |= D_FIVE;
     else if (L >= 7) bits |= D_SEVEN;
@@ -132,11 +159,13 @@ export function digitShapes(text: string): number {
       if (L <= 2 && dayMonthAt(text, i)) bits |= D_DAY_MONTH;
     }
     if (L <= 6 && (bits & D_HOUSE) === 0 && houseNumberAt(text, i)) bits |= D_HOUSE;
-    pe = i;
-    pL = L;
+    this.bits = bits;
+    this.#pe = i;
+    this.#pL = L;
   }
-  return bits;
 }
+/** The shapes of the text being scanned (detection is synchronous). */
+export const DIGIT_SHAPES = new DigitShapes();
 
 /**
  * After a run of one or two digits ending at `e`: what the day-month pattern needs there, `(?:st|nd|rd|th)?\s{1,2}
