@@ -51,8 +51,9 @@ export interface NameTokens {
  * (when NAME is asked for) as tokens, which the detector merges with `found` in order (one object per name token and
  * their sort were most of the cost of a text of names).
  */
-export function findNames(text: string, found: FoundList, lx: Lexicon, extra: ReadonlySet<string>, types: ReadonlySet<PhiEntityType>): NameTokens | undefined {
-  const c = nameContext(text, lx, extra);
+export function findNames(text: string, found: FoundList, lx: Lexicon, extra: ReadonlySet<string>, types: ReadonlySet<PhiEntityType>, context?: NameContext): NameTokens | undefined {
+  // the text's tokens: those of nameContext(text, ...) made earlier in the same detection, or made now
+  const c = context ?? nameContext(text, lx, extra);
   cueRules(c);
   extendRuns(c);
   initialsAndPairs(c);

@@ -200,10 +200,41 @@ export class StartIndex {
     return this.#out;
   }
 
+  /**
+   * For a scan of the text's words that lists the candidates itself (./tokens.ts nameContext): the pair table and the
+   * reused output arrays, emptied; undefined unless candidates are word starts only (then the scan must find what
+   * {@link scan} finds). Hand the filled sink back with {@link takeSink}.
+   */
+  wordStartSink(): WordStartSink | undefined {
+    const pair = this.#table();
+    if (!this.#wordStartsOnly) return undefined;
+    return { pair, foldBits: this.#foldBits, n: 0, pos: this.#out.pos, mask: this.#out.mask };
+  }
+
+  /** The candidates a scan put in `sink` (from {@link wordStartSink}), as {@link scan} gives them. */
+  takeSink(sink: WordStartSink): Candidates {
+    this.#out = { n: sink.n, pos: sink.pos, mask: sink.mask };
+    return this.#out;
+  }
+
   /** Every rule is "alnum" and no lead starts with a character other than an ASCII letter or digit (set by #table). */
   #wordStartsOnly = false;
 
   #out: Candidates = { n: 0, pos: new Int32Array(1024), mask: new Int32Array(1024) };
+}
+
+/**
+ * Where another scan lists word-start candidates (see {@link StartIndex.wordStartSink}): position p with first characters
+ * c0 c1 (c1 = 128 past the end or outside ASCII) is a candidate of the rules `pair[c0 * 129 + c1]` when it is an ASCII
+ * letter or digit after no ASCII letter or digit; a "ſ" or Kelvin sign is one of the rules `foldBits` (when not 0).
+ * `pos` and `mask` may be replaced by longer arrays; `n` is the count.
+ */
+export interface WordStartSink {
+  pair: Uint32Array;
+  foldBits: number;
+  n: number;
+  pos: Int32Array;
+  mask: Int32Array;
 }
 
 /** Candidate start positions (see {@link StartIndex.scan}). */
@@ -255,7 +286,7 @@ export function byRule(c: Candidates): RuleLists {
 const CURSOR = new Int32Array(32);
 
 /** A copy of `a` twice as long. */
-function grow(a: Int32Array): Int32Array {
+export function grow(a: Int32Array): Int32Array {
   const b = new Int32Array(a.length * 2);
   b.set(a);
   return b;

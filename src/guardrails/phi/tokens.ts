@@ -13,6 +13,8 @@
 export const X_EXTRA = 1 << 28;
 import { F_AMBIGUOUS, F_COMMON, F_FIRST, F_INTL, F_LAST, FNV_OFFSET, FNV_PRIME, type Lexicon } from "./lexicon.js";
 import { W_NOT_NAMES } from "./words.js";
+import type { DigitShapes } from "./digits.js";
+import { grow, type WordStartSink } from "./prefilter.js";
 import { astralLowerSame, CASE_LOWER_CHANGES, CASE_NOT_SIMPLE, CASE_UPPER_CHANGES, charClass, isCap, isNameCase, isTitleCase, isUp, isUpper, LOWER_UNIT, unitCase } from "./text.js";
 
 /** Shape bits of a token's word as written (see ./text.ts isTitleCase, isUpper, isNameCase, isCap). */
@@ -108,8 +110,11 @@ class TokenArrays {
 }
 let shared: TokenArrays | undefined;
 
-/** Tokenises `text` and builds the rules' context. */
-export function nameContext(text: string, lx: Lexicon, extra: ReadonlySet<string>): NameContext {
+/**
+ * Tokenises `text` and builds the rules' context; with `sink` and `digits`, the same pass lists the start-position
+ * candidates of ./prefilter.ts in `sink` and gathers the digit runs' shapes in `digits` (see scanWordsFolded).
+ */
+export function nameContext(text: string, lx: Lexicon, extra: ReadonlySet<string>, sink?: WordStartSink, digits?: DigitShapes): NameContext {
   const { first, common, ambiguous } = lx;
   const table = lx.table;
   // the arrays of the previous call, grown (and then this text's own) when the text has more words
@@ -269,7 +274,7 @@ export function nameContext(text: string, lx: Lexicon, extra: ReadonlySet<string
     // upper-case words before each position: the share of upper-case neighbours is a difference of two prefix sums
     a.upperBefore[n + 1] = a.upperBefore[n]! + ((sh & SH_UP) !== 0 ? 1 : 0);
     n++;
-  });
+  }, sink, digits);
   const { S, E, GE, F, SH, LID } = arrays;
   // a token's range is its word as written (a possessive's "'s" is outside it)
   const wOf = (i: number): string => text.slice(S[i]!, E[i]!);
@@ -422,10 +427,19 @@ const W_HY = 7;
 /**
  * ./text.ts scanWords (the same words, the same flags), which also folds each ASCII word into {@link WORD} as it
  * reads it: the lexicon lookup and the shape of a whole word then need no second and third pass over its characters.
+ *
+ * With `sink` and `digits`, the same pass also lists the start-position candidates of ./prefilter.ts (what
+ * StartIndex.scan would list: ASCII letters and digits after no ASCII letter or digit, and "ſ" / Kelvin signs) and
+ * gathers the shapes of the digit runs (./digits.ts), so the detector reads the text once for all three.
  */
-function scanWordsFolded(text: string, word: (start: number, end: number, asciiLower: boolean, ascii: boolean, marks: boolean) => void): void {
+function scanWordsFolded(text: string, word: (start: number, end: number, asciiLower: boolean, ascii: boolean, marks: boolean) => void, sink?: WordStartSink, digits?: DigitShapes): void {
   const n = text.length;
   const wd = WORD;
+  const listing = sink !== undefined && digits !== undefined;
+  const foldBits = sink === undefined ? 0 : sink.foldBits;
+  // the character before is an ASCII letter or digit (candidates start after none)
+  let prevAlnum = false;
+  if (listing) digits.reset();
   let i = 0;
   while (i < n) {
     const c = text.charCodeAt(i);
@@ -441,12 +455,30 @@ function scanWordsFolded(text: string, word: (start: number, end: number, asciiL
         up = 1;
         fc = c + 32;
       } else {
+        if (listing) {
+          if (c >= 48 && c <= 57) {
+            // a run of digits: a candidate at its start after no letter or digit, and its shape
+            let e = i + 1;
+            while (e < n && isDigitUnit(text.charCodeAt(e))) e++;
+            if (!prevAlnum) addCandidate(sink, text, i);
+            prevAlnum = true;
+            digits.run(text, i, e);
+            i = e;
+            continue;
+          }
+          prevAlnum = false;
+        }
         i++;
         continue;
       }
+      if (listing && !prevAlnum) addCandidate(sink, text, i);
     } else {
       const cp = text.codePointAt(i)!;
       if (cp > 0xffff) size = 2;
+      if (listing) {
+        prevAlnum = false;
+        if ((c === 0x17f || c === 0x212a) && foldBits !== 0) pushCandidate(sink, i, foldBits);
+      }
       if (charClass(cp) !== 2) {
         i += size;
         continue;
@@ -463,6 +495,8 @@ function scanWordsFolded(text: string, word: (start: number, end: number, asciiL
     let p1 = 0;
     let p2 = 0;
     let p3 = 0;
+    // the next ASCII letter of the word starts a run of letters (after a mark or a letter outside ASCII): a candidate
+    let runStart = listing && c >= 128;
     i += size;
     while (i < n) {
       const d = text.charCodeAt(i);
@@ -470,15 +504,24 @@ function scanWordsFolded(text: string, word: (start: number, end: number, asciiL
         let f = d;
         if (d >= 97 && d <= 122) {
           // a-z
+          if (runStart) {
+            addCandidate(sink!, text, i);
+            runStart = false;
+          }
         } else if (d >= 65 && d <= 90) {
           lower = false;
           up++;
           f = d + 32;
+          if (runStart) {
+            addCandidate(sink!, text, i);
+            runStart = false;
+          }
         } else if (d === 39 || d === 45) {
           // ' -
           marks = true;
           nMarks++;
           if (d === 45) hy = 1;
+          runStart = listing;
         } else break;
         x = Math.imul(x ^ f, FNV_PRIME);
         const k = i - start;
@@ -493,6 +536,7 @@ function scanWordsFolded(text: string, word: (start: number, end: number, asciiL
         // ’
         lower = false;
         ascii = false;
+        runStart = listing;
         i++;
         continue;
       }
@@ -500,8 +544,14 @@ function scanWordsFolded(text: string, word: (start: number, end: number, asciiL
       if (charClass(cp) < 2) break;
       lower = false;
       ascii = false;
+      if (listing) {
+        runStart = true;
+        if ((d === 0x17f || d === 0x212a) && foldBits !== 0) pushCandidate(sink, i, foldBits);
+      }
       i += cp > 0xffff ? 2 : 1;
     }
+    // after the word: its last character was an ASCII letter unless a run of letters was still to start
+    if (listing) prevAlnum = !runStart;
     wd[W_HASH] = x;
     wd[W_P0] = p0;
     wd[W_P1] = p1;
@@ -512,4 +562,26 @@ function scanWordsFolded(text: string, word: (start: number, end: number, asciiL
     wd[W_HY] = hy;
     word(start, i, lower, ascii, marks);
   }
+}
+
+const isDigitUnit = (c: number): boolean => c >= 48 && c <= 57;
+
+/** Lists position `p` (an ASCII letter or digit after none) for the rules its first two characters allow. */
+function addCandidate(sink: WordStartSink, text: string, p: number): void {
+  const c = text.charCodeAt(p);
+  const c1 = p + 1 < text.length ? text.charCodeAt(p + 1) : 128;
+  const m = sink.pair[c * 129 + (c1 < 128 ? c1 : 128)]!;
+  if (m !== 0) pushCandidate(sink, p, m);
+}
+
+/** Lists position `p` for the rules `m`. */
+function pushCandidate(sink: WordStartSink, p: number, m: number): void {
+  const k = sink.n;
+  if (k === sink.pos.length) {
+    sink.pos = grow(sink.pos);
+    sink.mask = grow(sink.mask);
+  }
+  sink.pos[k] = p;
+  sink.mask[k] = m;
+  sink.n = k + 1;
 }

@@ -60,3 +60,17 @@ describe("PHI tokens folded as they are scanned", () => {
     expect(names("Spoke with Kowalczyk-Brandt and Kowalczyk-Brandt's son.")).toEqual(["NAME:Kowalczyk-Brandt", "NAME:Kowalczyk-Brandt"]);
   });
 });
+
+describe("PHI digit-run gates when only some entity types are asked for", () => {
+  const text = "server 10.1.2.3; call 617-555-0123 on 3/14/2019, a 92 yo at 12 Main St, 'ſent to 5 Elm Road'";
+  const only = (entities: Parameters<typeof createPhiDetector>[0]) => {
+    const d = createPhiDetector(entities);
+    return d.detect(text).map((e) => `${e.type}:${text.slice(e.start, e.end)}`);
+  };
+  it("gathers the digit shapes in their own pass when no start-position scan runs", () => {
+    expect(only({ entities: ["IP"] })).toEqual(["IP:10.1.2.3"]);
+  });
+  it("gathers them in the start-position scan when the name rules are not asked for", () => {
+    expect(only({ entities: ["PHONE", "DATE", "AGE", "ADDRESS"] })).toEqual(found(text).filter((e) => !e.startsWith("IP:")));
+  });
+});
