@@ -262,8 +262,8 @@ export const PATTERNS: Pattern[] = [
   { type: "ADDRESS", start: { lead: /^(?:ap|su|st|un|ro|rm|bo|ps|p\.|p\s|po)/i, prev: "alnum" }, re: /\b(?:apt\.?|apartment|suite|ste\.?|unit|room|rm\.?|box|psc|p\.?\s?o\.?\s?box)\s{0,2}#?\s?\d{1,6}[A-Z]?\b/gi },
   { type: "ADDRESS", start: { lead: /^(?:AP|FP|DP)/, prev: "alnum" }, re: /\b(?:APO|FPO|DPO)\s{1,2}(?:AA|AE|AP)\s{1,2}\d{5}\b/g },
   // US military mail: ship name or unit before the APO/FPO/DPO line ("USNS Mercy FPO AP 96677", "PSC 5420, Box 2708 APO AA 33879")
-  { type: "ADDRESS", gate: militaryGate, re: /\b(?:usns|usnv|uss|uscgc)\s{1,2}[\p{L}][\p{L}'’-]{1,30}(?:\s{1,2}[\p{L}][\p{L}'’-]{1,30})?\s{1,3}(?:apo|fpo|dpo)\s{1,2}(?:aa|ae|ap)\s{1,2}\d{5}\b/giu },
-  { type: "ADDRESS", gate: militaryGate, re: /\b(?:psc|unit)\s{1,2}\d{3,5},?\s{1,2}box\s{1,2}\d{3,5}\s{1,3}(?:apo|fpo|dpo)\s{1,2}(?:aa|ae|ap)\s{1,2}\d{5}\b/gi },
+  { type: "ADDRESS", digits: D_FIVE, gate: militaryGate, re: /\b(?:usns|usnv|uss|uscgc)\s{1,2}[\p{L}][\p{L}'’-]{1,30}(?:\s{1,2}[\p{L}][\p{L}'’-]{1,30})?\s{1,3}(?:apo|fpo|dpo)\s{1,2}(?:aa|ae|ap)\s{1,2}\d{5}\b/giu },
+  { type: "ADDRESS", digits: D_FIVE, gate: militaryGate, re: /\b(?:psc|unit)\s{1,2}\d{3,5},?\s{1,2}box\s{1,2}\d{3,5}\s{1,3}(?:apo|fpo|dpo)\s{1,2}(?:aa|ae|ap)\s{1,2}\d{5}\b/gi },
   {
     // street type first, then the street's name and the house number ("Rua João Pessoa 1636", "C/ Señores Curas 88", "ul. Północna 73")
     type: "ADDRESS",

@@ -37,6 +37,8 @@ describe("PHI digit-run gates keep every numeric entity", () => {
     ["id 1234567 here", ["ID:1234567"]],
     ["lives at 12 Main St now", ["ADDRESS:12 Main St now"]],
     ["lives at 4B Elm Road now", ["ADDRESS:4B Elm Road now"]],
+    ["ship to USNS Mercy FPO AP 96677 today", ["ADDRESS:USNS Mercy FPO AP 96677"]],
+    ["mail PSC 5420, Box 2708 APO AA 33879 now", ["ADDRESS:PSC 5420, Box 2708 APO AA 33879"]],
     ["a 3 mg dose", []],
   ];
   for (const [text, want] of cases) {
