@@ -48,7 +48,7 @@ describe("PHI digit-run gates keep every numeric entity", () => {
   }
 });
 
-describe("PHI tokens folded as they are scanned", () => {
+describe("PHI tokens folded as they are scanned, and the gap after a title", () => {
   it("reads dictionary names in every case, with marks, possessives and past the packed length", () => {
     expect(found("Spoke with Olga Krylova today")).toEqual(["NAME:Olga Krylova"]);
     expect(found("Olga Krylova's chart")).toEqual(["NAME:Olga Krylova"]);
@@ -56,6 +56,14 @@ describe("PHI tokens folded as they are scanned", () => {
     expect(found("BEA TURA AWARE")).toEqual(["NAME:BEA TURA"]);
     expect(found("Seen by Dr. O'Brien today.")).toEqual(["NAME:O'Brien"]);
     expect(found("Seen by DR. MCDONALD today.")).toEqual(["NAME:MCDONALD"]);
+    // the gap after a title, read by char codes: an optional full stop and one to three white-space characters, or a full stop
+    expect(["seen by dr.xqzvik today", "seen by dr   xqzvik today", "seen by dr. \u00a0xqzvik today", "seen by dr xqzvik today"].map(found)).toEqual([
+      ["NAME:xqzvik"],
+      ["NAME:xqzvik"],
+      ["NAME:xqzvik"],
+      ["NAME:xqzvik"],
+    ]);
+    expect(["seen by dr    xqzvik today", "seen by dr..xqzvik today", "seen by xqzvik today"].map(found)).toEqual([[], [], []]);
     const named = createPhiDetector({ names: ["Wolfeschlegelsteinhausen", "Kowalczyk-Brandt"] });
     const names = (text: string) => named.detect(text).map((e) => `${e.type}:${text.slice(e.start, e.end)}`);
     expect(names("Spoke with WOLFESCHLEGELSTEINHAUSEN about it.")).toEqual(["NAME:WOLFESCHLEGELSTEINHAUSEN"]);
