@@ -18,7 +18,10 @@ import { isWs } from "./text.js";
 export const D_DOTS3 = 1 << 0;
 /** A run of 3 digits, "-", a run of 2: SSN. */
 export const D_SSN = 1 << 1;
-/** Runs joined by single spaces or hyphens with 12 digits or more in all: card and account numbers. */
+/**
+ * Card and account numbers (`(?<![\w.-])\d(?:[ -]?\d){11,18}(?![\w-])`): runs joined by single spaces or hyphens, from a
+ * run after no `[\w.-]` to a run before no `[\w-]`, with 12 to 19 digits in all.
+ */
 export const D_ACCOUNT = 1 << 2;
 /** A run of 3 digits, one to three characters, a run of 4: a North American phone number. */
 export const D_NANP = 1 << 3;
@@ -89,8 +92,11 @@ export class DigitShapes {
   #seps = 0;
   #slashes = 0;
   #spaceDots = 0;
-  /** Digits of the current chain of runs joined by single spaces or hyphens. */
-  #account = 0;
+  /**
+   * The current chain of runs joined by single spaces or hyphens: bit k of `#starts` is set when k digits of the chain
+   * came after the start of a run that may start an account number (after no `[\w.-]`), k < 32.
+   */
+  #starts = 0;
   /** The characters of the previous two links of the current chain (0: none). */
   #sep1 = 0;
   #sep2 = 0;
@@ -100,7 +106,7 @@ export class DigitShapes {
     this.bits = 0;
     this.#pe = -2;
     this.#pL = 0;
-    this.#dots = this.#seps = this.#slashes = this.#spaceDots = this.#account = this.#sep1 = this.#sep2 = 0;
+    this.#dots = this.#seps = this.#slashes = this.#spaceDots = this.#starts = this.#sep1 = this.#sep2 = 0;
     return this;
   }
 
@@ -118,7 +124,9 @@ export class DigitShapes {
       const seps = (this.#seps = sep === 46 || sep === 47 || sep === 45 ? this.#seps + 1 : 0);
       const slashes = (this.#slashes = sep === 47 ? this.#slashes + 1 : 0);
       const spaceDots = (this.#spaceDots = sep === 32 || sep === 46 ? this.#spaceDots + 1 : 0);
-      this.#account = sep === 32 || sep === 45 ? this.#account + L : L;
+      // a space continues the chain and the run may start a number; a hyphen continues it only
+      if (sep === 32) this.#starts |= 1;
+      else if (sep !== 45) this.#starts = s > 0 && notAccountBefore(text.charCodeAt(s - 1)) ? 1 : 0;
       if (sep === 45) {
         bits |= D_HYPHEN;
         if (pL === 3 && L === 2) bits |= D_SSN;
@@ -136,10 +144,13 @@ export class DigitShapes {
       this.#sep1 = sep;
     } else {
       this.#dots = this.#seps = this.#slashes = this.#spaceDots = 0;
-      this.#account = L;
+      this.#starts = s === 0 || notAccountBefore(text.charCodeAt(s - 1)) ? 1 : 0;
       this.#sep1 = this.#sep2 = 0;
     }
-    if (this.#account >= 12) bits |= D_ACCOUNT;
+    // the run's digits: every start so far is L digits further back
+    this.#starts = L >= 32 ? 0 : this.#starts << L;
+    // a number may end here (no [\w-] after the run) when some start is 12 to 19 digits back
+    if ((this.#starts & 0xff000) !== 0 && (i === n || notAccountAfter(text.charCodeAt(i)))) bits |= D_ACCOUNT;
     if (pL === 3 && L === 4 && gap <= 3) bits |= D_NANP;
     if (L === 5) bits |= D_FIVE;
     else if (L >= 7) bits |= D_SEVEN;
@@ -166,6 +177,11 @@ export class DigitShapes {
 }
 /** The shapes of the text being scanned (detection is synchronous). */
 export const DIGIT_SHAPES = new DigitShapes();
+
+/** `c` may come before an account number: not `[\w.-]`. */
+const notAccountBefore = (c: number): boolean => !((c >= 48 && c <= 57) || (c >= 65 && c <= 90) || (c >= 97 && c <= 122) || c === 95 || c === 46 || c === 45);
+/** `c` may come after an account number: not `[\w-]`. */
+const notAccountAfter = (c: number): boolean => !((c >= 48 && c <= 57) || (c >= 65 && c <= 90) || (c >= 97 && c <= 122) || c === 95 || c === 45);
 
 /**
  * After a run of one or two digits ending at `e`: what the day-month pattern needs there, `(?:st|nd|rd|th)?\s{1,2}
