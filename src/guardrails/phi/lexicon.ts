@@ -72,8 +72,9 @@ export function loadLexicon(file: string): Lexicon {
   return lx;
 }
 
-const FNV_OFFSET = 0x811c9dc5;
-const FNV_PRIME = 0x01000193;
+/** FNV-1a's offset basis and prime (the table's hash; ./tokens.ts folds words with them as it scans). */
+export const FNV_OFFSET = 0x811c9dc5;
+export const FNV_PRIME = 0x01000193;
 
 /**
  * A word -> bits map as an open-addressing hash table (FNV-1a over UTF-16 units, linear probing, load factor <= 2/3):
@@ -228,6 +229,14 @@ export class LexTable {
       else if (k < 12) p2 |= c << ((k - 8) * 8);
       else if (k < 16) p3 |= c << ((k - 12) * 8);
     }
+    return this.findAsciiLowerHashed(text, s, e, x, p0, p1, p2, p3);
+  }
+
+  /**
+   * {@link findAsciiLower} of a range whose lower case the caller has already hashed (`x`) and packed (`p0`-`p3`: its
+   * first {@link PACKED} characters four to an int, low byte first; zero beyond its length).
+   */
+  findAsciiLowerHashed(text: string, s: number, e: number, x: number, p0: number, p1: number, p2: number, p3: number): number {
     const len = e - s;
     const slots = this.#slots;
     const keys = this.keys;

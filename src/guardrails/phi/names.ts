@@ -51,8 +51,9 @@ export interface NameTokens {
  * (when NAME is asked for) as tokens, which the detector merges with `found` in order (one object per name token and
  * their sort were most of the cost of a text of names).
  */
-export function findNames(text: string, found: FoundList, lx: Lexicon, extra: ReadonlySet<string>, types: ReadonlySet<PhiEntityType>): NameTokens | undefined {
-  const c = nameContext(text, lx, extra);
+export function findNames(text: string, found: FoundList, lx: Lexicon, extra: ReadonlySet<string>, types: ReadonlySet<PhiEntityType>, context?: NameContext): NameTokens | undefined {
+  // the text's tokens: those of nameContext(text, ...) made earlier in the same detection, or made now
+  const c = context ?? nameContext(text, lx, extra);
   cueRules(c);
   extendRuns(c);
   initialsAndPairs(c);
@@ -79,7 +80,7 @@ function cueRules(c: NameContext): void {
     const sh = SH[i]!;
     const tc = (sh & SH_TC) !== 0;
     // 1. after a title ("Dr. Jones", "mrs. marcela carlson", "DR SULLIVAN")
-    if (((f & W_TITLES) !== 0) && i + 1 < n && /^(?:\.?\s{1,3}|\.)$/.test(gap(i, i + 1))) {
+    if (((f & W_TITLES) !== 0) && i + 1 < n && titleGap(text, E[i]!, S[i + 1]!)) {
       const nx = i + 1;
       const nf = F[nx]!;
       const ncap = (SH[nx]! & SH_CAP) !== 0;
@@ -459,6 +460,11 @@ function everyMention(c: NameContext): void {
       if (!isName[i] && (lengths & (1 << ((E[i]! - S[i]!) & 31))) !== 0 && seen.has(w(i)) && !sentenceStart(i) && !/^\s{0,2}\d/.test(text.slice(E[i]!, E[i]! + 3))) isName[i] = 1;
     }
   }
+}
+
+/** What `/^(?:\.?\s{1,3}|\.)$/` finds in `text[from, to)` (the gap after a title), without the substring. */
+function titleGap(text: string, from: number, to: number): boolean {
+  return wsGapAt(text, from, to, 1, 3, 46) || (to - from === 1 && text.charCodeAt(from) === 46);
 }
 
 /** `text[a, ae)` and `text[b, be)` are the same string. */

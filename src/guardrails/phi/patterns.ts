@@ -6,6 +6,7 @@
 import type { PhiEntityType } from "./entities.js";
 import { domainGate, ipv6Gate, militaryGate, streetNumberGate, uuidGate } from "./gates.js";
 import type { StartRule } from "./prefilter.js";
+import { D_3_7, D_ACCOUNT, D_AGE, D_APOSTROPHE, D_DAY_MONTH, D_DOTS3, D_FIVE, D_GROUPED, D_HOUSE, D_HYPHEN, D_NANP, D_PLUS, D_RANGE, D_SEP3, D_SEVEN, D_SLASH, D_SLASH3, D_SSN } from "./digits.js";
 import { isWs } from "./text.js";
 
 // ---------------------------------------------------------------------------------------------
@@ -32,6 +33,11 @@ export interface Pattern {
    * runAtSign), the only place its look-behind lets a match start.
    */
   atSign?: true;
+  /**
+   * Digit-run gate (./digits.ts D_* bits): the pattern runs only when the text has a run of digits of one of these
+   * shapes (every match contains one).
+   */
+  digits?: number;
 }
 
 const MONTH_LEAD: StartRule = { lead: /^(?:ja|fe|ma|ap|ju|au|se|oc|no|de)/i, prev: "alnum" };
@@ -112,13 +118,14 @@ export const PATTERNS: Pattern[] = [
   { type: "EMAIL", atSign: true, re: /(?<![\w.%+-])[A-Za-z0-9][A-Za-z0-9._%+-]{0,63}@[A-Za-z0-9][A-Za-z0-9-]{0,62}(?:\.[A-Za-z0-9-]{1,63}){0,4}\.[A-Za-z]{2,24}\b/g },
   { type: "URL", start: { lead: /^(?:ht|ww)/i, prev: "alnum" }, re: /(?<![\w/])(?:https?:\/\/|www\.)[^\s<>"'|]{1,2000}/gi },
   { type: "URL", gate: domainGate, re: /(?<![\w@.-])(?:[a-z0-9-]{1,63}\.){1,4}(?:com|org|net|edu|gov|mil|info|biz|io)(?![\w-])\/?/g },
-  { type: "IP", re: /(?<![\w.])(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(?:\.(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)){3}(?![\w.]\w)/g },
+  { type: "IP", digits: D_DOTS3, re: /(?<![\w.])(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(?:\.(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)){3}(?![\w.]\w)/g },
   { type: "IP", gate: ipv6Gate, re: /(?<![\w:])(?:[0-9A-Fa-f]{1,4}:){7}[0-9A-Fa-f]{1,4}(?![\w:])/g },
   { type: "IP", gate: (t) => t.includes("::"), re: /(?<![\w:])(?:[0-9A-Fa-f]{1,4}:){1,6}:(?:[0-9A-Fa-f]{1,4}(?::[0-9A-Fa-f]{1,4}){0,5})?(?![\w:])/g },
-  { type: "SSN", re: /(?<![\w-])\d{3}-\d{2}-\d{4}(?![\w-])/g },
+  { type: "SSN", digits: D_SSN, re: /(?<![\w-])\d{3}-\d{2}-\d{4}(?![\w-])/g },
   { type: "SSN", start: { lead: /^(?:ss|so)/i, prev: "alnum" }, re: /\b(?:ssn|social security(?: number)?)\W{0,4}(?:is\W{1,2})?(\d{9}|\d{3} \d{2} \d{4})\b/gi, group: 1 },
   {
     type: "ACCOUNT",
+    digits: D_ACCOUNT,
     re: /(?<![\w.-])\d(?:[ -]?\d){11,18}(?![\w-])/g,
     valid: (m) => luhn(m[0].replace(/\D/g, "")),
   },
@@ -126,10 +133,11 @@ export const PATTERNS: Pattern[] = [
   // Phone and fax: North American forms, international +CC forms, and grouped digits.
   {
     type: "PHONE",
+    digits: D_NANP,
     re: /(?<![\w+/])(?:\+?1[ .-]?)?(?:\(\d{3}\)\s?|\d{3}\s?[ ./-]\s?)\d{3}\s?[ ./-]\s?\d{4}(?:\s?(?:x|ext\.?|extension)\s?\d{1,5})?(?![\w/])/gi,
   },
-  { type: "PHONE", re: /(?<![\w+])\+\d{1,3}[ .-]?(?:\(0\)\s?)?(?:\(\d{1,4}\)\s?)?\d{1,5}(?:[ .-]?\d{2,5}){1,5}(?!\w)/g, valid: (m) => m[0].replace(/\D/g, "").length >= 8 },
-  { type: "PHONE", re: /(?<![\w./-])\d{2,5}(?:[ .]\d{2,4}){2,5}(?![\w/]|\.\d)/g, valid: (m) => m[0].replace(/\D/g, "").length >= 8 },
+  { type: "PHONE", digits: D_PLUS, re: /(?<![\w+])\+\d{1,3}[ .-]?(?:\(0\)\s?)?(?:\(\d{1,4}\)\s?)?\d{1,5}(?:[ .-]?\d{2,5}){1,5}(?!\w)/g, valid: (m) => m[0].replace(/\D/g, "").length >= 8 },
+  { type: "PHONE", digits: D_GROUPED, re: /(?<![\w./-])\d{2,5}(?:[ .]\d{2,4}){2,5}(?![\w/]|\.\d)/g, valid: (m) => m[0].replace(/\D/g, "").length >= 8 },
   {
     type: "PHONE",
     start: { lead: /^(?:pa|be|pg|ce|ph|te|fa|mo|de|ho|wo|of|ca)/i, prev: "alnum" },
@@ -137,7 +145,7 @@ export const PATTERNS: Pattern[] = [
     group: 1,
     valid: (m) => m[1]!.replace(/\D/g, "").length >= 4,
   },
-  { type: "PHONE", re: /(?<![\w/.-])(?:\d{3}[ -]\d{7}|\d{6}-\d{4})(?![\w/]|[.-]\d)/g },
+  { type: "PHONE", digits: D_3_7, re: /(?<![\w/.-])(?:\d{3}[ -]\d{7}|\d{6}-\d{4})(?![\w/]|[.-]\d)/g },
   // hyphen-grouped digits with 8 or more digits that are not a date ("71-33-52-22", "0961-7596216"). The match at a
   // position is the whole hyphen-joined chain of digit runs or nothing (the look-ahead refuses an end before a digit or
   // "-digit"), so the look-behind at its end can refuse the chains whose groups all have 3 or 4 digits, which `valid`
@@ -146,6 +154,7 @@ export const PATTERNS: Pattern[] = [
   // every position of the text; this look-behind runs on whole chains only.)
   {
     type: "PHONE",
+    digits: D_HYPHEN,
     re: /(?<![\w/.-])\d{2,5}(?:-\d{2,7}){1,4}(?![\w/]|[.-]\d)(?<!(?<![\d-])(?:\d{3,4}-)*\d{3,4})/g,
     valid: (m) => {
       // the match is 2-5 groups of digits joined by hyphens: their lengths by one pass over the characters
@@ -178,9 +187,10 @@ export const PATTERNS: Pattern[] = [
     },
   },
   // Dates more specific than the year.
-  { type: "DATE", re: /(?<![\w-])(?:19|20)\d{2}-(?:0?[1-9]|1[0-2])-(?:0?[1-9]|[12]\d|3[01])(?:[T ]\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?(?![\w-])/g },
+  { type: "DATE", digits: D_HYPHEN, re: /(?<![\w-])(?:19|20)\d{2}-(?:0?[1-9]|1[0-2])-(?:0?[1-9]|[12]\d|3[01])(?:[T ]\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?(?![\w-])/g },
   {
     type: "DATE",
+    digits: D_SLASH | D_HYPHEN,
     re: /(?<![\w/.]|\d-)(?:0?[1-9]|1[0-2])(?:\/(?:0?[1-9]|[12]\d|3[01])(?:\/(?:19|20)?\d{2})?|-(?:0?[1-9]|[12]\d|3[01])-(?:19|20)?\d{2})(?![\w/]|-\d|\.\d)/g,
     valid: (m) => {
       const parts = m[0].split(/[/-]/);
@@ -188,16 +198,18 @@ export const PATTERNS: Pattern[] = [
       return !fractionNotDate(m, Number(parts[0]), Number(parts[1]));
     },
   },
-  { type: "DATE", re: /(?<![\w/.-])(?:0?[1-9]|[12]\d|3[01])[./-](?:0?[1-9]|1[0-2])[./-](?:19|20)\d{2}(?![\w/])/g },
+  { type: "DATE", digits: D_SEP3, re: /(?<![\w/.-])(?:0?[1-9]|[12]\d|3[01])[./-](?:0?[1-9]|1[0-2])[./-](?:19|20)\d{2}(?![\w/])/g },
   // full month/day/year even when glued to a word ("on10/14/82"), and the second date of a range ("10/15-10/16")
   {
     type: "DATE",
+    digits: D_SLASH3,
     re: /(?<![\d/.])(?:0?[1-9]|1[0-2])\/(?:0?[1-9]|[12]\d|3[01])\/(?:19|20)?\d{2}(?![\d/])/g,
     valid: (m) => !notDateAfter3(m.input, m.index + m[0].length),
   },
-  { type: "DATE", re: /\d\/\d{1,2}-((?:0?[1-9]|1[0-2])\/(?:0?[1-9]|[12]\d|3[01]))(?![\d/])/g, group: 1 },
+  { type: "DATE", digits: D_RANGE, re: /\d\/\d{1,2}-((?:0?[1-9]|1[0-2])\/(?:0?[1-9]|[12]\d|3[01]))(?![\d/])/g, group: 1 },
   {
     type: "DATE",
+    digits: D_SLASH,
     re: /(?<![\w/.-])(?:0?[1-9]|1[0-2])\/(?:19|20)?\d{2}(?![\w/]|\.\d)/g,
     // month/year with a 2-digit year reads like the settings and scores above ("5/40%", "#9/10")
     valid: (m) => {
@@ -216,7 +228,7 @@ export const PATTERNS: Pattern[] = [
     re: new RegExp(`\\b${MONTH}\\.?\\s{1,2}(?:0?[1-9]|[12]\\d|3[01])(?:st|nd|rd|th)?\\b(?:,?\\s{1,2}(?:19|20)\\d{2}\\b)?`, "gi"),
     valid: (m) => !/^may\s/i.test(m[0]) || /\d{4}|[a-z]{2}$/i.test(m[0]) || /^May/.test(m[0]),
   },
-  { type: "DATE", re: new RegExp(`\\b(?:0?[1-9]|[12]\\d|3[01])(?:st|nd|rd|th)?\\s{1,2}(?:of\\s{1,2})?${MONTH}\\b\\.?(?:,?\\s{1,2}(?:19|20)\\d{2}\\b)?`, "gi") },
+  { type: "DATE", digits: D_DAY_MONTH, re: new RegExp(`\\b(?:0?[1-9]|[12]\\d|3[01])(?:st|nd|rd|th)?\\s{1,2}(?:of\\s{1,2})?${MONTH}\\b\\.?(?:,?\\s{1,2}(?:19|20)\\d{2}\\b)?`, "gi") },
   { type: "DATE", start: MONTH_LEAD, re: new RegExp(`\\b${MONTH}\\.?,?\\s{1,2}(?:of\\s)?(?:19|20)\\d{2}\\b`, "gi"), valid: (m) => !/^may\s/i.test(m[0]) || /^May/.test(m[0]) },
   // A year after an article or "in"/"of" ("in 1975", "a 2017 film", "born 1948"). Safe Harbor would allow keeping a
   // year; in running text it narrows down who is meant, and data sets of PII (Presidio) label it. Not a clock time
@@ -228,14 +240,15 @@ export const PATTERNS: Pattern[] = [
     group: 1,
   },
   // a year written with an apostrophe in a history ("'09 PTCA", "CVA 74'", "may 15'"); not feet and inches (5'7")
-  { type: "DATE", re: /(?<![\w'’])['’]\d{2}(?![\w'’"]|[.,]\d)/g },
+  { type: "DATE", digits: D_APOSTROPHE, re: /(?<![\w'’])['’]\d{2}(?![\w'’"]|[.,]\d)/g },
   { type: "DATE", start: { lead: /^\d\d/, prev: "alnum" }, re: /(?<=[A-Za-z]{2}\s{1,2})\d{2}['’](?![\w'’"]|\s?\d)/g },
   // Ages over 89.
-  { type: "AGE", re: /\b(?:9\d|1[01]\d)(?=\s?-?\s?(?:yo|y\/o|y\.o\.?|yrs?|years?|year-old|yr-old|-year-old)\b)/gi },
+  { type: "AGE", digits: D_AGE, re: /\b(?:9\d|1[01]\d)(?=\s?-?\s?(?:yo|y\/o|y\.o\.?|yrs?|years?|year-old|yr-old|-year-old)\b)/gi },
   { type: "AGE", start: { lead: /^ag/i, prev: "alnum" }, re: /\b(?:age[d:]?|aged)\s{1,2}(9\d|1[01]\d)\b/gi, group: 1 },
   // Addresses.
   {
     type: "ADDRESS",
+    digits: D_HOUSE,
     re: /(?<![\w-])\d{1,6}[A-Za-z]?(?:\s{1,2}[\p{Lu}\d][\p{L}'.-]{0,30}){1,4}\s{1,2}(?:Street|St|Avenue|Ave|Road|Rd|Boulevard|Blvd|Lane|Ln|Drive|Dr|Court|Ct|Way|Place|Pl|Terrace|Ter|Circle|Cir|Highway|Hwy|Parkway|Pkwy|Square|Squares|Sq|Trail|Trl|Crossing|Loop|Alley|Row|Walk|Path|Pike|Plaza|Heights|Hills|Park|Gardens|Mews|Close|Crescent|Grove)\b\.?/gu,
   },
   {
@@ -249,8 +262,8 @@ export const PATTERNS: Pattern[] = [
   { type: "ADDRESS", start: { lead: /^(?:ap|su|st|un|ro|rm|bo|ps|p\.|p\s|po)/i, prev: "alnum" }, re: /\b(?:apt\.?|apartment|suite|ste\.?|unit|room|rm\.?|box|psc|p\.?\s?o\.?\s?box)\s{0,2}#?\s?\d{1,6}[A-Z]?\b/gi },
   { type: "ADDRESS", start: { lead: /^(?:AP|FP|DP)/, prev: "alnum" }, re: /\b(?:APO|FPO|DPO)\s{1,2}(?:AA|AE|AP)\s{1,2}\d{5}\b/g },
   // US military mail: ship name or unit before the APO/FPO/DPO line ("USNS Mercy FPO AP 96677", "PSC 5420, Box 2708 APO AA 33879")
-  { type: "ADDRESS", gate: militaryGate, re: /\b(?:usns|usnv|uss|uscgc)\s{1,2}[\p{L}][\p{L}'’-]{1,30}(?:\s{1,2}[\p{L}][\p{L}'’-]{1,30})?\s{1,3}(?:apo|fpo|dpo)\s{1,2}(?:aa|ae|ap)\s{1,2}\d{5}\b/giu },
-  { type: "ADDRESS", gate: militaryGate, re: /\b(?:psc|unit)\s{1,2}\d{3,5},?\s{1,2}box\s{1,2}\d{3,5}\s{1,3}(?:apo|fpo|dpo)\s{1,2}(?:aa|ae|ap)\s{1,2}\d{5}\b/gi },
+  { type: "ADDRESS", digits: D_FIVE, gate: militaryGate, re: /\b(?:usns|usnv|uss|uscgc)\s{1,2}[\p{L}][\p{L}'’-]{1,30}(?:\s{1,2}[\p{L}][\p{L}'’-]{1,30})?\s{1,3}(?:apo|fpo|dpo)\s{1,2}(?:aa|ae|ap)\s{1,2}\d{5}\b/giu },
+  { type: "ADDRESS", digits: D_FIVE, gate: militaryGate, re: /\b(?:psc|unit)\s{1,2}\d{3,5},?\s{1,2}box\s{1,2}\d{3,5}\s{1,3}(?:apo|fpo|dpo)\s{1,2}(?:aa|ae|ap)\s{1,2}\d{5}\b/gi },
   {
     // street type first, then the street's name and the house number ("Rua João Pessoa 1636", "C/ Señores Curas 88", "ul. Północna 73")
     type: "ADDRESS",
@@ -261,7 +274,7 @@ export const PATTERNS: Pattern[] = [
   // ZIP codes: after a state code or a ZIP label, or a standalone 5-digit number.
   { type: "ZIP", start: { lead: /^(?:zi|po)/i, prev: "alnum" }, re: /\b(?:zip(?:\s?code)?|postal\s?code|postcode)\s?(?:is\s)?:?\s{0,2}([A-Z0-9]{2,5}(?:[ -][A-Z0-9]{2,4})?)\b/gi, group: 1 },
   { type: "ZIP", start: { lead: /^[A-Z]{2}/, prev: "alnum" }, re: /\b[A-Z]{2}\s{1,2}(\d{5}(?:-\d{4})?)\b/g, group: 1 },
-  { type: "ZIP", re: /(?<![\w.,/:-])\d{5}(?:-\d{4})?(?![\w./:%]|,\d|-\d)/g },
+  { type: "ZIP", digits: D_FIVE, re: /(?<![\w.,/:-])\d{5}(?:-\d{4})?(?![\w./:%]|,\d|-\d)/g },
   { type: "LOCATION", start: { lead: /^U[nN ]/, prev: "alnum" }, re: /\b(?:University|UNIVERSITY|Univ\.?|U) (?:of|OF) [A-Z][A-Za-z]{1,20}(?: [A-Z][A-Za-z]{2,20})?\b/g },
   { type: "LOCATION", start: { lead: /^u[n ]/i, prev: "alnum" }, re: new RegExp(`\\b(?:U|Univ\\.?|University) (?:of )?(?:${US_STATES})\\b`, "gi") },
   { type: "LOCATION", start: { lead: /^(?:St|ST|Sa|SA)/, prev: "alnum" }, re: /(?<!\d\s{1,2})\b(?:(?:St|ST)\.\s?|(?:Saint|SAINT)\s)[A-Z][A-Za-z]{2,20}(?:'s)?\b/g },
@@ -272,7 +285,7 @@ export const PATTERNS: Pattern[] = [
     re: /\b(?:mrn|mr#|medical record(?:\s(?:no\.?|number|#))?|acct|account(?:\s(?:no\.?|number|#))?|ref(?:erence)?(?:\s?#|\sno\.?|\snumber)?|record\s?#|licen[cs]e(?:\snumber)?(?:\sis)?|dl|driver'?s licen[cs]e(?:\snumber)?(?:\sis)?|patient\sid|member\sid|policy\s(?:no\.?|number|#)|id\s?#|id:|npi|dea|passport(?:\snumber)?(?:\sis)?)\s?[:#]?\s?((?=[A-Z0-9-]{0,20}\d)[A-Z0-9][A-Z0-9-]{3,20})\b/gi,
     group: 1,
   },
-  { type: "ID", re: /(?<![\w.,-])\d{7,}(?![\w.,]|-\d)/g },
+  { type: "ID", digits: D_SEVEN, re: /(?<![\w.,-])\d{7,}(?![\w.,]|-\d)/g },
   // UUIDs (FHIR resource and record ids) and letter-framed licence / passport numbers ("S99991568", "X43747560X")
   { type: "ID", gate: uuidGate, re: /\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b/g },
   { type: "ID", start: { lead: /^[A-Z][A-Z\d]/, prev: "alnum" }, re: /\b[A-Z]{1,2}\d{7,9}[A-Z]?\b/g },

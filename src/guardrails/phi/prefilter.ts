@@ -11,6 +11,9 @@
  * Cost: one pass of about one table lookup per UTF-16 unit (~1-2 µs per KB), then one sticky `exec` (~0.1 µs) per
  * candidate.
  */
+import { digitShapes, type DigitShapes } from "./digits.js";
+
+const isDigit = (c: number): boolean => c >= 48 && c <= 57;
 
 /** Where a pattern's match may start. */
 export interface StartRule {
@@ -97,9 +100,10 @@ export class StartIndex {
    * The candidate start positions of all rules, ascending: `pos[i]` and the bits of the rules that may start there,
    * `mask[i]`, for `i < n`. The arrays are reused by the next call (a detector's `detect` does not reenter).
    */
-  scan(text: string): Candidates {
+  scan(text: string, digits?: DigitShapes): Candidates {
     const pair = this.#table();
-    if (this.#wordStartsOnly) return this.#scanWordStarts(text, pair);
+    if (this.#wordStartsOnly) return this.#scanWordStarts(text, pair, digits);
+    if (digits) digits.reset().bits = digitShapes(text);
     const alnumBits = this.#alnumBits;
     const digitBits = this.#digitBits;
     const foldBits = this.#foldBits;
@@ -143,16 +147,36 @@ export class StartIndex {
   /**
    * {@link scan} when every rule needs a non-alphanumeric character before it and starts with a letter or digit (the
    * detector's rules): only word starts can be candidates, so a character inside a word costs one char-code test.
+   * With `digits`, also gathers the shapes of the text's digit runs (./digits.ts), each run read once.
    */
-  #scanWordStarts(text: string, pair: Uint32Array): Candidates {
+  #scanWordStarts(text: string, pair: Uint32Array, digits: DigitShapes | undefined): Candidates {
     const foldBits = this.#foldBits;
     const n = text.length;
     let pos = this.#out.pos;
     let mask = this.#out.mask;
     let k = 0;
     let prevAlnum = false;
+    digits?.reset();
     for (let p = 0; p < n; p++) {
       const c = text.charCodeAt(p);
+      if (c >= 48 && c <= 57 && digits !== undefined) {
+        // a run of digits: a candidate at its start after no letter or digit, and its shape
+        let e = p + 1;
+        while (e < n && isDigit(text.charCodeAt(e))) e++;
+        if (!prevAlnum) {
+          const c1 = p + 1 < n ? text.charCodeAt(p + 1) : 128;
+          const m = pair[c * 129 + (c1 < 128 ? c1 : 128)]!;
+          if (m !== 0) {
+            if (k === pos.length) [pos, mask] = [grow(pos), grow(mask)];
+            pos[k] = p;
+            mask[k++] = m;
+          }
+        }
+        prevAlnum = true;
+        digits.run(text, p, e);
+        p = e - 1;
+        continue;
+      }
       if ((c >= 97 && c <= 122) || (c >= 65 && c <= 90) || (c >= 48 && c <= 57)) {
         if (prevAlnum) continue;
         prevAlnum = true;
@@ -176,10 +200,41 @@ export class StartIndex {
     return this.#out;
   }
 
+  /**
+   * For a scan of the text's words that lists the candidates itself (./tokens.ts nameContext): the pair table and the
+   * reused output arrays, emptied; undefined unless candidates are word starts only (then the scan must find what
+   * {@link scan} finds). Hand the filled sink back with {@link takeSink}.
+   */
+  wordStartSink(): WordStartSink | undefined {
+    const pair = this.#table();
+    if (!this.#wordStartsOnly) return undefined;
+    return { pair, foldBits: this.#foldBits, n: 0, pos: this.#out.pos, mask: this.#out.mask };
+  }
+
+  /** The candidates a scan put in `sink` (from {@link wordStartSink}), as {@link scan} gives them. */
+  takeSink(sink: WordStartSink): Candidates {
+    this.#out = { n: sink.n, pos: sink.pos, mask: sink.mask };
+    return this.#out;
+  }
+
   /** Every rule is "alnum" and no lead starts with a character other than an ASCII letter or digit (set by #table). */
   #wordStartsOnly = false;
 
   #out: Candidates = { n: 0, pos: new Int32Array(1024), mask: new Int32Array(1024) };
+}
+
+/**
+ * Where another scan lists word-start candidates (see {@link StartIndex.wordStartSink}): position p with first characters
+ * c0 c1 (c1 = 128 past the end or outside ASCII) is a candidate of the rules `pair[c0 * 129 + c1]` when it is an ASCII
+ * letter or digit after no ASCII letter or digit; a "ſ" or Kelvin sign is one of the rules `foldBits` (when not 0).
+ * `pos` and `mask` may be replaced by longer arrays; `n` is the count.
+ */
+export interface WordStartSink {
+  pair: Uint32Array;
+  foldBits: number;
+  n: number;
+  pos: Int32Array;
+  mask: Int32Array;
 }
 
 /** Candidate start positions (see {@link StartIndex.scan}). */
@@ -231,7 +286,7 @@ export function byRule(c: Candidates): RuleLists {
 const CURSOR = new Int32Array(32);
 
 /** A copy of `a` twice as long. */
-function grow(a: Int32Array): Int32Array {
+export function grow(a: Int32Array): Int32Array {
   const b = new Int32Array(a.length * 2);
   b.set(a);
   return b;

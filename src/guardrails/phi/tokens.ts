@@ -11,9 +11,11 @@
 
 /** Token bit: one of the detector's extra names (above the lexicon and word-class bits). */
 export const X_EXTRA = 1 << 28;
-import { F_AMBIGUOUS, F_COMMON, F_FIRST, F_INTL, F_LAST, type Lexicon } from "./lexicon.js";
+import { F_AMBIGUOUS, F_COMMON, F_FIRST, F_INTL, F_LAST, FNV_OFFSET, FNV_PRIME, type Lexicon } from "./lexicon.js";
 import { W_NOT_NAMES } from "./words.js";
-import { astralLowerSame, CASE_LOWER_CHANGES, CASE_NOT_SIMPLE, CASE_UPPER_CHANGES, isCap, isNameCase, isTitleCase, isUp, isUpper, LOWER_UNIT, scanWords, unitCase } from "./text.js";
+import type { DigitShapes } from "./digits.js";
+import { grow, type WordStartSink } from "./prefilter.js";
+import { astralLowerSame, CASE_LOWER_CHANGES, CASE_NOT_SIMPLE, CASE_UPPER_CHANGES, charClass, isCap, isNameCase, isTitleCase, isUp, isUpper, LOWER_UNIT, unitCase } from "./text.js";
 
 /** Shape bits of a token's word as written (see ./text.ts isTitleCase, isUpper, isNameCase, isCap). */
 export const SH_TC = 1;
@@ -108,8 +110,11 @@ class TokenArrays {
 }
 let shared: TokenArrays | undefined;
 
-/** Tokenises `text` and builds the rules' context. */
-export function nameContext(text: string, lx: Lexicon, extra: ReadonlySet<string>): NameContext {
+/**
+ * Tokenises `text` and builds the rules' context; with `sink` and `digits`, the same pass lists the start-position
+ * candidates of ./prefilter.ts in `sink` and gathers the digit runs' shapes in `digits` (see scanWordsFolded).
+ */
+export function nameContext(text: string, lx: Lexicon, extra: ReadonlySet<string>, sink?: WordStartSink, digits?: DigitShapes): NameContext {
   const { first, common, ambiguous } = lx;
   const table = lx.table;
   // the arrays of the previous call, grown (and then this text's own) when the text has more words
@@ -138,7 +143,7 @@ export function nameContext(text: string, lx: Lexicon, extra: ReadonlySet<string
   let upperSeen = false;
   let otherLetters = false;
   arrays.upperBefore[0] = 0;
-  scanWords(text, (s, end, asciiLower, ascii, marks) => {
+  scanWordsFolded(text, (s, end, asciiLower, ascii, marks) => {
     // trailing hyphens and apostrophes are not part of the word ("Smith-", "Jones'")
     let e = end;
     for (let c = text.charCodeAt(e - 1); e - s > 1 && (c === 45 || c === 39 || c === 0x2019); c = text.charCodeAt(e - 1)) e--;
@@ -152,6 +157,29 @@ export function nameContext(text: string, lx: Lexicon, extra: ReadonlySet<string
       // possessive: "Smith's", "SMITH'S"; the lexicon is read by char codes (no substring, no toLowerCase)
       const z = text.charCodeAt(e - 1);
       if (e - s >= 2 && (z === 115 || z === 83) && text.charCodeAt(e - 2) === 39) e -= 2;
+      if (e === end) {
+        // the whole word: its shape and lexicon entry from what the scanner counted and hashed (no second reading)
+        const wd = WORD;
+        const upper = wd[W_UP]!;
+        const len = e - s;
+        sh = SH_ASCII;
+        if (asciiLower) sh |= SH_LW;
+        else if (upper === 0) sh |= SH_LW;
+        else {
+          const c0 = text.charCodeAt(s);
+          const up = len === upper + wd[W_MARKS]!;
+          const c0up = isUp(c0);
+          const tc = len >= 2 && c0up && upper === 1;
+          if (up) sh |= SH_UP;
+          if (tc) sh |= SH_TC | SH_NC;
+          else if (c0up && (wd[W_MARKS]! > 0 || c0 === 77) && isNameCase((w = text.slice(s, e)))) sh |= SH_NC;
+          if (c0up && (len === 1 || !isUp(text.charCodeAt(s + 1)) || up)) sh |= SH_CAP;
+        }
+        if (wd[W_HY] !== 0) sh |= SH_HY;
+        id = table.findAsciiLowerHashed(text, s, e, wd[W_HASH]!, wd[W_P0]!, wd[W_P1]!, wd[W_P2]!, wd[W_P3]!);
+        if (id >= 0) f = table.hitBits;
+        if (hasExtra) lower = id >= 0 ? table.wordOf(id) : (w ?? text.slice(s, e)).toLowerCase();
+      } else {
       // the shape from the char codes (letters, ' and -): the same answers as the string tests of ./text.ts
       let upper = 0;
       sh = SH_ASCII;
@@ -187,6 +215,7 @@ export function nameContext(text: string, lx: Lexicon, extra: ReadonlySet<string
       if (id >= 0) f = table.hitBits;
       // a dictionary word's lower case is the dictionary's own string
       if (hasExtra) lower = id >= 0 ? table.wordOf(id) : (w ?? text.slice(s, e)).toLowerCase();
+      }
     } else {
       otherLetters = true;
       // the word's lower case is one code unit per unit (LOWER_UNIT) unless a unit's is longer or depends on context
@@ -245,7 +274,7 @@ export function nameContext(text: string, lx: Lexicon, extra: ReadonlySet<string
     // upper-case words before each position: the share of upper-case neighbours is a difference of two prefix sums
     a.upperBefore[n + 1] = a.upperBefore[n]! + ((sh & SH_UP) !== 0 ? 1 : 0);
     n++;
-  });
+  }, sink, digits);
   const { S, E, GE, F, SH, LID } = arrays;
   // a token's range is its word as written (a possessive's "'s" is outside it)
   const wOf = (i: number): string => text.slice(S[i]!, E[i]!);
@@ -378,4 +407,181 @@ function shapeOf(text: string, s: number, e: number): number {
   if (!c0Lower && lowerAfterFirst) sh |= SH_LW;
   if (hy) sh |= SH_HY;
   return sh;
+}
+
+/**
+ * What the scanner read of the word it reports, for an ASCII word (meaningless for another): the FNV-1a hash of its
+ * lower case (./lexicon.ts LexTable), its first 16 lower-case characters packed four to an int (as LexTable's cache
+ * holds them), its count of capitals, of apostrophes and hyphens, and whether it has a hyphen.
+ */
+const WORD = new Int32Array(9);
+const W_HASH = 0;
+const W_P0 = 1;
+const W_P1 = 2;
+const W_P2 = 3;
+const W_P3 = 4;
+const W_UP = 5;
+const W_MARKS = 6;
+const W_HY = 7;
+
+/**
+ * ./text.ts scanWords (the same words, the same flags), which also folds each ASCII word into {@link WORD} as it
+ * reads it: the lexicon lookup and the shape of a whole word then need no second and third pass over its characters.
+ *
+ * With `sink` and `digits`, the same pass also lists the start-position candidates of ./prefilter.ts (what
+ * StartIndex.scan would list: ASCII letters and digits after no ASCII letter or digit, and "ſ" / Kelvin signs) and
+ * gathers the shapes of the digit runs (./digits.ts), so the detector reads the text once for all three.
+ */
+function scanWordsFolded(text: string, word: (start: number, end: number, asciiLower: boolean, ascii: boolean, marks: boolean) => void, sink?: WordStartSink, digits?: DigitShapes): void {
+  const n = text.length;
+  const wd = WORD;
+  const listing = sink !== undefined && digits !== undefined;
+  const foldBits = sink === undefined ? 0 : sink.foldBits;
+  // the character before is an ASCII letter or digit (candidates start after none)
+  let prevAlnum = false;
+  if (listing) digits.reset();
+  let i = 0;
+  while (i < n) {
+    const c = text.charCodeAt(i);
+    let size = 1;
+    let lower = true;
+    let fc = c;
+    let up = 0;
+    if (c < 128) {
+      if (c >= 97 && c <= 122) {
+        // a-z
+      } else if (c >= 65 && c <= 90) {
+        lower = false;
+        up = 1;
+        fc = c + 32;
+      } else {
+        if (listing) {
+          if (c >= 48 && c <= 57) {
+            // a run of digits: a candidate at its start after no letter or digit, and its shape
+            let e = i + 1;
+            while (e < n && isDigitUnit(text.charCodeAt(e))) e++;
+            if (!prevAlnum) addCandidate(sink, text, i);
+            prevAlnum = true;
+            digits.run(text, i, e);
+            i = e;
+            continue;
+          }
+          prevAlnum = false;
+        }
+        i++;
+        continue;
+      }
+      if (listing && !prevAlnum) addCandidate(sink, text, i);
+    } else {
+      const cp = text.codePointAt(i)!;
+      if (cp > 0xffff) size = 2;
+      if (listing) {
+        prevAlnum = false;
+        if ((c === 0x17f || c === 0x212a) && foldBits !== 0) pushCandidate(sink, i, foldBits);
+      }
+      if (charClass(cp) !== 2) {
+        i += size;
+        continue;
+      }
+      lower = false;
+    }
+    const start = i;
+    let ascii = c < 128;
+    let marks = false;
+    let nMarks = 0;
+    let hy = 0;
+    let x = Math.imul(FNV_OFFSET ^ fc, FNV_PRIME);
+    let p0 = fc;
+    let p1 = 0;
+    let p2 = 0;
+    let p3 = 0;
+    // the next ASCII letter of the word starts a run of letters (after a mark or a letter outside ASCII): a candidate
+    let runStart = listing && c >= 128;
+    i += size;
+    while (i < n) {
+      const d = text.charCodeAt(i);
+      if (d < 128) {
+        let f = d;
+        if (d >= 97 && d <= 122) {
+          // a-z
+          if (runStart) {
+            addCandidate(sink!, text, i);
+            runStart = false;
+          }
+        } else if (d >= 65 && d <= 90) {
+          lower = false;
+          up++;
+          f = d + 32;
+          if (runStart) {
+            addCandidate(sink!, text, i);
+            runStart = false;
+          }
+        } else if (d === 39 || d === 45) {
+          // ' -
+          marks = true;
+          nMarks++;
+          if (d === 45) hy = 1;
+          runStart = listing;
+        } else break;
+        x = Math.imul(x ^ f, FNV_PRIME);
+        const k = i - start;
+        if (k < 4) p0 |= f << (k << 3);
+        else if (k < 8) p1 |= f << ((k - 4) << 3);
+        else if (k < 12) p2 |= f << ((k - 8) << 3);
+        else if (k < 16) p3 |= f << ((k - 12) << 3);
+        i++;
+        continue;
+      }
+      if (d === 0x2019) {
+        // ’
+        lower = false;
+        ascii = false;
+        runStart = listing;
+        i++;
+        continue;
+      }
+      const cp = text.codePointAt(i)!;
+      if (charClass(cp) < 2) break;
+      lower = false;
+      ascii = false;
+      if (listing) {
+        runStart = true;
+        if ((d === 0x17f || d === 0x212a) && foldBits !== 0) pushCandidate(sink, i, foldBits);
+      }
+      i += cp > 0xffff ? 2 : 1;
+    }
+    // after the word: its last character was an ASCII letter unless a run of letters was still to start
+    if (listing) prevAlnum = !runStart;
+    wd[W_HASH] = x;
+    wd[W_P0] = p0;
+    wd[W_P1] = p1;
+    wd[W_P2] = p2;
+    wd[W_P3] = p3;
+    wd[W_UP] = up;
+    wd[W_MARKS] = nMarks;
+    wd[W_HY] = hy;
+    word(start, i, lower, ascii, marks);
+  }
+}
+
+const isDigitUnit = (c: number): boolean => c >= 48 && c <= 57;
+
+/** Lists position `p` (an ASCII letter or digit after none) for the rules its first two characters allow. */
+function addCandidate(sink: WordStartSink, text: string, p: number): void {
+  const c = text.charCodeAt(p);
+  const c1 = p + 1 < text.length ? text.charCodeAt(p + 1) : 128;
+  const m = sink.pair[c * 129 + (c1 < 128 ? c1 : 128)]!;
+  if (m !== 0) pushCandidate(sink, p, m);
+}
+
+/** Lists position `p` for the rules `m`. */
+function pushCandidate(sink: WordStartSink, p: number, m: number): void {
+  const k = sink.n;
+  if (k === sink.pos.length) {
+    sink.pos = grow(sink.pos);
+    sink.mask = grow(sink.mask);
+  }
+  sink.pos[k] = p;
+  sink.mask[k] = m;
+  sink.n = k + 1;
 }
