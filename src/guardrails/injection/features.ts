@@ -1716,7 +1716,7 @@ let wordGrams: Int32Array<ArrayBuffer> = new Int32Array(64);
  * in the same order as {@link forEachFeature} emits them, so the sum is bit-identical to summing its buckets.
  */
 export function sumFeatures(t: string, from: number, to: number, rules: number, weights: Float32Array, out: Float64Array, charGrams = true, negation = false): number {
-  if (!charGrams) return negation ? sumWordFeaturesNegation(t, from, to, rules, weights, out) : sumWordFeatures(t, from, to, rules, weights, out);
+  if (!charGrams) return sumWordFeatures(t, from, to, rules, weights, out, negation);
   const mask = weights.length - 1;
   let sum = 0;
   let n = 0;
@@ -1796,61 +1796,16 @@ function growGrams(grams: Int32Array): Int32Array<ArrayBuffer> {
 
 /**
  * {@link sumFeatures} without the character 4-grams: word unigrams and bigrams, hashed in one pass over each word
- * (the unigram, the bigram continuing from the previous word and the prefix the next bigram continues from).
+ * (the unigram, the bigram continuing from the previous word and the prefix the next bigram continues from), and with
+ * `negation` the negated unigrams of {@link forEachFeature}.
  */
-function sumWordFeatures(t: string, from: number, to: number, rules: number, weights: Float32Array, out: Float64Array): number {
+function sumWordFeatures(t: string, from: number, to: number, rules: number, weights: Float32Array, out: Float64Array, negation: boolean): number {
   const mask = weights.length - 1;
   let sum = 0;
   let n = 0;
   let hasPrev = false;
   let prefix = 0;
-  let i = from;
-  while (i < to) {
-    let c = t.charCodeAt(i);
-    if (c < 128 ? ASCII_WORD[c] !== 1 : c === 8211 || c === 8212 || c === 8220 || c === 8221 || c === 8222) {
-      i++;
-      continue;
-    }
-    let hw = SEED_WORD;
-    let hb = prefix;
-    let hn = SEED_BIGRAM;
-    for (;;) {
-      hw = Math.imul(hw ^ c, 16777619);
-      hb = Math.imul(hb ^ c, 16777619);
-      hn = Math.imul(hn ^ c, 16777619);
-      if (++i >= to) break;
-      c = t.charCodeAt(i);
-      if (c < 128 ? ASCII_WORD[c] !== 1 : c === 8211 || c === 8212 || c === 8220 || c === 8221 || c === 8222) break;
-    }
-    sum += weights[hw & mask]!;
-    n++;
-    if (hasPrev) {
-      sum += weights[hb & mask]!;
-      n++;
-    }
-    prefix = Math.imul(hn ^ 32, 16777619);
-    hasPrev = true;
-  }
-  for (let r = 0; r < RULES.length; r++) {
-    if (rules & (1 << r)) {
-      sum += 4 * weights[RULE_BUCKET[r]! & mask]!;
-      n += 4;
-    }
-  }
-  out[0] = n;
-  return sum;
-}
-
-/**
- * {@link sumWordFeatures} with negation scopes (a model file's `negation`): a word within {@link NEGATION_SCOPE} words
- * after a negator, in the same clause, also adds its negated unigram's weight.
- */
-function sumWordFeaturesNegation(t: string, from: number, to: number, rules: number, weights: Float32Array, out: Float64Array): number {
-  const mask = weights.length - 1;
-  let sum = 0;
-  let n = 0;
-  let hasPrev = false;
-  let prefix = 0;
+  // words left in the current negation scope (with `negation`)
   let scope = 0;
   let i = from;
   while (i < to) {
@@ -1872,12 +1827,14 @@ function sumWordFeaturesNegation(t: string, from: number, to: number, rules: num
       if (c < 128 ? ASCII_WORD[c] !== 1 : c === 8211 || c === 8212 || c === 8220 || c === 8221 || c === 8222) break;
     }
     sum += weights[hw & mask]!;
-    if (scope > 0) {
-      scope--;
-      sum += weights[negated(hw) & mask]!;
-      n++;
+    if (negation) {
+      if (scope > 0) {
+        scope--;
+        sum += weights[negated(hw) & mask]!;
+        n++;
+      }
+      if (isNegator(hw)) scope = NEGATION_SCOPE;
     }
-    if (isNegator(hw)) scope = NEGATION_SCOPE;
     n++;
     if (hasPrev) {
       sum += weights[hb & mask]!;
