@@ -1811,7 +1811,7 @@ function sumWordFeatures(t: string, from: number, to: number, rules: number, wei
   while (i < to) {
     let c = t.charCodeAt(i);
     if (c < 128 ? ASCII_WORD[c] !== 1 : c === 8211 || c === 8212 || c === 8220 || c === 8221 || c === 8222) {
-      if (c < 128 && CLAUSE_END[c] === 1) scope = 0;
+      if (negation && c < 128 && CLAUSE_END[c] === 1) scope = 0;
       i++;
       continue;
     }
