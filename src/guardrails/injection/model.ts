@@ -146,10 +146,12 @@ export class InjectionModel {
   /** The same plus its data-location weight, and the data-location bias. */
   readonly #dataRuleWeight: Float64Array;
   readonly #dataBias: number;
-  /** Document weight of each feature rule, and the document bias (zero without `docTerms`). */
+  /** The share of a message's windows that may address the reader for it to be a document (`docMaxAddressed`). */
   readonly #docMaxAddressed: number | undefined;
+  /** Weight of each feature rule when negated, as a message and as data (zero without `ruleNegation`). */
   readonly #negRuleWeight: Float64Array;
   readonly #dataNegRuleWeight: Float64Array;
+  /** Document weight of each feature rule, and the document bias (zero without `docTerms`). */
   readonly #docRuleWeight: Float64Array;
   readonly #docBias: number;
 
