@@ -23,15 +23,97 @@ const REVERSE_CUE =
  * codificado / cifrado, or what {@link ROT13_CUE} and {@link REVERSE_CUE} ask for. Only these make views, so a note
  * that merely mentions a reversal ("reverse Trendelenburg") costs this one test after the keyword gate.
  */
-export const DECODE_CUE = new RegExp(`\\b(?:decod|dekod|décod|base ?-?64|encoded|kodiert|codificad|cifrad)|${ROT13_CUE.source}|${REVERSE_CUE.source}`);
+export const DECODE_CUE = new RegExp(`\\b(?:decod|dekod|décod|base ?-?64|hex|encoded|kodiert|codificad|cifrad)|${ROT13_CUE.source}|${REVERSE_CUE.source}`);
+
+/**
+ * Letters joined by one separator ("i.g.n.o.r.e", "p-r-o-m-p-t", "s*e*c*r*e*t"): the start of a word an attack spells
+ * that way, so a keyword scan does not see it. Only these word starts make the joined view (a dotted abbreviation such
+ * as "q.i.d." or "p.r.n." does not); spaced letters ("i g n o r e") are joined in {@link normalizeForInjection}'s way
+ * instead. Separators: `. - * · • / | + ~ : ,` (not `_`, a word character).
+ */
+const JOINED_WORDS = [
+  "ignor", "disreg", "forget", "instruc", "prompt", "system", "reveal", "bypass", "overrid", "passw", "secret", "admin", "jailbr",
+  "approv", "audit", "delet", "export", "vergiss", "anweis", "oubli", "olvid", "consign",
+];
+const JOIN_SEP = "[.\\-*·•/|+~:,]";
+export const JOINED_CUE = new RegExp(`(?<![a-z0-9_])(?:${JOINED_WORDS.map((w) => [...w].join(JOIN_SEP)).join("|")})`);
+/** Letters joined by separators (greedy, no look-around: linear); {@link joinLetters} decides which runs to join. */
+const JOINED_RUN = new RegExp(`\\p{L}(?:${JOIN_SEP}\\p{L})+`, "gu");
+const JOIN_SEP_G = new RegExp(JOIN_SEP, "g");
+const LETTER_OR_DIGIT = /[\p{L}\p{N}]/u;
+
+/** `t` with every run of at least three single letters joined by separators written as one word ("i.g.n.o.r.e" → "ignore"). */
+function joinLetters(t: string): string {
+  return t.replace(JOINED_RUN, (run: string, at: number) => {
+    const before = t[at - 1];
+    const after = t[at + run.length];
+    const single = run.length >= 5 && (before === undefined || !LETTER_OR_DIGIT.test(before)) && (after === undefined || !LETTER_OR_DIGIT.test(after));
+    return single ? run.replace(JOIN_SEP_G, "") : run;
+  });
+}
+
+/**
+ * Digits and signs for letters ("1gn0r3 4ll pr3v10u5 1nstruct10ns"): the start of a word an attack writes that way
+ * (4 3 1 0 5 7 for a e i o s t in the word's first four letters; {@link LEET_GATED} says which spellings count). Only
+ * these word starts make the letters view, so "HbA1c", "T4" or "B12" in a note cost nothing.
+ */
+const LEET_WORDS = [
+  "igno", "inst", "prev", "prom", "syst", "pass", "secr", "reve", "bypa", "admi", "over", "disr", "forg", "jail", "appr", "dele", "expo", "ever",
+];
+const LEET_DIGIT: Readonly<Record<string, string>> = { a: "4", e: "3", i: "1", o: "0", s: "5", t: "7" };
+/** Every spelling of `w` with some of its letters in {@link LEET_DIGIT} written as digits, at least one. */
+function leetForms(w: string): string[] {
+  let forms = [""];
+  for (const c of w) forms = forms.flatMap((f) => (LEET_DIGIT[c] ? [f + c, f + LEET_DIGIT[c]] : [f + c]));
+  return forms.filter((f) => f !== w);
+}
+const LEET_FORMS = LEET_WORDS.flatMap(leetForms);
+/**
+ * The spellings that make the letters view: those with a digit in at least two of the 4-grams of " " + spelling (the
+ * gate's unit, features.ts), so that a gate of them is shut on text without them: a spelling whose one digit ends it
+ * ("ignor3") would share all its other 4-grams with the plain word and open the gate on about 2 % of texts that have
+ * it (the filter's false positives).
+ */
+const LEET_GATED = LEET_FORMS.filter((f) => {
+  const a = " " + f;
+  let grams = 0;
+  for (let i = 0; i + 4 <= a.length; i++) if (/[0-9]/.test(a.slice(i, i + 4))) grams++;
+  return grams >= 2;
+});
+export const LEET_CUE = new RegExp(`(?<![a-z0-9_])(?:${LEET_GATED.join("|")})`);
+const LEET_LETTER: Readonly<Record<string, string>> = { "4": "a", "3": "e", "1": "i", "0": "o", "5": "s", "7": "t", "@": "a", $: "s" };
+/** A run of letters, digits, `@` and `$`; the letters view rewrites those with both a letter and a digit or sign in them. */
+const MIXED_RUN = /[a-z0-9@$]+/g;
+
+/** `t` with the digits and signs of every word that mixes them with letters read as letters ("1gn0r3" → "ignore"). */
+function unleet(t: string): string {
+  return t.replace(MIXED_RUN, (run: string) => (/[a-z]/.test(run) && /[0-9@$]/.test(run) ? run.replace(/[0-9@$]/g, (c) => LEET_LETTER[c] ?? c) : run));
+}
+
+/**
+ * Hexadecimal bytes ("49 67 6e 6f 72 65 ...", "\\x49\\x67...", "0x49 0x67 ...", "%49%67..."), at least 12 of them,
+ * one run at most 64 K characters; decoded when the text names hexadecimal (`hex` in {@link DECODE_CUE}).
+ */
+const HEX_RUN = /(?:(?:\\x|0x|%)?[0-9a-fA-F]{2}[\s,:;]{0,2}){12,32768}/g;
+const HEX_NOISE = /\\x|0x|[%\s,:;]/g;
+
 /**
  * The gate alternatives of {@link DECODE_CUE} (features.ts conventions: a space is any non-word character, so
  * "base  64" is "base -64").
  */
 export const DECODE_CUE_GATE: readonly string[] = [
   " decod", " dekod", " d cod", " base64", " base 64", " base  64", " rot13", " rot 13", " rot  13", " caesar ", " revers", " backward", " r ckw",
-  " encoded", " kodiert", " codificad", " cifrad", " al rev s", "l envers",
+  " encoded", " kodiert", " codificad", " cifrad", " al rev s", "l envers", " hex",
 ];
+/** The gate alternatives of {@link JOINED_CUE} (a separator is a non-word character). */
+export const JOINED_CUE_GATE: readonly string[] = JOINED_WORDS.map((w) => " " + [...w].join(" "));
+/** The gate alternatives of {@link LEET_CUE}. */
+export const LEET_CUE_GATE: readonly string[] = LEET_GATED.map((f) => " " + f);
+/** Bits of a text's view gates ({@link decodedViews}' `open`): a decoding named, joined letters, digits for letters. */
+export const VIEW_DECODE = 1;
+export const VIEW_JOINED = 2;
+export const VIEW_LETTERS = 4;
+
 
 /** A base64 run long enough to hide an instruction (12 bytes); longer runs come in aligned pieces of 64 K characters. */
 const BASE64_RUN = /[A-Za-z0-9+/]{16,65536}={0,2}/g;
@@ -77,10 +159,12 @@ function around(text: string, t: string, cue: RegExp, chars: number): string {
  * The decoded views of `text` (see the module comment), or none when its normalised form `t` names no decoding.
  * `t`: `normalizeForInjection(text)`. Never throws; a run that is not base64 of readable text is skipped.
  */
-export function decodedViews(text: string, t: string): string[] {
-  if (!DECODE_CUE.test(t)) return [];
+export function decodedViews(text: string, t: string, open = VIEW_DECODE | VIEW_JOINED | VIEW_LETTERS): string[] {
   const cap = Math.min(text.length, MAX_VIEW_CHARS);
   const views: string[] = [];
+  if (open & VIEW_JOINED && JOINED_CUE.test(t)) views.push(joinLetters(around(t, t, JOINED_CUE, cap)));
+  if (open & VIEW_LETTERS && LEET_CUE.test(t)) views.push(unleet(around(t, t, LEET_CUE, cap)));
+  if (!(open & VIEW_DECODE) || !DECODE_CUE.test(t)) return views;
   let decoded = "";
   BASE64_RUN.lastIndex = 0;
   for (let m = BASE64_RUN.exec(text); m !== null && decoded.length < cap; m = BASE64_RUN.exec(text)) {
@@ -88,6 +172,16 @@ export function decodedViews(text: string, t: string): string[] {
     if (readable(s)) decoded += (decoded ? "\n" : "") + s;
   }
   if (decoded) views.push(decoded.slice(0, cap));
+  let hex = "";
+  HEX_RUN.lastIndex = 0;
+  if (/\bhex/.test(t)) {
+    for (let m = HEX_RUN.exec(text); m !== null && hex.length < cap; m = HEX_RUN.exec(text)) {
+      const digits = m[0].replace(HEX_NOISE, "");
+      const s = digits.length % 2 === 0 ? Buffer.from(digits, "hex").toString("utf8") : "";
+      if (readable(s)) hex += (hex ? "\n" : "") + s;
+    }
+  }
+  if (hex) views.push(hex.slice(0, cap));
   if (ROT13_CUE.test(t)) views.push(rot13(around(text, t, ROT13_CUE, cap)));
   if (REVERSE_CUE.test(t)) {
     const part = around(text, t, REVERSE_CUE, cap);

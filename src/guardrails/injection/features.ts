@@ -8,7 +8,7 @@
  */
 
 /** Number of hash buckets (2^18). A weights file records the bucket count it was trained with. */
-import { DECODE_CUE, DECODE_CUE_GATE } from "./decode.js";
+import { DECODE_CUE, DECODE_CUE_GATE, JOINED_CUE, JOINED_CUE_GATE, LEET_CUE, LEET_CUE_GATE } from "./decode.js";
 import { RUN_CLASS, regexReach, type RegexReach } from "./reach.js";
 
 export const DEFAULT_BUCKETS = 1 << 18;
@@ -193,6 +193,11 @@ export const HARD_RULES: readonly RegExp[] = [
   // (a label starting a sentence, not "Discharge instruction: keep the wound dry")
   /(?:^|[.!?\n]\s{0,3})(?:instruction|befehl|anweisung)\s?:\s?\w/,
   /\b(?:untrue|unwahre|false|falsche) (?:headline|überschrift)\b/,
+  // the first rule's override in French, German, Spanish, Italian and Portuguese: a verb of ignoring or forgetting, then
+  // the reader's (or all, or the earlier) instructions, rules or directives (not French "règles" nor Spanish
+  // "indicaciones": a period and a drug's indications) ("oublie toutes tes consignes", "ignoriere
+  // deine Anweisungen", "olvida tus instrucciones anteriores", "ignora le tue istruzioni", "esqueça as suas regras")
+  /\b(?:ignore[sz]?|ignorer|oublie[sz]?|oublier|ignoriere|ignorieren sie|vergiss|vergessen sie|missachte|missachten sie|ignora|ignorad|olvida|olvide|olvidad|descarta|dimentica|dimenticate|esqueça|esquece)\s(?:toutes\s|tous\s|alle\s|sämtliche\s|todas\s|todos\s|tutte\s|tutti\s)?(?:les\s|ces\s|die\s|las\s|le\s|as\s)?(?:tes\s|vos\s|deine\s|ihre\s|tus\s|sus\s|tue\s|sue\s|suas\s|tuas\s)?(?:précédentes\s|anciennes\s|vorherigen\s|bisherigen\s|obigen\s|früheren\s|ursprünglichen\s|precedenti\s)?(?:instructions|consignes|directives|anweisungen|instruktionen|regeln|vorgaben|richtlinien|instrucciones|reglas|directrices|istruzioni|regole|direttive|instruções|regras)\b/,
 ];
 
 /** What each {@link HARD_RULES} entry is evidence of (index for index). */
@@ -219,6 +224,7 @@ export const HARD_RULE_CLASSES: readonly InjectionClass[] = [
   "forced_output",
   "instruction_override",
   "forced_output",
+  "instruction_override",
 ];
 
 /**
@@ -278,6 +284,13 @@ export const HARD_RULE_GATES: readonly Gate[] = [
   null,
   [[" instruction ", " befehl ", " anweisung "]],
   [[" untrue ", " unwahre ", " false ", " falsche "], [" headline ", " überschrift "]],
+  [
+    [" ignore", " oubli", " ignoriere", " vergiss", " vergessen ", " missachte", " ignora", " olvid", " descarta ", " dimentica", " esque"],
+    [
+      " instructions ", " consignes ", " directives ", " anweisungen ", " instruktionen ", " regeln ", " vorgaben ", " richtlinien ",
+      " instrucciones ", " reglas ", " directrices ", " istruzioni ", " regole ", " direttive ", " instru", " regras ",
+    ],
+  ],
 ];
 
 /** Every "a b" of `as` × `bs`, between word boundaries: gate alternatives for two-word phrases. */
@@ -749,7 +762,7 @@ function compileAlternative(alternative: string | CrossGate): Alternative {
 const compileGates = (gates: readonly Gate[]): Array<Alternative[][] | null> =>
   gates.map((g) => (g === null ? null : g.map((group) => group.map(compileAlternative))));
 const HARD_GATES = compileGates(HARD_RULE_GATES);
-const DECODE_GATES = compileGates([[DECODE_CUE_GATE]]);
+const DECODE_GATES = compileGates([[DECODE_CUE_GATE], [JOINED_CUE_GATE], [LEET_CUE_GATE]]);
 const RULE_GATES_C = compileGates(RULE_GATES);
 
 /**
@@ -885,8 +898,11 @@ export interface RuleGates {
   rules: number;
   /** Per rule of {@link RULE_BRANCH_GATES} whose gate is open: bit b set when its branch b may match (0 elsewhere). */
   branches: Uint32Array;
-  /** False when the text cannot name a decoding ({@link DECODE_CUE}: no decoded views to score). */
-  decode: boolean;
+  /**
+   * Which decoded views the text may have (decode.ts `VIEW_*` bits: a decoding named, {@link DECODE_CUE}; letters
+   * joined by separators; digits for letters); 0: none to score.
+   */
+  decode: number;
   /**
    * A long text's gates chunk by chunk ({@link ChunkGates}; the fields above are then their union), so that a rule's
    * regex runs only on the chunks where its gate is open. Absent for a text of at most {@link CHUNKED_MIN} characters.
@@ -979,9 +995,11 @@ function chunkMargins(): Margins | null {
     if (x === null) return (margins = null);
     if (x.wide) wideHard |= 1 << r;
   }
-  // (a branch is part of its rule: wide only when the rule is; the decoding cue must not be wide: its gate is not forced)
-  const cue = reach(DECODE_CUE);
-  if (cue === null || cue.wide) return (margins = null);
+  // (a branch is part of its rule: wide only when the rule is; the views' cues must not be wide: their gates are not forced)
+  for (const re of [DECODE_CUE, JOINED_CUE, LEET_CUE]) {
+    const cue = reach(re);
+    if (cue === null || cue.wide) return (margins = null);
+  }
   for (const re of BRANCHES.flatMap((b) => b?.res ?? [])) if (reach(re) === null) return (margins = null);
   return (margins = { fwd: f + u * RUN_SHORT + 2, back: back + 2, wideRules, wideHard });
 }
@@ -1031,7 +1049,7 @@ function gatesFromFilter(t: string): RuleGates {
     if (branches === NO_BRANCHES) branches = new Uint32Array(RULES.length);
     branches[r] = gateMask(t, b.gates);
   }
-  return { hard: gateMask(t, HARD_GATES), rules, branches, decode: gateMask(t, DECODE_GATES) !== 0 };
+  return { hard: gateMask(t, HARD_GATES), rules, branches, decode: gateMask(t, DECODE_GATES) };
 }
 
 /** {@link ruleGates} of a long text: the gates of each chunk's span, and their union. */
@@ -1048,7 +1066,7 @@ function chunkedGates(t: string): RuleGates {
   const { wideRules, wideHard } = chunkMargins()!;
   let rules = 0;
   let hard = 0;
-  let decode = false;
+  let decode = 0;
   const branches = new Uint32Array(RULES.length);
   const log = filterLog(CHUNK_CHARS + fwd + back);
   gramShift = 32 - log;
@@ -1073,7 +1091,7 @@ function chunkedGates(t: string): RuleGates {
       rules |= wideRules;
       hard |= wideHard;
     }
-    if (g.decode) decode = true;
+    decode |= g.decode;
     if (g.branches !== NO_BRANCHES) {
       for (let r = 0; r < RULES.length; r++) {
         chunkBranches[count * RULES.length + r] = g.branches[r]!;

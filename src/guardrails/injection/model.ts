@@ -245,7 +245,7 @@ export class InjectionModel {
   #run(text: string, data = false): { score: number; hard: number; rules: number } {
     const t = normalizeForInjection(text);
     const gates = ruleGates(t);
-    const views = gates.decode ? decodedViews(text, t) : [];
+    const views = gates.decode !== 0 ? decodedViews(text, t, gates.decode) : [];
     let best = this.#scoreNormalized(t, gates, data);
     // a text that names a decoding: its payload decoded, scored as the text is (decode.ts); the highest score wins
     for (const view of views) {

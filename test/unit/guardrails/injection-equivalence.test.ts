@@ -327,8 +327,10 @@ describe("the rules the shipped weights were trained with", () => {
     // Round 5 (session 18): the rules of the retrained guardrails/data/injection-model.json, with round 3's placement
     // rules (inner_imperative, second_person, agent_duty) and round 5's safety_off, secret_demand and social; the hard
     // rules as session 17 left them plus round 3's two exceptions (a prohibition is no "reveal your prompt"; "imagine
-    // you are ... and ask me" hands the turn back).
-    expect(digest).toBe("51b8b62fd0120f494896bfaa59de63c8113624bd7ee231a1a94a58ce7c3bf51a");
+    // you are ... and ask me" hands the turn back). Session 21 added one hard rule (the first rule's override in FR, DE,
+    // ES, IT, PT): a hard rule scores 1 before the weights are read, so the weights stand; the trainer sees it only in
+    // the threshold search (a dev row it fires on scores 1 there).
+    expect(digest).toBe("75dbb3a76185b35bb50abfef26d76b3cde847344849cd6aa8cc94a8b7d8a2d38");
     // Round 8 H (session 20): the negators whose scope makes a feature rule a prohibition (the model's ruleNegation)
     expect(createHash("sha256").update(JSON.stringify([NEGATORS, NEGATION_SCOPE])).digest("hex")).toBe("8eb1938dd12ad128d2cbb90ffcfa916cd6d205b0fc48f61594133395cc416950");
   });
