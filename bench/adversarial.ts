@@ -10,6 +10,7 @@
 import { createPhiDetector, defaultGuardrails } from "../src/index.js";
 import { loadInjectionModel } from "../src/guardrails/injection/model.js";
 import { REPO_ROOT } from "./lib/fixtures.js";
+import { randomWords } from "./lib/random-words.js";
 import path from "node:path";
 
 const arg = (name: string, dflt: number): number => {
@@ -21,23 +22,6 @@ const MB = 1024 * 1024;
 
 /** `unit` repeated to exactly `chars` UTF-16 code units (astral pairs may be cut at the very end). */
 const fill = (unit: string, chars: number): string => unit.repeat(Math.ceil(chars / unit.length)).slice(0, chars);
-
-/**
- * `chars` of seeded random lower-case "words" of 2–9 letters, a full stop after about one in ten: text whose every
- * letter 4-gram occurs, so no keyword gate of the injection scorer stays shut (every rule's regex runs).
- */
-function randomWords(chars: number): string {
-  let seed = 1;
-  const rnd = () => (seed = (seed * 16807) % 2147483647) / 2147483647;
-  let out = "";
-  while (out.length < chars) {
-    let w = "";
-    const n = 2 + Math.floor(rnd() * 8);
-    for (let i = 0; i < n; i++) w += String.fromCharCode(97 + Math.floor(rnd() * 26));
-    out += w + (rnd() < 0.1 ? ". " : " ");
-  }
-  return out.slice(0, chars);
-}
 
 const CASES: Array<[string, string]> = [
   ["one letter, no spaces", "a"],

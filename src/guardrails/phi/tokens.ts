@@ -1,5 +1,5 @@
 /**
- * The name and place rules' view of a text: its words (./text.ts scanWords) as tokens with their lexicon and
+ * The name and place rules' view of a text: its words (scanWordsFolded, below) as tokens with their lexicon and
  * word-class bits and case shape, and the per-token questions the rules ask (memoised), shared by ./names.ts and
  * ./places.ts.
  *
@@ -425,8 +425,13 @@ const W_MARKS = 6;
 const W_HY = 7;
 
 /**
- * ./text.ts scanWords (the same words, the same flags), which also folds each ASCII word into {@link WORD} as it
- * reads it: the lexicon lookup and the shape of a whole word then need no second and third pass over its characters.
+ * The name rules' words, as a global unicode regex of `[\p{L}][\p{L}\p{M}'’-]*` would find them (a letter, then letters,
+ * marks, apostrophes and hyphens; stepping one code point where no word starts), by a scan of char codes: ASCII is
+ * decided inline and other code points by ./text.ts charClass. Calls `word(start, end, asciiLower, ascii, marks)` for
+ * each, `asciiLower` true when every character is ASCII and none is upper case (the word is its own lower case),
+ * `ascii` when every character is ASCII, `marks` when the word has an ASCII apostrophe or hyphen. It also folds each
+ * ASCII word into {@link WORD} as it reads it: the lexicon lookup and the shape of a whole word then need no second and
+ * third pass over its characters.
  *
  * With `sink` and `digits`, the same pass also lists the start-position candidates of ./prefilter.ts (what
  * StartIndex.scan would list: ASCII letters and digits after no ASCII letter or digit, and "ſ" / Kelvin signs) and

@@ -33,6 +33,7 @@ import {
 } from "../../../src/guardrails/injection/features.js";
 import { loadInjectionModel } from "../../../src/guardrails/injection/model.js";
 import { regexReach } from "../../../src/guardrails/injection/reach.js";
+import { randomWords } from "../../../bench/lib/random-words.js";
 import { RefModel, refHardRuleHit, refNormalize, refRuleHits, refRulesIn, refSentenceWindows, refSumFeatures, refWindowRules, refWindows } from "./injection-reference.js";
 
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../..");
@@ -168,19 +169,6 @@ describe("optimised injection scorer = reference scorer", () => {
     );
   });
 });
-
-/** `chars` of seeded random lower-case words (2–9 letters, a full stop after about one in ten): every gate opens somewhere. */
-function randomWords(chars: number, seed: number): string {
-  const rnd = () => (seed = (seed * 16807) % 2147483647) / 2147483647;
-  let out = "";
-  while (out.length < chars) {
-    let w = "";
-    const n = 2 + Math.floor(rnd() * 8);
-    for (let i = 0; i < n; i++) w += String.fromCharCode(97 + Math.floor(rnd() * 26));
-    out += w + (rnd() < 0.1 ? ". " : " ");
-  }
-  return out.slice(0, chars);
-}
 
 /** Up to `n` strings that `re` matches, generated from its pattern as the test above does (seeded). */
 function matchingPhrases(re: RegExp, n: number, seed: number): string[] {
