@@ -5,7 +5,7 @@
  * separate passes. Only the rule regexes are shared (they are the model's definition and must not change).
  */
 import { readFileSync } from "node:fs";
-import { HARD_RULES, NEGATION_SCOPE, NEGATORS, RULES } from "../../../src/guardrails/injection/features.js";
+import { CONFUSABLE, HARD_RULES, NEGATION_SCOPE, NEGATORS, RULES } from "../../../src/guardrails/injection/features.js";
 import { decodedViews } from "../../../src/guardrails/injection/decode.js";
 import type { InjectionModelFile } from "../../../src/guardrails/injection/model.js";
 
@@ -32,6 +32,11 @@ const SEED_RULE = 0x811c9dc5 ^ 0x165667b1;
 
 export function refNormalize(text: string): string {
   let t = text.normalize("NFKC").toLowerCase();
+  // words that mix Latin letters with Cyrillic or Greek ones: the look-alikes read as Latin, one word at a time
+  t = t
+    .split(/(\P{L}+)/u)
+    .map((w) => (/[a-z]/.test(w) && /[\u0370-\u03ff\u0400-\u052f]/.test(w) && /[a-z][\u0370-\u03ff\u0400-\u052f]|[\u0370-\u03ff\u0400-\u052f][a-z]/.test(w) ? [...w].map((c) => CONFUSABLE[c] ?? c).join("") : w))
+    .join("");
   if (t.includes("\\n")) t = t.replaceAll("\\n", " ");
   if (/(?:^|\s)\p{L} \p{L} \p{L} \p{L} /u.test(t)) t = t.replace(/(?<=(?:^|\s)\p{L}) (?=\p{L}(?:\s|$))/gu, "") + " zzspacedzz";
   return t;
