@@ -770,8 +770,34 @@ function compileAlternative(alternative: string | CrossGate): Alternative {
   return hasWordChar(alternative) ? gramsOf(alternative, ALL) : alternative;
 }
 
-const compileGates = (gates: readonly Gate[]): Array<Alternative[][] | null> =>
-  gates.map((g) => (g === null ? null : g.map((group) => group.map(compileAlternative))));
+/**
+ * A compiled gate group: its 4-gram alternatives as flat arrays of their first-checked 4-gram (hash and in-word bits),
+ * so that the common case, an absent first 4-gram, costs one filter look-up in a tight loop (no call, no type test per
+ * alternative); the alternatives whose first 4-gram is present are then checked whole. Verbatim and cross alternatives
+ * are checked after them. `always`: an alternative has no 4-gram (shorter than 4 characters), so the group always holds.
+ */
+interface CompiledGroup {
+  firstHash: Uint32Array;
+  firstBits: Int32Array;
+  grams: Uint32Array[];
+  others: Array<string | CompiledCross>;
+  always: boolean;
+}
+
+function compileGroup(group: ReadonlyArray<string | CrossGate>): CompiledGroup {
+  const alternatives = group.map(compileAlternative);
+  const grams = alternatives.filter((a): a is Uint32Array => a instanceof Uint32Array);
+  const withGrams = grams.filter((g) => g.length > 0);
+  return {
+    firstHash: Uint32Array.from(withGrams, (g) => g[0]!),
+    firstBits: Int32Array.from(withGrams, (g) => g[1]! | 0),
+    grams: withGrams,
+    others: alternatives.filter((a): a is string | CompiledCross => !(a instanceof Uint32Array)),
+    always: withGrams.length < grams.length,
+  };
+}
+
+const compileGates = (gates: readonly Gate[]): Array<CompiledGroup[] | null> => gates.map((g) => (g === null ? null : g.map(compileGroup)));
 const HARD_GATES = compileGates(HARD_RULE_GATES);
 const DECODE_GATES = compileGates([[DECODE_CUE_GATE], [JOINED_CUE_GATE], [LEET_CUE_GATE]]);
 const RULE_GATES_C = compileGates(RULE_GATES);
@@ -840,7 +866,7 @@ function wholeGroup(source: string): string | null {
 const NO_BRANCHES = new Uint32Array(RULES.length);
 
 /** Per rule of {@link RULE_BRANCH_GATES}: each branch as a global regex, and the branches' compiled gates. */
-const BRANCHES: Array<{ res: RegExp[]; gates: Array<Alternative[][] | null> } | null> = RULE_BRANCH_GATES.map((gates, r) => {
+const BRANCHES: Array<{ res: RegExp[]; gates: Array<CompiledGroup[] | null> } | null> = RULE_BRANCH_GATES.map((gates, r) => {
   if (gates === null) return null;
   const re = RULES[r]![1];
   const parts = branchesOf(re.source);
@@ -878,21 +904,28 @@ function present(t: string, alt: Alternative): boolean {
   return false;
 }
 
-function gateMask(t: string, gates: ReadonlyArray<Alternative[][] | null>): number {
+/** True when some alternative of `group` is present in `t` (see {@link CompiledGroup}). */
+function groupPresent(t: string, group: CompiledGroup): boolean {
+  if (group.always) return true;
+  const shift = gramShift + 5;
+  const hashes = group.firstHash;
+  const bits = group.firstBits;
+  for (let i = 0; i < hashes.length; i++) {
+    const b = bits[i]!;
+    if ((GRAMS[hashes[i]! >>> shift]! & b) === b && allPresent(group.grams[i]!)) return true;
+  }
+  for (const alt of group.others) if (present(t, alt)) return true;
+  return false;
+}
+
+function gateMask(t: string, gates: ReadonlyArray<CompiledGroup[] | null>): number {
   let mask = 0;
   for (let r = 0; r < gates.length; r++) {
     const g = gates[r]!;
     let open = true;
     if (g !== null) {
       for (const group of g) {
-        let any = false;
-        for (const alt of group) {
-          if (present(t, alt)) {
-            any = true;
-            break;
-          }
-        }
-        if (!any) {
+        if (!groupPresent(t, group)) {
           open = false;
           break;
         }
