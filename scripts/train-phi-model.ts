@@ -199,19 +199,9 @@ function train(docs: Prepared[], seed = 1): Trained {
       const a = d.fo[ti]!, b = d.fo[ti + 1]!;
       const noRule = RULE_DROPOUT > 0 && rand() < RULE_DROPOUT;
       const gb = gazBucket(gaz, d, ti);
-      z.fill(0);
-      if (gb >= 0) for (let k = 0; k < K; k++) z[k]! += w[gb * K + k]!;
-      for (let f = a; f < b; f++) {
-        if (noRule && d.fr[f]) continue;
-        const o = d.fv[f]! * K;
-        for (let k = 0; k < K; k++) z[k]! += w[o + k]!;
-      }
-      let m = -Infinity;
-      for (let k = 0; k < K; k++) if (z[k]! > m) m = z[k]!;
-      let sum = 0;
-      for (let k = 0; k < K; k++) sum += z[k] = Math.exp(z[k]! - m);
+      softmax(d, ti, w, gb, noRule, z);
       const y = d.gold[ti]!;
-      for (let k = 0; k < K; k++) z[k] = z[k]! / sum - (k === y ? 1 : 0);
+      for (let k = 0; k < K; k++) z[k] = z[k]! - (k === y ? 1 : 0);
       for (let f = a; f < b; f++) {
         if (noRule && d.fr[f]) continue;
         const o = d.fv[f]! * K;
@@ -234,25 +224,33 @@ function train(docs: Prepared[], seed = 1): Trained {
   return { w, gaz };
 }
 
+/**
+ * Writes into `z` the class probabilities of token `i` of `d` under weights `w` (softmax of the summed weights of its
+ * features and of its gazetteer bucket `gb`, -1: none; `noRule`: without the rule features).
+ */
+function softmax(d: Prepared, i: number, w: Float32Array, gb: number, noRule: boolean, z: Float64Array): void {
+  z.fill(0);
+  if (gb >= 0) for (let k = 0; k < K; k++) z[k]! += w[gb * K + k]!;
+  for (let f = d.fo[i]!; f < d.fo[i + 1]!; f++) {
+    if (noRule && d.fr[f]) continue;
+    const o = d.fv[f]! * K;
+    for (let k = 0; k < K; k++) z[k]! += w[o + k]!;
+  }
+  let m = -Infinity;
+  for (let k = 0; k < K; k++) if (z[k]! > m) m = z[k]!;
+  let sum = 0;
+  for (let k = 0; k < K; k++) sum += z[k] = Math.exp(z[k]! - m);
+  for (let k = 0; k < K; k++) z[k] = z[k]! / sum;
+}
+
 /** Class probabilities per token from stored features (`noRule`: without the rule features). */
 function predict1(d: Prepared, t: Trained, noRule: boolean): Float32Array {
   const w = t.w;
   const p = new Float32Array(d.tok.n * K);
   const z = new Float64Array(K);
   for (let i = 0; i < d.tok.n; i++) {
-    z.fill(0);
-    const gb = gazBucket(t.gaz, d, i);
-    if (gb >= 0) for (let k = 0; k < K; k++) z[k]! += w[gb * K + k]!;
-    for (let f = d.fo[i]!; f < d.fo[i + 1]!; f++) {
-      if (noRule && d.fr[f]) continue;
-      const o = d.fv[f]! * K;
-      for (let k = 0; k < K; k++) z[k]! += w[o + k]!;
-    }
-    let m = -Infinity;
-    for (let k = 0; k < K; k++) if (z[k]! > m) m = z[k]!;
-    let sum = 0;
-    for (let k = 0; k < K; k++) sum += z[k] = Math.exp(z[k]! - m);
-    for (let k = 0; k < K; k++) p[i * K + k] = z[k]! / sum;
+    softmax(d, i, w, gazBucket(t.gaz, d, i), noRule, z);
+    for (let k = 0; k < K; k++) p[i * K + k] = z[k]!;
   }
   return p;
 }
