@@ -15,6 +15,8 @@
  */
 
 const ROT13_CUE = /\b(?:rot ?-?13|caesar\b)/;
+/** Hexadecimal named: "hex" as a word ("hex string", "Hex-Daten") or hexadecimal / hexadezimal / hexadécimal. */
+const HEX_CUE = /\bhex(?:\b|ad[eé]cimal|adezimal)/;
 /** Reversed text asked for ("reverse this", "read it backwards", "rückwärts"), not a reversal ("warfarin reversal", "reverse Trendelenburg"). */
 const REVERSE_CUE =
   /\b(?:revers(?:e|ed|ing) (?:this|it|the (?:text|string|message|following|line|sentence))|reversed (?:text|string|message)|(?:read|write|written|spelled|spelt)(?: (?:it|this|that|the text))? backwards?|backwards?:|rückwärts|al revés)|l'envers/;
@@ -23,7 +25,7 @@ const REVERSE_CUE =
  * codificado / cifrado, or what {@link ROT13_CUE} and {@link REVERSE_CUE} ask for. Only these make views, so a note
  * that merely mentions a reversal ("reverse Trendelenburg") costs this one test after the keyword gate.
  */
-export const DECODE_CUE = new RegExp(`\\b(?:decod|dekod|décod|base ?-?64|hex|encoded|kodiert|codificad|cifrad)|${ROT13_CUE.source}|${REVERSE_CUE.source}`);
+export const DECODE_CUE = new RegExp(`\\b(?:decod|dekod|décod|base ?-?64|encoded|kodiert|codificad|cifrad)|${HEX_CUE.source}|${ROT13_CUE.source}|${REVERSE_CUE.source}`);
 
 /**
  * Letters joined by one separator ("i.g.n.o.r.e", "p-r-o-m-p-t", "s*e*c*r*e*t"): the start of a word an attack spells
@@ -92,7 +94,7 @@ function unleet(t: string): string {
 
 /**
  * Hexadecimal bytes ("49 67 6e 6f 72 65 ...", "\\x49\\x67...", "0x49 0x67 ...", "%49%67..."), at least 12 of them,
- * one run at most 64 K characters; decoded when the text names hexadecimal (`hex` in {@link DECODE_CUE}).
+ * one run at most 64 K characters; decoded when the text names hexadecimal ({@link HEX_CUE}), within {@link MAX_VIEW_CHARS} of where.
  */
 const HEX_RUN = /(?:(?:\\x|0x|%)?[0-9a-fA-F]{2}[\s,:;]{0,2}){12,32768}/g;
 const HEX_NOISE = /\\x|0x|[%\s,:;]/g;
@@ -103,7 +105,7 @@ const HEX_NOISE = /\\x|0x|[%\s,:;]/g;
  */
 export const DECODE_CUE_GATE: readonly string[] = [
   " decod", " dekod", " d cod", " base64", " base 64", " base  64", " rot13", " rot 13", " rot  13", " caesar ", " revers", " backward", " r ckw",
-  " encoded", " kodiert", " codificad", " cifrad", " al rev s", "l envers", " hex",
+  " encoded", " kodiert", " codificad", " cifrad", " al rev s", "l envers", " hex ", " hexadec", " hexadez", " hexad c",
 ];
 /** The gate alternatives of {@link JOINED_CUE} (a separator is a non-word character). */
 export const JOINED_CUE_GATE: readonly string[] = JOINED_WORDS.map((w) => " " + [...w].join(" "));
@@ -174,8 +176,10 @@ export function decodedViews(text: string, t: string, open = VIEW_DECODE | VIEW_
   if (decoded) views.push(decoded.slice(0, cap));
   let hex = "";
   HEX_RUN.lastIndex = 0;
-  if (/\bhex/.test(t)) {
-    for (let m = HEX_RUN.exec(text); m !== null && hex.length < cap; m = HEX_RUN.exec(text)) {
+  if (HEX_CUE.test(t)) {
+    // (from where the text names hexadecimal, as for ROT13: a megabyte that says "hex" once is not scanned whole)
+    const part = around(text, t, HEX_CUE, cap);
+    for (let m = HEX_RUN.exec(part); m !== null && hex.length < cap; m = HEX_RUN.exec(part)) {
       const digits = m[0].replace(HEX_NOISE, "");
       const s = digits.length % 2 === 0 ? Buffer.from(digits, "hex").toString("utf8") : "";
       if (readable(s)) hex += (hex ? "\n" : "") + s;
