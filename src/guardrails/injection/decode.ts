@@ -56,11 +56,12 @@ function joinLetters(t: string): string {
 
 /**
  * Digits and signs for letters ("1gn0r3 4ll pr3v10u5 1nstruct10ns"): the start of a word an attack writes that way
- * (4 3 1 0 5 7 for a e i o s t in the word's first four letters; {@link LEET_GATED} says which spellings count). Only
+ * (4 3 1 0 5 7 for a e i o s t in the word's first eight letters; {@link LEET_GATED} says which spellings count). Only
  * these word starts make the letters view, so "HbA1c", "T4" or "B12" in a note cost nothing.
  */
 const LEET_WORDS = [
-  "igno", "inst", "prev", "prom", "syst", "pass", "secr", "reve", "bypa", "admi", "over", "disr", "forg", "jail", "appr", "dele", "expo", "ever",
+  "ignore", "instruct", "previous", "prompt", "system", "password", "secret", "reveal", "bypass", "override", "disregar", "forget", "admin",
+  "jailbrea", "approval", "delete", "export", "everythi",
 ];
 const LEET_DIGIT: Readonly<Record<string, string>> = { a: "4", e: "3", i: "1", o: "0", s: "5", t: "7" };
 /** Every spelling of `w` with some of its letters in {@link LEET_DIGIT} written as digits, at least one. */
@@ -73,7 +74,7 @@ const LEET_FORMS = LEET_WORDS.flatMap(leetForms);
 /**
  * The spellings that make the letters view: those with a digit in at least two of the 4-grams of " " + spelling (the
  * gate's unit, features.ts), so that a gate of them is shut on text without them: a spelling whose one digit ends it
- * ("ignor3") would share all its other 4-grams with the plain word and open the gate on about 2 % of texts that have
+ * ("secre7") would share all its other 4-grams with the plain word and open the gate on about 2 % of texts that have
  * it (the filter's false positives).
  */
 const LEET_GATED = LEET_FORMS.filter((f) => {
@@ -82,6 +83,16 @@ const LEET_GATED = LEET_FORMS.filter((f) => {
   for (let i = 0; i + 4 <= a.length; i++) if (/[0-9]/.test(a.slice(i, i + 4))) grams++;
   return grams >= 2;
 });
+/**
+ * The gate of a letters-view spelling: " " + its shortest start with a digit in two 4-grams (" pr3v" for "pr3v10us"
+ * and "pr3vious" alike), so that spellings sharing it share one look-up.
+ */
+function leetGate(f: string): string {
+  const a = " " + f;
+  let grams = 0;
+  for (let end = 4; end <= a.length; end++) if (/[0-9]/.test(a.slice(end - 4, end)) && ++grams === 2) return a.slice(0, end);
+  return a;
+}
 export const LEET_CUE = new RegExp(`(?<![a-z0-9_])(?:${LEET_GATED.join("|")})`);
 const LEET_LETTER: Readonly<Record<string, string>> = { "4": "a", "3": "e", "1": "i", "0": "o", "5": "s", "7": "t", "@": "a", $: "s" };
 /** A run of letters, digits, `@` and `$`; the letters view rewrites those with both a letter and a digit or sign in them. */
@@ -93,10 +104,11 @@ function unleet(t: string): string {
 }
 
 /**
- * Hexadecimal bytes ("49 67 6e 6f 72 65 ...", "\\x49\\x67...", "0x49 0x67 ...", "%49%67..."), at least 12 of them,
- * one run at most 64 K characters; decoded when the text names hexadecimal ({@link HEX_CUE}), within {@link MAX_VIEW_CHARS} of where.
+ * Hexadecimal bytes ("49 67 6e 6f 72 65 ...", "\\x49\\x67...", "0x49 0x67 ...", "%49%67..."), 12 to 32,768 of them in
+ * one run, starting at a word boundary; decoded when the text names hexadecimal ({@link HEX_CUE}), within
+ * {@link MAX_VIEW_CHARS} of where.
  */
-const HEX_RUN = /(?:(?:\\x|0x|%)?[0-9a-fA-F]{2}[\s,:;]{0,2}){12,32768}/g;
+const HEX_RUN = /(?<![0-9A-Za-z])(?:(?:\\x|0x|%)?[0-9a-fA-F]{2}[\s,:;]{0,2}){12,32768}/g;
 const HEX_NOISE = /\\x|0x|[%\s,:;]/g;
 
 /**
@@ -110,7 +122,7 @@ export const DECODE_CUE_GATE: readonly string[] = [
 /** The gate alternatives of {@link JOINED_CUE} (a separator is a non-word character). */
 export const JOINED_CUE_GATE: readonly string[] = JOINED_WORDS.map((w) => " " + [...w].join(" "));
 /** The gate alternatives of {@link LEET_CUE}. */
-export const LEET_CUE_GATE: readonly string[] = LEET_GATED.map((f) => " " + f);
+export const LEET_CUE_GATE: readonly string[] = [...new Set(LEET_GATED.map(leetGate))];
 /** Bits of a text's view gates ({@link decodedViews}' `open`): a decoding named, joined letters, digits for letters. */
 export const VIEW_DECODE = 1;
 export const VIEW_JOINED = 2;
@@ -181,7 +193,8 @@ export function decodedViews(text: string, t: string, open = VIEW_DECODE | VIEW_
     const part = around(text, t, HEX_CUE, cap);
     for (let m = HEX_RUN.exec(part); m !== null && hex.length < cap; m = HEX_RUN.exec(part)) {
       const digits = m[0].replace(HEX_NOISE, "");
-      const s = digits.length % 2 === 0 ? Buffer.from(digits, "hex").toString("utf8") : "";
+      // (a word of hexadecimal letters next to the run, "... fe" or "decode: ...", decodes to a stray byte at an end)
+      const s = digits.length % 2 === 0 ? Buffer.from(digits, "hex").toString("utf8").replace(/^\uFFFD+|\uFFFD+$/g, "") : "";
       if (readable(s)) hex += (hex ? "\n" : "") + s;
     }
   }
