@@ -73,6 +73,11 @@ export interface CorpusRow {
  * trained without them, and the round-8 candidates were not shipped (docs/guardrails-quality.md, "Session 20").
  */
 const ROUND8 = (process.env["HMCP_ROUND8"] ?? "0") === "1";
+/**
+ * Whether round 9's rows (answers-r9.txt: peer answers that change doses, list approvals, refuse or advise a patient,
+ * and hostile answers aimed at the next agent) are built: HMCP_ROUND9=1 (docs/guardrails-quality.md, "Session 21").
+ */
+const ROUND9 = (process.env["HMCP_ROUND9"] ?? "0") === "1";
 
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const corpusDir = path.join(repo, "scripts/data/injection-corpus");
@@ -474,6 +479,20 @@ export function buildInjectionCorpus(dataDir = path.resolve(repo, "../shared/dat
         const family = lineFamily(kind === "role" ? "role" : "agent-injection", text);
         if (splitOf(family) !== "dev") continue;
         rows.push({ kind, label: kind === "direct" ? 1 : 0, family, split: "dev", arrival: "message", source: "role-r8.txt", text });
+      }
+    }
+  }
+  // round 9, dev families only: peer answers of a pharmacy, reconciliation or scheduling agent that change doses, list
+  // pending approvals, refuse or advise a patient in the second person (blocked as data by round 8 H on blind sets r10
+  // and r11), and answers of the same shapes that tell the NEXT agent to act on doses, approvals, audit or data
+  if (ROUND9) {
+    for (const [section, lines] of sections("answers-r9.txt")) {
+      if (section !== "answer" && section !== "answer-attack") throw new Error(`answers-r9.txt: unknown section ${section}`);
+      for (const text of lines) {
+        const family = lineFamily(section, text);
+        if (splitOf(family) !== "dev") continue;
+        const kind = section === "answer" ? "answer" : "indirect-agent-answer";
+        rows.push({ kind, label: section === "answer" ? 0 : 1, family, split: "dev", arrival: "result", role: "assistant", source: "answers-r9.txt", text });
       }
     }
   }

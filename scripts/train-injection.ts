@@ -33,7 +33,8 @@
  * that address the reader for it to get the document terms, the model file's `docMaxAddressed`; 0.5; none = any text of
  * more than one window), HMCP_ROUND8 (1 = with
  * round 8's role prompts and their hostile mirrors, scripts/data/injection-corpus/role-r8.txt; 0: not in the shipped
- * weights, see docs/guardrails-quality.md), HMCP_MIN_FEATURES (30), HMCP_POS_WEIGHT (1.3), HMCP_KIND_ROWS (150), HMCP_AVERAGE (1: runs averaged into one model),
+ * weights, see docs/guardrails-quality.md), HMCP_ROUND9 (1 = with round 9's peer answers, benign and hostile,
+ * scripts/data/injection-corpus/answers-r9.txt; 0), HMCP_MIN_FEATURES (30), HMCP_POS_WEIGHT (1.3), HMCP_KIND_ROWS (150), HMCP_AVERAGE (1: runs averaged into one model),
  * HMCP_FP_COST (4), HMCP_CV_REPEATS (6), HMCP_FOLD_SALT (none), HMCP_DROP_RULES (none: feature rules left out, for
  * ablations), HMCP_TRAIN_DEBUG (dist | curve | fp | 1: diagnostics on the dev folds), HMCP_MODEL_OUT (where the weights
  * are written; guardrails/data/injection-model.json).
