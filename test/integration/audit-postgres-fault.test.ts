@@ -145,6 +145,14 @@ if (kinds.includes("postgresql")) describe("PostgreSQL audit sink on a real Post
     // the next INSERT commits and then waits for a synchronous standby that never comes: in flight, and committed
     await db.db.query("ALTER SYSTEM SET synchronous_standby_names = 'hmcp_no_such_standby'");
     await db.db.query("SELECT pg_reload_conf()");
+    // (the reload reaches the backends through the postmaster, which can lag under load: once another backend shows the
+    // new value, the postmaster has re-read the file and signalled every backend, the sink's idle ones included, so the
+    // sink's next INSERT runs with it; without this wait an INSERT could still commit without waiting for the standby)
+    for (let i = 0; i < 250; i++) {
+      const { rows: s } = await db.db.query("SHOW synchronous_standby_names");
+      if ((s[0] as { synchronous_standby_names: string }).synchronous_standby_names === "hmcp_no_such_standby") break;
+      await new Promise((r2) => setTimeout(r2, 20));
+    }
     await serveBoth(endpoint, sid, [3, 4], answered);
     let waiting = 0;
     for (let i = 0; i < 300 && waiting === 0; i++) {
