@@ -72,27 +72,26 @@ function leetForms(w: string): string[] {
 }
 const LEET_FORMS = LEET_WORDS.flatMap(leetForms);
 /**
- * The spellings that make the letters view: those with a digit in at least two of the 4-grams of " " + spelling (the
- * gate's unit, features.ts), so that a gate of them is shut on text without them: a spelling whose one digit ends it
- * ("secre7") would share all its other 4-grams with the plain word and open the gate on about 2 % of texts that have
- * it (the filter's false positives).
+ * Where " " + `f` holds a digit in its second 4-gram (the gate's unit, features.ts): the end of that 4-gram, or -1 when
+ * fewer than two of its 4-grams hold one.
  */
-const LEET_GATED = LEET_FORMS.filter((f) => {
+function secondDigitGramEnd(f: string): number {
   const a = " " + f;
   let grams = 0;
-  for (let i = 0; i + 4 <= a.length; i++) if (/[0-9]/.test(a.slice(i, i + 4))) grams++;
-  return grams >= 2;
-});
+  for (let end = 4; end <= a.length; end++) if (/[0-9]/.test(a.slice(end - 4, end)) && ++grams === 2) return end;
+  return -1;
+}
+/**
+ * The spellings that make the letters view: those with a digit in at least two 4-grams, so that a gate of them is shut
+ * on text without them: a spelling whose one digit ends it ("secre7") would share all its other 4-grams with the plain
+ * word and open the gate on about 2 % of texts that have it (the filter's false positives).
+ */
+const LEET_GATED = LEET_FORMS.filter((f) => secondDigitGramEnd(f) >= 0);
 /**
  * The gate of a letters-view spelling: " " + its shortest start with a digit in two 4-grams (" pr3v" for "pr3v10us"
  * and "pr3vious" alike), so that spellings sharing it share one look-up.
  */
-function leetGate(f: string): string {
-  const a = " " + f;
-  let grams = 0;
-  for (let end = 4; end <= a.length; end++) if (/[0-9]/.test(a.slice(end - 4, end)) && ++grams === 2) return a.slice(0, end);
-  return a;
-}
+const leetGate = (f: string): string => (" " + f).slice(0, secondDigitGramEnd(f));
 export const LEET_CUE = new RegExp(`(?<![a-z0-9_])(?:${LEET_GATED.join("|")})`);
 const LEET_LETTER: Readonly<Record<string, string>> = { "4": "a", "3": "e", "1": "i", "0": "o", "5": "s", "7": "t", "@": "a", $: "s" };
 /** A run of letters, digits, `@` and `$`; the letters view rewrites those with both a letter and a digit or sign in them. */
@@ -127,7 +126,6 @@ export const LEET_CUE_GATE: readonly string[] = [...new Set(LEET_GATED.map(leetG
 export const VIEW_DECODE = 1;
 export const VIEW_JOINED = 2;
 export const VIEW_LETTERS = 4;
-
 
 /** A base64 run long enough to hide an instruction (12 bytes); longer runs come in aligned pieces of 64 K characters. */
 const BASE64_RUN = /[A-Za-z0-9+/]{16,65536}={0,2}/g;

@@ -888,9 +888,9 @@ function allPresent(grams: Uint32Array): boolean {
   return true;
 }
 
-function present(t: string, alt: Alternative): boolean {
+/** A verbatim or cross alternative present in `t` (4-gram alternatives are checked by {@link groupPresent}). */
+function present(t: string, alt: string | CompiledCross): boolean {
   if (typeof alt === "string") return t.includes(alt);
-  if (alt instanceof Uint32Array) return allPresent(alt);
   const nb = alt.bs.length;
   let anyB = false;
   for (let j = 0; j < nb; j++) {
