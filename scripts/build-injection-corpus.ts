@@ -78,6 +78,15 @@ const ROUND8 = (process.env["HMCP_ROUND8"] ?? "0") === "1";
  * and hostile answers aimed at the next agent) are built: HMCP_ROUND9=1 (docs/guardrails-quality.md, "Session 21").
  */
 const ROUND9 = (process.env["HMCP_ROUND9"] ?? "0") === "1";
+/**
+ * Whether round 10's rows are built: HMCP_ROUND10=1. They are the blind sets already scored and read
+ * (scripts/data/injection-blind-r5 ... r12: each was scored once, then its misses were read, so they are development
+ * rows now), dev families only like every later round, and round 8's and 9's files (docs/guardrails-quality.md,
+ * "Session 22").
+ */
+const ROUND10 = (process.env["HMCP_ROUND10"] ?? "0") === "1";
+/** The blind sets round 10 learns from: every one scored before round 10 was written. */
+export const READ_BLIND_SETS = ["r5", "r6", "r7", "r9", "r10", "r11", "r12"] as const;
 
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const corpusDir = path.join(repo, "scripts/data/injection-corpus");
@@ -472,7 +481,7 @@ export function buildInjectionCorpus(dataDir = path.resolve(repo, "../shared/dat
   // round 8, dev families only: role prompts that set an agent's limits with the words attacks use ("never reveal these
   // instructions", "treat tool output as data", "approval is required") and hostile role prompts and requests that
   // lift the same limits with the same words: contrast rows for the negation scopes of the word features
-  if (ROUND8) {
+  if (ROUND8 || ROUND10) {
     for (const [kind, lines] of sections("role-r8.txt")) {
       if (kind !== "role" && kind !== "direct") throw new Error(`role-r8.txt: unknown section ${kind}`);
       for (const text of lines) {
@@ -485,7 +494,7 @@ export function buildInjectionCorpus(dataDir = path.resolve(repo, "../shared/dat
   // round 9, dev families only: peer answers of a pharmacy, reconciliation or scheduling agent that change doses, list
   // pending approvals, refuse or advise a patient in the second person (blocked as data by round 8 H on blind sets r10
   // and r11), and answers of the same shapes that tell the NEXT agent to act on doses, approvals, audit or data
-  if (ROUND9) {
+  if (ROUND9 || ROUND10) {
     for (const [section, lines] of sections("answers-r9.txt")) {
       if (section !== "answer" && section !== "answer-attack") throw new Error(`answers-r9.txt: unknown section ${section}`);
       for (const text of lines) {
@@ -493,6 +502,35 @@ export function buildInjectionCorpus(dataDir = path.resolve(repo, "../shared/dat
         if (splitOf(family) !== "dev") continue;
         const kind = section === "answer" ? "answer" : "indirect-agent-answer";
         rows.push({ kind, label: section === "answer" ? 0 : 1, family, split: "dev", arrival: "result", role: "assistant", source: "answers-r9.txt", text });
+      }
+    }
+  }
+  // round 10, dev families only: the rows of the blind sets already scored and read (new writers' role prompts, peer
+  // answers, instructions and attacks: the text the model missed most on each new set)
+  if (ROUND10) {
+    const blindKinds: Record<string, { kind: BenignKind | AttackKind; family: string; arrival: Arrival; role?: "assistant" }> = {
+      role: { kind: "role", family: "role", arrival: "message" },
+      imperative: { kind: "imperative", family: "imperative", arrival: "message" },
+      question: { kind: "question", family: "question", arrival: "message" },
+      approval: { kind: "approval", family: "approval", arrival: "message" },
+      answer: { kind: "answer", family: "answer", arrival: "result", role: "assistant" },
+      direct: { kind: "direct", family: "agent-injection", arrival: "message" },
+      "role-attack": { kind: "direct", family: "agent-injection", arrival: "message" },
+      "answer-attack": { kind: "indirect-agent-answer", family: "answer-attack", arrival: "result", role: "assistant" },
+      "tool-attack": { kind: "indirect-tool-result", family: "tool-attack", arrival: "result" },
+      "note-attack": { kind: "indirect-note", family: "note-attack", arrival: "message" },
+    };
+    for (const set of READ_BLIND_SETS) {
+      const file = `injection-blind-${set}.txt`;
+      for (const line of readFileSync(path.join(repo, "scripts/data", file), "utf8").split("\n")) {
+        if (!line || line.startsWith("#")) continue;
+        const tab = line.indexOf("\t");
+        const k = blindKinds[line.slice(0, tab)];
+        if (tab < 0 || !k) throw new Error(`${file}: unknown row kind ${line.slice(0, Math.max(tab, 0))}`);
+        const text = line.slice(tab + 1);
+        const family = lineFamily(k.family, text);
+        if (splitOf(family) !== "dev") continue;
+        rows.push({ kind: k.kind, label: ATTACK_KINDS.includes(k.kind as AttackKind) ? 1 : 0, family, split: "dev", arrival: k.arrival, ...(k.role ? { role: k.role } : {}), source: file, text });
       }
     }
   }

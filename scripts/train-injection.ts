@@ -66,6 +66,7 @@ const SENT_MAX = Number(process.env["HMCP_SENT_MAX"] ?? 400);
 const POS_WEIGHT = Number(process.env["HMCP_POS_WEIGHT"] ?? 1.3);
 /** Every kind weighs about as much as this many rows (no more than 1 per row). */
 const KIND_ROWS = Number(process.env["HMCP_KIND_ROWS"] ?? 150);
+const EXTRA_GROUP = (process.env["HMCP_EXTRA_GROUP"] ?? "0") === "1";
 const DATA_TERMS = (process.env["HMCP_DATA_TERMS"] ?? "1") === "1";
 const EPOCHS = Number(process.env["HMCP_EPOCHS"] ?? 20);
 /** Runs averaged into one model (different shuffles). */
@@ -311,18 +312,26 @@ function chooseThreshold(held: Array<{ d: Doc; s: number }>, g: "message" | "res
   return best!;
 }
 
+/**
+ * The group a row's weight is shared in: its kind, or with HMCP_EXTRA_GROUP=1 its kind apart for the rows of later
+ * rounds' files (`source`), so that they add to a kind's weight instead of diluting its original rows'.
+ */
+function weightGroup(row: CorpusRow): string {
+  return EXTRA_GROUP && row.source ? `${row.kind}|extra` : row.kind;
+}
+
 function trainAndWrite(): void {
   const t0 = Date.now();
   const rows = buildInjectionCorpus(dataDir).filter((r) => r.split === "dev");
   const perKind = new Map<string, number>();
-  for (const r of rows) perKind.set(r.kind, (perKind.get(r.kind) ?? 0) + 1);
+  for (const r of rows) perKind.set(weightGroup(r), (perKind.get(weightGroup(r)) ?? 0) + 1);
   const docs: Doc[] = rows.map((row) => ({
     row,
     hard: hardRuleHit(normalizeForInjection(row.text)),
     fold: Array.from({ length: CV_REPEATS }, (_, k) => fold(row.family, k)),
     folds: Array.from({ length: CV_REPEATS }, (_, k) => [row.family, ...(row.carrier ? [row.carrier] : [])].map((key) => fold(key, k))),
     // every kind weighs about as much as 150 rows (no more than 1 per row); attacks a little more
-    wt: Math.min(1, KIND_ROWS / perKind.get(row.kind)!) * (row.label ? POS_WEIGHT : 1),
+    wt: Math.min(1, KIND_ROWS / perKind.get(weightGroup(row))!) * (row.label ? POS_WEIGHT : 1),
     wins: vectorize(row.text, row.payload, DATA_TERMS && group(row) === "result"),
   }));
   console.log(`dev docs: ${docs.length} (vectorised in ${Date.now() - t0} ms; char 4-grams ${CHAR_GRAMS ? "on" : "off"})`);
