@@ -69,22 +69,23 @@ export interface CorpusRow {
 }
 
 /**
- * Whether round 8's rows (role-r8.txt) are built: HMCP_ROUND8=1. Off by default: the shipped weights (round 5) were
- * trained without them, and the round-8 candidates were not shipped (docs/guardrails-quality.md, "Session 20").
+ * Whether round 8's rows (role-r8.txt) are built without round 10: HMCP_ROUND8=1 (round 10 builds them too). Round 5
+ * and round 8 H were trained without them (docs/guardrails-quality.md, "Session 20").
  */
 const ROUND8 = (process.env["HMCP_ROUND8"] ?? "0") === "1";
 /**
  * Whether round 9's rows (answers-r9.txt: peer answers that change doses, list approvals, refuse or advise a patient,
- * and hostile answers aimed at the next agent) are built: HMCP_ROUND9=1 (docs/guardrails-quality.md, "Session 21").
+ * and hostile answers aimed at the next agent) are built without round 10: HMCP_ROUND9=1 (round 10 builds them too;
+ * docs/guardrails-quality.md, "Session 21").
  */
 const ROUND9 = (process.env["HMCP_ROUND9"] ?? "0") === "1";
 /**
- * Whether round 10's rows are built: HMCP_ROUND10=1. They are the blind sets already scored and read
- * (scripts/data/injection-blind-r5 ... r12: each was scored once, then its misses were read, so they are development
- * rows now), dev families only like every later round, and round 8's and 9's files (docs/guardrails-quality.md,
- * "Session 22").
+ * Whether round 10's rows are built: on by default (the shipped weights, session 22), HMCP_ROUND10=0 for round 8 H's
+ * data. They are the blind sets already scored and read (scripts/data/injection-blind-r5 ... r12: each was scored
+ * once, then its misses were read, so they are development rows now), dev families only like every later round, and
+ * round 8's and 9's files (docs/guardrails-quality.md, "Session 22").
  */
-const ROUND10 = (process.env["HMCP_ROUND10"] ?? "0") === "1";
+const ROUND10 = (process.env["HMCP_ROUND10"] ?? "1") === "1";
 /** The blind sets round 10 learns from: every one scored before round 10 was written. */
 export const READ_BLIND_SETS = ["r5", "r6", "r7", "r9", "r10", "r11", "r12"] as const;
 

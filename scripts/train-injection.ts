@@ -31,10 +31,11 @@
  * feature rule whose matches all follow a negator has its own weight, the model file's `ruleNegation`; 1; 0 with
  * HMCP_DOC_MAX_ADDRESSED=none reproduces round 5), HMCP_DOC_MAX_ADDRESSED (the largest share of a message's windows
  * that address the reader for it to get the document terms, the model file's `docMaxAddressed`; 0.5; none = any text of
- * more than one window), HMCP_ROUND8 (1 = with
- * round 8's role prompts and their hostile mirrors, scripts/data/injection-corpus/role-r8.txt; 0: not in the shipped
- * weights, see docs/guardrails-quality.md), HMCP_ROUND9 (1 = with round 9's peer answers, benign and hostile,
- * scripts/data/injection-corpus/answers-r9.txt; 0), HMCP_MIN_FEATURES (30), HMCP_POS_WEIGHT (1.3), HMCP_KIND_ROWS (150), HMCP_AVERAGE (1: runs averaged into one model),
+ * more than one window), HMCP_ROUND10 (1 = with the read blind sets r5-r12, round 8's role prompts and their hostile
+ * mirrors and round 9's peer answers, dev families only; 1; 0 = round 8 H's data, where HMCP_ROUND8=1 and HMCP_ROUND9=1
+ * add the two files alone; docs/guardrails-quality.md, "Session 22"), HMCP_EXTRA_GROUP (1 = the rows of those later
+ * files weighed as a group of their own per kind; 0), HMCP_MUTE (words left out of the word features: the names of
+ * encodings and of decoding; "none"), HMCP_MIN_FEATURES (30), HMCP_POS_WEIGHT (1.3), HMCP_KIND_ROWS (150), HMCP_AVERAGE (1: runs averaged into one model),
  * HMCP_FP_COST (4), HMCP_CV_REPEATS (6), HMCP_FOLD_SALT (none), HMCP_DROP_RULES (none: feature rules left out, for
  * ablations), HMCP_TRAIN_DEBUG (dist | curve | fp | 1: diagnostics on the dev folds), HMCP_MODEL_OUT (where the weights
  * are written; guardrails/data/injection-model.json).
@@ -43,7 +44,7 @@ import { createHash } from "node:crypto";
 import { writeFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { DEFAULT_BUCKETS, RULES, dataBiasBucket, dataRuleBucket, docBiasBucket, docRuleBucket, forEachFeature, hardRuleHit, isDocument, negRuleBucket, negatedRules, normalizeForInjection, ruleBucket, sentenceWindows, windowRules, windows } from "../src/guardrails/injection/features.js";
+import { DEFAULT_BUCKETS, RULES, dataBiasBucket, dataRuleBucket, docBiasBucket, docRuleBucket, forEachFeature, hardRuleHit, wordHash, isDocument, negRuleBucket, negatedRules, normalizeForInjection, ruleBucket, sentenceWindows, windowRules, windows } from "../src/guardrails/injection/features.js";
 import { loadInjectionModel } from "../src/guardrails/injection/model.js";
 import { ATTACK_KINDS, BENIGN_KINDS, buildInjectionCorpus, type CorpusRow } from "./build-injection-corpus.js";
 
@@ -67,6 +68,14 @@ const POS_WEIGHT = Number(process.env["HMCP_POS_WEIGHT"] ?? 1.3);
 /** Every kind weighs about as much as this many rows (no more than 1 per row). */
 const KIND_ROWS = Number(process.env["HMCP_KIND_ROWS"] ?? 150);
 const EXTRA_GROUP = (process.env["HMCP_EXTRA_GROUP"] ?? "0") === "1";
+/**
+ * Words whose word features are left out of training (their weights stay zero): the names of encodings and of
+ * decoding. The decoded views (decode.ts) score what an encoded payload says; that a text names base64 or asks to
+ * decode something is not evidence by itself, and attacks that hide a payload taught the model otherwise ("Decode
+ * this base64 attachment and summarise it" blocked). HMCP_MUTE: comma list, "none" for no word.
+ */
+const MUTE_WORDS = (process.env["HMCP_MUTE"] ?? "base64,b64,hex,hexadecimal,rot13,decode,decoded,decodes,decoding,encode,encoded,encodes,encoding").split(",").filter((w) => w && w !== "none");
+const MUTE = new Set(MUTE_WORDS.map(wordHash));
 const DATA_TERMS = (process.env["HMCP_DATA_TERMS"] ?? "1") === "1";
 const EPOCHS = Number(process.env["HMCP_EPOCHS"] ?? 20);
 /** Runs averaged into one model (different shuffles). */
@@ -118,7 +127,7 @@ function vectorize(text: string, payload: string | undefined, data: boolean): Do
     const [a, b] = wins[w]!;
     if (span && (b <= span[0] || a >= span[1])) continue;
     const counts = new Map<number, number>();
-    const n = forEachFeature(t, a, b, 0, B, (k) => counts.set(k, (counts.get(k) ?? 0) + 1), CHAR_GRAMS, NEGATION);
+    const n = forEachFeature(t, a, b, 0, B, (k) => counts.set(k, (counts.get(k) ?? 0) + 1), CHAR_GRAMS, NEGATION, MUTE.size ? MUTE : undefined);
     if (n === 0) continue;
     const norm = 1 / Math.sqrt(Math.max(n, MIN_FEATURES));
     for (const [k, c] of counts) counts.set(k, c * norm);

@@ -1561,13 +1561,16 @@ export function negatedRules(t: string, a: number, b: number, mask: number): num
 /**
  * Calls `emit(bucket)` for every feature occurrence in `t.slice(from, to)` (normalised text) plus the
  * rules set in the bitmask `rules`, and returns the number of occurrences emitted (for length normalisation).
- * `charGrams`: also emit the character 4-grams of every word of 2+ characters (default true).
+ * `charGrams`: also emit the character 4-grams of every word of 2+ characters (default true). `mute` (training only):
+ * word hashes ({@link wordHash}) whose unigram and bigrams are counted for the normalisation but not emitted, so that
+ * a model trained with it leaves their buckets at zero (the scorer, {@link sumFeatures}, still reads them).
  */
-export function forEachFeature(t: string, from: number, to: number, rules: number, buckets: number, emit: (bucket: number) => void, charGrams = true, negation = false): number {
+export function forEachFeature(t: string, from: number, to: number, rules: number, buckets: number, emit: (bucket: number) => void, charGrams = true, negation = false, mute?: ReadonlySet<number>): number {
   const mask = buckets - 1;
   let n = 0;
   let prevStart = -1;
   let prevEnd = -1;
+  let prevMuted = false;
   let i = from;
   const len = to;
   // words left in the current negation scope
@@ -1579,7 +1582,8 @@ export function forEachFeature(t: string, from: number, to: number, rules: numbe
     while (i < len && isWordChar(t.charCodeAt(i))) i++;
     const e = i;
     const hw = fnv(SEED_WORD, t, s, e);
-    emit(hw & mask);
+    const muted = mute !== undefined && mute.has(hw);
+    if (!muted) emit(hw & mask);
     if (negation && scope > 0) {
       scope--;
       emit((negated(hw) >>> 0) & mask);
@@ -1591,7 +1595,7 @@ export function forEachFeature(t: string, from: number, to: number, rules: numbe
       let h = fnv(SEED_BIGRAM, t, prevStart, prevEnd);
       h ^= 32;
       h = Math.imul(h, 16777619);
-      emit(fnv(h, t, s, e) & mask);
+      if (!muted && !prevMuted) emit(fnv(h, t, s, e) & mask);
       n++;
     }
     // character 4-grams of " word " (word boundaries marked)
@@ -1611,6 +1615,7 @@ export function forEachFeature(t: string, from: number, to: number, rules: numbe
     }
     prevStart = s;
     prevEnd = e;
+    prevMuted = muted;
   }
   for (let r = 0; r < RULES.length; r++) {
     if (rules & (1 << r)) {
@@ -1622,6 +1627,9 @@ export function forEachFeature(t: string, from: number, to: number, rules: numbe
   }
   return n;
 }
+
+/** The hash of a normalised word as {@link forEachFeature} computes it (its `mute` set holds these). */
+export const wordHash = (word: string): number => fnv(SEED_WORD, word, 0, word.length);
 
 /** The hash of each rule's feature (before masking to the bucket count). */
 const RULE_BUCKET = RULES.map(([name]) => fnv(SEED_RULE, name));

@@ -137,6 +137,30 @@ describe("injection features", () => {
     }
   });
 
+  it("muted words (training only): their unigram and bigrams are counted for the normalisation but not emitted", async () => {
+    const { forEachFeature, normalizeForInjection, wordHash } = await import("../../../src/guardrails/injection/features.js");
+    const buckets = 1 << 18;
+    const featuresOf = (text: string, mute?: ReadonlySet<number>): { out: number[]; n: number } => {
+      const t = normalizeForInjection(text);
+      const out: number[] = [];
+      const n = forEachFeature(t, 0, t.length, 0, buckets, (k) => out.push(k), false, false, mute);
+      return { out, n };
+    };
+    const mute = new Set(["base64"].map(wordHash));
+    const plain = featuresOf("decode this base64 attachment");
+    const muted = featuresOf("decode this base64 attachment", mute);
+    // 4 unigrams and 3 bigrams; "base64", "this base64" and "base64 attachment" are left out, the count is not
+    expect(plain.out).toHaveLength(7);
+    expect(muted.n).toBe(plain.n);
+    expect(muted.out).toHaveLength(4);
+    for (const k of muted.out) expect(plain.out).toContain(k);
+    const gone = plain.out.filter((k) => !muted.out.includes(k));
+    expect(gone).toHaveLength(3);
+    // the muted word's own unigram is its hash's bucket; other texts' features of other words are untouched
+    expect(gone).toContain(wordHash("base64") & (buckets - 1));
+    expect(featuresOf("summarise this attachment", mute).out).toEqual(featuresOf("summarise this attachment").out);
+  });
+
   it("negation scopes: a word after a negator, in the same clause and within NEGATION_SCOPE words, adds a negated unigram", async () => {
     const { NEGATION_SCOPE, forEachFeature, normalizeForInjection } = await import("../../../src/guardrails/injection/features.js");
     const { InjectionModel } = await import("../../../src/guardrails/injection/model.js");
