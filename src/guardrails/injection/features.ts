@@ -1366,23 +1366,27 @@ const MIXED_SCRIPT = /[a-z][\u0370-\u03ff\u0400-\u052f]|[\u0370-\u03ff\u0400-\u0
 const CONFUSABLE_CODE = new Uint16Array(0x530 - 0x370);
 for (const [c, latin] of Object.entries(CONFUSABLE)) CONFUSABLE_CODE[c.charCodeAt(0) - 0x370] = latin.charCodeAt(0);
 
-/** 1 for each BMP code unit that is a letter (`\p{L}`), built on the first text that needs it (~65 K regex tests, once). */
-let bmpLetters: Uint8Array | undefined;
-function letterTable(): Uint8Array {
-  if (bmpLetters === undefined) {
-    bmpLetters = new Uint8Array(0x10000);
-    const letter = /\p{L}/u;
-    for (let c = 0; c < 0x10000; c++) if (c < 0xd800 || c > 0xdfff) bmpLetters[c] = letter.test(String.fromCharCode(c)) ? 1 : 0;
-  }
-  return bmpLetters;
+/**
+ * Whether each BMP code unit is a letter (`\p{L}`), learnt per unit the first time a text shows it: 0 not yet known, 1
+ * a letter, 2 not one (a table built whole took ~65 K regex tests, 30-60 ms, on the first mixed-script text of a
+ * process).
+ */
+const BMP_LETTER = new Uint8Array(0x10000);
+const LETTER = /\p{L}/u;
+
+/** 1 when the UTF-16 unit `c` (not a surrogate) is a letter, else 0 ({@link BMP_LETTER}). */
+function unitLetter(c: number): number {
+  let v = BMP_LETTER[c]!;
+  if (v === 0) BMP_LETTER[c] = v = LETTER.test(String.fromCharCode(c)) ? 1 : 2;
+  return v & 1;
 }
 
 /** UTF-16 units of the letter at `i` (1 or 2), or 0 when `t[i]` starts no letter. */
-function letterWidth(t: string, i: number, letters: Uint8Array): number {
+function letterWidth(t: string, i: number): number {
   const c = t.charCodeAt(i);
-  if (c < 0xd800 || c > 0xdfff) return letters[c]!;
+  if (c < 0xd800 || c > 0xdfff) return unitLetter(c);
   const cp = t.codePointAt(i)!;
-  return cp > 0xffff && /\p{L}/u.test(String.fromCodePoint(cp)) ? 2 : 0;
+  return cp > 0xffff && LETTER.test(String.fromCodePoint(cp)) ? 2 : 0;
 }
 
 /** Latin a–z: 1; Cyrillic or Greek (U+0370–U+052F): 2; anything else: 0. */
@@ -1391,17 +1395,17 @@ const scriptOf = (c: number): number => (c >= 97 && c <= 122 ? 1 : c >= 0x370 &&
 /**
  * `t` with the {@link CONFUSABLE} letters of every word (a run of `\p{L}`) in which a Latin letter and a Cyrillic or
  * Greek one stand side by side read as Latin: one pass copying the text's UTF-16 units, mapping a word's in place when
- * it ends mixed, and one conversion back (no call or allocation per character or word; ~10–20 ms per MB of mixed text,
- * plus ~30 ms once per process for the letter table).
+ * it ends mixed, and one conversion back (no allocation per character or word; ~10–20 ms per MB of mixed text, plus one
+ * regex test the first time a process meets each letter, {@link BMP_LETTER}).
  */
 function deconfuse(t: string, at: number): string {
-  const letters = letterTable();
   const n = t.length;
   // (no word before the one holding the first Latin/Cyrillic-or-Greek pair at `at` is mixed: start at that word)
   let from = at;
   for (;;) {
-    if (from > 0 && letters[t.charCodeAt(from - 1)] === 1) from--;
-    else if (from > 1 && letterWidth(t, from - 2, letters) === 2) from -= 2;
+    const c = from > 0 ? t.charCodeAt(from - 1) : 0xd800;
+    if (from > 0 && (c < 0xd800 || c > 0xdfff) && unitLetter(c) === 1) from--;
+    else if (from > 1 && letterWidth(t, from - 2) === 2) from -= 2;
     else break;
   }
   const codes = new Uint16Array(n - from);
@@ -1410,7 +1414,7 @@ function deconfuse(t: string, at: number): string {
   let prev = 0;
   for (let i = from; i <= n; ) {
     const c = i < n ? t.charCodeAt(i) : 0;
-    const w = i === n ? 0 : c < 0xd800 || c > 0xdfff ? letters[c]! : letterWidth(t, i, letters);
+    const w = i === n ? 0 : c < 0xd800 || c > 0xdfff ? unitLetter(c) : letterWidth(t, i);
     if (w === 0) {
       if (mixed) {
         for (let j = start - from; j < i - from; j++) {
