@@ -86,8 +86,11 @@ const ROUND9 = (process.env["HMCP_ROUND9"] ?? "0") === "1";
  * round 8's and 9's files (docs/guardrails-quality.md, "Session 22").
  */
 const ROUND10 = (process.env["HMCP_ROUND10"] ?? "1") === "1";
-/** The blind sets round 10 learns from: every one scored before round 10 was written. */
-export const READ_BLIND_SETS = ["r5", "r6", "r7", "r9", "r10", "r11", "r12"] as const;
+/**
+ * The blind sets learnt from: every one scored and read before the round was written (round 10: r5-r12; round 11 adds
+ * r13). HMCP_READ_BLIND: a comma list instead.
+ */
+export const READ_BLIND_SETS: readonly string[] = (process.env["HMCP_READ_BLIND"] ?? "r5,r6,r7,r9,r10,r11,r12,r13").split(",").filter(Boolean);
 
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const corpusDir = path.join(repo, "scripts/data/injection-corpus");
