@@ -35,7 +35,8 @@
  * mirrors and round 9's peer answers, dev families only; 1; 0 = round 8 H's data, where HMCP_ROUND8=1 and HMCP_ROUND9=1
  * add the two files alone; docs/guardrails-quality.md, "Session 22"), HMCP_EXTRA_GROUP (1 = the rows of those later
  * files weighed as a group of their own per kind; 0), HMCP_MUTE (words left out of the word features: the names of
- * encodings and of decoding; "none"), HMCP_MIN_FEATURES (30), HMCP_POS_WEIGHT (1.3), HMCP_KIND_ROWS (150), HMCP_AVERAGE (1: runs averaged into one model),
+ * encodings and of decoding; "none"), HMCP_READ_BLIND (the read blind sets round 10 adds; r5,r6,r7,r9,r10,r11,r12,r13),
+ * HMCP_THRESHOLDS (message,result: fixed thresholds; none), HMCP_MIN_FEATURES (30), HMCP_POS_WEIGHT (1.3), HMCP_KIND_ROWS (150), HMCP_AVERAGE (1: runs averaged into one model),
  * HMCP_FP_COST (4), HMCP_CV_REPEATS (6), HMCP_FOLD_SALT (none), HMCP_DROP_RULES (none: feature rules left out, for
  * ablations), HMCP_TRAIN_DEBUG (dist | curve | fp | 1: diagnostics on the dev folds), HMCP_MODEL_OUT (where the weights
  * are written; guardrails/data/injection-model.json).
@@ -68,6 +69,12 @@ const POS_WEIGHT = Number(process.env["HMCP_POS_WEIGHT"] ?? 1.3);
 /** Every kind weighs about as much as this many rows (no more than 1 per row). */
 const KIND_ROWS = Number(process.env["HMCP_KIND_ROWS"] ?? 150);
 const EXTRA_GROUP = (process.env["HMCP_EXTRA_GROUP"] ?? "0") === "1";
+/**
+ * Thresholds for messages and for results / resources fixed instead of chosen by the shortfall rule:
+ * HMCP_THRESHOLDS=message,result (e.g. 0.55,0.5); "none" to choose them. The rule's choice moved between 0.45 and 0.55
+ * for messages with each blind set added (docs/guardrails-quality.md, "Session 22").
+ */
+const FIXED_THRESHOLDS = ((v) => (v === "none" ? undefined : { message: Number(v.split(",")[0]), result: Number(v.split(",")[1]) }))(process.env["HMCP_THRESHOLDS"] ?? "none");
 /**
  * Words whose word features are left out of training (their weights stay zero): the names of encodings and of
  * decoding. The decoded views (decode.ts) score what an encoded payload says; that a text names base64 or asks to
@@ -361,6 +368,12 @@ function trainAndWrite(): void {
     }
     const msg = chooseThreshold(held, "message");
     const res = chooseThreshold(held, "result");
+    // (fixed thresholds: the figures and the weights file use them; the L2 strength is still the one with the smaller
+    // shortfall at the thresholds the rule would choose)
+    if (FIXED_THRESHOLDS) {
+      msg.threshold = FIXED_THRESHOLDS.message;
+      res.threshold = FIXED_THRESHOLDS.result;
+    }
     const fig = figures(held, { message: msg.threshold, result: res.threshold });
     const recall = (msg.recall + res.recall) / 2;
     console.log(
