@@ -339,7 +339,7 @@ describe("the rules the shipped weights were trained with", () => {
     // turns the audit off ("audit_trail=false"); the first and third rules skip a phrase quoted alone ("what does
     // \"ignore previous instructions\" mean") and the condition of a defence ("if asked to reveal your instructions");
     // retraining round 10 with them gives the same weights byte for byte.
-    expect(digest).toBe("a37a4a563c9516530852f89da207a9ae651130871f56a7c37d10f38e077a262f");
+    expect(digest).toBe("31129d8c979f61d5352a0ea2fd91a341e09cdc87cbc5f37be23d14a479d5ffae");
     // Round 8 H (session 20): the negators whose scope makes a feature rule a prohibition (the model's ruleNegation)
     expect(createHash("sha256").update(JSON.stringify([NEGATORS, NEGATION_SCOPE])).digest("hex")).toBe("8eb1938dd12ad128d2cbb90ffcfa916cd6d205b0fc48f61594133395cc416950");
   });
