@@ -87,7 +87,8 @@ const ROUND9 = (process.env["HMCP_ROUND9"] ?? "0") === "1";
  */
 const ROUND10 = (process.env["HMCP_ROUND10"] ?? "1") === "1";
 /**
- * The blind sets learnt from: every one scored and read before the round was written (round 10, shipped: r5-r12; the
+ * The blind sets learnt from: every one scored and read before the round was written (round 10, shipped: r5, r6, r7,
+ * r9, r10, r11, r12 (there is no r8 set); the
  * candidates round 11 added r13 and round 12 r13 and r14, neither shipped). HMCP_READ_BLIND: a comma list instead.
  */
 export const READ_BLIND_SETS: readonly string[] = (process.env["HMCP_READ_BLIND"] ?? "r5,r6,r7,r9,r10,r11,r12").split(",").filter(Boolean);

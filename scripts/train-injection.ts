@@ -35,7 +35,7 @@
  * mirrors and round 9's peer answers, dev families only; 1; 0 = round 8 H's data, where HMCP_ROUND8=1 and HMCP_ROUND9=1
  * add the two files alone; docs/guardrails-quality.md, "Session 22"), HMCP_EXTRA_GROUP (1 = the rows of those later
  * files weighed as a group of their own per kind; 0), HMCP_MUTE (words left out of the word features: the names of
- * encodings and of decoding; "none"), HMCP_READ_BLIND (the read blind sets round 10 adds; r5,r6,r7,r9,r10,r11,r12),
+ * encodings and of decoding; "none"), HMCP_READ_BLIND (the read blind sets round 10 adds: r5,r6,r7,r9,r10,r11,r12; there is no r8 set),
  * HMCP_THRESHOLDS (message,result: fixed thresholds; none), HMCP_MIN_FEATURES (30), HMCP_POS_WEIGHT (1.3), HMCP_KIND_ROWS (150), HMCP_AVERAGE (1: runs averaged into one model),
  * HMCP_FP_COST (4), HMCP_CV_REPEATS (6), HMCP_FOLD_SALT (none), HMCP_DROP_RULES (none: feature rules left out, for
  * ablations), HMCP_TRAIN_DEBUG (dist | curve | fp | 1: diagnostics on the dev folds), HMCP_MODEL_OUT (where the weights
@@ -74,7 +74,12 @@ const EXTRA_GROUP = (process.env["HMCP_EXTRA_GROUP"] ?? "0") === "1";
  * HMCP_THRESHOLDS=message,result (e.g. 0.55,0.5); "none" to choose them. The rule's choice moved between 0.45 and 0.55
  * for messages with each blind set added (docs/guardrails-quality.md, "Session 22").
  */
-const FIXED_THRESHOLDS = ((v) => (v === "none" ? undefined : { message: Number(v.split(",")[0]), result: Number(v.split(",")[1]) }))(process.env["HMCP_THRESHOLDS"] ?? "none");
+const FIXED_THRESHOLDS = ((v) => {
+  if (v === "none") return undefined;
+  const [message, result] = v.split(",").map(Number);
+  if (!(message! > 0 && message! < 1 && result! > 0 && result! < 1)) throw new Error(`HMCP_THRESHOLDS: two numbers in (0, 1), "message,result", or none; got ${v}`);
+  return { message: message!, result: result! };
+})(process.env["HMCP_THRESHOLDS"] ?? "none");
 /**
  * Words whose word features are left out of training (their weights stay zero): the names of encodings and of
  * decoding. The decoded views (decode.ts) score what an encoded payload says; that a text names base64 or asks to
