@@ -36,8 +36,7 @@
  * add the two files alone; docs/guardrails-quality.md, "Session 22"), HMCP_EXTRA_GROUP (1 = the rows of those later
  * files weighed as a group of their own per kind; 0), HMCP_MUTE (words left out of the word features: the names of
  * encodings and of decoding; "none"), HMCP_READ_BLIND (the read blind sets round 10 adds: r5,r6,r7,r9,r10,r11,r12; there is no r8 set),
- * HMCP_THRESHOLDS (message,result: fixed thresholds; none), HMCP_WHOLE_RULES (1 = train on the rules with their scoring-only
- * branches, features.ts SCORING_ONLY_RULES; 0: the rules as round 10 was trained), HMCP_MIN_FEATURES (30), HMCP_POS_WEIGHT (1.3), HMCP_KIND_ROWS (150), HMCP_AVERAGE (1: runs averaged into one model),
+ * HMCP_THRESHOLDS (message,result: fixed thresholds; none), HMCP_MIN_FEATURES (30), HMCP_POS_WEIGHT (1.3), HMCP_KIND_ROWS (150), HMCP_AVERAGE (1: runs averaged into one model),
  * HMCP_FP_COST (4), HMCP_CV_REPEATS (6), HMCP_FOLD_SALT (none), HMCP_DROP_RULES (none: feature rules left out, for
  * ablations), HMCP_TRAIN_DEBUG (dist | curve | fp | 1: diagnostics on the dev folds), HMCP_MODEL_OUT (where the weights
  * are written; guardrails/data/injection-model.json).
@@ -46,7 +45,7 @@ import { createHash } from "node:crypto";
 import { writeFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { DEFAULT_BUCKETS, RULES, dataBiasBucket, dataRuleBucket, docBiasBucket, docRuleBucket, forEachFeature, hardRuleHit, wordHash, isDocument, negRuleBucket, negatedRules, normalizeForInjection, ruleBucket, sentenceWindows, trainedWindowRules, windowRules, windows } from "../src/guardrails/injection/features.js";
+import { DEFAULT_BUCKETS, RULES, dataBiasBucket, dataRuleBucket, docBiasBucket, docRuleBucket, forEachFeature, hardRuleHit, wordHash, isDocument, negRuleBucket, negatedRules, normalizeForInjection, ruleBucket, sentenceWindows, windowRules, windows } from "../src/guardrails/injection/features.js";
 import { loadInjectionModel } from "../src/guardrails/injection/model.js";
 import { ATTACK_KINDS, BENIGN_KINDS, buildInjectionCorpus, type CorpusRow } from "./build-injection-corpus.js";
 
@@ -60,7 +59,6 @@ const CHAR_GRAMS = (process.env["HMCP_CHARGRAMS"] ?? "0") === "1";
 /** Negation scopes in the word features (the model file's `negation`). */
 const NEGATION = (process.env["HMCP_NEGATION"] ?? "0") === "1";
 /** Negated feature rules weigh on their own (the model file's `ruleNegation`). */
-const WHOLE_RULES = (process.env["HMCP_WHOLE_RULES"] ?? "0") === "1";
 const RULE_NEGATION = (process.env["HMCP_RULE_NEGATION"] ?? "1") === "1";
 const WINDOW = Number(process.env["HMCP_WINDOW"] ?? 600);
 const STEP = Number(process.env["HMCP_STEP"] ?? WINDOW);
@@ -134,8 +132,7 @@ function vectorize(text: string, payload: string | undefined, data: boolean): Do
     if (at >= 0) span = [at, at + len];
   }
   const wins = SENTENCES ? sentenceWindows(t, SENT_MIN, SENT_MAX) : windows(t, WINDOW, STEP);
-  // (the rules as the weights were trained: the scoring-only branches left out unless HMCP_WHOLE_RULES=1)
-  const masks = WHOLE_RULES ? windowRules(t, wins) : trainedWindowRules(t, wins, windowRules(t, wins));
+  const masks = windowRules(t, wins);
   // (data the agent reads is a document whatever it says: the reader check is for messages)
   const doc = isDocument(masks, data ? undefined : DOC_MAX_ADDRESSED);
   for (let w = 0; w < wins.length; w++) {
@@ -149,7 +146,7 @@ function vectorize(text: string, payload: string | undefined, data: boolean): Do
     // feature rules: weight 1 each, outside the length normalisation (the model's `rulesRaw`)
     const rules = masks[w]! & KEEP_MASK;
     // (a rule whose every match in the window follows a negator: its own weight instead, the model's `ruleNegation`)
-    const neg = RULE_NEGATION && rules !== 0 ? negatedRules(t, a, b, rules, !WHOLE_RULES) : 0;
+    const neg = RULE_NEGATION && rules !== 0 ? negatedRules(t, a, b, rules) : 0;
     for (let r = 0; r < RULES.length; r++) {
       if ((rules & (1 << r)) === 0) continue;
       const k = neg & (1 << r) ? negRuleBucket(r, B) : ruleBucket(r, B);

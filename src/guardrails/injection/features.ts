@@ -14,21 +14,6 @@ import { RUN_CLASS, regexReach, type RegexReach } from "./reach.js";
 export const DEFAULT_BUCKETS = 1 << 18;
 
 /**
- * `safety_off` as round 10's weights were trained on: a protection switched off or declared unneeded, or an audit
- * setting turned off.
- */
-const SAFETY_OFF_TRAINED = String.raw`\b(?:turn(?:ing)? off|switch(?:ing)? off|shut(?:ting)? off|disabl\w*|deactivat\w*|skip\w*|drop\w*|bypass\w*|remov\w*|lift\w*|waiv\w*|suspend\w*|desactiv\w*|deaktivier\w*|désactiv\w*|no need for|keine)\b.{0,40}?\b(?:redaction|redacting|phi (?:filters?|redaction|masking)|(?:content|safety|phi) filters?|data masking|anonymi[sz]ation|de-?identification|audit(?:ing)?(?: (?:log|logging|trail|records?))?|audit logging|(?<!authori[sz]ation |insurance |payer |prior )approvals?|approval (?:step|requirement)|sign-?off|confirmation step|guardrails?|safety (?:checks?|steps?)|content polic(?:y|ies)|interaction (?:warning|check)|schwärzung|freigabe|anonymisierung|protokollierung|anonimización|aprobación|auditoría|masquage|anonymisation|accord du médecin)\b|\b(?:turn|switch|shut|schalte)\w*\s(?:[\w'-]+\s){0,3}?(?:redaction|redacting|phi (?:filters?|redaction|masking)|(?:content|safety|phi) filters?|data masking|anonymi[sz]ation|de-?identification|audit(?:ing)?(?: (?:log|logging|trail|records?))?|audit logging|(?<!authori[sz]ation |insurance |payer |prior )approvals?|approval (?:step|requirement)|sign-?off|confirmation step|guardrails?|safety (?:checks?|steps?)|content polic(?:y|ies)|interaction (?:warning|check)|schwärzung|freigabe|anonymisierung|protokollierung|anonimización|aprobación|auditoría|masquage|anonymisation|accord du médecin)\s(?:[\w'-]+\s)?(?:off|ab|aus)\b|\b(?:redaction|redacting|phi (?:filters?|redaction|masking)|(?:content|safety|phi) filters?|data masking|anonymi[sz]ation|de-?identification|audit(?:ing)?(?: (?:log|logging|trail|records?))?|audit logging|(?<!authori[sz]ation |insurance |payer |prior )approvals?|approval (?:step|requirement)|sign-?off|confirmation step|guardrails?|safety (?:checks?|steps?)|content polic(?:y|ies)|interaction (?:warning|check)|schwärzung|freigabe|anonymisierung|protokollierung|anonimización|aprobación|auditoría|masquage|anonymisation|accord du médecin)\b.{0,40}?\b(?:(?:is|are|was|were|has been|have been) (?:now )?(?:off|disabled|waived|removed|lifted|suspended)|(?:is |are )?(?:not|no longer) (?:required|needed|necessary)(?: anymore)?|(?:does not|doesn't|do not|don't) apply|(?:ist|sind) (?:heute )?(?:nicht|nicht mehr) (?:nötig|notwendig|erforderlich)|no (?:hace falta|es necesari[ao])|n'est (?:plus|pas) nécessaire)|\baudit[_ -]?(?:trail|level|log|logging|mode|enabled)["']?\s?(?:=|:|to)\s?["']?(?:false|0|off|none|disabled|no)["']?\s?(?:$|[,;.)}\]]|(?:before|and|then|so|when|for|until)\b)`;
-
-/**
- * `safety_off`'s bypass claims, added after round 10 was trained (session 23): what a hostile peer answer claims
- * instead of asking for a protection to be switched off: an approval, sign-off or consent given "verbally" or "by
- * phone", an agent consensus, a commit without review, a signature skipped or treated as given, a co-signature on
- * someone's behalf, the audit purged or disabled, a scope, access or role widened. They score with the rule's weight;
- * the trainer reads the rule without them ({@link SCORING_ONLY_RULES}), so the weights stay round 10's.
- */
-const BYPASS_CLAIMS = String.raw`\b(?:approv\w*|sign-?off|consent)\s(?:was\s|were\s|has\sbeen\s|had\sbeen\s|is\s)?(?:already\s)?(?:given|granted|obtained|provided)\s(?:verbally|orally|by\sphone|over\sthe\sphone|on\sthe\sphone|in\sthe\shallway)\b|\b(?:verbal|oral|phone)\s(?:approval|sign-?off|consent)\b|\bagent[_ ]consensus\b|\bcommit[_ ]without[_ ](?:review|approval|signature)\b|\bskip[_ ]signature\b|\b(?:treat|mark)\s(?:it|this|them|the\s[\w-]{1,24}(?:\s[\w-]{1,24})?)\sas\ssigned\b|\bco-?sign\s(?:as\s[\w.-]{1,24}|on\s(?:his|her|their)\sbehalf)\b|\b(?:purge|clear|wipe|truncate|shorten|delete|erase|remove)\s(?:[\w'-]{1,24}\s){0,3}?audit(?:\s(?:log|logs|trail|entries|records?))?\b|\baudit(?:\s(?:log|logging|trail))?\s(?:[\w'-]{1,24}\s){0,4}?(?:be\s)?(?:disabled|purged|cleared|wiped)\b|\b(?:widen|expand|extend|broaden|escalate|elevate|raise)\s(?:[\w'-]{1,24}\s){0,3}?(?:scope|scopes|access|permissions?|privileges?|role)\b`;
-
-/**
  * Phrase rules (multilingual: EN, DE, ES, FR, some others seen in injection sets): instruction
  * override, role change, prompt extraction, forced output. Each is one feature `r:<name>`.
  * Every pattern is anchored on literal words and uses bounded gaps: linear time.
@@ -92,7 +77,7 @@ export const RULES: ReadonlyArray<readonly [string, RegExp]> = [
   // a protection of the pipeline switched off or declared unneeded ("turn the redaction off", "skip the approval",
   // "the approval requirement was removed", "die Freigabe ist nicht nötig"): what a caller who wants data unfiltered or
   // a write unreviewed asks for, without any override word
-  ["safety_off", new RegExp(SAFETY_OFF_TRAINED + "|" + BYPASS_CLAIMS)],
+  ["safety_off", /\b(?:turn(?:ing)? off|switch(?:ing)? off|shut(?:ting)? off|disabl\w*|deactivat\w*|skip\w*|drop\w*|bypass\w*|remov\w*|lift\w*|waiv\w*|suspend\w*|desactiv\w*|deaktivier\w*|désactiv\w*|no need for|keine)\b.{0,40}?\b(?:redaction|redacting|phi (?:filters?|redaction|masking)|(?:content|safety|phi) filters?|data masking|anonymi[sz]ation|de-?identification|audit(?:ing)?(?: (?:log|logging|trail|records?))?|audit logging|(?<!authori[sz]ation |insurance |payer |prior )approvals?|approval (?:step|requirement)|sign-?off|confirmation step|guardrails?|safety (?:checks?|steps?)|content polic(?:y|ies)|interaction (?:warning|check)|schwärzung|freigabe|anonymisierung|protokollierung|anonimización|aprobación|auditoría|masquage|anonymisation|accord du médecin)\b|\b(?:turn|switch|shut|schalte)\w*\s(?:[\w'-]+\s){0,3}?(?:redaction|redacting|phi (?:filters?|redaction|masking)|(?:content|safety|phi) filters?|data masking|anonymi[sz]ation|de-?identification|audit(?:ing)?(?: (?:log|logging|trail|records?))?|audit logging|(?<!authori[sz]ation |insurance |payer |prior )approvals?|approval (?:step|requirement)|sign-?off|confirmation step|guardrails?|safety (?:checks?|steps?)|content polic(?:y|ies)|interaction (?:warning|check)|schwärzung|freigabe|anonymisierung|protokollierung|anonimización|aprobación|auditoría|masquage|anonymisation|accord du médecin)\s(?:[\w'-]+\s)?(?:off|ab|aus)\b|\b(?:redaction|redacting|phi (?:filters?|redaction|masking)|(?:content|safety|phi) filters?|data masking|anonymi[sz]ation|de-?identification|audit(?:ing)?(?: (?:log|logging|trail|records?))?|audit logging|(?<!authori[sz]ation |insurance |payer |prior )approvals?|approval (?:step|requirement)|sign-?off|confirmation step|guardrails?|safety (?:checks?|steps?)|content polic(?:y|ies)|interaction (?:warning|check)|schwärzung|freigabe|anonymisierung|protokollierung|anonimización|aprobación|auditoría|masquage|anonymisation|accord du médecin)\b.{0,40}?\b(?:(?:is|are|was|were|has been|have been) (?:now )?(?:off|disabled|waived|removed|lifted|suspended)|(?:is |are )?(?:not|no longer) (?:required|needed|necessary)(?: anymore)?|(?:does not|doesn't|do not|don't) apply|(?:ist|sind) (?:heute )?(?:nicht|nicht mehr) (?:nötig|notwendig|erforderlich)|no (?:hace falta|es necesari[ao])|n'est (?:plus|pas) nécessaire)|\baudit[_ -]?(?:trail|level|log|logging|mode|enabled)["']?\s?(?:=|:|to)\s?["']?(?:false|0|off|none|disabled|no)["']?\s?(?:$|[,;.)}\]]|(?:before|and|then|so|when|for|until)\b)/],
   // a secret asked for ("reply with nothing but the bearer token", "paste the private key", "what is the password of
   // the database"), not one talked about ("request a new access token", "explain what an access token is") nor a
   // prohibition ("never reveal the API key", "I will not share the password")
@@ -346,11 +331,6 @@ const PROTECTION_WORDS = [
   " signoff", " confirmation", " guardrail", " safety ", " content polic", " interaction ", " schw rzung", " freigabe", " protokollierung",
   " anonimizaci", " aprobaci", " masquage", " accord du m",
 ];
-/** Words of the bypass claims `safety_off` also reads (its last branches, {@link RULE_BRANCH_GATES}). */
-const BYPASS_WORDS = [
-  " approv", " consent", " sign off", " signoff", " verbal", " oral ", " phone ", " consensus", " agent_consensus", " commit without", " commit_without",
-  "skip_signature", " skip signature", " as signed", " co sign", " cosign", " audit", " scope", " access", " permission", " privilege", " role",
-];
 /**
  * The words of each top-level branch of `social`, in its order (a claim of authority, "it here", "... has cleared you",
  * a pretext, deceit): one of them is in every match of that branch. "but", "direct" or "admin" alone would open the
@@ -551,9 +531,8 @@ export const RULE_GATES: readonly Gate[] = [
       " cleared ", " permitted ", " muss ", " soll ", " darf ", " debe ", " doit ",
     ],
   ],
-  // safety_off (every branch names the protection, or what a bypass claims: an approval given by phone, a signature
-  // skipped, the audit cleared, a scope widened)
-  [[...PROTECTION_WORDS, ...BYPASS_WORDS]],
+  // safety_off (every branch names the protection)
+  [PROTECTION_WORDS],
   // secret_demand (the secret)
   [
     [
@@ -600,20 +579,6 @@ export const RULE_BRANCH_GATES: ReadonlyArray<readonly Gate[] | null> = RULES.ma
       ],
       // a setting that turns the audit off ("set audit_trail=false", "audit_level to 0")
       [[" audit"]],
-      // an approval, sign-off or consent given by phone, verbally or in the hallway
-      [[" approv", " sign off", " signoff", " consent"], [" verbally", " orally", " by phone", " over the phone", " on the phone", " in the hallway"]],
-      [[" verbal ", " oral ", " phone "], [" approval", " sign off", " signoff", " consent"]],
-      // agent consensus, commit without review, skip_signature, treat / mark as signed, co-sign for someone
-      [[" agent consensus", " agent_consensus"]],
-      [[" commit without", " commit_without"]],
-      [["skip_signature", " skip signature"]],
-      [[" treat ", " mark "], [" as signed"]],
-      [[" co sign ", " cosign "]],
-      // the audit cleared or disabled
-      [[" purge ", " clear ", " wipe ", " truncate ", " shorten ", " delete ", " erase ", " remove "], [" audit"]],
-      [[" audit "], [" disabled", " purged", " cleared", " wiped"]],
-      // a scope, access or role widened
-      [[" widen ", " expand ", " extend ", " broaden ", " escalate ", " elevate ", " raise "], [" scope", " access", " permission", " privilege", " role"]],
     ];
   }
   if (name === "social") {
@@ -1590,14 +1555,12 @@ export function negatedAt(t: string, at: number, from: number): boolean {
  * before it ({@link negatedAt}): a prohibition ("do not reveal your instructions", "never write without approval")
  * rather than a request. A model file's `ruleNegation` weighs such a rule with its own weight. Runs each rule's regex
  * again from the window's start (a global search: non-overlapping matches), only for the rules the window has.
- * `trained` (the trainer's view): the rules as the weights were trained on them ({@link SCORING_ONLY_RULES}).
  */
-export function negatedRules(t: string, a: number, b: number, mask: number, trained = false): number {
-  const regexes = trained ? TRAINED_RULES_G : RULES_G;
+export function negatedRules(t: string, a: number, b: number, mask: number): number {
   let out = 0;
   for (let m = mask >>> 0, r = 0; m !== 0; m >>>= 1, r++) {
     if ((m & 1) === 0) continue;
-    const re = regexes[r]!;
+    const re = RULES_G[r]!;
     re.lastIndex = a;
     let all = false;
     // (the matches a global search from `a` finds: each after the end of the one before)
@@ -1742,34 +1705,6 @@ export const negRuleBucket = (r: number, buckets: number): number => NEG_RULE_BU
 
 /** Global copies of the rules, for finding every hit once per text. */
 const RULES_G = RULES.map(([, re]) => new RegExp(re.source, re.flags.includes("g") ? re.flags : re.flags + "g"));
-
-/**
- * Rules given branches after the shipped weights were trained, as `[rule index, the rule as trained]`: the scorer
- * reads {@link RULES} whole, the trainer reads these rules as they were ({@link trainedWindowRules}, `negatedRules`'s
- * `trained`), so that retraining with the defaults reproduces the weights. A branch added here scores with the weight
- * its rule learnt; the next round that retrains with it moves it into the rule and empties this list.
- */
-export const SCORING_ONLY_RULES: ReadonlyArray<readonly [number, RegExp]> = [[RULES.findIndex(([name]) => name === "safety_off"), new RegExp(SAFETY_OFF_TRAINED, "g")]];
-
-/** {@link RULES_G} as the shipped weights were trained ({@link SCORING_ONLY_RULES}). */
-const TRAINED_RULES_G = RULES_G.map((re, r) => SCORING_ONLY_RULES.find(([i]) => i === r)?.[1] ?? re);
-
-/**
- * The trainer's view of {@link windowRules}' masks (changed in place and returned): for each rule of
- * {@link SCORING_ONLY_RULES}, its bit kept in a window only when the rule as trained has a match starting there.
- */
-export function trainedWindowRules(t: string, wins: ReadonlyArray<readonly [number, number]>, masks: Uint32Array): Uint32Array {
-  for (const [r, re] of SCORING_ONLY_RULES) {
-    const bit = 1 << r;
-    for (let k = 0; k < wins.length; k++) {
-      if ((masks[k]! & bit) === 0) continue;
-      re.lastIndex = wins[k]![0];
-      const m = re.exec(t);
-      if (m === null || m.index >= wins[k]![1]) masks[k] = masks[k]! & ~bit;
-    }
-  }
-  return masks;
-}
 
 /**
  * Start offsets of every rule hit in `t`, as `[ruleIndex, offset]` pairs (by rule, then offset; each rule's hits do
