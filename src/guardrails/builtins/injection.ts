@@ -6,9 +6,9 @@
  * scripts/train-injection.ts; no network, no LLM call. Every text item is scored (every message,
  * not only the last); long texts are scored per window and the maximum counts.
  *
- * Two weights files ship: one for messages and one for data the agent reads (`result`, `resource`), whose words also
- * weigh by location (features.ts `dataWord`). Thresholds depend on where the text sits (`location.kind`), each model's
- * chosen by grouped cross-validation; `threshold` and `thresholds` override them. Per-stage thresholds come from the policy: each stage lists its own entry with its own params.
+ * Thresholds depend on where the text sits (`location.kind`): the model ships one for messages and one for data
+ * the agent reads (`result`, `resource`), chosen by grouped cross-validation; `threshold` and `thresholds` override
+ * them. Per-stage thresholds come from the policy: each stage lists its own entry with its own params.
  */
 import path from "node:path";
 import { z } from "zod";
@@ -29,18 +29,8 @@ const ParamsSchema = z.strictObject({
    * `threshold`, else the model's threshold for that kind (guardrails/data/injection-model.json `thresholds`).
    */
   thresholds: z.strictObject(Object.fromEntries(KINDS.map((k) => [k, Probability.optional()])) as Record<(typeof KINDS)[number], z.ZodOptional<typeof Probability>>).optional(),
-  /**
-   * Weights file, relative to the policy's directory; default guardrails/data/injection-model.json. Scores every kind
-   * but `result` and `resource` when `dataModel` applies, every kind otherwise.
-   */
+  /** Weights file, relative to the policy's directory; default guardrails/data/injection-model.json. */
   model: z.string().min(1).optional(),
-  /**
-   * Weights file for data the agent reads (`result`, `resource`: tool results, a peer agent's CreateMessageResult,
-   * resource contents), relative to the policy's directory. Default: guardrails/data/injection-data-model.json when
-   * `model` is not set (a model trained with a data-location copy of each word, features.ts `dataWord`), else `model`.
-   * Its thresholds are the defaults for those kinds.
-   */
-  dataModel: z.string().min(1).optional(),
   /**
    * Text kinds to score. Default all but `systemPrompt` (the caller's own instructions to the agent: role statements
    * such as "You are a triage assistant" are legitimate there) and `elicitation` (text shown to the caller's human,
@@ -70,11 +60,9 @@ const round3 = (x: number): number => Math.round(x * 1000) / 1000;
 export function createInjectionGuardrail(options: InjectionGuardrailOptions = {}): Guardrail {
   const { name = "prompt-injection", baseDir, ...params } = options;
   const p = ParamsSchema.parse(params);
-  const resolve = (f: string): string => path.resolve(baseDir ?? guardrailsDir(), f);
-  const model = loadInjectionModel(p.model ? resolve(p.model) : path.join(guardrailsDir(), "data", "injection-model.json"));
-  const dataModel = p.dataModel ? loadInjectionModel(resolve(p.dataModel)) : p.model ? model : loadInjectionModel(path.join(guardrailsDir(), "data", "injection-data-model.json"));
-  const modelOf = (kind: TextLocation["kind"]) => (kind === "result" || kind === "resource" ? dataModel : model);
-  const thresholdOf = new Map<TextLocation["kind"], number>(KINDS.map((k) => [k, p.thresholds?.[k] ?? p.threshold ?? modelOf(k).thresholdFor(k)]));
+  const file = p.model ? path.resolve(baseDir ?? guardrailsDir(), p.model) : path.join(guardrailsDir(), "data", "injection-model.json");
+  const model = loadInjectionModel(file);
+  const thresholdOf = new Map<TextLocation["kind"], number>(KINDS.map((k) => [k, p.thresholds?.[k] ?? p.threshold ?? model.thresholdFor(k)]));
   const kinds = new Set<TextLocation["kind"]>(p.kinds ?? KINDS.filter((k) => k !== "systemPrompt" && k !== "elicitation"));
   const roles = p.roles ? new Set(p.roles) : undefined;
   const allow = p.allowPhrases ? new Set(p.allowPhrases.map(allowKey)) : undefined;
@@ -87,7 +75,7 @@ export function createInjectionGuardrail(options: InjectionGuardrailOptions = {}
       if (!kinds.has(kind)) return { action: "allow" };
       if (roles && ctx.location.role !== undefined && !roles.has(ctx.location.role)) return { action: "allow" };
       if (allow?.has(allowKey(text))) return { action: "allow" };
-      const a = modelOf(kind).assess(text, kind);
+      const a = model.assess(text, kind);
       const threshold = thresholdOf.get(kind) ?? a.threshold;
       if (a.score < threshold) return { action: "allow" };
       return { action: "block", reason: "prompt_injection", evidence: { score: round3(a.score), threshold: round3(threshold), class: a.class } };

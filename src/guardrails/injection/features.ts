@@ -1527,12 +1527,6 @@ const CLAUSE_END = new Uint8Array(128);
 for (const ch of ".,;:!?\n") CLAUSE_END[ch.charCodeAt(0)] = 1;
 /** The unigram hash of a word inside a negation scope: its hash continued with U+0001, which no word contains. */
 const negated = (h: number): number => Math.imul(h ^ 1, 16777619);
-/**
- * The data-location copy of a word's unigram hash (a model file's `dataWords`): a text the agent reads (a result or a
- * resource) adds the weight of each word's copy to the word's own, so that words can weigh differently in data than in
- * a caller's message (feature augmentation by location). Not counted in the length normalisation.
- */
-const dataWord = (h: number): number => Math.imul(h ^ 0x2545f491, 16777619);
 
 /**
  * Whether a negator stands within {@link NEGATION_SCOPE} words before `at`, in the same clause and not before `from`
@@ -1591,7 +1585,7 @@ export function negatedRules(t: string, a: number, b: number, mask: number): num
  * but not emitted, so that
  * a model trained with it leaves their buckets at zero (the scorer, {@link sumFeatures}, still reads them).
  */
-export function forEachFeature(t: string, from: number, to: number, rules: number, buckets: number, emit: (bucket: number) => void, charGrams = true, negation = false, mute?: ReadonlySet<number>, dataWords = false): number {
+export function forEachFeature(t: string, from: number, to: number, rules: number, buckets: number, emit: (bucket: number) => void, charGrams = true, negation = false, mute?: ReadonlySet<number>): number {
   const mask = buckets - 1;
   let n = 0;
   let prevStart = -1;
@@ -1610,7 +1604,6 @@ export function forEachFeature(t: string, from: number, to: number, rules: numbe
     const hw = fnv(SEED_WORD, t, s, e);
     const muted = mute !== undefined && mute.has(hw);
     if (!muted) emit(hw & mask);
-    if (dataWords && !muted) emit((dataWord(hw) >>> 0) & mask);
     if (negation && scope > 0) {
       scope--;
       if (!muted) emit((negated(hw) >>> 0) & mask);
@@ -1904,8 +1897,8 @@ let wordGrams: Int32Array<ArrayBuffer> = new Int32Array(64);
  * prefix the next word's bigram continues from, and the hashes of its character 4-grams; the weights are then added
  * in the same order as {@link forEachFeature} emits them, so the sum is bit-identical to summing its buckets.
  */
-export function sumFeatures(t: string, from: number, to: number, rules: number, weights: Float32Array, out: Float64Array, charGrams = true, negation = false, dataWords = false): number {
-  if (!charGrams) return sumWordFeatures(t, from, to, rules, weights, out, negation, dataWords);
+export function sumFeatures(t: string, from: number, to: number, rules: number, weights: Float32Array, out: Float64Array, charGrams = true, negation = false): number {
+  if (!charGrams) return sumWordFeatures(t, from, to, rules, weights, out, negation);
   const mask = weights.length - 1;
   let sum = 0;
   let n = 0;
@@ -1951,7 +1944,6 @@ export function sumFeatures(t: string, from: number, to: number, rules: number, 
       grams[g++] = Math.imul(Math.imul(Math.imul(Math.imul(SEED_CHAR ^ p1, 16777619) ^ p2, 16777619) ^ p3, 16777619) ^ 32, 16777619) & mask;
     }
     sum += weights[hw & mask]!;
-    if (dataWords) sum += weights[dataWord(hw) & mask]!;
     if (negation && scope > 0) {
       scope--;
       sum += weights[negated(hw) & mask]!;
@@ -1989,7 +1981,7 @@ function growGrams(grams: Int32Array): Int32Array<ArrayBuffer> {
  * (the unigram, the bigram continuing from the previous word and the prefix the next bigram continues from), and with
  * `negation` the negated unigrams of {@link forEachFeature}.
  */
-function sumWordFeatures(t: string, from: number, to: number, rules: number, weights: Float32Array, out: Float64Array, negation: boolean, dataWords: boolean): number {
+function sumWordFeatures(t: string, from: number, to: number, rules: number, weights: Float32Array, out: Float64Array, negation: boolean): number {
   const mask = weights.length - 1;
   let sum = 0;
   let n = 0;
@@ -2017,7 +2009,6 @@ function sumWordFeatures(t: string, from: number, to: number, rules: number, wei
       if (c < 128 ? ASCII_WORD[c] !== 1 : c === 8211 || c === 8212 || c === 8220 || c === 8221 || c === 8222) break;
     }
     sum += weights[hw & mask]!;
-    if (dataWords) sum += weights[dataWord(hw) & mask]!;
     if (negation) {
       if (scope > 0) {
         scope--;

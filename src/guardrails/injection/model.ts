@@ -91,11 +91,6 @@ export interface InjectionModelFile {
    */
   dataTerms?: boolean;
   /**
-   * Whether each word's unigram has a data-location copy (features.ts `dataWord`), added when the text is a `result` or
-   * a `resource`: a word may weigh differently in data the agent reads than in a caller's message. Default false.
-   */
-  dataWords?: boolean;
-  /**
    * Whether the weights include document terms (a bias and a weight per feature rule, added to every window of a text
    * cut into more than one window: a pasted note, a bundle). Requires `rulesRaw`. Default false.
    */
@@ -142,7 +137,6 @@ export class InjectionModel {
   readonly ruleNegation: boolean;
   readonly rulesRaw: boolean;
   readonly dataTerms: boolean;
-  readonly dataWords: boolean;
   readonly docTerms: boolean;
   readonly #windows: (t: string) => Array<[number, number]>;
   readonly #w: Float32Array;
@@ -175,7 +169,6 @@ export class InjectionModel {
     this.ruleNegation = (file.ruleNegation ?? false) && (file.rulesRaw ?? false);
     this.rulesRaw = file.rulesRaw ?? false;
     this.dataTerms = (file.dataTerms ?? false) && this.rulesRaw;
-    this.dataWords = file.dataWords ?? false;
     const win = file.windows ?? { kind: "fixed", size: 600, step: 600 };
     this.#windows = win.kind === "sentences" ? (t) => sentenceWindows(t, win.min, win.max) : (t) => windows(t, win.size, win.step);
     this.#w = new Float32Array(file.buckets);
@@ -281,7 +274,7 @@ export class InjectionModel {
     for (let k = 0; k < wins.length; k++) {
       const [a, b] = wins[k]!;
       const rules = masks[k]!;
-      const sum = sumFeatures(t, a, b, this.rulesRaw ? 0 : rules, this.#w, this.#n, this.charGrams, this.negation, data && this.dataWords);
+      const sum = sumFeatures(t, a, b, this.rulesRaw ? 0 : rules, this.#w, this.#n, this.charGrams, this.negation);
       const n = this.#n[0]!;
       if (n === 0) continue;
       // features are weighted 1/sqrt(n) in training; a short window keeps that weighting but no more than 1/sqrt(minFeatures)
