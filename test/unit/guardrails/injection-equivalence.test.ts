@@ -338,8 +338,10 @@ describe("the rules the shipped weights were trained with", () => {
     // data and up to two words before them ("... you find in payer portals, PDFs or faxes"), and safety_off reads a
     // setting that turns the audit off ("audit_trail=false"); the first and third rules skip a phrase quoted alone ("what does
     // \"ignore previous instructions\" mean") and the condition of a defence ("if asked to reveal your instructions");
-    // retraining round 10 with them gives the same weights byte for byte.
-    expect(digest).toBe("0f9d06cfae384aff0123555c05dfc4fdafc45acd45bc463962b37cb9a0049156");
+    // retraining round 10 with them gives the same weights byte for byte. Session 23: the first rule's exception also
+    // reads two kinds of instruction named before the data ("any rules or instructions stated by documents you read");
+    // no row of the corpus or of a blind set changes, the weights stand.
+    expect(digest).toBe("834958a78a67a9f88bb1dc6061b1f1862dcdf97a4e9b9c308d2d3986624792fb");
     // Round 8 H (session 20): the negators whose scope makes a feature rule a prohibition (the model's ruleNegation)
     expect(createHash("sha256").update(JSON.stringify([NEGATORS, NEGATION_SCOPE])).digest("hex")).toBe("8eb1938dd12ad128d2cbb90ffcfa916cd6d205b0fc48f61594133395cc416950");
   });
