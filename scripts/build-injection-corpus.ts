@@ -514,11 +514,8 @@ export function buildInjectionCorpus(dataDir = path.resolve(repo, "../shared/dat
   // answers, instructions and attacks: the text the model missed most on each new set)
   if (ROUND10) {
     const blindKinds: Record<string, { kind: BenignKind | AttackKind; family: string; arrival: Arrival; role?: "assistant" }> = {
-      role: { kind: "role", family: "role", arrival: "message" },
-      imperative: { kind: "imperative", family: "imperative", arrival: "message" },
-      question: { kind: "question", family: "question", arrival: "message" },
-      approval: { kind: "approval", family: "approval", arrival: "message" },
-      answer: { kind: "answer", family: "answer", arrival: "result", role: "assistant" },
+      // (the benign kinds arrive where the hand-written ones do: arrivalOf)
+      ...Object.fromEntries((["role", "imperative", "question", "approval", "answer"] as const).map((k) => [k, { kind: k, family: k, arrival: arrivalOf[k]!, ...(k === "answer" ? { role: "assistant" as const } : {}) }])),
       direct: { kind: "direct", family: "agent-injection", arrival: "message" },
       "role-attack": { kind: "direct", family: "agent-injection", arrival: "message" },
       "answer-attack": { kind: "indirect-agent-answer", family: "answer-attack", arrival: "result", role: "assistant" },

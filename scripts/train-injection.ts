@@ -310,27 +310,34 @@ const recallTarget = (kind: string): number => (kind === "direct" ? 0.9 : 0.8);
  * English benign 10 %; FP_COST 4: blocking ordinary traffic is what the guardrail must not do) plus the sum over its attack kinds of max(0, target - recall) (composed attacks left out: they share
  * components across folds). Ties go to the higher threshold. Returns it with the mean recall over the group's attack kinds.
  */
-function chooseThreshold(held: Array<{ d: Doc; s: number }>, g: "message" | "result"): { threshold: number; recall: number; shortfall: number } {
+function chooseThreshold(held: Array<{ d: Doc; s: number }>, g: "message" | "result", fixed?: number): { threshold: number; recall: number; shortfall: number } {
   const hs = held.filter((h) => group(h.d.row) === g && !h.d.row.composed);
+  // (a fixed threshold, HMCP_THRESHOLDS: its own shortfall and recall, so that the log line describes it)
+  if (fixed !== undefined) return { threshold: fixed, ...shortfallAt(hs, fixed) };
   let best: { threshold: number; recall: number; shortfall: number } | undefined;
   for (const th of GRID) {
-    let shortfall = 0;
-    for (const kind of BENIGN_KINDS) {
-      const b = hs.filter((h) => h.d.row.kind === kind);
-      if (b.length) shortfall += FP_COST * Math.max(0, b.filter((h) => h.s >= th).length / b.length - (kind === "deepset-benign-en" ? 0.1 : 0.01));
-    }
-    const recalls: number[] = [];
-    for (const kind of ATTACK_KINDS) {
-      const a = hs.filter((h) => h.d.row.kind === kind);
-      if (!a.length) continue;
-      const recall = a.filter((h) => h.s >= th).length / a.length;
-      recalls.push(recall);
-      shortfall += Math.max(0, recallTarget(kind) - recall);
-    }
-    const recall = recalls.reduce((x, y) => x + y, 0) / Math.max(1, recalls.length);
-    if (!best || shortfall <= best.shortfall + 1e-9) best = { threshold: th, recall, shortfall };
+    const at = shortfallAt(hs, th);
+    if (!best || at.shortfall <= best.shortfall + 1e-9) best = { threshold: th, ...at };
   }
   return best!;
+}
+
+/** {@link chooseThreshold}'s shortfall and mean recall over the attack kinds of `hs` at threshold `th`. */
+function shortfallAt(hs: Array<{ d: Doc; s: number }>, th: number): { recall: number; shortfall: number } {
+  let shortfall = 0;
+  for (const kind of BENIGN_KINDS) {
+    const b = hs.filter((h) => h.d.row.kind === kind);
+    if (b.length) shortfall += FP_COST * Math.max(0, b.filter((h) => h.s >= th).length / b.length - (kind === "deepset-benign-en" ? 0.1 : 0.01));
+  }
+  const recalls: number[] = [];
+  for (const kind of ATTACK_KINDS) {
+    const a = hs.filter((h) => h.d.row.kind === kind);
+    if (!a.length) continue;
+    const recall = a.filter((h) => h.s >= th).length / a.length;
+    recalls.push(recall);
+    shortfall += Math.max(0, recallTarget(kind) - recall);
+  }
+  return { recall: recalls.reduce((x, y) => x + y, 0) / Math.max(1, recalls.length), shortfall };
 }
 
 /**
@@ -371,14 +378,9 @@ function trainAndWrite(): void {
         for (const d of docs.filter((d) => d.fold[k] === f)) held.push({ d, s: score(m, d) });
       }
     }
-    const msg = chooseThreshold(held, "message");
-    const res = chooseThreshold(held, "result");
-    // (fixed thresholds: the figures and the weights file use them; the L2 strength is still the one with the smaller
-    // shortfall at the thresholds the rule would choose)
-    if (FIXED_THRESHOLDS) {
-      msg.threshold = FIXED_THRESHOLDS.message;
-      res.threshold = FIXED_THRESHOLDS.result;
-    }
+    // (fixed thresholds: the figures, the weights file and the L2 choice use them and their shortfall)
+    const msg = chooseThreshold(held, "message", FIXED_THRESHOLDS?.message);
+    const res = chooseThreshold(held, "result", FIXED_THRESHOLDS?.result);
     const fig = figures(held, { message: msg.threshold, result: res.threshold });
     const recall = (msg.recall + res.recall) / 2;
     console.log(
