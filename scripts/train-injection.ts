@@ -36,7 +36,8 @@
  * add the two files alone; docs/guardrails-quality.md, "Session 22"), HMCP_EXTRA_GROUP (1 = the rows of those later
  * files weighed as a group of their own per kind; 0), HMCP_MUTE (words left out of the word features: the names of
  * encodings and of decoding; "none"), HMCP_READ_BLIND (the read blind sets round 10 adds: r5,r6,r7,r9,r10,r11,r12; there is no r8 set),
- * HMCP_THRESHOLDS (message,result: fixed thresholds; none), HMCP_MIN_FEATURES (30), HMCP_POS_WEIGHT (1.3), HMCP_KIND_ROWS (150), HMCP_AVERAGE (1: runs averaged into one model),
+ * HMCP_THRESHOLDS (message,result: fixed thresholds; none), HMCP_DATA_WORDS (1 = a data-location copy of each word's unigram for
+ * results and resources, the model file's `dataWords`; 0), HMCP_MIN_FEATURES (30), HMCP_POS_WEIGHT (1.3), HMCP_KIND_ROWS (150), HMCP_AVERAGE (1: runs averaged into one model),
  * HMCP_FP_COST (4), HMCP_CV_REPEATS (6), HMCP_FOLD_SALT (none), HMCP_DROP_RULES (none: feature rules left out, for
  * ablations), HMCP_TRAIN_DEBUG (dist | curve | fp | 1: diagnostics on the dev folds), HMCP_MODEL_OUT (where the weights
  * are written; guardrails/data/injection-model.json).
@@ -60,6 +61,7 @@ const CHAR_GRAMS = (process.env["HMCP_CHARGRAMS"] ?? "0") === "1";
 const NEGATION = (process.env["HMCP_NEGATION"] ?? "0") === "1";
 /** Negated feature rules weigh on their own (the model file's `ruleNegation`). */
 const RULE_NEGATION = (process.env["HMCP_RULE_NEGATION"] ?? "1") === "1";
+const DATA_WORDS = (process.env["HMCP_DATA_WORDS"] ?? "0") === "1";
 const WINDOW = Number(process.env["HMCP_WINDOW"] ?? 600);
 const STEP = Number(process.env["HMCP_STEP"] ?? WINDOW);
 const SENTENCES = (process.env["HMCP_SENTENCES"] ?? "1") === "1";
@@ -95,7 +97,7 @@ const AVERAGE = Number(process.env["HMCP_AVERAGE"] ?? 1);
 const DOC_TERMS = (process.env["HMCP_DOC_TERMS"] ?? "1") === "1";
 /** The largest share of windows addressing the reader for a text to be a document (the model's `docMaxAddressed`; none). */
 const DOC_MAX_ADDRESSED = (process.env["HMCP_DOC_MAX_ADDRESSED"] ?? "0.5") === "none" ? undefined : Number(process.env["HMCP_DOC_MAX_ADDRESSED"] ?? 0.5);
-const MODEL_OUT = process.env["HMCP_MODEL_OUT"] ?? path.join(repo, "guardrails/data/injection-model.json");
+const MODEL_OUT = process.env["HMCP_MODEL_OUT"] ?? path.join(repo, DATA_WORDS ? "guardrails/data/injection-data-model.json" : "guardrails/data/injection-model.json");
 /** Feature rules left out of training (comma list of RULES names; their weights stay 0): ablations by CV. */
 const DROP_RULES = new Set((process.env["HMCP_DROP_RULES"] ?? "").split(",").filter(Boolean));
 // (a misspelt name would silently drop nothing and the ablation would measure the full model)
@@ -139,7 +141,7 @@ function vectorize(text: string, payload: string | undefined, data: boolean): Do
     const [a, b] = wins[w]!;
     if (span && (b <= span[0] || a >= span[1])) continue;
     const counts = new Map<number, number>();
-    const n = forEachFeature(t, a, b, 0, B, (k) => counts.set(k, (counts.get(k) ?? 0) + 1), CHAR_GRAMS, NEGATION, MUTE.size ? MUTE : undefined);
+    const n = forEachFeature(t, a, b, 0, B, (k) => counts.set(k, (counts.get(k) ?? 0) + 1), CHAR_GRAMS, NEGATION, MUTE.size ? MUTE : undefined, DATA_WORDS && data);
     if (n === 0) continue;
     const norm = 1 / Math.sqrt(Math.max(n, MIN_FEATURES));
     for (const [k, c] of counts) counts.set(k, c * norm);
@@ -441,6 +443,7 @@ function trainAndWrite(): void {
     ruleNegation: RULE_NEGATION,
     rulesRaw: true,
     dataTerms: DATA_TERMS,
+    ...(DATA_WORDS ? { dataWords: true } : {}),
     docTerms: DOC_TERMS,
     ...(DOC_MAX_ADDRESSED !== undefined ? { docMaxAddressed: DOC_MAX_ADDRESSED } : {}),
     windows: SENTENCES ? { kind: "sentences", min: SENT_MIN, max: SENT_MAX } : { kind: "fixed", size: WINDOW, step: STEP },
@@ -467,11 +470,13 @@ function trainAndWrite(): void {
 function evaluateHoldout(): void {
   const rows = buildInjectionCorpus(dataDir).filter((r) => r.split === "holdout");
   const model = loadInjectionModel(MODEL_OUT);
+  // (HMCP_DATA_MODEL: the weights that score results and resources, as the guardrail's `dataModel`)
+  const dataModel = process.env["HMCP_DATA_MODEL"] ? loadInjectionModel(path.resolve(process.env["HMCP_DATA_MODEL"])) : model;
   const table: Record<string, { n: number; flagged: number; rate: number }> = {};
   const misses: string[] = [];
   for (const r of rows) {
     const key = r.kind === "direct" ? (r.family.startsWith("deepset:") ? "direct (deepset)" : "direct (agent)") : r.composed ? `${r.kind} (composed)` : r.kind;
-    const a = model.assess(r.text, r.arrival);
+    const a = (r.arrival === "result" || r.arrival === "resource" ? dataModel : model).assess(r.text, r.arrival);
     const hit = a.score >= a.threshold;
     const e = (table[key] ??= { n: 0, flagged: 0, rate: 0 });
     e.n++;

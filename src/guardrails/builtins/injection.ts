@@ -6,9 +6,10 @@
  * scripts/train-injection.ts; no network, no LLM call. Every text item is scored (every message,
  * not only the last); long texts are scored per window and the maximum counts.
  *
- * Thresholds depend on where the text sits (`location.kind`): the model ships one for messages and one for data
- * the agent reads (`result`, `resource`), chosen by grouped cross-validation; `threshold` and `thresholds` override
- * them. Per-stage thresholds come from the policy: each stage lists its own entry with its own params.
+ * Two weights files ship: the model, which scores every text, and a data model for data the agent reads (`result`,
+ * `resource`), whose words also weigh by location (features.ts `dataWord`): such a text is blocked when either model's
+ * score reaches its threshold. Thresholds depend on where the text sits (`location.kind`), each model's chosen by
+ * grouped cross-validation; `threshold` and `thresholds` override them. Per-stage thresholds come from the policy: each stage lists its own entry with its own params.
  */
 import path from "node:path";
 import { z } from "zod";
@@ -29,8 +30,16 @@ const ParamsSchema = z.strictObject({
    * `threshold`, else the model's threshold for that kind (guardrails/data/injection-model.json `thresholds`).
    */
   thresholds: z.strictObject(Object.fromEntries(KINDS.map((k) => [k, Probability.optional()])) as Record<(typeof KINDS)[number], z.ZodOptional<typeof Probability>>).optional(),
-  /** Weights file, relative to the policy's directory; default guardrails/data/injection-model.json. */
+  /** Weights file, relative to the policy's directory; default guardrails/data/injection-model.json. Scores every kind. */
   model: z.string().min(1).optional(),
+  /**
+   * A second weights file for data the agent reads (`result`, `resource`: tool results, a peer agent's
+   * CreateMessageResult, resource contents), relative to the policy's directory: such a text is blocked when either
+   * model's score reaches its own threshold for the kind. Default: guardrails/data/injection-data-model.json (a model
+   * trained with a data-location copy of each word, features.ts `dataWord`) when `model` is not set; none when it is;
+   * `false`: none.
+   */
+  dataModel: z.union([z.string().min(1), z.literal(false)]).optional(),
   /**
    * Text kinds to score. Default all but `systemPrompt` (the caller's own instructions to the agent: role statements
    * such as "You are a triage assistant" are legitimate there) and `elicitation` (text shown to the caller's human,
@@ -60,9 +69,13 @@ const round3 = (x: number): number => Math.round(x * 1000) / 1000;
 export function createInjectionGuardrail(options: InjectionGuardrailOptions = {}): Guardrail {
   const { name = "prompt-injection", baseDir, ...params } = options;
   const p = ParamsSchema.parse(params);
-  const file = p.model ? path.resolve(baseDir ?? guardrailsDir(), p.model) : path.join(guardrailsDir(), "data", "injection-model.json");
-  const model = loadInjectionModel(file);
+  const resolve = (f: string): string => path.resolve(baseDir ?? guardrailsDir(), f);
+  const model = loadInjectionModel(p.model ? resolve(p.model) : path.join(guardrailsDir(), "data", "injection-model.json"));
+  const dataFile = p.dataModel === false ? undefined : p.dataModel ? resolve(p.dataModel) : p.model ? undefined : path.join(guardrailsDir(), "data", "injection-data-model.json");
+  const dataModel = dataFile !== undefined ? loadInjectionModel(dataFile) : undefined;
   const thresholdOf = new Map<TextLocation["kind"], number>(KINDS.map((k) => [k, p.thresholds?.[k] ?? p.threshold ?? model.thresholdFor(k)]));
+  // (the data model's own thresholds; `threshold` / `thresholds` set both models' for a kind)
+  const dataThresholdOf = dataModel && new Map<TextLocation["kind"], number>(KINDS.map((k) => [k, p.thresholds?.[k] ?? p.threshold ?? dataModel.thresholdFor(k)]));
   const kinds = new Set<TextLocation["kind"]>(p.kinds ?? KINDS.filter((k) => k !== "systemPrompt" && k !== "elicitation"));
   const roles = p.roles ? new Set(p.roles) : undefined;
   const allow = p.allowPhrases ? new Set(p.allowPhrases.map(allowKey)) : undefined;
@@ -75,10 +88,15 @@ export function createInjectionGuardrail(options: InjectionGuardrailOptions = {}
       if (!kinds.has(kind)) return { action: "allow" };
       if (roles && ctx.location.role !== undefined && !roles.has(ctx.location.role)) return { action: "allow" };
       if (allow?.has(allowKey(text))) return { action: "allow" };
-      const a = model.assess(text, kind);
+      // data the agent reads: the data model too, scored in the same pass (either model blocks; the first one reports)
+      const both = dataModel !== undefined && (kind === "result" || kind === "resource");
+      const [a, d] = both ? model.assessWith(dataModel, text, kind) : [model.assess(text, kind)];
       const threshold = thresholdOf.get(kind) ?? a.threshold;
-      if (a.score < threshold) return { action: "allow" };
-      return { action: "block", reason: "prompt_injection", evidence: { score: round3(a.score), threshold: round3(threshold), class: a.class } };
+      if (a.score >= threshold) return { action: "block", reason: "prompt_injection", evidence: { score: round3(a.score), threshold: round3(threshold), class: a.class } };
+      if (d === undefined) return { action: "allow" };
+      const dataThreshold = dataThresholdOf?.get(kind) ?? d.threshold;
+      if (d.score < dataThreshold) return { action: "allow" };
+      return { action: "block", reason: "prompt_injection", evidence: { score: round3(d.score), threshold: round3(dataThreshold), class: d.class } };
     },
   };
 }

@@ -1527,6 +1527,12 @@ const CLAUSE_END = new Uint8Array(128);
 for (const ch of ".,;:!?\n") CLAUSE_END[ch.charCodeAt(0)] = 1;
 /** The unigram hash of a word inside a negation scope: its hash continued with U+0001, which no word contains. */
 const negated = (h: number): number => Math.imul(h ^ 1, 16777619);
+/**
+ * The data-location copy of a word's unigram hash (a model file's `dataWords`): a text the agent reads (a result or a
+ * resource) adds the weight of each word's copy to the word's own, so that words can weigh differently in data than in
+ * a caller's message (feature augmentation by location). Not counted in the length normalisation.
+ */
+const dataWord = (h: number): number => Math.imul(h ^ 0x2545f491, 16777619);
 
 /**
  * Whether a negator stands within {@link NEGATION_SCOPE} words before `at`, in the same clause and not before `from`
@@ -1585,7 +1591,7 @@ export function negatedRules(t: string, a: number, b: number, mask: number): num
  * but not emitted, so that
  * a model trained with it leaves their buckets at zero (the scorer, {@link sumFeatures}, still reads them).
  */
-export function forEachFeature(t: string, from: number, to: number, rules: number, buckets: number, emit: (bucket: number) => void, charGrams = true, negation = false, mute?: ReadonlySet<number>): number {
+export function forEachFeature(t: string, from: number, to: number, rules: number, buckets: number, emit: (bucket: number) => void, charGrams = true, negation = false, mute?: ReadonlySet<number>, dataWords = false): number {
   const mask = buckets - 1;
   let n = 0;
   let prevStart = -1;
@@ -1604,6 +1610,7 @@ export function forEachFeature(t: string, from: number, to: number, rules: numbe
     const hw = fnv(SEED_WORD, t, s, e);
     const muted = mute !== undefined && mute.has(hw);
     if (!muted) emit(hw & mask);
+    if (dataWords && !muted) emit((dataWord(hw) >>> 0) & mask);
     if (negation && scope > 0) {
       scope--;
       if (!muted) emit((negated(hw) >>> 0) & mask);
@@ -1897,8 +1904,8 @@ let wordGrams: Int32Array<ArrayBuffer> = new Int32Array(64);
  * prefix the next word's bigram continues from, and the hashes of its character 4-grams; the weights are then added
  * in the same order as {@link forEachFeature} emits them, so the sum is bit-identical to summing its buckets.
  */
-export function sumFeatures(t: string, from: number, to: number, rules: number, weights: Float32Array, out: Float64Array, charGrams = true, negation = false): number {
-  if (!charGrams) return sumWordFeatures(t, from, to, rules, weights, out, negation);
+export function sumFeatures(t: string, from: number, to: number, rules: number, weights: Float32Array, out: Float64Array, charGrams = true, negation = false, dataWords = false): number {
+  if (!charGrams) return sumWordFeatures(t, from, to, rules, weights, out, negation, dataWords);
   const mask = weights.length - 1;
   let sum = 0;
   let n = 0;
@@ -1944,6 +1951,7 @@ export function sumFeatures(t: string, from: number, to: number, rules: number, 
       grams[g++] = Math.imul(Math.imul(Math.imul(Math.imul(SEED_CHAR ^ p1, 16777619) ^ p2, 16777619) ^ p3, 16777619) ^ 32, 16777619) & mask;
     }
     sum += weights[hw & mask]!;
+    if (dataWords) sum += weights[dataWord(hw) & mask]!;
     if (negation && scope > 0) {
       scope--;
       sum += weights[negated(hw) & mask]!;
@@ -1981,7 +1989,7 @@ function growGrams(grams: Int32Array): Int32Array<ArrayBuffer> {
  * (the unigram, the bigram continuing from the previous word and the prefix the next bigram continues from), and with
  * `negation` the negated unigrams of {@link forEachFeature}.
  */
-function sumWordFeatures(t: string, from: number, to: number, rules: number, weights: Float32Array, out: Float64Array, negation: boolean): number {
+function sumWordFeatures(t: string, from: number, to: number, rules: number, weights: Float32Array, out: Float64Array, negation: boolean, dataWords: boolean): number {
   const mask = weights.length - 1;
   let sum = 0;
   let n = 0;
@@ -2009,6 +2017,7 @@ function sumWordFeatures(t: string, from: number, to: number, rules: number, wei
       if (c < 128 ? ASCII_WORD[c] !== 1 : c === 8211 || c === 8212 || c === 8220 || c === 8221 || c === 8222) break;
     }
     sum += weights[hw & mask]!;
+    if (dataWords) sum += weights[dataWord(hw) & mask]!;
     if (negation) {
       if (scope > 0) {
         scope--;
@@ -2033,6 +2042,72 @@ function sumWordFeatures(t: string, from: number, to: number, rules: number, wei
   }
   out[0] = n;
   return sum;
+}
+
+/**
+ * {@link sumFeatures} without character 4-grams and feature rules (a `rulesRaw` model's), for two weight vectors of
+ * the same size at once: each word is hashed once. Returns the sum under `weightsA`; `out[0]` is the feature count (the
+ * same for both), `out[1]` the sum under `weightsB`. `dataWordsA` / `dataWordsB`: each model's data-location word copies.
+ * Each sum adds the same terms in the same order as sumFeatures does for its vector alone, so both are equal to it.
+ */
+export function sumWordFeaturesPair(t: string, from: number, to: number, weightsA: Float32Array, weightsB: Float32Array, out: Float64Array, negation: boolean, dataWordsA: boolean, dataWordsB: boolean): number {
+  const mask = weightsA.length - 1;
+  let sumA = 0;
+  let sumB = 0;
+  let n = 0;
+  let hasPrev = false;
+  let prefix = 0;
+  let scope = 0;
+  let i = from;
+  while (i < to) {
+    let c = t.charCodeAt(i);
+    if (c < 128 ? ASCII_WORD[c] !== 1 : c === 8211 || c === 8212 || c === 8220 || c === 8221 || c === 8222) {
+      if (negation && c < 128 && CLAUSE_END[c] === 1) scope = 0;
+      i++;
+      continue;
+    }
+    let hw = SEED_WORD;
+    let hb = prefix;
+    let hn = SEED_BIGRAM;
+    for (;;) {
+      hw = Math.imul(hw ^ c, 16777619);
+      hb = Math.imul(hb ^ c, 16777619);
+      hn = Math.imul(hn ^ c, 16777619);
+      if (++i >= to) break;
+      c = t.charCodeAt(i);
+      if (c < 128 ? ASCII_WORD[c] !== 1 : c === 8211 || c === 8212 || c === 8220 || c === 8221 || c === 8222) break;
+    }
+    const u = hw & mask;
+    sumA += weightsA[u]!;
+    sumB += weightsB[u]!;
+    if (dataWordsA || dataWordsB) {
+      const d = dataWord(hw) & mask;
+      if (dataWordsA) sumA += weightsA[d]!;
+      if (dataWordsB) sumB += weightsB[d]!;
+    }
+    if (negation) {
+      if (scope > 0) {
+        scope--;
+        const g = negated(hw) & mask;
+        sumA += weightsA[g]!;
+        sumB += weightsB[g]!;
+        n++;
+      }
+      if (isNegator(hw)) scope = NEGATION_SCOPE;
+    }
+    n++;
+    if (hasPrev) {
+      const g = hb & mask;
+      sumA += weightsA[g]!;
+      sumB += weightsB[g]!;
+      n++;
+    }
+    prefix = Math.imul(hn ^ 32, 16777619);
+    hasPrev = true;
+  }
+  out[0] = n;
+  out[1] = sumB;
+  return sumA;
 }
 
 /**

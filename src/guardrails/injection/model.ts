@@ -24,6 +24,7 @@ import {
   ruleBucket,
   sentenceWindows,
   sumFeatures,
+  sumWordFeaturesPair,
   windowRules,
   windows,
   type InjectionClass,
@@ -91,6 +92,11 @@ export interface InjectionModelFile {
    */
   dataTerms?: boolean;
   /**
+   * Whether each word's unigram has a data-location copy (features.ts `dataWord`), added when the text is a `result` or
+   * a `resource`: a word may weigh differently in data the agent reads than in a caller's message. Default false.
+   */
+  dataWords?: boolean;
+  /**
    * Whether the weights include document terms (a bias and a weight per feature rule, added to every window of a text
    * cut into more than one window: a pasted note, a bundle). Requires `rulesRaw`. Default false.
    */
@@ -137,10 +143,14 @@ export class InjectionModel {
   readonly ruleNegation: boolean;
   readonly rulesRaw: boolean;
   readonly dataTerms: boolean;
+  readonly dataWords: boolean;
   readonly docTerms: boolean;
   readonly #windows: (t: string) => Array<[number, number]>;
+  /** The window settings as a string: two models cut a text alike when theirs are equal. */
+  readonly #windowsKey: string;
   readonly #w: Float32Array;
-  readonly #n = new Float64Array(1);
+  /** [feature count, the second model's sum] of the last window summed ({@link sumWordFeaturesPair} fills both). */
+  readonly #n = new Float64Array(2);
   /** Weight of each feature rule as it enters the score (one weight with `rulesRaw`, else 4 normalised occurrences). */
   readonly #ruleWeight: Float64Array;
   /** The same plus its data-location weight, and the data-location bias. */
@@ -169,8 +179,10 @@ export class InjectionModel {
     this.ruleNegation = (file.ruleNegation ?? false) && (file.rulesRaw ?? false);
     this.rulesRaw = file.rulesRaw ?? false;
     this.dataTerms = (file.dataTerms ?? false) && this.rulesRaw;
+    this.dataWords = file.dataWords ?? false;
     const win = file.windows ?? { kind: "fixed", size: 600, step: 600 };
     this.#windows = win.kind === "sentences" ? (t) => sentenceWindows(t, win.min, win.max) : (t) => windows(t, win.size, win.step);
+    this.#windowsKey = JSON.stringify(win);
     this.#w = new Float32Array(file.buckets);
     for (let i = 0; i < file.index.length; i++) this.#w[file.index[i]!] = file.weight[i]!;
     this.#ruleWeight = new Float64Array(RULES.length);
@@ -211,7 +223,49 @@ export class InjectionModel {
    */
   assess(text: string, kind?: TextLocation["kind"]): InjectionAssessment {
     const data = kind === "result" || kind === "resource";
-    const { score, hard, rules } = this.#run(text, data);
+    return this.#assessment(this.#run(text, data), data, kind);
+  }
+
+  /**
+   * {@link assess} by this model and by `other` at once: `[this.assess(text, kind), other.assess(text, kind)]`, equal
+   * to the last bit. When the two cut texts alike and read the same word features (same windows, buckets, negation, no
+   * character 4-grams, raw rules), the text is normalised, gated, cut and matched against the rules once and each word
+   * hashed once for both sums; otherwise the two are scored one after the other.
+   */
+  assessWith(other: InjectionModel, text: string, kind?: TextLocation["kind"]): [InjectionAssessment, InjectionAssessment] {
+    const data = kind === "result" || kind === "resource";
+    if (!this.#pairs(other)) return [this.assess(text, kind), other.assess(text, kind)];
+    const t = normalizeForInjection(text);
+    const gates = ruleGates(t);
+    const views = gates.decode !== 0 ? decodedViews(text, t, gates.decode) : [];
+    let [a, b] = this.#scorePair(other, t, gates, data);
+    // (decoded views as in #run: the highest score wins, for each model; a score of 1 cannot be beaten)
+    for (const view of views) {
+      if (a.score === 1 && b.score === 1) break;
+      const v = normalizeForInjection(view);
+      const [ra, rb] = this.#scorePair(other, v, ruleGates(v), data);
+      if (ra.score > a.score) a = ra;
+      if (rb.score > b.score) b = rb;
+    }
+    return [this.#assessment(a, data, kind), other.#assessment(b, data, kind)];
+  }
+
+  /** Whether {@link assessWith} can share the work with `other`. */
+  #pairs(other: InjectionModel): boolean {
+    return (
+      this.#windowsKey === other.#windowsKey &&
+      this.buckets === other.buckets &&
+      this.negation === other.negation &&
+      !this.charGrams &&
+      !other.charGrams &&
+      this.rulesRaw &&
+      other.rulesRaw
+    );
+  }
+
+  /** The assessment of a {@link #run} result: the class from the hard rule or the best window's feature rules. */
+  #assessment(run: { score: number; hard: number; rules: number }, data: boolean, kind?: TextLocation["kind"]): InjectionAssessment {
+    const { score, hard, rules } = run;
     let cls: InjectionClass = "other";
     if (hard >= 0) cls = HARD_RULE_CLASSES[hard] ?? "other";
     else {
@@ -259,37 +313,21 @@ export class InjectionModel {
 
   /** {@link #run} of one normalised text `t` with its gates, without decoded views. */
   #scoreNormalized(t: string, gates: RuleGates, data: boolean): { score: number; hard: number; rules: number } {
-    const ruleWeight = data ? this.#dataRuleWeight : this.#ruleWeight;
-    const negRuleWeight = data ? this.#dataNegRuleWeight : this.#negRuleWeight;
-    const bias = data ? this.bias + this.#dataBias : this.bias;
     const hard = firstHardRule(t, gates);
     if (hard >= 0) return { score: 1, hard, rules: 0 };
     const wins = this.#windows(t);
     const masks = windowRules(t, wins, gates);
-    // (data the agent reads is a document whatever it says: the reader check is for messages)
-    const doc = this.docTerms && isDocument(masks, data ? undefined : this.#docMaxAddressed);
-    const winBias = doc ? bias + this.#docBias : bias;
+    const doc = this.#isDocument(masks, data);
     let best = 0;
     let bestRules = 0;
     for (let k = 0; k < wins.length; k++) {
       const [a, b] = wins[k]!;
       const rules = masks[k]!;
-      const sum = sumFeatures(t, a, b, this.rulesRaw ? 0 : rules, this.#w, this.#n, this.charGrams, this.negation);
+      const sum = sumFeatures(t, a, b, this.rulesRaw ? 0 : rules, this.#w, this.#n, this.charGrams, this.negation, data && this.dataWords);
       const n = this.#n[0]!;
       if (n === 0) continue;
-      // features are weighted 1/sqrt(n) in training; a short window keeps that weighting but no more than 1/sqrt(minFeatures)
-      let z = winBias + sum / Math.sqrt(n < this.minFeatures ? this.minFeatures : n);
-      // (`>>>=`: with 32 rules the mask's top bit is set, and `rules >>> 32` is `rules`, so the loop shifts the mask itself)
-      if (this.rulesRaw) {
-        const neg = this.ruleNegation && rules !== 0 ? negatedRules(t, a, b, rules) : 0;
-        for (let m = rules >>> 0, r = 0; m !== 0; m >>>= 1, r++) {
-          if ((m & 1) === 0) continue;
-          const w = neg & (1 << r) ? negRuleWeight[r]! : ruleWeight[r]!;
-          // (one addition per rule, as before the option: the same rounding)
-          z += doc ? w + this.#docRuleWeight[r]! : w;
-        }
-      }
-      const p = 1 / (1 + Math.exp(-z));
+      const neg = this.rulesRaw && this.ruleNegation && rules !== 0 ? negatedRules(t, a, b, rules) : 0;
+      const p = this.#windowProbability(sum, n, rules, neg, data, doc);
       if (p > best) {
         best = p;
         bestRules = rules;
@@ -297,7 +335,71 @@ export class InjectionModel {
     }
     return { score: best, hard: -1, rules: bestRules };
   }
+
+  /** {@link #scoreNormalized} by this model and `other` ({@link #pairs}): one pass over the windows' words for both. */
+  #scorePair(other: InjectionModel, t: string, gates: RuleGates, data: boolean): [Run, Run] {
+    const hard = firstHardRule(t, gates);
+    if (hard >= 0) return [{ score: 1, hard, rules: 0 }, { score: 1, hard, rules: 0 }];
+    const wins = this.#windows(t);
+    const masks = windowRules(t, wins, gates);
+    const docA = this.#isDocument(masks, data);
+    const docB = other.#isDocument(masks, data);
+    const a = { score: 0, hard: -1, rules: 0 };
+    const b = { score: 0, hard: -1, rules: 0 };
+    for (let k = 0; k < wins.length; k++) {
+      const [from, to] = wins[k]!;
+      const rules = masks[k]!;
+      const sumA = sumWordFeaturesPair(t, from, to, this.#w, other.#w, this.#n, this.negation, data && this.dataWords, data && other.dataWords);
+      const n = this.#n[0]!;
+      if (n === 0) continue;
+      const sumB = this.#n[1]!;
+      const neg = (this.ruleNegation || other.ruleNegation) && rules !== 0 ? negatedRules(t, from, to, rules) : 0;
+      const pA = this.#windowProbability(sumA, n, rules, this.ruleNegation ? neg : 0, data, docA);
+      if (pA > a.score) {
+        a.score = pA;
+        a.rules = rules;
+      }
+      const pB = other.#windowProbability(sumB, n, rules, other.ruleNegation ? neg : 0, data, docB);
+      if (pB > b.score) {
+        b.score = pB;
+        b.rules = rules;
+      }
+    }
+    return [a, b];
+  }
+
+  /** Whether a text with these window rules gets the document terms. */
+  #isDocument(masks: Uint32Array, data: boolean): boolean {
+    // (data the agent reads is a document whatever it says: the reader check is for messages)
+    return this.docTerms && isDocument(masks, data ? undefined : this.#docMaxAddressed);
+  }
+
+  /**
+   * P(injection) of one window: its word features' `sum` over `n` of them, its feature rules (`neg`: those whose every
+   * match is negated, from negatedRules) and the location (`data`) and document (`doc`) terms.
+   */
+  #windowProbability(sum: number, n: number, rules: number, neg: number, data: boolean, doc: boolean): number {
+    const bias = data ? this.bias + this.#dataBias : this.bias;
+    const winBias = doc ? bias + this.#docBias : bias;
+    // features are weighted 1/sqrt(n) in training; a short window keeps that weighting but no more than 1/sqrt(minFeatures)
+    let z = winBias + sum / Math.sqrt(n < this.minFeatures ? this.minFeatures : n);
+    // (`>>>=`: with 32 rules the mask's top bit is set, and `rules >>> 32` is `rules`, so the loop shifts the mask itself)
+    if (this.rulesRaw) {
+      const ruleWeight = data ? this.#dataRuleWeight : this.#ruleWeight;
+      const negRuleWeight = data ? this.#dataNegRuleWeight : this.#negRuleWeight;
+      for (let m = rules >>> 0, r = 0; m !== 0; m >>>= 1, r++) {
+        if ((m & 1) === 0) continue;
+        const w = neg & (1 << r) ? negRuleWeight[r]! : ruleWeight[r]!;
+        // (one addition per rule, as before the option: the same rounding)
+        z += doc ? w + this.#docRuleWeight[r]! : w;
+      }
+    }
+    return 1 / (1 + Math.exp(-z));
+  }
 }
+
+/** What a model's scoring of one text gives: its score, the first hard rule that fired (-1: none), the best window's feature rules. */
+type Run = { score: number; hard: number; rules: number };
 
 const cache = new Map<string, InjectionModel>();
 

@@ -133,6 +133,14 @@ describe("injection features", () => {
         const n = forEachFeature(t, 0, t.length, 0b11, w.length, (k) => (sum += w[k]!), charGrams, true);
         expect(sumFeatures(t, 0, t.length, 0b11, w, out, charGrams, true)).toBeCloseTo(sum, 4);
         expect(out[0]).toBe(n);
+        // with the data-location word copies: one more feature per word, the same count for the normalisation
+        let sumData = 0;
+        let emitted = 0;
+        const nData = forEachFeature(t, 0, t.length, 0b11, w.length, (k) => ((sumData += w[k]!), emitted++), charGrams, true, undefined, true);
+        expect(sumFeatures(t, 0, t.length, 0b11, w, out, charGrams, true, true)).toBeCloseTo(sumData, 4);
+        expect(out[0]).toBe(nData);
+        expect(nData).toBe(n);
+        expect(emitted).toBeGreaterThan(n);
       }
     }
   });

@@ -41,6 +41,10 @@ const data = path.resolve(repo, "../shared/data");
 const modelFile = path.join(repo, "guardrails/data/injection-model.json");
 const model = loadInjectionModel(modelFile);
 const ref = new RefModel(modelFile);
+// the weights that score results and resources (the guardrail's default `dataModel`: data-location word copies)
+const dataModelFile = path.join(repo, "guardrails/data/injection-data-model.json");
+const dataModel = loadInjectionModel(dataModelFile);
+const refData = new RefModel(dataModelFile);
 
 function rows(set: string): Array<Record<string, unknown>> {
   const file = path.join(data, set, "dev.jsonl");
@@ -74,6 +78,10 @@ function differences(text: string): string[] {
       const sn = sumFeatures(t, a, b, rulesIn(hits, a, b), ref.weights, out, charGrams, true);
       const rn = refSumFeatures(t, a, b, refRulesIn(refHits, a, b), ref.weights, refOut, charGrams, true);
       if (!Object.is(sn, rn) || out[0] !== refOut[0]) diff.push(`sumFeatures(negation, charGrams ${charGrams})[${a},${b})`);
+      // with the data-location word copies (a model file's `dataWords`)
+      const sd = sumFeatures(t, a, b, rulesIn(hits, a, b), ref.weights, out, charGrams, true, true);
+      const rd = refSumFeatures(t, a, b, refRulesIn(refHits, a, b), ref.weights, refOut, charGrams, true, true);
+      if (!Object.is(sd, rd) || out[0] !== refOut[0]) diff.push(`sumFeatures(dataWords, charGrams ${charGrams})[${a},${b})`);
     }
   }
   if (JSON.stringify(windows(t)) !== JSON.stringify(refWindows(t))) diff.push("windows");
@@ -85,6 +93,12 @@ function differences(text: string): string[] {
   }
   if (!Object.is(model.score(text), ref.score(text))) diff.push("score");
   if (!Object.is(model.assess(text, "result").score, ref.score(text, true))) diff.push("score(result)");
+  if (!Object.is(dataModel.assess(text, "result").score, refData.score(text, true))) diff.push("data model score(result)");
+  // both models in one pass (the guardrail's way for results and resources) = each on its own
+  for (const kind of ["result", "message"] as const) {
+    const [a, d] = model.assessWith(dataModel, text, kind);
+    if (JSON.stringify([a, d]) !== JSON.stringify([model.assess(text, kind), dataModel.assess(text, kind)]) || !Object.is(a.score, model.assess(text, kind).score) || !Object.is(d.score, dataModel.assess(text, kind).score)) diff.push(`assessWith(${kind})`);
+  }
   return diff;
 }
 

@@ -141,7 +141,7 @@ export function refWindows(t: string, size = 600, step = 600): Array<[number, nu
   return out;
 }
 
-export function refSumFeatures(t: string, from: number, to: number, rules: number, weights: Float32Array, out: Float64Array, charGrams = true, negation = false): number {
+export function refSumFeatures(t: string, from: number, to: number, rules: number, weights: Float32Array, out: Float64Array, charGrams = true, negation = false, dataWords = false): number {
   const mask = weights.length - 1;
   let sum = 0;
   let n = 0;
@@ -167,6 +167,8 @@ export function refSumFeatures(t: string, from: number, to: number, rules: numbe
     }
     const e = i;
     sum += weights[(hw >>> 0) & mask]!;
+    // dataWords: the word's data-location copy (the salted unigram hash), not counted in n
+    if (dataWords) sum += weights[(Math.imul((hw >>> 0) ^ 0x2545f491, 16777619) >>> 0) & mask]!;
     n++;
     if (negation) {
       const word = t.slice(s, e);
@@ -233,7 +235,7 @@ function refNegated(t: string, a: number, b: number, r: number): boolean {
 /**
  * The reference `InjectionModel.score`, with the model options added after the optimisation done the plain way:
  * `charGrams`, `rulesRaw` (each rule's weight added once, outside the length normalisation), `dataTerms` (a bias
- * and per-rule weights for data text), `docTerms` (the same for texts of more than one window) and `windows` (fixed or
+ * and per-rule weights for data text), `dataWords` (a copy of each word for data text), `docTerms` (the same for texts of more than one window) and `windows` (fixed or
  * sentence windows).
  */
 export class RefModel {
@@ -275,7 +277,7 @@ export class RefModel {
     let best = 0;
     for (const [k, [a, b]] of wins.entries()) {
       const rules = masks[k]!;
-      const sum = refSumFeatures(t, a, b, rulesRaw ? 0 : rules, this.weights, this.#n, charGrams, negation);
+      const sum = refSumFeatures(t, a, b, rulesRaw ? 0 : rules, this.weights, this.#n, charGrams, negation, (f.dataWords ?? false) && data);
       const n = this.#n[0]!;
       if (n === 0) continue;
       // (sums in the model's order, so that the floating-point result is the same)
