@@ -87,11 +87,16 @@ const ROUND9 = (process.env["HMCP_ROUND9"] ?? "0") === "1";
  */
 const ROUND10 = (process.env["HMCP_ROUND10"] ?? "1") === "1";
 /**
- * The blind sets learnt from: every one scored and read before the round was written (round 10, shipped: r5, r6, r7,
- * r9, r10, r11, r12 (there is no r8 set); the
- * candidates round 11 added r13 and round 12 r13 and r14, neither shipped). HMCP_READ_BLIND: a comma list instead.
+ * The blind sets learnt from: every one scored and read before the round was written. The model (round 10, shipped):
+ * r5, r6, r7, r9, r10, r11, r12 (there is no r8 set; the candidates round 11 added r13 and round 12 r13 and r14, neither
+ * shipped). The data model (HMCP_DATA_WORDS=1, session 23's U2, shipped): r5-r24. HMCP_READ_BLIND: a comma list instead.
  */
-export const READ_BLIND_SETS: readonly string[] = (process.env["HMCP_READ_BLIND"] ?? "r5,r6,r7,r9,r10,r11,r12").split(",").filter(Boolean);
+export const READ_BLIND_SETS: readonly string[] = (
+  process.env["HMCP_READ_BLIND"] ??
+  (process.env["HMCP_DATA_WORDS"] === "1" ? "r5,r6,r7,r9,r10,r11,r12,r13,r14,r15,r16,r17,r18,r19,r20,r21,r22,r23,r24" : "r5,r6,r7,r9,r10,r11,r12")
+)
+  .split(",")
+  .filter(Boolean);
 
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const corpusDir = path.join(repo, "scripts/data/injection-corpus");

@@ -35,9 +35,10 @@
  * mirrors and round 9's peer answers, dev families only; 1; 0 = round 8 H's data, where HMCP_ROUND8=1 and HMCP_ROUND9=1
  * add the two files alone; docs/guardrails-quality.md, "Session 22"), HMCP_EXTRA_GROUP (1 = the rows of those later
  * files weighed as a group of their own per kind; 0), HMCP_MUTE (words left out of the word features: the names of
- * encodings and of decoding; "none"), HMCP_READ_BLIND (the read blind sets round 10 adds: r5,r6,r7,r9,r10,r11,r12; there is no r8 set),
- * HMCP_THRESHOLDS (message,result: fixed thresholds; none), HMCP_DATA_WORDS (1 = a data-location copy of each word's unigram for
- * results and resources, the model file's `dataWords`; 0), HMCP_MIN_FEATURES (30), HMCP_POS_WEIGHT (1.3), HMCP_KIND_ROWS (150), HMCP_AVERAGE (1: runs averaged into one model),
+ * encodings and of decoding; "none"), HMCP_READ_BLIND (the read blind sets round 10 adds: r5,r6,r7,r9,r10,r11,r12; there is no r8 set; r5-r24 for the data model),
+ * HMCP_THRESHOLDS (message,result: fixed thresholds; none), HMCP_DATA_WORDS (1 = the data model: a data-location copy of each
+ * word's unigram for results and resources, the model file's `dataWords`, trained with every read blind set r5-r24 unless
+ * HMCP_READ_BLIND says otherwise, written to guardrails/data/injection-data-model.json; 0), HMCP_MIN_FEATURES (30), HMCP_POS_WEIGHT (1.3), HMCP_KIND_ROWS (150), HMCP_AVERAGE (1: runs averaged into one model),
  * HMCP_FP_COST (4), HMCP_CV_REPEATS (6), HMCP_FOLD_SALT (none), HMCP_DROP_RULES (none: feature rules left out, for
  * ablations), HMCP_TRAIN_DEBUG (dist | curve | fp | 1: diagnostics on the dev folds), HMCP_MODEL_OUT (where the weights
  * are written; guardrails/data/injection-model.json).

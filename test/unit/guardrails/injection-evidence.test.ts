@@ -54,7 +54,8 @@ describe("prompt-injection: the data model for results and resources", () => {
     expect(model.thresholdFor("result")).not.toBe(dataModel.thresholdFor("result"));
     // a result threshold above the data model's score for the planted rule lets it through
     const d = dataModel.assess(planted, "result").score;
-    const lenient = createInjectionGuardrail({ thresholds: { result: Math.min(0.99, Math.round((d + 0.005) * 1000) / 1000) } });
+    expect(d).toBeLessThan(1);
+    const lenient = createInjectionGuardrail({ thresholds: { result: (d + 1) / 2 } });
     expect(check(lenient, planted, "result").action).toBe("allow");
   });
 });
@@ -119,8 +120,9 @@ describe("prompt-injection parameters", () => {
     expect(s).toBeGreaterThan(0.05);
     expect(s).toBeLessThan(0.999);
     const loc = (kind: "result" | "message") => ({ ...clientInput, location: { path: "content[0].text", kind } });
-    const strict = createInjectionGuardrail({ thresholds: { result: Math.max(0.001, s - 0.04) } });
-    const lax = createInjectionGuardrail({ thresholds: { result: Math.min(0.999, s + 0.04) } });
+    // (the model alone: `thresholds` set the data model's too, whose score for this text differs; see above)
+    const strict = createInjectionGuardrail({ dataModel: false, thresholds: { result: Math.max(0.001, s - 0.04) } });
+    const lax = createInjectionGuardrail({ dataModel: false, thresholds: { result: Math.min(0.999, s + 0.04) } });
     expect(strict.check?.(text, loc("result"))).toMatchObject({ action: "block", evidence: { threshold: Math.round(Math.max(0.001, s - 0.04) * 1000) / 1000 } });
     expect(lax.check?.(text, loc("result"))).toEqual({ action: "allow" });
     // the message kind is untouched by a result threshold
