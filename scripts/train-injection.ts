@@ -36,7 +36,8 @@
  * add the two files alone; docs/guardrails-quality.md, "Session 22"), HMCP_EXTRA_GROUP (1 = the rows of those later
  * files weighed as a group of their own per kind; 0), HMCP_MUTE (words left out of the word features: the names of
  * encodings and of decoding; "none"), HMCP_READ_BLIND (the read blind sets round 10 adds: r5,r6,r7,r9,r10,r11,r12; there is no r8 set; r5-r24 for the data model),
- * HMCP_THRESHOLDS (message,result: fixed thresholds; none), HMCP_DATA_WORDS (1 = the data model: a data-location copy of each
+ * HMCP_DATA_MODEL (with --holdout: a data model beside HMCP_MODEL_OUT's, as the guardrail's `dataModel`: a result or resource
+ * is flagged when either model reaches its threshold; none), HMCP_THRESHOLDS (message,result: fixed thresholds; none), HMCP_DATA_WORDS (1 = the data model: a data-location copy of each
  * word's unigram for results and resources, the model file's `dataWords`, trained with every read blind set r5-r24 unless
  * HMCP_READ_BLIND says otherwise, written to guardrails/data/injection-data-model.json; 0), HMCP_MIN_FEATURES (30), HMCP_POS_WEIGHT (1.3), HMCP_KIND_ROWS (150), HMCP_AVERAGE (1: runs averaged into one model),
  * HMCP_FP_COST (4), HMCP_CV_REPEATS (6), HMCP_FOLD_SALT (none), HMCP_DROP_RULES (none: feature rules left out, for
@@ -471,13 +472,17 @@ function trainAndWrite(): void {
 function evaluateHoldout(): void {
   const rows = buildInjectionCorpus(dataDir).filter((r) => r.split === "holdout");
   const model = loadInjectionModel(MODEL_OUT);
-  // (HMCP_DATA_MODEL: the weights that score results and resources, as the guardrail's `dataModel`)
-  const dataModel = process.env["HMCP_DATA_MODEL"] ? loadInjectionModel(path.resolve(process.env["HMCP_DATA_MODEL"])) : model;
+  // (HMCP_DATA_MODEL: a data model, as the guardrail's `dataModel`: a result or resource is flagged when either model
+  // reaches its own threshold)
+  const dataModel = process.env["HMCP_DATA_MODEL"] ? loadInjectionModel(path.resolve(process.env["HMCP_DATA_MODEL"])) : undefined;
   const table: Record<string, { n: number; flagged: number; rate: number }> = {};
   const misses: string[] = [];
   for (const r of rows) {
     const key = r.kind === "direct" ? (r.family.startsWith("deepset:") ? "direct (deepset)" : "direct (agent)") : r.composed ? `${r.kind} (composed)` : r.kind;
-    const a = (r.arrival === "result" || r.arrival === "resource" ? dataModel : model).assess(r.text, r.arrival);
+    const both = dataModel !== undefined && (r.arrival === "result" || r.arrival === "resource");
+    const [m, d] = both ? model.assessWith(dataModel, r.text, r.arrival) : [model.assess(r.text, r.arrival)];
+    // (the model's assessment, or the data model's when only it flags the row)
+    const a = d !== undefined && m.score < m.threshold && d.score >= d.threshold ? d : m;
     const hit = a.score >= a.threshold;
     const e = (table[key] ??= { n: 0, flagged: 0, rate: 0 });
     e.n++;

@@ -9,7 +9,7 @@
  * Two weights files ship: the model, which scores every text, and a data model for data the agent reads (`result`,
  * `resource`), whose words also weigh by location (features.ts `dataWord`): such a text is blocked when either model's
  * score reaches its threshold. Thresholds depend on where the text sits (`location.kind`), each model's chosen by
- * grouped cross-validation; `threshold` and `thresholds` override them. Per-stage thresholds come from the policy: each stage lists its own entry with its own params.
+ * grouped cross-validation; `threshold` and `thresholds` override the model's, `dataThresholds` the data model's. Per-stage thresholds come from the policy: each stage lists its own entry with its own params.
  */
 import path from "node:path";
 import { z } from "zod";
@@ -23,13 +23,20 @@ const KINDS = ["message", "systemPrompt", "result", "elicitation", "toolArgument
 const Probability = z.number().gt(0).lt(1);
 
 const ParamsSchema = z.strictObject({
-  /** Probability threshold (0..1) for every kind without an entry in `thresholds`; default the model's per-kind thresholds. */
+  /** Probability threshold (0..1) of the model for every kind without an entry in `thresholds`; default the model's per-kind thresholds. */
   threshold: Probability.optional(),
   /**
    * Probability thresholds (0..1) per location kind, e.g. `{ result: 0.5, message: 0.7 }`; a kind not listed uses
-   * `threshold`, else the model's threshold for that kind (guardrails/data/injection-model.json `thresholds`).
+   * `threshold`, else the model's threshold for that kind (guardrails/data/injection-model.json `thresholds`). The data
+   * model's are `dataThresholds`.
    */
   thresholds: z.strictObject(Object.fromEntries(KINDS.map((k) => [k, Probability.optional()])) as Record<(typeof KINDS)[number], z.ZodOptional<typeof Probability>>).optional(),
+  /**
+   * The data model's probability thresholds (0..1) for `result` and `resource`, e.g. `{ result: 0.9 }`; default its
+   * own (guardrails/data/injection-data-model.json `thresholds`: 0.75). `threshold` and `thresholds` do not set them:
+   * raising the model's threshold to let more through must not make the data model stricter.
+   */
+  dataThresholds: z.strictObject({ result: Probability.optional(), resource: Probability.optional() }).optional(),
   /** Weights file, relative to the policy's directory; default guardrails/data/injection-model.json. Scores every kind. */
   model: z.string().min(1).optional(),
   /**
@@ -74,8 +81,9 @@ export function createInjectionGuardrail(options: InjectionGuardrailOptions = {}
   const dataFile = p.dataModel === false ? undefined : p.dataModel ? resolve(p.dataModel) : p.model ? undefined : path.join(guardrailsDir(), "data", "injection-data-model.json");
   const dataModel = dataFile !== undefined ? loadInjectionModel(dataFile) : undefined;
   const thresholdOf = new Map<TextLocation["kind"], number>(KINDS.map((k) => [k, p.thresholds?.[k] ?? p.threshold ?? model.thresholdFor(k)]));
-  // (the data model's own thresholds; `threshold` / `thresholds` set both models' for a kind)
-  const dataThresholdOf = dataModel && new Map<TextLocation["kind"], number>(KINDS.map((k) => [k, p.thresholds?.[k] ?? p.threshold ?? dataModel.thresholdFor(k)]));
+  // (the data model's thresholds: `dataThresholds`, else its own)
+  const dataThreshold = (kind: "result" | "resource"): number => p.dataThresholds?.[kind] ?? dataModel!.thresholdFor(kind);
+  const dataThresholdOf = dataModel && { result: dataThreshold("result"), resource: dataThreshold("resource") };
   const kinds = new Set<TextLocation["kind"]>(p.kinds ?? KINDS.filter((k) => k !== "systemPrompt" && k !== "elicitation"));
   const roles = p.roles ? new Set(p.roles) : undefined;
   const allow = p.allowPhrases ? new Set(p.allowPhrases.map(allowKey)) : undefined;
@@ -94,9 +102,9 @@ export function createInjectionGuardrail(options: InjectionGuardrailOptions = {}
       const threshold = thresholdOf.get(kind) ?? a.threshold;
       if (a.score >= threshold) return { action: "block", reason: "prompt_injection", evidence: { score: round3(a.score), threshold: round3(threshold), class: a.class } };
       if (d === undefined) return { action: "allow" };
-      const dataThreshold = dataThresholdOf?.get(kind) ?? d.threshold;
-      if (d.score < dataThreshold) return { action: "allow" };
-      return { action: "block", reason: "prompt_injection", evidence: { score: round3(d.score), threshold: round3(dataThreshold), class: d.class } };
+      const dt = dataThresholdOf?.[kind as "result" | "resource"] ?? d.threshold;
+      if (d.score < dt) return { action: "allow" };
+      return { action: "block", reason: "prompt_injection", evidence: { score: round3(d.score), threshold: round3(dt), class: d.class } };
     },
   };
 }
