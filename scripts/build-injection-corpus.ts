@@ -93,7 +93,7 @@ const ROUND10 = (process.env["HMCP_ROUND10"] ?? "1") === "1";
  */
 export const READ_BLIND_SETS: readonly string[] = (
   process.env["HMCP_READ_BLIND"] ??
-  (process.env["HMCP_DATA_WORDS"] === "1" ? "r5,r6,r7,r9,r10,r11,r12,r13,r14,r15,r16,r17,r18,r19,r20,r21,r22,r23,r24,r25" : "r5,r6,r7,r9,r10,r11,r12")
+  (process.env["HMCP_DATA_WORDS"] === "1" ? "r5,r6,r7,r9,r10,r11,r12,r13,r14,r15,r16,r17,r18,r19,r20,r21,r22,r23,r24" : "r5,r6,r7,r9,r10,r11,r12")
 )
   .split(",")
   .filter(Boolean);
