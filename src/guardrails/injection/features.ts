@@ -1991,49 +1991,9 @@ function growGrams(grams: Int32Array): Int32Array<ArrayBuffer> {
  */
 function sumWordFeatures(t: string, from: number, to: number, rules: number, weights: Float32Array, out: Float64Array, negation: boolean, dataWords: boolean): number {
   const mask = weights.length - 1;
-  let sum = 0;
-  let n = 0;
-  let hasPrev = false;
-  let prefix = 0;
-  // words left in the current negation scope (with `negation`)
-  let scope = 0;
-  let i = from;
-  while (i < to) {
-    let c = t.charCodeAt(i);
-    if (c < 128 ? ASCII_WORD[c] !== 1 : c === 8211 || c === 8212 || c === 8220 || c === 8221 || c === 8222) {
-      if (negation && c < 128 && CLAUSE_END[c] === 1) scope = 0;
-      i++;
-      continue;
-    }
-    let hw = SEED_WORD;
-    let hb = prefix;
-    let hn = SEED_BIGRAM;
-    for (;;) {
-      hw = Math.imul(hw ^ c, 16777619);
-      hb = Math.imul(hb ^ c, 16777619);
-      hn = Math.imul(hn ^ c, 16777619);
-      if (++i >= to) break;
-      c = t.charCodeAt(i);
-      if (c < 128 ? ASCII_WORD[c] !== 1 : c === 8211 || c === 8212 || c === 8220 || c === 8221 || c === 8222) break;
-    }
-    sum += weights[hw & mask]!;
-    if (dataWords) sum += weights[dataWord(hw) & mask]!;
-    if (negation) {
-      if (scope > 0) {
-        scope--;
-        sum += weights[negated(hw) & mask]!;
-        n++;
-      }
-      if (isNegator(hw)) scope = NEGATION_SCOPE;
-    }
-    n++;
-    if (hasPrev) {
-      sum += weights[hb & mask]!;
-      n++;
-    }
-    prefix = Math.imul(hn ^ 32, 16777619);
-    hasPrev = true;
-  }
+  // the words (one pass, one vector), then the rules in the same sum
+  let sum = sumWordFeaturesPair(t, from, to, weights, undefined, out, negation, dataWords, false);
+  let n = out[0]!;
   for (let r = 0; r < RULES.length; r++) {
     if (rules & (1 << r)) {
       sum += 4 * weights[RULE_BUCKET[r]! & mask]!;
@@ -2045,12 +2005,13 @@ function sumWordFeatures(t: string, from: number, to: number, rules: number, wei
 }
 
 /**
- * {@link sumFeatures} without character 4-grams and feature rules (a `rulesRaw` model's), for two weight vectors of
- * the same size at once: each word is hashed once. Returns the sum under `weightsA`; `out[0]` is the feature count (the
- * same for both), `out[1]` the sum under `weightsB`. `dataWordsA` / `dataWordsB`: each model's data-location word copies.
- * Each sum adds the same terms in the same order as sumFeatures does for its vector alone, so both are equal to it.
+ * {@link sumFeatures} without character 4-grams and feature rules (a `rulesRaw` model's), for one weight vector or two
+ * of the same size at once: each word is hashed once. Returns the sum under `weightsA`; `out[0]` is the feature count
+ * (the same for both), `out[1]` the sum under `weightsB` (when given). `dataWordsA` / `dataWordsB`: each model's
+ * data-location word copies. Each sum adds the same terms in the same order as sumFeatures does for its vector alone,
+ * so both are equal to it (sumWordFeatures is this with one vector, then the rules).
  */
-export function sumWordFeaturesPair(t: string, from: number, to: number, weightsA: Float32Array, weightsB: Float32Array, out: Float64Array, negation: boolean, dataWordsA: boolean, dataWordsB: boolean): number {
+export function sumWordFeaturesPair(t: string, from: number, to: number, weightsA: Float32Array, weightsB: Float32Array | undefined, out: Float64Array, negation: boolean, dataWordsA: boolean, dataWordsB: boolean): number {
   const mask = weightsA.length - 1;
   let sumA = 0;
   let sumB = 0;
@@ -2079,18 +2040,18 @@ export function sumWordFeaturesPair(t: string, from: number, to: number, weights
     }
     const u = hw & mask;
     sumA += weightsA[u]!;
-    sumB += weightsB[u]!;
+    if (weightsB !== undefined) sumB += weightsB[u]!;
     if (dataWordsA || dataWordsB) {
       const d = dataWord(hw) & mask;
       if (dataWordsA) sumA += weightsA[d]!;
-      if (dataWordsB) sumB += weightsB[d]!;
+      if (dataWordsB && weightsB !== undefined) sumB += weightsB[d]!;
     }
     if (negation) {
       if (scope > 0) {
         scope--;
         const g = negated(hw) & mask;
         sumA += weightsA[g]!;
-        sumB += weightsB[g]!;
+        if (weightsB !== undefined) sumB += weightsB[g]!;
         n++;
       }
       if (isNegator(hw)) scope = NEGATION_SCOPE;
@@ -2099,7 +2060,7 @@ export function sumWordFeaturesPair(t: string, from: number, to: number, weights
     if (hasPrev) {
       const g = hb & mask;
       sumA += weightsA[g]!;
-      sumB += weightsB[g]!;
+      if (weightsB !== undefined) sumB += weightsB[g]!;
       n++;
     }
     prefix = Math.imul(hn ^ 32, 16777619);
