@@ -82,8 +82,10 @@ export function createInjectionGuardrail(options: InjectionGuardrailOptions = {}
   const dataModel = dataFile !== undefined ? loadInjectionModel(dataFile) : undefined;
   const thresholdOf = new Map<TextLocation["kind"], number>(KINDS.map((k) => [k, p.thresholds?.[k] ?? p.threshold ?? model.thresholdFor(k)]));
   // (the data model's thresholds: `dataThresholds`, else its own)
-  const dataThreshold = (kind: "result" | "resource"): number => p.dataThresholds?.[kind] ?? dataModel!.thresholdFor(kind);
-  const dataThresholdOf = dataModel && { result: dataThreshold("result"), resource: dataThreshold("resource") };
+  const dataThresholdOf = dataModel && {
+    result: p.dataThresholds?.result ?? dataModel.thresholdFor("result"),
+    resource: p.dataThresholds?.resource ?? dataModel.thresholdFor("resource"),
+  };
   const kinds = new Set<TextLocation["kind"]>(p.kinds ?? KINDS.filter((k) => k !== "systemPrompt" && k !== "elicitation"));
   const roles = p.roles ? new Set(p.roles) : undefined;
   const allow = p.allowPhrases ? new Set(p.allowPhrases.map(allowKey)) : undefined;
@@ -97,12 +99,12 @@ export function createInjectionGuardrail(options: InjectionGuardrailOptions = {}
       if (roles && ctx.location.role !== undefined && !roles.has(ctx.location.role)) return { action: "allow" };
       if (allow?.has(allowKey(text))) return { action: "allow" };
       // data the agent reads: the data model too, scored in the same pass (either model blocks; the first one reports)
-      const both = dataModel !== undefined && (kind === "result" || kind === "resource");
-      const [a, d] = both ? model.assessWith(dataModel, text, kind) : [model.assess(text, kind)];
+      const data = dataModel !== undefined && dataThresholdOf !== undefined && (kind === "result" || kind === "resource");
+      const [a, d] = data ? model.assessWith(dataModel, text, kind) : [model.assess(text, kind)];
       const threshold = thresholdOf.get(kind) ?? a.threshold;
       if (a.score >= threshold) return { action: "block", reason: "prompt_injection", evidence: { score: round3(a.score), threshold: round3(threshold), class: a.class } };
-      if (d === undefined) return { action: "allow" };
-      const dt = dataThresholdOf?.[kind as "result" | "resource"] ?? d.threshold;
+      if (!data || d === undefined) return { action: "allow" };
+      const dt = dataThresholdOf[kind];
       if (d.score < dt) return { action: "allow" };
       return { action: "block", reason: "prompt_injection", evidence: { score: round3(d.score), threshold: round3(dt), class: d.class } };
     },

@@ -235,19 +235,8 @@ export class InjectionModel {
   assessWith(other: InjectionModel, text: string, kind?: TextLocation["kind"]): [InjectionAssessment, InjectionAssessment] {
     const data = kind === "result" || kind === "resource";
     if (!this.#pairs(other)) return [this.assess(text, kind), other.assess(text, kind)];
-    const t = normalizeForInjection(text);
-    const gates = ruleGates(t);
-    const views = gates.decode !== 0 ? decodedViews(text, t, gates.decode) : [];
-    let [a, b] = this.#scorePair(other, t, gates, data);
-    // (decoded views as in #run: the highest score wins, for each model; a score of 1 cannot be beaten)
-    for (const view of views) {
-      if (a.score === 1 && b.score === 1) break;
-      const v = normalizeForInjection(view);
-      const [ra, rb] = this.#scorePair(other, v, ruleGates(v), data);
-      if (ra.score > a.score) a = ra;
-      if (rb.score > b.score) b = rb;
-    }
-    return [this.#assessment(a, data, kind), other.#assessment(b, data, kind)];
+    const [a, b] = bestOverViews(text, (t, gates) => this.#scorePair(other, t, gates, data));
+    return [this.#assessment(a!, data, kind), other.#assessment(b!, data, kind)];
   }
 
   /** Whether {@link assessWith} can share the work with `other`. */
@@ -264,7 +253,7 @@ export class InjectionModel {
   }
 
   /** The assessment of a {@link #run} result: the class from the hard rule or the best window's feature rules. */
-  #assessment(run: { score: number; hard: number; rules: number }, data: boolean, kind?: TextLocation["kind"]): InjectionAssessment {
+  #assessment(run: Run, data: boolean, kind?: TextLocation["kind"]): InjectionAssessment {
     const { score, hard, rules } = run;
     let cls: InjectionClass = "other";
     if (hard >= 0) cls = HARD_RULE_CLASSES[hard] ?? "other";
@@ -296,23 +285,12 @@ export class InjectionModel {
    * The score, the first hard rule that fired (-1: none) and the feature rules of the best window. `data`: the text is
    * data the agent reads (a result or a resource), which adds the data-location terms when the model has them.
    */
-  #run(text: string, data = false): { score: number; hard: number; rules: number } {
-    const t = normalizeForInjection(text);
-    const gates = ruleGates(t);
-    const views = gates.decode !== 0 ? decodedViews(text, t, gates.decode) : [];
-    let best = this.#scoreNormalized(t, gates, data);
-    // a text that names a decoding: its payload decoded, scored as the text is (decode.ts); the highest score wins
-    for (const view of views) {
-      if (best.score === 1) break;
-      const v = normalizeForInjection(view);
-      const r = this.#scoreNormalized(v, ruleGates(v), data);
-      if (r.score > best.score) best = r;
-    }
-    return best;
+  #run(text: string, data = false): Run {
+    return bestOverViews(text, (t, gates) => [this.#scoreNormalized(t, gates, data)])[0]!;
   }
 
   /** {@link #run} of one normalised text `t` with its gates, without decoded views. */
-  #scoreNormalized(t: string, gates: RuleGates, data: boolean): { score: number; hard: number; rules: number } {
+  #scoreNormalized(t: string, gates: RuleGates, data: boolean): Run {
     const hard = firstHardRule(t, gates);
     if (hard >= 0) return { score: 1, hard, rules: 0 };
     const wins = this.#windows(t);
@@ -326,7 +304,8 @@ export class InjectionModel {
       const sum = sumFeatures(t, a, b, this.rulesRaw ? 0 : rules, this.#w, this.#n, this.charGrams, this.negation, data && this.dataWords);
       const n = this.#n[0]!;
       if (n === 0) continue;
-      const neg = this.rulesRaw && this.ruleNegation && rules !== 0 ? negatedRules(t, a, b, rules) : 0;
+      // (ruleNegation implies rulesRaw)
+      const neg = this.ruleNegation && rules !== 0 ? negatedRules(t, a, b, rules) : 0;
       const p = this.#windowProbability(sum, n, rules, neg, data, doc);
       if (p > best) {
         best = p;
@@ -400,6 +379,25 @@ export class InjectionModel {
 
 /** What a model's scoring of one text gives: its score, the first hard rule that fired (-1: none), the best window's feature rules. */
 type Run = { score: number; hard: number; rules: number };
+
+/**
+ * `score` (one Run per model) of `text` normalised and of each decoded view of it (a text that names a decoding: its
+ * payload decoded, decode.ts), the highest score per model winning; a model at 1 cannot be beaten, and once every
+ * model is there the remaining views are not scored.
+ */
+function bestOverViews(text: string, score: (t: string, gates: RuleGates) => Run[]): Run[] {
+  const t = normalizeForInjection(text);
+  const gates = ruleGates(t);
+  const views = gates.decode !== 0 ? decodedViews(text, t, gates.decode) : [];
+  const best = score(t, gates);
+  for (const view of views) {
+    if (best.every((r) => r.score === 1)) break;
+    const v = normalizeForInjection(view);
+    const runs = score(v, ruleGates(v));
+    for (let i = 0; i < best.length; i++) if (runs[i]!.score > best[i]!.score) best[i] = runs[i]!;
+  }
+  return best;
+}
 
 const cache = new Map<string, InjectionModel>();
 
