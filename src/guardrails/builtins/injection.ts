@@ -10,12 +10,16 @@
  * `resource`), whose words also weigh by location (features.ts `dataWord`): such a text is blocked when either model's
  * score reaches its threshold. Thresholds depend on where the text sits (`location.kind`), each model's chosen by
  * grouped cross-validation; `threshold` and `thresholds` override the model's, `dataThresholds` the data model's. Per-stage thresholds come from the policy: each stage lists its own entry with its own params.
+ *
+ * A message that opens with a role statement ("You are the EMR write-back agent.", ../injection/role.ts) is judged on
+ * the text after the statement at the message threshold and on the whole text at `roleStatementThreshold` (0.95).
  */
 import path from "node:path";
 import { z } from "zod";
 import type { Guardrail, GuardrailFactory, TextLocation } from "../guardrail.js";
 import { normalizeForInjection } from "../injection/features.js";
 import { loadInjectionModel } from "../injection/model.js";
+import { roleStatementLength } from "../injection/role.js";
 import { guardrailsDir } from "../root.js";
 
 const KINDS = ["message", "systemPrompt", "result", "elicitation", "toolArguments", "resource", "other"] as const;
@@ -37,6 +41,15 @@ const ParamsSchema = z.strictObject({
    * raising the model's threshold to let more through must not make the data model stricter.
    */
   dataThresholds: z.strictObject({ result: Probability.optional(), resource: Probability.optional() }).optional(),
+  /**
+   * Threshold (0..1) for the whole text of a `message` that opens with a role statement (a first sentence such as "You
+   * are the pharmacy agent." naming a job and nothing else; ../injection/role.ts); the text after the statement is
+   * scored on its own at the message's threshold, and either blocks. Default 0.95; `false`: such messages are scored
+   * like any other. An attack after a role statement is scored as it would be alone, so a role statement never lets
+   * through what the guardrail catches without it. Applies to `message` only (role prompts belong in `systemPrompt`,
+   * which is not scored by default).
+   */
+  roleStatementThreshold: z.union([Probability, z.literal(false)]).optional(),
   /** Weights file, relative to the policy's directory; default guardrails/data/injection-model.json. Scores every kind. */
   model: z.string().min(1).optional(),
   /**
@@ -86,6 +99,8 @@ export function createInjectionGuardrail(options: InjectionGuardrailOptions = {}
     result: p.dataThresholds?.result ?? dataModel.thresholdFor("result"),
     resource: p.dataThresholds?.resource ?? dataModel.thresholdFor("resource"),
   };
+  // (never below the message threshold: a role statement must not make the whole text's check stricter)
+  const roleHigh = p.roleStatementThreshold === false ? undefined : Math.max(p.roleStatementThreshold ?? 0.95, thresholdOf.get("message")!);
   const kinds = new Set<TextLocation["kind"]>(p.kinds ?? KINDS.filter((k) => k !== "systemPrompt" && k !== "elicitation"));
   const roles = p.roles ? new Set(p.roles) : undefined;
   const allow = p.allowPhrases ? new Set(p.allowPhrases.map(allowKey)) : undefined;
@@ -100,8 +115,17 @@ export function createInjectionGuardrail(options: InjectionGuardrailOptions = {}
       if (allow?.has(allowKey(text))) return { action: "allow" };
       // data the agent reads: the data model too, scored in the same pass (either model blocks; the first one reports)
       const data = dataModel !== undefined && dataThresholdOf !== undefined && (kind === "result" || kind === "resource");
+      const threshold = thresholdOf.get(kind) ?? model.thresholdFor(kind);
+      const role = roleHigh !== undefined && kind === "message" ? roleStatementLength(text) : 0;
+      if (roleHigh !== undefined && role > 0) {
+        // a role prompt: the whole text at the role statement threshold, what follows the statement as any message
+        const whole = model.assess(text, kind);
+        if (whole.score >= roleHigh) return { action: "block", reason: "prompt_injection", evidence: { score: round3(whole.score), threshold: round3(roleHigh), class: whole.class } };
+        const rest = model.assess(text.slice(role), kind);
+        if (rest.score < threshold) return { action: "allow" };
+        return { action: "block", reason: "prompt_injection", evidence: { score: round3(rest.score), threshold: round3(threshold), class: rest.class } };
+      }
       const [a, d] = data ? model.assessWith(dataModel, text, kind) : [model.assess(text, kind)];
-      const threshold = thresholdOf.get(kind) ?? a.threshold;
       if (a.score >= threshold) return { action: "block", reason: "prompt_injection", evidence: { score: round3(a.score), threshold: round3(threshold), class: a.class } };
       if (!data || d === undefined) return { action: "allow" };
       const dt = dataThresholdOf[kind];
