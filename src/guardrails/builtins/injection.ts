@@ -19,7 +19,8 @@
 import path from "node:path";
 import { z } from "zod";
 import type { Guardrail, GuardrailFactory, TextLocation } from "../guardrail.js";
-import { normalizeForInjection } from "../injection/features.js";
+import type { Decision } from "../types.js";
+import { type InjectionClass, normalizeForInjection } from "../injection/features.js";
 import { loadInjectionModel } from "../injection/model.js";
 import { roleStatementLength } from "../injection/role.js";
 import { guardrailsDir } from "../root.js";
@@ -38,11 +39,12 @@ const ParamsSchema = z.strictObject({
    */
   thresholds: z.strictObject(Object.fromEntries(KINDS.map((k) => [k, Probability.optional()])) as Record<(typeof KINDS)[number], z.ZodOptional<typeof Probability>>).optional(),
   /**
-   * The data model's probability thresholds (0..1) for `result` and `resource`, e.g. `{ result: 0.9 }`; default its
-   * own (guardrails/data/injection-data-model.json `thresholds`: 0.75). `threshold` and `thresholds` do not set them:
-   * raising the model's threshold to let more through must not make the data model stricter.
+   * The data model's probability thresholds (0..1), e.g. `{ result: 0.9 }`: for `result` and `resource` default its own
+   * (guardrails/data/injection-data-model.json `thresholds`: 0.75); `message`: the data model also scores messages at
+   * this threshold (default: it does not). `threshold` and `thresholds` do not set them: raising the model's threshold
+   * to let more through must not make the data model stricter.
    */
-  dataThresholds: z.strictObject({ result: Probability.optional(), resource: Probability.optional() }).optional(),
+  dataThresholds: z.strictObject({ result: Probability.optional(), resource: Probability.optional(), message: Probability.optional() }).optional(),
   /**
    * Threshold (0..1) for the whole text of a `message` that opens with a role statement (a first sentence such as "You
    * are the pharmacy agent." naming a job and nothing else; ../injection/role.ts); the text after the statement is
@@ -89,6 +91,13 @@ const allowKey = (text: string): string => normalizeForInjection(text).replace(/
 
 const round3 = (x: number): number => Math.round(x * 1000) / 1000;
 
+/** A block with its evidence (score and threshold rounded to 3 decimals; never any of the text). */
+const block = (score: number, threshold: number, cls: InjectionClass): Decision => ({
+  action: "block",
+  reason: "prompt_injection",
+  evidence: { score: round3(score), threshold: round3(threshold), class: cls },
+});
+
 /** Builds the prompt-injection guardrail. @throws ZodError on bad options, Error when the weights cannot be loaded */
 export function createInjectionGuardrail(options: InjectionGuardrailOptions = {}): Guardrail {
   const { name = "prompt-injection", baseDir, ...params } = options;
@@ -98,11 +107,13 @@ export function createInjectionGuardrail(options: InjectionGuardrailOptions = {}
   const dataFile = p.dataModel === false ? undefined : p.dataModel ? resolve(p.dataModel) : p.model ? undefined : path.join(guardrailsDir(), "data", "injection-data-model.json");
   const dataModel = dataFile !== undefined ? loadInjectionModel(dataFile) : undefined;
   const thresholdOf = new Map<TextLocation["kind"], number>(KINDS.map((k) => [k, p.thresholds?.[k] ?? p.threshold ?? model.thresholdFor(k)]));
-  // (the data model's thresholds: `dataThresholds`, else its own)
-  const dataThresholdOf = dataModel && {
-    result: p.dataThresholds?.result ?? dataModel.thresholdFor("result"),
-    resource: p.dataThresholds?.resource ?? dataModel.thresholdFor("resource"),
-  };
+  // (the data model's thresholds: `dataThresholds`, else its own; messages only when `dataThresholds.message` is set)
+  const dataThresholdOf = new Map<TextLocation["kind"], number>();
+  if (dataModel) {
+    dataThresholdOf.set("result", p.dataThresholds?.result ?? dataModel.thresholdFor("result"));
+    dataThresholdOf.set("resource", p.dataThresholds?.resource ?? dataModel.thresholdFor("resource"));
+    if (p.dataThresholds?.message !== undefined) dataThresholdOf.set("message", p.dataThresholds.message);
+  }
   // (never below the message threshold: a role statement must not make the whole text's check stricter)
   const roleHigh = p.roleStatementThreshold === undefined || p.roleStatementThreshold === false ? undefined : Math.max(p.roleStatementThreshold, thresholdOf.get("message")!);
   const kinds = new Set<TextLocation["kind"]>(p.kinds ?? KINDS.filter((k) => k !== "systemPrompt" && k !== "elicitation"));
@@ -117,24 +128,20 @@ export function createInjectionGuardrail(options: InjectionGuardrailOptions = {}
       if (!kinds.has(kind)) return { action: "allow" };
       if (roles && ctx.location.role !== undefined && !roles.has(ctx.location.role)) return { action: "allow" };
       if (allow?.has(allowKey(text))) return { action: "allow" };
-      // data the agent reads: the data model too, scored in the same pass (either model blocks; the first one reports)
-      const data = dataModel !== undefined && dataThresholdOf !== undefined && (kind === "result" || kind === "resource");
+      // the data model too where it has a threshold (data the agent reads; messages when asked), scored in the same
+      // pass: either model blocks, the first one reports
+      const dt = dataModel !== undefined ? dataThresholdOf.get(kind) : undefined;
       const threshold = thresholdOf.get(kind) ?? model.thresholdFor(kind);
+      const [a, d] = dt !== undefined ? model.assessWith(dataModel!, text, kind) : [model.assess(text, kind)];
       const role = roleHigh !== undefined && kind === "message" ? roleStatementLength(text) : 0;
       if (roleHigh !== undefined && role > 0) {
         // a role prompt: the whole text at the role statement threshold, what follows the statement as any message
-        const whole = model.assess(text, kind);
-        if (whole.score >= roleHigh) return { action: "block", reason: "prompt_injection", evidence: { score: round3(whole.score), threshold: round3(roleHigh), class: whole.class } };
+        if (a.score >= roleHigh) return block(a.score, roleHigh, a.class);
         const rest = model.assess(text.slice(role), kind);
-        if (rest.score < threshold) return { action: "allow" };
-        return { action: "block", reason: "prompt_injection", evidence: { score: round3(rest.score), threshold: round3(threshold), class: rest.class } };
-      }
-      const [a, d] = data ? model.assessWith(dataModel, text, kind) : [model.assess(text, kind)];
-      if (a.score >= threshold) return { action: "block", reason: "prompt_injection", evidence: { score: round3(a.score), threshold: round3(threshold), class: a.class } };
-      if (!data || d === undefined) return { action: "allow" };
-      const dt = dataThresholdOf[kind];
-      if (d.score < dt) return { action: "allow" };
-      return { action: "block", reason: "prompt_injection", evidence: { score: round3(d.score), threshold: round3(dt), class: d.class } };
+        if (rest.score >= threshold) return block(rest.score, threshold, rest.class);
+      } else if (a.score >= threshold) return block(a.score, threshold, a.class);
+      if (dt === undefined || d === undefined || d.score < dt) return { action: "allow" };
+      return block(d.score, dt, d.class);
     },
   };
 }

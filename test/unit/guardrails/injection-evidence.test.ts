@@ -66,7 +66,7 @@ describe("prompt-injection: the data model for results and resources", () => {
     // a stricter data threshold is reported as the block's threshold
     const strict = check(createInjectionGuardrail({ dataThresholds: { result: 0.3 } }), planted, "result");
     expect(strict).toMatchObject({ action: "block", evidence: { threshold: 0.3 } });
-    expect(() => createInjectionGuardrail({ dataThresholds: { message: 0.5 } as never })).toThrow();
+    expect(() => createInjectionGuardrail({ dataThresholds: { toolArguments: 0.5 } as never })).toThrow();
   });
 
   it("a policy file's `dataModel` (a path relative to the file, or false) and `dataThresholds`, parsed from YAML", async () => {
@@ -84,7 +84,7 @@ describe("prompt-injection: the data model for results and resources", () => {
       expect(await verdict(policy("off", "        dataModel: false\n"))).toBe("allow");
       expect(await verdict(policy("relative", `        model: ${path.relative(dir, path.join(repo, "guardrails/data/injection-model.json"))}\n        dataModel: my-data-model.json\n`))).toBe("block");
       expect(await verdict(policy("lenient", `        dataThresholds: { result: ${(d + 1) / 2} }\n`))).toBe("allow");
-      expect(() => policy("bad", "        dataThresholds: { message: 0.5 }\n")).toThrow();
+      expect(() => policy("bad", "        dataThresholds: { systemPrompt: 0.5 }\n")).toThrow();
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

@@ -6,7 +6,7 @@ import { roleStatementLength } from "../../../src/guardrails/injection/role.js";
 
 const DATA = path.resolve(__dirname, "../../../scripts/data");
 const message = { stage: "input" as const, side: "server" as const, method: "sampling/createMessage", location: { kind: "message" as const, role: "user" } };
-const check = async (g: ReturnType<typeof createInjectionGuardrail>, text: string) => g.check(text, message as never);
+const check = async (g: ReturnType<typeof createInjectionGuardrail>, text: string) => g.check!(text, message as never);
 
 /** Rows of the read blind sets (scripts/data/injection-blind-r*.txt) of the given kinds. */
 function blindRows(kinds: string[]): string[] {
@@ -116,8 +116,8 @@ describe("prompt-injection guardrail: a message that opens with a role statement
     let differs = 0;
     for (const text of texts) {
       const asResult = { ...message, location: { kind: "result" as const } };
-      const a = await on.check(text, asResult as never);
-      const b = await off.check(text, asResult as never);
+      const a = await on.check!(text, asResult as never);
+      const b = await off.check!(text, asResult as never);
       if (a.action !== b.action) differs++;
     }
     expect(differs).toBe(0);
