@@ -2,6 +2,8 @@
  * Prompt-injection scorer timing (not a test), on benign clinical text (MTSamples, CC0) cut to each size:
  * - `score`: CPU µs per call of the whole `InjectionModel.score` (user + system CPU time over a batch, steadier than
  *   wall-clock on a shared machine; the median of `--repeats` batches);
+ * - `both`: CPU µs per call of `InjectionModel.assessWith` with the shipped data model, as `guardrails/default.yaml`
+ *   scores every message, result and resource (both models in one pass; session 24);
  * - the stages of `score` (normalise, keyword gates, hard rules, windows, feature rules per window, feature sums) run one
  *   after another as `score` runs them, wall-clock µs per call (mean over the batches): a stage measured alone in a
  *   loop keeps its code and data in cache and looks cheaper than it is inside `score`.
@@ -24,6 +26,7 @@ const REPEATS = Number(arg("repeats", "7"));
 
 const MODEL_FILE = path.join(REPO_ROOT, "guardrails", "data", "injection-model.json");
 const model = loadInjectionModel(MODEL_FILE);
+const dataModel = loadInjectionModel(path.join(REPO_ROOT, "guardrails", "data", "injection-data-model.json"));
 // the shipped weights (1 MB), so that the sums pay the same cache misses as `score` does
 const file = JSON.parse(readFileSync(MODEL_FILE, "utf8")) as InjectionModelFile;
 const weights = new Float32Array(file.buckets);
@@ -87,14 +90,19 @@ function stagesInContext(text: string): Record<string, number> {
 
 const rows: Array<Record<string, unknown>> = [];
 console.log(`prompt-injection scorer, µs per call (node ${process.version}; score: CPU, median of ${REPEATS} batches of ${N}; stages: wall-clock mean, in sequence)`);
-console.log("chars   score(cpu)  normalize  gates  hardRuleHit  windows  windowRules  sumFeatures");
+console.log("chars   score(cpu)  both(cpu)  normalize  gates  hardRuleHit  windows  windowRules  sumFeatures");
 for (const chars of SIZES) {
   const text = clinicalText(chars).text;
-  const r: Record<string, number> = { chars, score: cpuPerCall(() => model.score(text)), ...stagesInContext(text) };
+  const r: Record<string, number> = {
+    chars,
+    score: cpuPerCall(() => model.score(text)),
+    both: cpuPerCall(() => model.assessWith(dataModel, text, "message")),
+    ...stagesInContext(text),
+  };
   rows.push(r);
   const col = (v: unknown, w: number) => String(v).padStart(w);
   console.log(
-    `${String(chars).padEnd(8)}${col(r["score"], 10)}  ${col(r["normalize"], 9)}  ${col(r["gates"], 5)}  ${col(r["hardRuleHit"], 11)}  ${col(r["windows"], 7)}  ${col(r["windowRules"], 11)}  ${col(r["sumFeatures"], 11)}`,
+    `${String(chars).padEnd(8)}${col(r["score"], 10)}  ${col(r["both"], 9)}  ${col(r["normalize"], 9)}  ${col(r["gates"], 5)}  ${col(r["hardRuleHit"], 11)}  ${col(r["windows"], 7)}  ${col(r["windowRules"], 11)}  ${col(r["sumFeatures"], 11)}`,
   );
 }
 console.log(JSON.stringify({ injection: rows }));
