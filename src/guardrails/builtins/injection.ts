@@ -7,8 +7,8 @@
  * not only the last); long texts are scored per window and the maximum counts.
  *
  * Two weights files ship: the model, which scores every text, and a data model for data the agent reads (`result`,
- * `resource`), whose words also weigh by location (features.ts `dataWord`): such a text is blocked when either model's
- * score reaches its threshold. Thresholds depend on where the text sits (`location.kind`), each model's chosen by
+ * `resource`; `message` too when `dataThresholds.message` is set, as in the default policy), whose words also weigh by
+ * location (features.ts `dataWord`): such a text is blocked when either model's score reaches its threshold. Thresholds depend on where the text sits (`location.kind`), each model's chosen by
  * grouped cross-validation; `threshold` and `thresholds` override the model's, `dataThresholds` the data model's. Per-stage thresholds come from the policy: each stage lists its own entry with its own params.
  *
  * Opt-in (`roleStatementThreshold`): a message that opens with a role statement ("You are the EMR write-back agent.",

@@ -92,9 +92,8 @@ describe("prompt-injection guardrail: a message that opens with a role statement
       const a = (await check(on, text)).action === "block";
       before += b ? 1 : 0;
       after += a ? 1 : 0;
-      // judged apart, a role prompt is never blocked where the whole-text score let it through at the same threshold
-      // unless the text after the statement reaches it on its own
-      if (a && !b) expect(roleStatementLength(text)).toBeGreaterThan(0);
+      // a text that does not open with a role statement is decided exactly as without the option
+      if (roleStatementLength(text) === 0) expect(a, text).toBe(b);
     }
     expect(before).toBeGreaterThan(0);
     expect(after).toBeLessThan(before);
