@@ -46,8 +46,9 @@ const ParamsSchema = z.strictObject({
    */
   dataThresholds: z.strictObject({ result: Probability.optional(), resource: Probability.optional(), message: Probability.optional() }).optional(),
   /**
-   * Threshold (0..1) for the whole text of a `message` that opens with a role statement (a first sentence such as "You
-   * are the pharmacy agent." naming a job and nothing else; ../injection/role.ts); the text after the statement is
+   * Threshold (0..1; a value below the message's threshold counts as that threshold) for the whole text of a `message`
+   * that opens with a role statement (a first sentence such as "You are the pharmacy agent." naming a job and nothing
+   * else; ../injection/role.ts); the text after the statement is
    * scored on its own at the message's threshold (and, when `dataThresholds.message` is set, by the data model at that
    * threshold, which also still scores the whole text), and any of these blocks. Default `false` (off: such messages are scored
    * like any other); e.g. 0.95. An attack after a role statement is scored as it would be alone, so prepending a role
