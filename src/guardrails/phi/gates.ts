@@ -27,6 +27,8 @@ const IPV6_AT = new RegExp(GATE_REFERENCE.ipv6.source, "y");
 const UUID_AT = new RegExp(GATE_REFERENCE.uuid.source, "y");
 /** {@link GATE_REFERENCE}.streetNumber found at its digit: the suffix and the white space are checked behind it. */
 const STREET_NUMBER_AT_DIGIT = new RegExp(`\\d(?<=(?:${SUFFIXES})\\s{1,2}\\d)`, "i");
+/** {@link STREET_NUMBER_AT_DIGIT} at one digit (sticky): ./digits.ts tests it at each run of digits after white space. */
+export const STREET_NUMBER_AT = new RegExp(STREET_NUMBER_AT_DIGIT.source, "iy");
 /**
  * {@link GATE_REFERENCE}.military found at its five digits, the rest checked behind them (started at the white space
  * before them, the regex was tried at every white-space character of a note: 2.9 µs per KB of PhysioNet, now 0.7).
