@@ -196,11 +196,13 @@ function tokenArrays(n: number): [Uint16Array, Int32Array] {
 
 /**
  * Finds free-form street addresses. `cand` holds the candidate positions of {@link ADDR_TRIGGER_START} (rule
- * `triggerRule`) and {@link ADDR_NUM_START_RULE} (rule `numRule`) in `text`.
+ * `triggerRule`) and {@link ADDR_NUM_START_RULE} (rule `numRule`) in `text`; `knownUpperShare`, when the tokeniser has
+ * counted it (./tokens.ts NameContext.upperShare), is {@link upperShare} of the text.
  */
-export function scanAddresses(text: string, found: FoundList, common: WordSet, cand: RuleLists, triggerRule: number, numRule: number): void {
-  // the text is mostly upper case: counted when first asked (most texts read no upper-case token and no weak trigger)
-  let upperTextV = -1;
+export function scanAddresses(text: string, found: FoundList, common: WordSet, cand: RuleLists, triggerRule: number, numRule: number, knownUpperShare?: number): void {
+  // the text is mostly upper case: counted when first asked (most texts read no upper-case token and no weak trigger),
+  // unless the tokeniser has counted it already
+  let upperTextV = knownUpperShare === undefined ? -1 : knownUpperShare > 0.5 ? 1 : 0;
   const upperText = (): boolean => (upperTextV < 0 ? (upperTextV = upperShare(text) > 0.5 ? 1 : 0) : upperTextV) === 1;
   // Candidate runs overlap (every house number starts one and each reads up to 24 tokens), so each position's token is
   // read and classified once per text: text made of candidates ("1 via 1 via ...") costs no more than 24 reads of two

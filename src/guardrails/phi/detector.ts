@@ -115,7 +115,7 @@ class Detector implements PhiDetector {
       else runAt(p, STICKY[k]!, (starts ??= byRule(START_INDEX.scan(text))), rule, text, found);
     }
     if (types.has("ADDRESS")) {
-      scanAddresses(text, found, this.#lx.common, (starts ??= byRule(START_INDEX.scan(text))), ADDR_TRIGGER_RULE, ADDR_NUM_RULE);
+      scanAddresses(text, found, this.#lx.common, (starts ??= byRule(START_INDEX.scan(text))), ADDR_TRIGGER_RULE, ADDR_NUM_RULE, context?.upperShare);
       addressLines(text, found);
     }
     const names = this.#names ? findNames(text, found, this.#lx, this.#extra, types, context) : undefined;
