@@ -217,6 +217,7 @@ const alnumUnit = (c: number): boolean => (c >= 97 && c <= 122) || (c >= 65 && c
 function runAtSign(p: Pattern, re: RegExp, text: string, found: FoundList): void {
   let from = 0;
   for (let at = text.indexOf("@"); at >= 0; at = text.indexOf("@", at + 1)) {
+    if (!domainAfter(text, at)) continue;
     // back to the run's start; a scan stopped at 65 characters means a run longer than 64 (its start would follow no
     // [\w.%+-] only beyond the local part's length)
     let s = at;
@@ -229,6 +230,24 @@ function runAtSign(p: Pattern, re: RegExp, text: string, found: FoundList): void
     from = s + m[0].length;
     report(p, m, text, found);
   }
+}
+
+const asciiLetter = (c: number): boolean => (c >= 97 && c <= 122) || (c >= 65 && c <= 90);
+/**
+ * What the e-mail pattern needs after the `@` at `at` (its domain, `[A-Za-z0-9][A-Za-z0-9-]{0,62}(?:\.[A-Za-z0-9-]
+ * {1,63}){0,4}\.[A-Za-z]{2,24}`, is one run of `[A-Za-z0-9.-]`): a letter or digit, then within that run a full stop
+ * followed by two ASCII letters. Read forward to the run's end (the runs after two `@` do not overlap, as `@` ends
+ * one), so that an `@` without such a domain ("a@b.a@b." repeated, "user@host") costs no regex attempt.
+ */
+function domainAfter(text: string, at: number): boolean {
+  if (!alnumUnit(text.charCodeAt(at + 1))) return false;
+  for (let i = at + 2; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 46) {
+      if (asciiLetter(text.charCodeAt(i + 1)) && asciiLetter(text.charCodeAt(i + 2))) return true;
+    } else if (!(alnumUnit(c) || c === 45)) return false;
+  }
+  return false;
 }
 
 /**
