@@ -12,7 +12,7 @@
  *
  * Cost: one char-code test per character (~1-2 µs per KB), a few more per run.
  */
-import { STREET_NUMBER_AT } from "./gates.js";
+import { STREET_NUMBER_AT, streetSuffixBefore } from "./gates.js";
 import { isWs } from "./text.js";
 
 /** Four runs joined by single full stops ("10.1.2.3"): IPv4. */
@@ -198,7 +198,7 @@ export class DigitShapes {
       if (L <= 2 && dayMonthAt(text, i)) bits |= D_DAY_MONTH;
     }
     if (L <= 6 && (bits & D_HOUSE) === 0 && houseNumberAt(text, i)) bits |= D_HOUSE;
-    if ((bits & D_STREET) === 0 && s > 0 && isWs(text.charCodeAt(s - 1)) && !viaAlone(text, s)) {
+    if ((bits & D_STREET) === 0 && s > 0 && isWs(text.charCodeAt(s - 1)) && streetSuffixBefore(text, s) && !viaAlone(text, s)) {
       STREET_NUMBER_AT.lastIndex = s;
       if (STREET_NUMBER_AT.test(text)) bits |= D_STREET;
     }
