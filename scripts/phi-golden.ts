@@ -12,6 +12,12 @@
  * HMCP_DATA_DIR):
  *   npx tsx scripts/phi-golden.ts --record [--out /tmp/phi-golden.json]   record the current detector's output
  *   npx tsx scripts/phi-golden.ts [--out /tmp/phi-golden.json]            compare against the record (exit 1 on a difference)
+ *
+ * `--extended` (record and compare with the same flag) adds, for a stricter check of a speed change: upper-, lower-
+ * and title-case variants of every PhysioNet and Presidio text and of 200 MTSamples notes, the bench/phi.ts
+ * adversarial fragments mixed with each other and with case changes, lone surrogates, astral letters and combining
+ * marks, 1,000 more seeded fuzz texts; and it digests each entity's text and replacement as well as type and offsets
+ * (in the record's digest only: the per-text record still holds no text).
  */
 import { createHash } from "node:crypto";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
@@ -24,6 +30,7 @@ const DATA = process.env["HMCP_DATA_DIR"] ?? path.resolve(ROOT, "..", "shared", 
 const arg = (name: string): string | undefined => (process.argv.includes(name) ? process.argv[process.argv.indexOf(name) + 1] : undefined);
 const OUT = arg("--out") ?? "/tmp/phi-golden.json";
 const record = process.argv.includes("--record");
+const extended = process.argv.includes("--extended");
 
 /** Named texts: [id, text]. */
 const texts: Array<[string, string]> = [];
@@ -113,6 +120,42 @@ for (let k = 0; k < 400; k++) {
   texts.push([`fuzz#${k}`, parts.join("")]);
 }
 
+if (extended) {
+  const title = (t: string): string => t.toLowerCase().replace(/(^|[^\p{L}])(\p{L})/gu, (_m, a: string, b: string) => a + b.toUpperCase());
+  const base = texts.filter(([id]) => id.startsWith("phi-deid") || id.startsWith("pii-presidio") || /^mtsamples\/dev\.jsonl#1?\d?\d\./.test(id));
+  for (const [id, t] of base) {
+    texts.push([`upper:${id}`, t.toUpperCase()], [`lower:${id}`, t.toLowerCase()], [`title:${id}`, title(t)]);
+  }
+  const UNITS = adversarial.map(([, u]) => u).concat(["12 Main ", "1 via ", "Dr. ", "𝒜𝒷 ", "a@b.", "5/10/40% ", "Smith "]);
+  const NOISE = ["\ud800", "\udc00", "\u{1D518}", "𝒜", "\u0301", "e\u0301", "İ", "ſ", "\u212A", " ", "\n", "@", ".", "-"];
+  for (let k = 0; k < 600; k++) {
+    const parts: string[] = [];
+    const len = int(5, k < 500 ? 200 : 3000);
+    for (let i = 0; i < len; i++) {
+      let u = pick(UNITS).repeat(int(1, 8));
+      const r = rnd();
+      if (r < 0.15) u = u.toUpperCase();
+      else if (r < 0.3) u = u.toLowerCase();
+      parts.push(u);
+      if (rnd() < 0.3) parts.push(pick(NOISE));
+      if (rnd() < 0.2) parts.push(pick(FRAGMENTS)());
+    }
+    texts.push([`mix#${k}`, parts.join("")]);
+  }
+  for (let k = 0; k < 1000; k++) {
+    const parts: string[] = [];
+    const len = int(1, k < 900 ? 80 : 800);
+    for (let i = 0; i < len; i++) {
+      let f = pick(FRAGMENTS)();
+      const r = rnd();
+      if (r < 0.1) f = f.toUpperCase();
+      else if (r < 0.2) f = f.toLowerCase();
+      parts.push(f, pick(SEPARATORS));
+    }
+    texts.push([`fuzz2#${k}`, parts.join("")]);
+  }
+}
+
 const detector = createPhiDetector();
 const perText: Record<string, string> = {};
 const digest = createHash("sha256");
@@ -124,6 +167,7 @@ for (const [id, text] of texts) {
   const s = found.map((e) => `${e.type}:${e.start}:${e.end}`).join(" ");
   perText[id] = s;
   digest.update(`${id}\u0000${s}\n`);
+  if (extended) for (const e of found) digest.update(`${e.type}\u0001${e.start}\u0001${e.end}\u0001${text.slice(e.start, e.end)}\u0001${e.replacement}\u0002`);
 }
 const ms = Math.round(performance.now() - t0);
 const hex = digest.digest("hex");

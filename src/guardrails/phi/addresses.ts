@@ -147,6 +147,65 @@ function tokenKind(raw: string, common: WordSet): number {
   return k;
 }
 
+// The kind table: tokenKind answers of the current scanAddresses call, by the token's characters (open addressing, a
+// few probes). An entry is the text's range [kindPos, kindPos + kindLen) and its kind, valid only when its kindGen is
+// the call's generation, so that a call starts with an empty table without clearing it, and a table entry points
+// into its own call's text only. (A Map by the token's substring cost a substring and its hash per token read:
+// ~40 % of the token reads on 1 MB of "12 Main ".)
+const KIND_SLOTS = KINDS_KEPT * 2;
+const KIND_PROBES = 8;
+const kindGen = new Int32Array(KIND_SLOTS);
+const kindPos = new Int32Array(KIND_SLOTS);
+const kindLen = new Int32Array(KIND_SLOTS);
+const kindVal = new Int32Array(KIND_SLOTS);
+let kindGeneration = 0;
+let kindsKept = 0;
+/** A new generation of the kind table (an empty table for one scanAddresses call). */
+function nextKindGeneration(): number {
+  if (kindGeneration === 0x7fffffff) {
+    kindGen.fill(0);
+    kindGeneration = 0;
+  }
+  kindsKept = 0;
+  return ++kindGeneration;
+}
+/** Hash of `text[s, e)` (FNV-1a over UTF-16 units). */
+function rangeHash(text: string, s: number, e: number): number {
+  let h = 0x811c9dc5;
+  for (let i = s; i < e; i++) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193);
+  return h;
+}
+/** `text[a, a + len)` and `text[b, b + len)` are equal. */
+function sameRange(text: string, a: number, b: number, len: number): boolean {
+  for (let i = 0; i < len; i++) if (text.charCodeAt(a + i) !== text.charCodeAt(b + i)) return false;
+  return true;
+}
+/** The kind kept for the token `text[s, e)` in generation `gen`, or -1. */
+function kindOf(text: string, s: number, e: number, gen: number): number {
+  const len = e - s;
+  let slot = rangeHash(text, s, e) & (KIND_SLOTS - 1);
+  for (let probe = 0; probe < KIND_PROBES; probe++, slot = (slot + 1) & (KIND_SLOTS - 1)) {
+    if (kindGen[slot] !== gen) return -1;
+    if (kindLen[slot] === len && sameRange(text, kindPos[slot]!, s, len)) return kindVal[slot]!;
+  }
+  return -1;
+}
+/** Keeps `k` as the kind of the token `text[s, e)` in generation `gen` (at most KINDS_KEPT per call; none when the probes are full). */
+function keepKind(text: string, s: number, e: number, gen: number, k: number): void {
+  if (kindsKept >= KINDS_KEPT) return;
+  let slot = rangeHash(text, s, e) & (KIND_SLOTS - 1);
+  for (let probe = 0; probe < KIND_PROBES; probe++, slot = (slot + 1) & (KIND_SLOTS - 1)) {
+    if (kindGen[slot] !== gen) {
+      kindGen[slot] = gen;
+      kindPos[slot] = s;
+      kindLen[slot] = e - s;
+      kindVal[slot] = k;
+      kindsKept++;
+      return;
+    }
+  }
+}
+
 /** stepsToWord's answer when the chain of tokens ends before a street word or lower-case word. */
 const FAR = 1 << 29;
 let path: Int32Array = new Int32Array(1024);
@@ -155,6 +214,18 @@ const growPath = (a: Int32Array): Int32Array => {
   b.set(a);
   return b;
 };
+/**
+ * Stores stepsToWord's answers: `d` at `p`, where the walk stopped, and one more step for each position of `path[0, k)`
+ * walked before it (in reverse); returns the answer of `path[0]` (of `p` when k = 0).
+ */
+function writeSteps(steps: Int32Array, p: number, k: number, d: number): number {
+  steps[p] = d + 1;
+  while (k > 0) {
+    d = Math.min(FAR, d + 1);
+    steps[path[--k]!] = d + 1;
+  }
+  return d;
+}
 let keptSteps = new Int32Array(0);
 /** Zeroed step memo of `n` cells (kept for texts that fit {@link KEEP_ARRAYS}, like the token arrays). */
 function stepArray(n: number): Int32Array {
@@ -184,11 +255,13 @@ function tokenArrays(n: number): [Uint16Array, Int32Array] {
 
 /**
  * Finds free-form street addresses. `cand` holds the candidate positions of {@link ADDR_TRIGGER_START} (rule
- * `triggerRule`) and {@link ADDR_NUM_START_RULE} (rule `numRule`) in `text`.
+ * `triggerRule`) and {@link ADDR_NUM_START_RULE} (rule `numRule`) in `text`; `knownUpperShare`, when the tokeniser has
+ * counted it (./tokens.ts NameContext.upperShare), is {@link upperShare} of the text.
  */
-export function scanAddresses(text: string, found: FoundList, common: WordSet, cand: RuleLists, triggerRule: number, numRule: number): void {
-  // the text is mostly upper case: counted when first asked (most texts read no upper-case token and no weak trigger)
-  let upperTextV = -1;
+export function scanAddresses(text: string, found: FoundList, common: WordSet, cand: RuleLists, triggerRule: number, numRule: number, knownUpperShare?: number): void {
+  // the text is mostly upper case: counted when first asked (most texts read no upper-case token and no weak trigger),
+  // unless the tokeniser has counted it already
+  let upperTextV = knownUpperShare === undefined ? -1 : knownUpperShare > 0.5 ? 1 : 0;
   const upperText = (): boolean => (upperTextV < 0 ? (upperTextV = upperShare(text) > 0.5 ? 1 : 0) : upperTextV) === 1;
   // Candidate runs overlap (every house number starts one and each reads up to 24 tokens), so each position's token is
   // read and classified once per text: text made of candidates ("1 via 1 via ...") costs no more than 24 reads of two
@@ -197,8 +270,8 @@ export function scanAddresses(text: string, found: FoundList, common: WordSet, c
   // runs re-read them in text order, which the memory prefetcher follows, and a megabyte of tokens makes no garbage.
   let flags: Uint16Array | undefined;
   let nextAt: Int32Array | undefined;
-  /** tokenKind by token (with its separator), for this text. */
-  let kinds: Map<string, number> | undefined;
+  // tokenKind by token (with its separator), for this text: the kind table's entries of this call
+  const gen = nextKindGeneration();
   /** Reads the token at `pos` into flags/nextAt (once) and returns its flags. */
   const tokenAt = (pos: number): number => {
     if (flags === undefined) [flags, nextAt] = tokenArrays(text.length + 1);
@@ -208,13 +281,12 @@ export function scanAddresses(text: string, found: FoundList, common: WordSet, c
     ADDR_TOKEN.lastIndex = pos;
     if (!ADDR_TOKEN.test(text) || ADDR_TOKEN.lastIndex === pos) return (flags[pos] = T_NONE);
     const next = ADDR_TOKEN.lastIndex;
-    const raw = text.slice(pos, next);
     // what depends on the token's characters only is classified once per distinct token of the text (a text repeats
-    // its tokens); the map lives for this call only, so no token of a text outlives its scan
-    let k = (kinds ??= new Map<string, number>()).get(raw);
-    if (k === undefined) {
-      k = tokenKind(raw, common);
-      if (kinds.size < KINDS_KEPT) kinds.set(raw, k);
+    // its tokens), found again by its characters in the text (no substring, no string hash)
+    let k = kindOf(text, pos, next, gen);
+    if (k < 0) {
+      k = tokenKind(text.slice(pos, next), common);
+      keepKind(text, pos, next, gen, k);
     }
     let f = T_READ | (k & K_T_BITS);
     if ((k & T_NUM) !== 0 && unitAfter(text, skipWs(text, next))) f |= T_NUM_STOP;
@@ -234,6 +306,8 @@ export function scanAddresses(text: string, found: FoundList, common: WordSet, c
    */
   const stepsToWord = (pos: number): number => {
     if (steps === undefined) steps = stepArray(text.length + 1);
+    const answered = steps[pos]!;
+    if (answered !== 0) return answered - 1;
     let p = pos;
     let k = 0;
     let d: number;
@@ -256,12 +330,10 @@ export function scanAddresses(text: string, found: FoundList, common: WordSet, c
       path[k++] = p;
       p = nextAt![p]!;
     }
-    steps[p] = d + 1;
-    while (k > 0) {
-      d = Math.min(FAR, d + 1);
-      steps[path[--k]!] = d + 1;
-    }
-    return steps[pos]! - 1;
+    // the write-back is a function of its own: in one function with the walk, V8 compiled the long walk on stack
+    // replacement before the code after it had ever run, and then left that code ("insufficient type feedback") on
+    // every long walk: ~60 deoptimisations per megabyte of "1 via " or "12 Main ", ~40 % of the time there
+    return writeSteps(steps, p, k, d);
   };
   const tryRun = (start: number, triggered: boolean): number => {
     let pos = start;

@@ -115,7 +115,7 @@ class Detector implements PhiDetector {
       else runAt(p, STICKY[k]!, (starts ??= byRule(START_INDEX.scan(text))), rule, text, found);
     }
     if (types.has("ADDRESS")) {
-      scanAddresses(text, found, this.#lx.common, (starts ??= byRule(START_INDEX.scan(text))), ADDR_TRIGGER_RULE, ADDR_NUM_RULE);
+      scanAddresses(text, found, this.#lx.common, (starts ??= byRule(START_INDEX.scan(text))), ADDR_TRIGGER_RULE, ADDR_NUM_RULE, context?.upperShare);
       addressLines(text, found);
     }
     const names = this.#names ? findNames(text, found, this.#lx, this.#extra, types, context) : undefined;
@@ -217,6 +217,7 @@ const alnumUnit = (c: number): boolean => (c >= 97 && c <= 122) || (c >= 65 && c
 function runAtSign(p: Pattern, re: RegExp, text: string, found: FoundList): void {
   let from = 0;
   for (let at = text.indexOf("@"); at >= 0; at = text.indexOf("@", at + 1)) {
+    if (!domainAfter(text, at)) continue;
     // back to the run's start; a scan stopped at 65 characters means a run longer than 64 (its start would follow no
     // [\w.%+-] only beyond the local part's length)
     let s = at;
@@ -229,6 +230,24 @@ function runAtSign(p: Pattern, re: RegExp, text: string, found: FoundList): void
     from = s + m[0].length;
     report(p, m, text, found);
   }
+}
+
+const asciiLetter = (c: number): boolean => (c >= 97 && c <= 122) || (c >= 65 && c <= 90);
+/**
+ * What the e-mail pattern needs after the `@` at `at` (its domain, `[A-Za-z0-9][A-Za-z0-9-]{0,62}(?:\.[A-Za-z0-9-]
+ * {1,63}){0,4}\.[A-Za-z]{2,24}`, is one run of `[A-Za-z0-9.-]`): a letter or digit, then within that run a full stop
+ * followed by two ASCII letters. Read forward to the run's end (the runs after two `@` do not overlap, as `@` ends
+ * one), so that an `@` without such a domain ("a@b.a@b." repeated, "user@host") costs no regex attempt.
+ */
+function domainAfter(text: string, at: number): boolean {
+  if (!alnumUnit(text.charCodeAt(at + 1))) return false;
+  for (let i = at + 2; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 46) {
+      if (asciiLetter(text.charCodeAt(i + 1)) && asciiLetter(text.charCodeAt(i + 2))) return true;
+    } else if (!(alnumUnit(c) || c === 45)) return false;
+  }
+  return false;
 }
 
 /**
@@ -347,14 +366,27 @@ const PRIORITY_BY_INDEX = Int8Array.from(PHI_ENTITY_TYPES, (t) => PRIORITY[t]);
  * descending, then the order found (what a stable sort of the spans by the first three gives). First by start alone,
  * equal starts in the order found: many spans (a megabyte of dense identifiers) by a stable least-significant-digit
  * radix sort, 11 bits a pass (two passes below 4 M characters; a comparison sort of 100,000 spans cost ~6% of a
- * megabyte of street addresses), a few by the native sort of numbers start * 2^21 + index. Then each run of equal
+ * megabyte of street addresses), fewer by the native sort of numbers start * 2^21 + index, fewer than 24 (a note's
+ * usual count) by a stable insertion sort. Then each run of equal
  * starts is put in end and priority order by a stable insertion sort (such runs are short: the patterns that matched
- * at one place).
+ * at one place). The answer is the first `found.n` cells; for fewer than 24 spans it is one array kept for every call.
  */
 function sortedOrder(found: FoundList): Int32Array {
   const { s: S, e: E, t: T, n } = found;
-  let order = new Int32Array(n);
-  if (n < RADIX_FROM) {
+  // few spans: one kept array (merge reads it before the next call; allocating a typed array cost ~0.2 µs a call)
+  let order = n < INSERTION_BELOW ? SMALL_ORDER : new Int32Array(n);
+  if (n < INSERTION_BELOW) {
+    // a few spans (most texts): an insertion sort by start, stable, so equal starts stay in index order as the keys'
+    // sort below orders them (the native sort of a typed array costs ~0.5 µs even for none or one)
+    for (let i = 0; i < n; i++) {
+      let j = i;
+      while (j > 0 && S[order[j - 1]!]! > S[i]!) {
+        order[j] = order[j - 1]!;
+        j--;
+      }
+      order[j] = i;
+    }
+  } else if (n < RADIX_FROM) {
     const keys = new Float64Array(n);
     for (let k = 0; k < n; k++) keys[k] = S[k]! * KEY_INDEX + k;
     keys.sort();
@@ -388,6 +420,10 @@ function sortedOrder(found: FoundList): Int32Array {
   }
   return order;
 }
+/** Span counts below which {@link sortedOrder} sorts by insertion (the native sort's fixed cost is larger). */
+const INSERTION_BELOW = 24;
+/** {@link sortedOrder}'s answer for fewer than {@link INSERTION_BELOW} spans (its first n cells). */
+const SMALL_ORDER = new Int32Array(INSERTION_BELOW);
 /** Span counts from which {@link sortedOrder} sorts by radix (below, the native sort of keys is cheaper). */
 const RADIX_FROM = 256;
 /** 2^21: the index is the low part of a sort key of {@link sortedOrder}, the start the high part (exact below 2^53). */

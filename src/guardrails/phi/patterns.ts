@@ -4,9 +4,9 @@
  * fields), each with an optional cheap gate and a validity check on the match.
  */
 import type { PhiEntityType } from "./entities.js";
-import { domainGate, ipv6Gate, militaryGate, streetNumberGate, uuidGate } from "./gates.js";
+import { domainGate, ipv6Gate, militaryGate, uuidGate } from "./gates.js";
 import type { StartRule } from "./prefilter.js";
-import { D_3_7, D_ACCOUNT, D_AGE, D_APOSTROPHE, D_DAY_MONTH, D_DOTS3, D_FIVE, D_GROUPED, D_HOUSE, D_HYPHEN, D_NANP, D_PLUS, D_RANGE, D_SEP3, D_SEVEN, D_SLASH, D_SLASH3, D_SSN } from "./digits.js";
+import { D_3_7, D_ACCOUNT, D_AGE, D_APOSTROPHE, D_DAY_MONTH, D_DOTS3, D_FIVE, D_GROUPED, D_HOUSE, D_HYPHEN, D_NANP, D_PLUS, D_RANGE, D_SEP3, D_SEVEN, D_SLASH, D_SLASH3, D_SSN, D_STREET } from "./digits.js";
 import { isWs } from "./text.js";
 
 // ---------------------------------------------------------------------------------------------
@@ -255,7 +255,8 @@ export const PATTERNS: Pattern[] = [
     // a street word ending in a street suffix of many languages, then a house number ("Puruntie 82", "Mellemvej 32")
     type: "ADDRESS",
     re: /(?<![\p{L}\d-])(?:\d{1,6}\s{1,2})?([\p{L}][\p{L}.-]{1,30})\s{1,2}\d{1,5}[A-Za-z]?\b/gu,
-    gate: streetNumberGate,
+    // ./gates.ts streetNumberGate, answered by the digit-run pass (D_STREET)
+    digits: D_STREET,
     // English "via" ("access via 2 PIVs") is not a street; "Via Roma 12" is caught by the street-type-first pattern
     valid: (m) => STREET_WORD_SUFFIX.test(m[1]!) && m[1]!.toLowerCase() !== "via",
   },

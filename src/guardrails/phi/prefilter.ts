@@ -263,6 +263,24 @@ export function byRule(c: Candidates): RuleLists {
   const { n, pos, mask } = c;
   const from = listsOut.from;
   from.fill(0);
+  // the two long loops are functions of their own: in one function, V8 compiled the first on stack replacement
+  // (a megabyte of candidates) before the code after it had run, and deoptimised it there on every such text
+  // ("insufficient type feedback"; ~150 times per megabyte-sized call of the bench's adversarial inputs)
+  const total = countByRule(n, mask, from);
+  for (let b = 0; b < 32; b++) from[b + 1]! += from[b]!;
+  let out = listsOut.pos;
+  if (out.length < total) out = new Int32Array(Math.max(total, out.length * 2));
+  // fill with a moving cursor per rule (cursor[b] starts at from[b])
+  const cursor = CURSOR;
+  cursor.set(from.subarray(0, 32));
+  fillByRule(n, pos, mask, out, cursor);
+  listsOut = { from, pos: out };
+  return listsOut;
+}
+const CURSOR = new Int32Array(32);
+
+/** Counts the candidates of each rule (rule b's in `from[b + 1]`); returns their sum. */
+function countByRule(n: number, mask: Int32Array, from: Int32Array): number {
   let total = 0;
   for (let i = 0; i < n; i++) {
     for (let m = mask[i]!; m !== 0; m &= m - 1) {
@@ -270,20 +288,16 @@ export function byRule(c: Candidates): RuleLists {
       total++;
     }
   }
-  for (let b = 0; b < 32; b++) from[b + 1]! += from[b]!;
-  let out = listsOut.pos;
-  if (out.length < total) out = new Int32Array(Math.max(total, out.length * 2));
-  // fill with a moving cursor per rule (cursor[b] starts at from[b])
-  const cursor = CURSOR;
-  cursor.set(from.subarray(0, 32));
+  return total;
+}
+
+/** Writes each candidate's position at the cursor of each of its rules. */
+function fillByRule(n: number, pos: Int32Array, mask: Int32Array, out: Int32Array, cursor: Int32Array): void {
   for (let i = 0; i < n; i++) {
     const p = pos[i]!;
     for (let m = mask[i]!; m !== 0; m &= m - 1) out[cursor[31 - Math.clz32(m & -m)]!++] = p;
   }
-  listsOut = { from, pos: out };
-  return listsOut;
 }
-const CURSOR = new Int32Array(32);
 
 /** A copy of `a` twice as long. */
 export function grow(a: Int32Array): Int32Array {

@@ -78,6 +78,11 @@ export interface NameContext {
   allCapsText: (i: number) => boolean;
   /** Token i looks like a name. */
   nameLike: (i: number) => boolean;
+  /**
+   * Share of upper-case letters among the text's first 2,000 ASCII letters (0 without any): what ./addresses.ts
+   * upperShare would count, counted by the tokeniser's pass instead of a pass of its own.
+   */
+  upperShare: number;
   /** The text has no upper-case letter (`\p{Lu}`), so case says nothing about names (tested once per text). */
   lowerText: boolean;
 }
@@ -358,7 +363,8 @@ export function nameContext(text: string, lx: Lexicon, extra: ReadonlySet<string
   };
   // every letter is in a word, so only a text with letters outside ASCII (and none upper case in ASCII) needs the pattern
   const lowerText = upperSeen ? false : otherLetters ? !/\p{Lu}/u.test(text) : true;
-  return { text, n, S, E, GE, F, SH, LID, w: wOf, lower: lowerOf, lowerLen, lowerIs, isName, weak, first, common, ambiguous, cities: lx.cities, known, onlyIntl, isCommon, commonParts, gap, sentenceStart, allCapsText, nameLike, lowerText };
+  const upperShare = CASE_COUNT[0] === 0 ? 0 : CASE_COUNT[1]! / CASE_COUNT[0]!;
+  return { text, n, S, E, GE, F, SH, LID, w: wOf, lower: lowerOf, lowerLen, lowerIs, isName, weak, first, common, ambiguous, cities: lx.cities, known, onlyIntl, isCommon, commonParts, gap, sentenceStart, allCapsText, nameLike, lowerText, upperShare };
 }
 
 /**
@@ -445,6 +451,9 @@ function scanWordsFolded(text: string, word: (start: number, end: number, asciiL
   // the character before is an ASCII letter or digit (candidates start after none)
   let prevAlnum = false;
   if (listing) digits.reset();
+  // ASCII letters and upper-case ones among the first CASE_LETTERS (every ASCII letter is in a word)
+  let caseLetters = 0;
+  let caseUpper = 0;
   let i = 0;
   while (i < n) {
     const c = text.charCodeAt(i);
@@ -494,6 +503,8 @@ function scanWordsFolded(text: string, word: (start: number, end: number, asciiL
     let ascii = c < 128;
     let marks = false;
     let nMarks = 0;
+    // units of the word that are neither ASCII letters nor marks (its letters outside ASCII, ’)
+    let other = c < 128 ? 0 : size;
     let hy = 0;
     let x = Math.imul(FNV_OFFSET ^ fc, FNV_PRIME);
     let p0 = fc;
@@ -541,6 +552,7 @@ function scanWordsFolded(text: string, word: (start: number, end: number, asciiL
         // ’
         lower = false;
         ascii = false;
+        other++;
         runStart = listing;
         i++;
         continue;
@@ -549,6 +561,7 @@ function scanWordsFolded(text: string, word: (start: number, end: number, asciiL
       if (charClass(cp) < 2) break;
       lower = false;
       ascii = false;
+      other += cp > 0xffff ? 2 : 1;
       if (listing) {
         runStart = true;
         if ((d === 0x17f || d === 0x212a) && foldBits !== 0) pushCandidate(sink, i, foldBits);
@@ -557,6 +570,24 @@ function scanWordsFolded(text: string, word: (start: number, end: number, asciiL
     }
     // after the word: its last character was an ASCII letter unless a run of letters was still to start
     if (listing) prevAlnum = !runStart;
+    if (caseLetters < CASE_LETTERS) {
+      // a word is ASCII letters (`up` of them upper case), apostrophes and hyphens (nMarks) and other units; the word
+      // that reaches the limit is counted letter by letter
+      const letters = i - start - nMarks - other;
+      if (caseLetters + letters <= CASE_LETTERS) {
+        caseLetters += letters;
+        caseUpper += up;
+      } else {
+        for (let k = start; k < i && caseLetters < CASE_LETTERS; k++) {
+          const d = text.charCodeAt(k);
+          if (d >= 97 && d <= 122) caseLetters++;
+          else if (d >= 65 && d <= 90) {
+            caseLetters++;
+            caseUpper++;
+          }
+        }
+      }
+    }
     wd[W_HASH] = x;
     wd[W_P0] = p0;
     wd[W_P1] = p1;
@@ -567,7 +598,14 @@ function scanWordsFolded(text: string, word: (start: number, end: number, asciiL
     wd[W_HY] = hy;
     word(start, i, lower, ascii, marks);
   }
+  CASE_COUNT[0] = caseLetters;
+  CASE_COUNT[1] = caseUpper;
 }
+
+/** How many ASCII letters {@link NameContext.upperShare} counts (./addresses.ts upperShare's limit). */
+const CASE_LETTERS = 2000;
+/** The last scan's ASCII letters and upper-case ones among its first {@link CASE_LETTERS}. */
+const CASE_COUNT = new Int32Array(2);
 
 const isDigitUnit = (c: number): boolean => c >= 48 && c <= 57;
 

@@ -42,6 +42,8 @@ describe("PHI digit-run gates keep every numeric entity", () => {
     ["lives at 4B Elm Road now", ["ADDRESS:4B Elm Road now"]],
     ["ship to USNS Mercy FPO AP 96677 today", ["ADDRESS:USNS Mercy FPO AP 96677"]],
     ["mail PSC 5420, Box 2708 APO AA 33879 now", ["ADDRESS:PSC 5420, Box 2708 APO AA 33879"]],
+    ["she moved to Puruntie 82 last year", ["ADDRESS:Puruntie 82"]],
+    ["at Mellemvej  32 ok", ["ADDRESS:Mellemvej  32"]],
     ["a 3 mg dose", []],
   ];
   for (const [text, want] of cases) {
