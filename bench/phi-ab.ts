@@ -11,7 +11,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { DATA_DIR, clinicalText, phiText, REPO_ROOT } from "./lib/fixtures.js";
+import { DATA_DIR, clinicalText, phiText, REPO_ROOT, PHI_ADVERSARIAL } from "./lib/fixtures.js";
 
 const arg = (name: string) => (process.argv.includes(name) ? process.argv[process.argv.indexOf(name) + 1] : undefined);
 type Detector = { detect(text: string): unknown[] };
@@ -72,18 +72,7 @@ function perKB(d: Detector, slices: string[]): number {
   return median(us);
 }
 const MB = 1 << 20;
-const adversarial: Record<string, (n: number) => string> = {
-  "repeated word": (n) => "Smith ".repeat(n / 6),
-  "repeated number+street": (n) => "12 Main ".repeat(n / 8),
-  "repeated 1 via": (n) => "1 via ".repeat(n / 6),
-  "repeated date-ish": (n) => "5/10/40% ".repeat(n / 9),
-  "repeated Dr.": (n) => "Dr. ".repeat(n / 4),
-  "deep nesting": (n) => "(".repeat(n / 2) + ")".repeat(n / 2),
-  "astral chars": (n) => "𝒜𝒷 ".repeat(n / 5),
-  "one long word": (n) => "a".repeat(n),
-  digits: (n) => "1".repeat(n),
-  "emails@": (n) => "a@b.".repeat(n / 4),
-};
+const adversarial = PHI_ADVERSARIAL;
 function msPerMB(d: Detector, text: string): number {
   const ms: number[] = [];
   for (let i = 0; i < 5; i++) {

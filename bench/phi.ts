@@ -10,7 +10,7 @@
  */
 import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
-import { DATA_DIR, clinicalText, phiText } from "./lib/fixtures.js";
+import { DATA_DIR, clinicalText, phiText, PHI_ADVERSARIAL } from "./lib/fixtures.js";
 import { ensureBuilt, loadHmcp } from "./lib/hmcp.js";
 
 const arg = (name: string) => (process.argv.includes(name) ? process.argv[process.argv.indexOf(name) + 1] : undefined);
@@ -77,18 +77,7 @@ for (const [name, src] of Object.entries(sources)) {
 
 // Adversarial inputs: ms per MB (median of 3); each case also at 1/4 size, to show the cost is linear.
 const MB = 1 << 20;
-const adversarial: Record<string, (n: number) => string> = {
-  "repeated word": (n) => "Smith ".repeat(n / 6),
-  "repeated number+street": (n) => "12 Main ".repeat(n / 8),
-  "repeated 1 via": (n) => "1 via ".repeat(n / 6),
-  "repeated date-ish": (n) => "5/10/40% ".repeat(n / 9),
-  "repeated Dr.": (n) => "Dr. ".repeat(n / 4),
-  "deep nesting": (n) => "(".repeat(n / 2) + ")".repeat(n / 2),
-  "astral chars": (n) => "𝒜𝒷 ".repeat(n / 5),
-  "one long word": (n) => "a".repeat(n),
-  "digits": (n) => "1".repeat(n),
-  "emails@": (n) => "a@b.".repeat(n / 4),
-};
+const adversarial = PHI_ADVERSARIAL;
 const worst: Array<Record<string, unknown>> = [];
 console.log("\nadversarial, ms per MB (1 MB / 256 KB)");
 for (const [name, make] of Object.entries(adversarial)) {

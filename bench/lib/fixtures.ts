@@ -170,3 +170,20 @@ export function requestAuditDraft(i: number): AuditRecordDraft {
     digests: { request: "a".repeat(64), response: "b".repeat(64) },
   };
 }
+
+/**
+ * The PHI detector's adversarial inputs (bench/phi.ts, bench/phi-ab.ts): each builds about `n` characters (UTF-16 code
+ * units) of one repeated fragment; the issue's target is linear and under 50 ms per MB.
+ */
+export const PHI_ADVERSARIAL: Readonly<Record<string, (n: number) => string>> = {
+  "repeated word": (n) => "Smith ".repeat(n / 6),
+  "repeated number+street": (n) => "12 Main ".repeat(n / 8),
+  "repeated 1 via": (n) => "1 via ".repeat(n / 6),
+  "repeated date-ish": (n) => "5/10/40% ".repeat(n / 9),
+  "repeated Dr.": (n) => "Dr. ".repeat(n / 4),
+  "deep nesting": (n) => "(".repeat(n / 2) + ")".repeat(n / 2),
+  "astral chars": (n) => "𝒜𝒷 ".repeat(n / 5),
+  "one long word": (n) => "a".repeat(n),
+  digits: (n) => "1".repeat(n),
+  "emails@": (n) => "a@b.".repeat(n / 4),
+};
