@@ -8,10 +8,9 @@
  * (`npx esbuild src/guardrails/phi/detector.ts --bundle --platform=node --format=esm --outfile=FILE.mjs`).
  * Prints per row: A and B medians (min-max) and the median (min-max) of the per-round B/A ratios.
  */
-import { existsSync, readFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { DATA_DIR, clinicalText, phiText, REPO_ROOT, PHI_ADVERSARIAL } from "./lib/fixtures.js";
+import { phiText, REPO_ROOT, PHI_ADVERSARIAL, mtsamplesText } from "./lib/fixtures.js";
 
 const arg = (name: string) => (process.argv.includes(name) ? process.argv[process.argv.indexOf(name) + 1] : undefined);
 type Detector = { detect(text: string): unknown[] };
@@ -29,15 +28,7 @@ const want = (name: string) => !only || only.some((o) => name.includes(o));
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const r1 = (x: number) => Math.round(x * 10) / 10;
 
-function mtsamples(chars: number): string {
-  const file = path.join(DATA_DIR, "mtsamples/dev.jsonl");
-  if (!existsSync(file)) return clinicalText(chars).text;
-  const notes = readFileSync(file, "utf8")
-    .split("\n")
-    .filter((l) => l.trim())
-    .map((l) => String((JSON.parse(l) as { transcription?: string }).transcription ?? "").replace(/[^\x20-\x7e\n]/g, " "));
-  return notes.join("\n").slice(0, chars);
-}
+const mtsamples = mtsamplesText;
 const sources = { mtsamples: mtsamples(400_000), physionet: phiText(400_000).text };
 const slicesOf = (source: string, size: number): string[] => {
   const out: string[] = [];

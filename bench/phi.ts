@@ -8,9 +8,8 @@
  * Usage: `npx tsx bench/phi.ts [--quick] [--detector FILE.mjs [--lexicon FILE.json]]` (prints a table and one JSON
  * line). `--detector` measures another build (an esbuild bundle of an older src/guardrails/phi/detector.ts) for an A/B.
  */
-import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
-import { DATA_DIR, clinicalText, phiText, PHI_ADVERSARIAL } from "./lib/fixtures.js";
+import { phiText, PHI_ADVERSARIAL, mtsamplesText } from "./lib/fixtures.js";
 import { ensureBuilt, loadHmcp } from "./lib/hmcp.js";
 
 const arg = (name: string) => (process.argv.includes(name) ? process.argv[process.argv.indexOf(name) + 1] : undefined);
@@ -50,16 +49,7 @@ function perKB(source: string, size: number, n: number): { p50: number; p99: num
 }
 
 const BIG = 400_000;
-/** MTSamples transcriptions joined (many notes, not one repeated); the fixture's built-in note when the set is absent. */
-function mtsamples(chars: number): string {
-  const file = path.join(DATA_DIR, "mtsamples/dev.jsonl");
-  if (!existsSync(file)) return clinicalText(chars).text;
-  const notes = readFileSync(file, "utf8")
-    .split("\n")
-    .filter((l) => l.trim())
-    .map((l) => String((JSON.parse(l) as { transcription?: string }).transcription ?? "").replace(/[^\x20-\x7e\n]/g, " "));
-  return notes.join("\n").slice(0, chars);
-}
+const mtsamples = mtsamplesText;
 const sources = { mtsamples: mtsamples(BIG), physionet: phiText(BIG).text };
 const results: Array<Record<string, unknown>> = [];
 console.log(`PHI detector, µs per KB of new text (n=${N}, node ${process.version})`);

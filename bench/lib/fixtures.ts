@@ -187,3 +187,17 @@ export const PHI_ADVERSARIAL: Readonly<Record<string, (n: number) => string>> = 
   digits: (n) => "1".repeat(n),
   "emails@": (n) => "a@b.".repeat(n / 4),
 };
+
+/**
+ * `chars` characters of MTSamples transcriptions joined (many notes, not one repeated; printable ASCII and newlines),
+ * from ../shared/data/mtsamples/dev.jsonl; the built-in clinical note ({@link clinicalText}) when the set is absent.
+ */
+export function mtsamplesText(chars: number): string {
+  const file = path.join(DATA_DIR, "mtsamples/dev.jsonl");
+  if (!existsSync(file)) return clinicalText(chars).text;
+  const notes = readFileSync(file, "utf8")
+    .split("\n")
+    .filter((l) => l.trim())
+    .map((l) => String((JSON.parse(l) as { transcription?: string }).transcription ?? "").replace(/[^\x20-\x7e\n]/g, " "));
+  return notes.join("\n").slice(0, chars);
+}
