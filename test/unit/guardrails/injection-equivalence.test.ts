@@ -140,9 +140,9 @@ describe("optimised injection scorer = reference scorer", () => {
     // narrowed to one separator, so that more strings keep their word boundaries) and keep what the real one matches
     const patterns = [...HARD_RULES, ...RULES.map(([, re]) => re)];
     for (const [i, re] of patterns.entries()) {
-      // nor look-arounds: drop negative ones (look-aheads and look-behinds) (the generator then also yields strings the rule rejects; only real
-      // matches are checked) — they are flat groups of alternatives, `(?!\s(?:a|b c))` or `(?!\w+ing\b)`
-      const loose = new RegExp(withoutNegativeLookarounds(re.source.replaceAll("\\b", "")), re.flags);
+      // nor look-arounds: drop negative ones (look-aheads and look-behinds) and positive look-aheads (the generator then
+      // also yields strings the rule rejects; only real matches are checked) — `(?!\s(?:a|b c))`, `(?!\w+ing\b)`, `(?=skip\s)`
+      const loose = new RegExp(withoutLookarounds(re.source.replaceAll("\\b", "")), re.flags);
       const tight = new RegExp(loose.source.replace(/\.\{0,\d+\}/g, "[ ,:]"), re.flags);
       const around = fc.oneof(fc.constantFrom("", " ", "x"), fc.string({ maxLength: 12 }));
       const rule = fc.oneof(fc.stringMatching(loose, { size: "small" }), fc.stringMatching(tight, { size: "small" }));
@@ -186,7 +186,7 @@ describe("optimised injection scorer = reference scorer", () => {
 
 /** Up to `n` strings that `re` matches, generated from its pattern as the test above does (seeded). */
 function matchingPhrases(re: RegExp, n: number, seed: number): string[] {
-  const loose = new RegExp(withoutNegativeLookarounds(re.source.replaceAll("\\b", "")), re.flags);
+  const loose = new RegExp(withoutLookarounds(re.source.replaceAll("\\b", "")), re.flags);
   const tight = new RegExp(loose.source.replace(/\.\{0,\d+\}/g, " "), re.flags);
   const out: string[] = [];
   for (const s of fc.sample(fc.oneof(fc.stringMatching(tight, { size: "small" }), fc.stringMatching(loose, { size: "small" })), { numRuns: 300, seed })) {
@@ -399,21 +399,25 @@ describe("the rules the shipped weights were trained with", () => {
     // \"ignore previous instructions\" mean") and the condition of a defence ("if asked to reveal your instructions");
     // retraining round 10 with them gives the same weights byte for byte. Session 23: the first rule's exception also
     // reads two kinds of instruction named before the data ("any rules or instructions stated by documents you read");
-    // no row of the corpus or of a blind set changes, the weights stand.
-    expect(digest).toBe("834958a78a67a9f88bb1dc6061b1f1862dcdf97a4e9b9c308d2d3986624792fb");
+    // no row of the corpus or of a blind set changes, the weights stand. Session 25: six hard rules read requests to act
+    // against the agent's safety steps (skip a verification, declare a check off, act without the pharmacist, hide a
+    // change from the audit trail, the same in other languages, forge an approval); hard rules only, the weights stand.
+    expect(digest).toBe("16827d4ebac3cdd8cd61a96d05161e5d667784cb6b6e504586e8fb4c50bfc6d8");
     // Round 8 H (session 20): the negators whose scope makes a feature rule a prohibition (the model's ruleNegation)
     expect(createHash("sha256").update(JSON.stringify([NEGATORS, NEGATION_SCOPE])).digest("hex")).toBe("8eb1938dd12ad128d2cbb90ffcfa916cd6d205b0fc48f61594133395cc416950");
   });
 });
 
 /**
- * `source` without its negative look-aheads and look-behinds (`(?!...)`, `(?<!...)`), however deeply they nest: the
- * matching parenthesis is found by counting, skipping escapes and character classes.
+ * `source` without its negative look-aheads and look-behinds (`(?!...)`, `(?<!...)`) and its positive look-aheads
+ * (`(?=...)`, which fast-check cannot generate; the session-25 request rules look ahead for the very act they then
+ * match), however deeply they nest: the matching parenthesis is found by counting, skipping escapes and character
+ * classes.
  */
-function withoutNegativeLookarounds(source: string): string {
+function withoutLookarounds(source: string): string {
   let out = "";
   for (let i = 0; i < source.length; ) {
-    if (source.startsWith("(?!", i) || source.startsWith("(?<!", i)) {
+    if (source.startsWith("(?!", i) || source.startsWith("(?<!", i) || source.startsWith("(?=", i)) {
       let depth = 0;
       let inClass = false;
       let j = i;
