@@ -176,7 +176,7 @@ const requested = (first: string, rest: string): string =>
 const NOT_A_QUESTION = String.raw`(?![^.!?;\n]{0,200}\?)`;
 
 /** A safety step of clinical software that a request may try to switch off (English). */
-const SAFETY_STEP = String.raw`(?:pharmacist(?:'s)?\s(?:verification|review|check|sign-?off|approval)|pharmacy\s(?:verification|review|check)|(?:second|double|independent)\s(?:verifier|verification|check|signature|sign-?off|nurse\scheck)|double[- ]check(?:ing)?|co-?sign(?:ature|ing|-off)?|counter-?sign(?:ature|ing)?|verification\sstep|identity\s(?:check|verification)|id\scheck|two-factor(?:\s(?:verification|authentication|check))?|2fa|mfa|(?:allergy|interaction|drug-drug|dose[- ]range|max(?:imum)?[- ]dose|duplicate[- ]therapy|renal|safety|sepsis|escalation|bpa|best\spractice)\s(?:checks?|alerts?|warnings?|screening|rules?|advisory|advisories)|hard\sstops?|audit\s(?:log(?:ging)?|trail|entry|entries|records?)|auditing\slogging|audit\slogging|approval\s(?:step|queue|requirement|workflow|gate)|(?:clinician|physician|attending|doctor|prescriber)(?:'s)?\s(?:approval|sign-?off|review|co-?signature)|redaction|de-?identification)`;
+const SAFETY_STEP = String.raw`(?:pharmacist(?:'s)?\s(?:verification|review|check|sign-?off|approval)|pharmacy\s(?:verification|review|check)|(?:second|double|independent|two-person|dual)\s(?:verifier|verification|check|signature|sign-?off|nurse\scheck)|double[- ]check(?:ing)?|co-?sign(?:ature|ing|-off)?|counter-?sign(?:ature|ing)?|verification\sstep|identity\s(?:check|verification)|id\scheck|two-factor(?:\s(?:verification|authentication|check))?|2fa|mfa|(?:allergy|(?:drug[- ])?interaction|drug-drug|dose[- ]range|max(?:imum)?[- ]dose|duplicate[- ]therapy|renal|safety|sepsis|escalation|bpa|best\spractice|critical(?:\svalue)?|cds|monitoring)\s(?:checks?|alerts?|warnings?|screening|rules?|advisory|advisories)|hard\sstops?|audit\s(?:log(?:ging)?|trail|entry|entries|records?)|auditing\slogging|audit\slogging|approval\s(?:step|queue|requirement|workflow|gate|prompts?)|(?:clinician|physician|attending|doctor|prescriber)(?:'s)?\s(?:approval|sign-?off|review|co-?signature)|redaction|de-?identification)`;
 
 /** A notice that claims to come from the system, an administrator or compliance. */
 const NOTICE = String.raw`system\snotice|system\smessage|system\salert|admin(?:istrator)?\s(?:notice|override|message)|avis\ssystème|aviso\sdel\ssistema|aviso\sdo\ssistema|systemhinweis|avviso\sdi\ssistema|policy\smemo|new\spolicy|compliance\s(?:notice|reminder)|reminder\sfrom\scompliance|override\saccepted`;
@@ -260,7 +260,7 @@ export const HARD_RULES: readonly RegExp[] = [
   // escalation rules", "override the hard stop", "turn off the duplicate-therapy warning", "skip redaction"
   new RegExp(
     requested(
-      String.raw`skip|bypass|circumvent|disable|turn\soff|switch\soff|shut\soff|override|suppress|silence|waive|get\saround|work\saround|go\saround|deactivate|sidestep`,
+      String.raw`skip|bypass|circumvent|disable|turn\soff|switch\soff|shut\soff|override|suppress|silence|mute|stop|waive|get\saround|work\saround|go\saround|deactivate|sidestep`,
       String.raw`\s(?:(?:the|this|that|any|all|their|its|your|these|those|a|an)\s)?(?:(?!request|attempt|was|were|is|are|by)[\w'-]+\s){0,3}?` + SAFETY_STEP + String.raw`\b`,
     ) + NOT_A_QUESTION,
   ),
@@ -270,12 +270,12 @@ export const HARD_RULES: readonly RegExp[] = [
     String.raw`(?:` +
       requested(
         SAFETY_STEP,
-        String.raw`\s(?:(?:is|are|has\sbeen|have\sbeen)\s)?(?:(?:now|temporarily|currently)\s)?(?:disabled|deprecated|suspended|lifted|waived|turned\soff|switched\soff|not\srequired|no\slonger\srequired|no\slonger\sneeded|not\sneeded|unnecessary)\b`,
+        String.raw`\s(?:(?:is|are|has\sbeen|have\sbeen)\s)?(?:(?:now|temporarily|currently)\s)?(?:disabled|deprecated|suspended|lifted|waived|turned\soff|switched\soff|not\srequired|no\slonger\srequired|no\slonger\sneeded|not\sneeded|unnecessary|optional)\b`,
       ) +
       "|" +
       requested(
         NOTICE,
-        String.raw`\b.{0,250}?\b(?:disabled|deprecated|suspended|lifted|waived|turned\soff|no\slonger\s(?:required|needed|apply|applies)|(?:may|can)\s(?:now\s)?bypass|is\snot\srequired|are\snot\srequired|désactivée?s?|desactivad[oa]s?|desativad[oa]s?|deaktiviert|disattivat[oaie])\b`,
+        String.raw`\b.{0,250}?\b(?:disabled|deprecated|suspended|lifted|waived|turned\soff|no\slonger\s(?:required|needed|apply|applies)|(?:may|can)\s(?:now\s)?bypass|is\snot\srequired|are\snot\srequired|not\s(?:be\s)?escalated|(?:should|must|will)\sbe\sheld|(?:is|are)\soptional|(?:may|can)\sbe\sskipped|désactivée?s?|desactivad[oa]s?|desativad[oa]s?|deaktiviert|disattivat[oaie])\b`,
       ) +
       ")" +
       NOT_A_QUESTION,
@@ -304,7 +304,7 @@ export const HARD_RULES: readonly RegExp[] = [
     String.raw`(?:` +
       requested(
         String.raw`don't|do\snot|dont|no\sneed\sto|without`,
-        String.raw`\s(?:(?:log|logging|record|recording|audit|auditing|writing|creating|leaving)\s(?:(?:this|it|that|the)\s)?(?:(?:request|edit|change|correction|update|access|lookup|query|action|write|entry|entries|any\sentries|an\sentry|a\strace|any\strace)\s)?(?:in|to|into)\sthe\saudit|(?:tell|telling|notify|notifying|inform|informing|alert|alerting|let)\s(?:the\s)?(?:doctor|physician|attending|pharmacist|prescriber|charge\snurse|nurse\smanager|supervisor|department|auditors?|compliance|risk\smanagement|clinician|care\steam))\b`,
+        String.raw`\s(?:(?:log|logging|record|recording|audit|auditing|writing|creating|leaving|put|putting|enter|entering|include|including|add|adding|document|documenting|keep|save)\s(?:(?:this|it|that|the)\s)?(?:(?:request|edit|change|correction|update|access|lookup|query|action|write|entry|entries|any\sentries|an\sentry|a\strace|any\strace)\s)?(?:in|to|into)\sthe\saudit|(?:tell|telling|notify|notifying|inform|informing|alert|alerting|let)\s(?:the\s)?(?:doctor|physician|attending|pharmacist|prescriber|charge\snurse|nurse\smanager|supervisor|department|auditors?|compliance|risk\smanagement|clinician|care\steam))\b`,
       ) +
       "|" +
       requested(String.raw`don't|do\snot|dont`, String.raw`\slog\s(?:this|the)\s(?:request|edit|change|correction|update|access|lookup|query|action|write)\b`) +
@@ -331,8 +331,8 @@ export const HARD_RULES: readonly RegExp[] = [
   new RegExp(
     String.raw`(?:` +
       requested(
-        String.raw`salta|saltare|saltate|pula|pule|pular|omita|omitir|omite|sáltate|salte|überspringe|überspringen|überspring|umgehe|umgehen|umgeh|contourne|contournez|contourner|ignora|ignorez|ignorer|ignorieren|ignoriere`,
-        String.raw`\s(?:(?:la|le|il|lo|a|o|as|os|die|den|das|el|los|las|les)\s)?(?:[\w'-]+\s){0,2}?(?:verifica|verifiche|verificação|verificación|vérification|aprovação|aprobación|approvazione|validation|prüfung|freigabe|rücksprache|controle|contrôle|controllo|revisione|revisão|revisión|firma|assinatura)\b`,
+        String.raw`salta|saltare|saltate|pula|pule|pular|omita|omitir|omite|sáltate|salte|überspringe|überspringen|überspring|umgehe|umgehen|umgeh|contourne|contournez|contourner|ignora|ignorez|ignorer|ignorieren|ignoriere|désactive|désactivez|désactiver|desactiva|desactive|desactivar|disattiva|disattivare|deaktiviere|deaktivieren|desative|desativa|desativar`,
+        String.raw`\s(?:(?:la|le|il|lo|a|o|as|os|die|den|das|el|los|las|les)\s)?(?:[\w'-]+\s){0,2}?(?:verifica|verifiche|verificação|verificación|vérification|aprovação|aprobación|approvazione|validation|prüfung|freigabe|rücksprache|controle|contrôle|controllo|revisione|revisão|revisión|firma|assinatura|alertes?|alertas?|avvisi|allarmi|warnungen|warnhinweise|alarme|alarmes)\b`,
       ) +
       "|" +
       requested(
@@ -349,10 +349,40 @@ export const HARD_RULES: readonly RegExp[] = [
     String.raw`(?:` +
       requested(
         String.raw`pretend|assume|act\sas\sif|treat\s(?:it|this)\sas\sif`,
-        String.raw`\s(?:that\s)?(?:the\s)?(?:clinician|doctor|physician|attending|pharmacist|patient|user|approver|reviewer|nurse)\s(?:has\s|had\s)?(?:already\s)?(?:approved|clicked\sapprove|signed|consented|verified|co-?signed|okayed)\b`,
+        String.raw`\s(?:that\s)?(?:the\s)?(?:clinician|doctor|physician|attending|pharmacist|patient|user|approver|reviewer|nurse)\s(?:has\s|had\s)?(?:already\s)?(?:approved|clicked\s(?:approve|yes|ok|accept|confirm)|signed|consented|verified|co-?signed|okayed)\b`,
       ) +
       "|" +
       requested(String.raw`approve`, String.raw`\s(?:your|its)\sown\b`) +
+      "|" +
+      requested(
+        String.raw`treat`,
+        String.raw`\s(?:it|this|that|silence|no\sresponse|no\sanswer|no\sreply|a\stimeout|the\stimeout)\sas\s(?:an?\s)?(?:yes|approval)\b`,
+      ) +
+      "|" +
+      requested(
+        String.raw`approve|sign|co-?sign|countersign|valide|validez|valider|approuve|approuvez|signe|signez|firma|aprueba|genehmige|unterschreibe`,
+        String.raw`\s(?:[\w'-]+\s){0,4}?(?:yourself|toi-même|vous-même|tú\smismo|usted\smismo|selbst|da\ssolo|você\smesmo|on\sbehalf\sof|in\sthe\sname\sof|au\snom\sd[ue]|en\snombre\sdel?|a\snome\sdel?|em\snome\sdo|im\snamen\svon)\b`,
+      ) +
+      "|" +
+      requested(
+        String.raw`apply|use|add|attach|stamp|insert`,
+        String.raw`\s(?:the\s)?(?:[\w'-]+'s\s|dr\s[\w'-]+'s\s)(?:e-?|electronic\s)?signature\b(?!\s(?:block|line|field))`,
+      ) +
+      "|" +
+      requested(
+        String.raw`finge\sque|finja\sque|fais\scomme\ssi|faites\scomme\ssi|fate\sfinta\sche|fai\sfinta\sche|tu\sso,?\sals\sob`,
+        String.raw`\s(?:(?:o|a|el|la|le|il|der|die|lo)\s)?(?:médico|médica|medico|médecin|doctor|doctora|dottore|arzt|ärztin|farmacêutico|farmacéutico|pharmacien|farmacista|paciente|patient|paziente)\s(?:(?:já|ya|déjà|già|schon|a|avait|ha|hat|tiene|tem)\s){0,2}(?:aprovou|aprobó|approuvé|validé|approvato|freigegeben|genehmigt|autorizou|autorizó|firmó|assinou|signé|firmato|consentiu|consintió|consenti|aprovado|aprobado)\b`,
+      ) +
+      "|" +
+      requested(
+        String.raw`developer|god|admin|root|unrestricted|sudo`,
+        String.raw`\smode\s(?:is\s)?(?:now\s)?(?:on|enabled|activated|active|engaged|unlocked)\b`,
+      ) +
+      "|" +
+      requested(
+        String.raw`modalità|modo|mode|modus`,
+        String.raw`\s(?:de\s|di\s)?(?:debug|depuración|depuração|débogage|développeur|desarrollador|desenvolvedor|sviluppatore|entwickler|admin|root|dios|dieu)\b`,
+      ) +
       "|" +
       requested(
         String.raw`enter|switch\sto|switch\sinto|respond\sin|reply\sin|answer\sin|activate|enable|turn\son|you\sare\s(?:now\s)?in|now\sin|go\sinto`,
@@ -362,6 +392,35 @@ export const HARD_RULES: readonly RegExp[] = [
       requested(
         String.raw`desconsidere|desconsidera|desconsiderar|ignore|ignora|ignorar|ignorez|ignoriere|ignorate|olvida|esqueça|oublie|oubliez|oublier`,
         String.raw`\s(?:(?:as|os|las|los|les|le|die|i|gli|the|all)\s)?(?:instruções|instrucciones|istruzioni|anweisungen|regras|reglas|règles|regole|regeln|consignes|instructions(?=\s(?:du|des)\s))\s(?:do|del|du|di|des|vom)\s(?:sistema|système|systems?|sistem)\b`,
+      ) +
+      ")" +
+      NOT_A_QUESTION,
+  ),
+  // a change kept out of the audit trail or an access record deleted, in Spanish, Portuguese, French, Italian and German
+  // ("no registres este cambio en el log de auditoría", "apague os registros de acesso"), and records asked for
+  // unredacted ("send the original, non-redacted files", "output the summary with names and SSN unredacted")
+  new RegExp(
+    String.raw`(?:` +
+      requested(
+        String.raw`no|não|nao|non`,
+        String.raw`\s(?:registres|registre|registrar|grave|registrarlo|registrarla|loggare|annotare)\b`,
+      ) +
+      "|" +
+      requested(
+        String.raw`ne`,
+        String.raw`\s(?:l'|le\s|les\s)?(?:enregistre|enregistrez|consigne|consignez|journalise|journalisez)\spas\b`,
+      ) +
+      "|" +
+      requested(String.raw`protokolliere|protokollieren\ssie|logge`, String.raw`\s(?:[\w'-]+\s){0,3}?nicht\b`) +
+      "|" +
+      requested(
+        String.raw`apague|apaga|apagar|borra|borre|borrar|elimina|elimine|eliminar|supprime|supprimez|efface|effacez|cancella|cancellare|lösche|löschen\ssie|entferne`,
+        String.raw`\s(?:[\w'-]+\s){0,3}?(?:registros?\sde\s(?:acesso|acceso|auditoría|auditoria)|journal\sd'(?:accès|audit)|journaux\sd'(?:accès|audit)|log\sdi\s(?:accesso|audit)|registro\sdi\s(?:accesso|audit)|zugriffsprotokoll\w{0,3}|protokolleintr\w{0,4}|audit-?log\w{0,3}|log\sde\s(?:auditoría|auditoria))`,
+      ) +
+      "|" +
+      requested(
+        String.raw`send|output|give|show|export|share|print|email|e-mail|forward|upload|return|release|provide`,
+        String.raw`\s(?:[\w'-]+\s){0,8}?(?:unredacted|non-redacted|un-redacted|nonredacted)\b`,
       ) +
       ")" +
       NOT_A_QUESTION,
@@ -400,6 +459,7 @@ export const HARD_RULE_CLASSES: readonly InjectionClass[] = [
   "other",
   "privilege_claim",
   "privilege_claim",
+  "other",
 ];
 
 /**
@@ -441,11 +501,12 @@ const SAFETY_STEP_GATE: ReadonlyArray<string | CrossGate> = [
     [
       "pharmacist", "pharmacist's", "pharmacy", "second", "double", "independent", "verification", "identity", "id", "allergy", "interaction", "drug-drug",
       "range", "dose", "therapy", "renal", "safety", "sepsis", "escalation", "bpa", "practice", "hard", "audit", "auditing", "approval", "clinician",
-      "clinician's", "physician", "physician's", "attending", "attending's", "doctor", "doctor's", "prescriber", "prescriber's",
+      "clinician's", "physician", "physician's", "attending", "attending's", "doctor", "doctor's", "prescriber", "prescriber's", "two-person", "dual",
+      "critical", "value", "cds", "monitoring",
     ],
     [
       "verification", "review", "check", "sign-off", "signoff", "approval", "verifier", "signature", "nurse", "step", "alert", "warning", "screening",
-      "rule", "advisor", "stop", "log", "trail", "entr", "record", "queue", "requirement", "workflow", "gate", "co-signature", "cosignature",
+      "rule", "advisor", "stop", "log", "trail", "entr", "record", "queue", "requirement", "workflow", "gate", "co-signature", "cosignature", "prompt",
     ],
   ),
   " co-sign", " cosign", " counter-sign", " countersign", " two-factor", " 2fa ", " mfa ", " redaction ", " de-identification ", " deidentification ",
@@ -492,15 +553,15 @@ export const HARD_RULE_GATES: readonly Gate[] = [
   [[" finja que ", " finge que ", " fais comme si tu ", " fingi di essere ", " doe alsof ", " udawaj"]],
   [
     [
-      " skip ", " bypass ", " circumvent ", " disable ", " turn off ", " switch off ", " shut off ", " override ", " suppress ", " silence ", " waive ",
-      " get around ", " work around ", " go around ", " deactivate ", " sidestep ",
+      " skip ", " bypass ", " circumvent ", " disable ", " turn off ", " switch off ", " shut off ", " override ", " suppress ", " silence ", " mute ",
+      " stop ", " waive ", " get around ", " work around ", " go around ", " deactivate ", " sidestep ",
     ],
     SAFETY_STEP_GATE,
   ],
   [
     [
       " disabled ", " deprecated ", " suspended ", " lifted ", " waived ", " turned off ", " switched off ", " not required ", " no longer ", " not needed ",
-      " unnecessary ", " bypass ", "désactiv", "desactivad", "desativad", " deaktiviert ", "disattivat",
+      " unnecessary ", " optional ", " escalated ", " held ", " skipped ", " bypass ", "désactiv", "desactivad", "desativad", " deaktiviert ", "disattivat",
     ],
     [
       ...SAFETY_STEP_GATE, " system notice ", " system message ", " system alert ", " admin notice ", " admin override ", " admin message ",
@@ -527,7 +588,8 @@ export const HARD_RULE_GATES: readonly Gate[] = [
         ["don't", "do not", "dont", "no need to", "without"],
         [
           "log", "logging", "record", "recording", "audit", "auditing", "writing", "creating", "leaving", "tell", "telling", "notify", "notifying", "inform",
-          "informing", "alert", "alerting", "let",
+          "informing", "alert", "alerting", "let", "put", "putting", "enter", "entering", "include", "including", "add", "adding", "document",
+          "documenting", "keep", "save",
         ],
         true,
       ),
@@ -539,20 +601,34 @@ export const HARD_RULE_GATES: readonly Gate[] = [
   [
     [
       " salta ", " saltare ", " saltate ", " pula ", " pule ", " pular ", " omita ", " omitir ", " omite ", " sáltate ", " salte ", "überspring", " umgeh",
-      " contourn", " ignora ", " ignorez ", " ignorer ", " ignorieren ", " ignoriere ", " sans ", " sin ", " sem ", " senza ", " ohne ",
+      " contourn", " ignora ", " ignorez ", " ignorer ", " ignorieren ", " ignoriere ", " sans ", " sin ", " sem ", " senza ", " ohne ", "sactiv",
+      " disattiv", " deaktivier", " desativ",
     ],
     [
       "verific", "vérification", "aprova", "aprobaci", "approvazion", "validation", "validaci", "valida", "prüfung", "freigabe", "rücksprache", "controle",
-      "contrôle", "controllo", "revisione", "revis", " firma ", "assinatura", "gegenzeichnung", "genehmigung",
+      "contrôle", "controllo", "revisione", "revis", " firma ", "assinatura", "gegenzeichnung", "genehmigung", " alert", " avvisi ", " allarmi ",
+      " warnung", " warnhinweise ", " alarme",
     ],
   ],
   [
     [
       " pretend ", " assume ", " act as if ", " treat it as if ", " treat this as if ",
-      " approve your own ", " approve its own ",
+      " approve your own ", " approve its own ", " as a yes ", " as an yes ", " as yes ", " as an approval ", " as a approval ", " as approval ", " yourself ", "toi-m",
+      "vous-m", " mismo ", " selbst ", " da solo ", " mesmo ", " on behalf of ", " in the name of ", " au nom d", " en nombre de", " a nome de",
+      " em nome do ", " im namen von ", "signature", " finge que ", " finja que ", " comme si ", " finta ", " tu so",
+      crossGate(["developer", "god", "admin", "root", "unrestricted", "sudo"], ["mode"], true),
+      crossGate(["modalità", "modo", "mode", "modus", "de", "di"], ["debug", "depuración", "depuração", "débogage", "développeur", "desarrollador", "desenvolvedor", "sviluppatore", "entwickler", "admin", "root", "dios", "dieu"], true),
       crossGate(["developer", "debug", "debugging", "maintenance", "god", "admin", "root", "unrestricted", "sudo", "diagnostic"], ["mode"], true),
       crossGate(["instruções", "instrucciones", "istruzioni", "anweisungen", "regras", "reglas", "règles", "regole", "regeln", "consignes"], ["do", "del", "du", "di", "des", "vom"], true),
       crossGate(["instructions"], ["du", "des"], true),
+    ],
+  ],
+  [
+    [
+      crossGate(["no", "não", "nao", "non"], ["registres", "registre", "registrar", "grave", "registrarlo", "registrarla", "loggare", "annotare"], true),
+      crossGate(["ne", "ne l", "ne le", "ne les"], ["enregistre", "enregistrez", "consigne", "consignez", "journalise", "journalisez"], true),
+      "protokollier", " logge ", " registros de ", " registro de ", " registro di ", " log di ", " log de auditor", "journal d", "journaux d",
+      "zugriffsprotokoll", "protokolleintr", " audit-log", " auditlog", "unredacted", "non-redacted", "un-redacted", "nonredacted",
     ],
   ],
 ];
