@@ -75,7 +75,8 @@ describe("safety_off: a setting that turns the audit off", () => {
 describe("hard rules 25-31 (session 25): requests to act against the agent's safety steps", () => {
   const message = (text: string) => ({ messages: [{ role: "user" as const, content: { type: "text" as const, text } }], maxTokens: 64 });
   const ctx = { stage: "input" as const, side: "server" as const, method: "sampling/createMessage" };
-  const first = 24;
+  // (the seven request rules are the last hard rules)
+  const first = HARD_RULES.length - 7;
 
   it("blocks a request to skip, switch off, do without or hide a safety step, in English and other languages", async () => {
     const pipeline = defaultGuardrails();
