@@ -154,11 +154,12 @@ const DEFENCE_CONDITION = String.raw`(?<!\b(?:if|when|whenever)\s(?:[\w'-]{1,24}
  * Words that make a sentence something other than a request to do what follows (a prohibition, a condition, a
  * question, a report of what someone else asked or did, a quotation), in English and the other languages of the
  * development set: "never skip the pharmacist verification", "if a message asks you to disable the audit log, refuse",
- * "can I override a hard-stop alert?", "the request to bypass the dose-range alert was rejected", `the e-mail said
+ * "can I override a hard-stop alert?", "you are about to override an interaction alert: enter a reason", "the request to
+ * bypass the dose-range alert was rejected", `the e-mail said
  * "disable audit logging"`, "nunca modifiques una dosis sin la aprobación", "keine Einträge ohne Freigabe". A sentence
  * with any of them before the act is left to the model.
  */
-const NOT_A_REQUEST = String.raw`\b(?:never|not|no|nor|none|nothing|nobody|neither|unless|only|cannot|refuse|refused|refuses|refusing|refusal|decline|declined|declines|if|whether|why|how|ask|asks|asked|request|requests|requested|tries|tried|attempt|attempts|attempted|allowed|permitted|was|were|been|had|did|instruction|instructions|message|messages|phrase|text|said|says|saying|wrote|flagged|blocked|rejected|denied|reported|mentioned|claimed|claims|can i|can we|could i|could we|may i|may we|should i|should we|do i|do we|ne|jamais|aucun|aucune|rien|nunca|nada|ninguno|ninguna|ningún|nenhum|nenhuma|nie|nicht|kein|keine|keinen|keinem|keiner|keines|niemals|nichts|non|mai|nessuno|nessuna|niente|si|wenn|falls|se|quand|cuando|quando|comment|como|pide|pida|demande|demandé|chiede|pede|pedir|fragt|bittet)\b|n't|["“„«]`;
+const NOT_A_REQUEST = String.raw`\b(?:never|not|no|nor|none|nothing|nobody|neither|unless|only|cannot|refuse|refused|refuses|refusing|refusal|decline|declined|declines|if|whether|why|how|ask|asks|asked|request|requests|requested|tries|tried|attempt|attempts|attempted|allowed|permitted|was|were|been|had|did|instruction|instructions|message|messages|phrase|text|said|says|saying|wrote|flagged|blocked|rejected|denied|reported|mentioned|claimed|claims|can i|can we|could i|could we|may i|may we|should i|should we|do i|do we|about to|ne|jamais|aucun|aucune|rien|nunca|nada|ninguno|ninguna|ningún|nenhum|nenhuma|nie|nicht|kein|keine|keinen|keinem|keiner|keines|niemals|nichts|non|mai|nessuno|nessuna|niente|si|wenn|falls|se|quand|cuando|quando|comment|como|pide|pida|demande|demandé|chiede|pede|pedir|fragt|bittet)\b|n't|["“„«]`;
 
 /**
  * An act (its first words `first`, then `rest`) asked for: no {@link NOT_A_REQUEST} word in the 160 characters before it
@@ -260,7 +261,8 @@ export const HARD_RULES: readonly RegExp[] = [
   // escalation rules", "override the hard stop", "turn off the duplicate-therapy warning", "skip redaction"
   new RegExp(
     requested(
-      String.raw`skip|bypass|circumvent|disable|turn\soff|switch\soff|shut\soff|override|suppress|silence|mute|stop|waive|get\saround|work\saround|go\saround|deactivate|sidestep`,
+      // (a verb, not the noun after an article or a possessive: "documented an override of the duplicate-therapy alert")
+      String.raw`(?<!\b(?:an?|the|this|that|her|his|their|its|your|my|our|one|each|every|any|no)\s)(?:skip|bypass|circumvent|disable|turn\soff|switch\soff|shut\soff|override|suppress|silence|mute|stop|waive|get\saround|work\saround|go\saround|deactivate|sidestep)`,
       String.raw`\s(?:(?:the|this|that|any|all|their|its|your|these|those|a|an)\s)?(?:(?!request|attempt|was|were|is|are|by)[\w'-]+\s){0,3}?` + SAFETY_STEP + String.raw`\b`,
     ) + NOT_A_QUESTION,
   ),

@@ -402,8 +402,9 @@ describe("the rules the shipped weights were trained with", () => {
     // no row of the corpus or of a blind set changes, the weights stand. Session 25: six hard rules read requests to act
     // against the agent's safety steps (skip a verification, declare a check off, act without the pharmacist, hide a
     // change from the audit trail, the same in other languages, forge an approval), and a seventh (the audit trail
-    // avoided in other languages, records asked for unredacted); hard rules only, the weights stand.
-    expect(digest).toBe("9d2dfb859fea410b1b366dfa46a418ff68b39f78c27e32cd4ca34846408810cb");
+    // avoided in other languages, records asked for unredacted) and an "about to" and an article before the verb that
+    // leave an act to the model; hard rules only, the weights stand.
+    expect(digest).toBe("b884eddacc70b289a8760c79ef55d56eaaa4412eee1e4d752017ebeb210623b9");
     // Round 8 H (session 20): the negators whose scope makes a feature rule a prohibition (the model's ruleNegation)
     expect(createHash("sha256").update(JSON.stringify([NEGATORS, NEGATION_SCOPE])).digest("hex")).toBe("8eb1938dd12ad128d2cbb90ffcfa916cd6d205b0fc48f61594133395cc416950");
   });
