@@ -163,12 +163,12 @@ const NOT_A_REQUEST = String.raw`\b(?:never|not|no|nor|none|nothing|nobody|neith
 
 /**
  * An act (its first words `first`, then `rest`) asked for: no {@link NOT_A_REQUEST} word in the 160 characters before it
- * within its sentence (sentences end at `.`, `!`, `?`, `;`, `:` or a line break). The whole act is looked ahead for
- * first, so that the look-behind runs only where an act is found (run wherever a sentence or the act's first word
- * starts, it cost 50-120 µs per 4 KB of clinical text).
+ * within its sentence (sentences end at `.`, `!`, `?`, `;`, `:` or a line break). The look-behind comes after the
+ * act's first words, so that it runs only where they are found (run at every sentence start it cost 50-120 µs per 4 KB
+ * of clinical text; a look-ahead for the whole act before it, about twice the cost of this form).
  */
 const requested = (first: string, rest: string): string =>
-  String.raw`\b(?=(?:${first})${rest})(?<!(?:${NOT_A_REQUEST})[^.!?;:\n]{0,160})(?:${first})${rest}`;
+  String.raw`\b(?:${first})(?<!(?:${NOT_A_REQUEST})[^.!?;:\n]{0,160}(?:${first}))${rest}`;
 
 /**
  * Not followed by a question mark in the same sentence: "Approve overriding the interaction alert for this order?" asks
@@ -261,9 +261,9 @@ export const HARD_RULES: readonly RegExp[] = [
   // escalation rules", "override the hard stop", "turn off the duplicate-therapy warning", "skip redaction"
   new RegExp(
     requested(
+      String.raw`skip|bypass|circumvent|disable|turn\soff|switch\soff|shut\soff|override|suppress|silence|mute|stop|waive|get\saround|work\saround|go\saround|deactivate|sidestep`,
       // (a verb, not the noun after an article or a possessive: "documented an override of the duplicate-therapy alert")
-      String.raw`(?<!\b(?:an?|the|this|that|her|his|their|its|your|my|our|one|each|every|any|no)\s)(?:skip|bypass|circumvent|disable|turn\soff|switch\soff|shut\soff|override|suppress|silence|mute|stop|waive|get\saround|work\saround|go\saround|deactivate|sidestep)`,
-      String.raw`\s(?:(?:the|this|that|any|all|their|its|your|these|those|a|an)\s)?(?:(?!request|attempt|was|were|is|are|by)[\w'-]+\s){0,3}?` + SAFETY_STEP + String.raw`\b`,
+      String.raw`(?<!\b(?:an?|the|this|that|her|his|their|its|your|my|our|one|each|every|any|no)\s(?:skip|bypass|circumvent|disable|turn\soff|switch\soff|shut\soff|override|suppress|silence|mute|stop|waive|get\saround|work\saround|go\saround|deactivate|sidestep))\s(?:(?:the|this|that|any|all|their|its|your|these|those|a|an)\s)?(?:(?!request|attempt|was|were|is|are|by)[\w'-]+\s){0,3}?` + SAFETY_STEP + String.raw`\b`,
     ) + NOT_A_QUESTION,
   ),
   // a safety step declared off ("audit logging is temporarily disabled"; after a notice: "SYSTEM NOTICE: safety layer
