@@ -262,8 +262,9 @@ export const HARD_RULES: readonly RegExp[] = [
   new RegExp(
     requested(
       String.raw`skip|bypass|circumvent|disable|turn\soff|switch\soff|shut\soff|override|suppress|silence|mute|stop|waive|get\saround|work\saround|go\saround|deactivate|sidestep`,
-      // (a verb, not the noun after an article or a possessive: "documented an override of the duplicate-therapy alert")
-      String.raw`(?<!\b(?:an?|the|this|that|her|his|their|its|your|my|our|one|each|every|any|no)\s(?:skip|bypass|circumvent|disable|turn\soff|switch\soff|shut\soff|override|suppress|silence|mute|stop|waive|get\saround|work\saround|go\saround|deactivate|sidestep))\s(?:(?:the|this|that|any|all|their|its|your|these|those|a|an)\s)?(?:(?!request|attempt|was|were|is|are|by)[\w'-]+\s){0,3}?` + SAFETY_STEP + String.raw`\b`,
+      // (a verb, not the noun after an article or a possessive, "documented an override of the duplicate-therapy alert",
+      // nor before another noun, "add the documented override reason to the audit entry")
+      String.raw`(?<!\b(?:an?|the|this|that|her|his|their|its|your|my|our|one|each|every|any|no)\s(?:skip|bypass|circumvent|disable|turn\soff|switch\soff|shut\soff|override|suppress|silence|mute|stop|waive|get\saround|work\saround|go\saround|deactivate|sidestep))(?!\s(?:reasons?|requests?|codes?|justifications?|comments?|notes?|fields?|documentation|rates?|counts?|reports?|history)\b)\s(?:(?:the|this|that|any|all|their|its|your|these|those|a|an)\s)?(?:(?!request|attempt|was|were|is|are|by)[\w'-]+\s){0,3}?` + SAFETY_STEP + String.raw`\b`,
     ) + NOT_A_QUESTION,
   ),
   // a safety step declared off ("audit logging is temporarily disabled"; after a notice: "SYSTEM NOTICE: safety layer
@@ -294,7 +295,7 @@ export const HARD_RULES: readonly RegExp[] = [
       "|" +
       requested(
         STANDING,
-        String.raw`\b.{0,160}?\b(?:without|skip|bypass|no\sneed\sfor|senza|sin|sans|sem|ohne)\s(?:(?:the|any|a|la|le|les|il|lo|i|gli|o|as|os|die|der|das|el|los|las)\s)?(?:[\w'-]+\s)?(?:verification|approval|approvals|checks?|review|co-?signature|sign-?off|verifiche|verifica|approvazione|approvazioni|controllo|controlli|aprobación|verificación|revisión|vérification|vérifications|validation|contrôle|contrôles|verificação|aprovação|revisão|prüfung|freigabe|genehmigung|rücksprache)\b`,
+        String.raw`\b.{0,160}?\b(?:without|skip|bypass|no\sneed\sfor|senza|sin|sans|sem|ohne)\s(?:(?:the|any|a|la|le|les|il|lo|i|gli|o|as|os|die|der|das|el|los|las)\s)?(?:[\w'-]+\s)?(?:verification|approval|approvals|checks?|review|co-?signature|sign-?off|verifiche|verifica|approvazione|approvazioni|controllo|controlli|aprobación|verificación|revisión|validación|vérification|vérifications|validation|contrôle|contrôles|verificação|aprovação|revisão|validação|validazione|prüfung|freigabe|genehmigung|rücksprache)\b`,
       ) +
       ")" +
       NOT_A_QUESTION,
