@@ -5,7 +5,7 @@
 import type { FoundList } from "./entities.js";
 import { notAddrAfterNumAt, skipWs } from "./patterns.js";
 import type { WordSet } from "./lexicon.js";
-import type { RuleLists, StartRule } from "./prefilter.js";
+import { type RuleLists, type StartRule, threeLead } from "./prefilter.js";
 import { isUpper, isWs } from "./text.js";
 
 // ---------------------------------------------------------------------------------------------
@@ -13,7 +13,7 @@ import { isUpper, isWs } from "./text.js";
 // number, a street suffix or a unit ("28245 Puruntie 82 Apt. 595"), or any address-like run after an
 // address phrase ("lives at", "address is", "corner of"). Runs are consumed with a sticky token regex.
 
-const ADDR_TRIGGER =
+export const ADDR_TRIGGER =
   /\b(?:address(?:es)?(?: is)?(?: here they are)?|lives (?:at|on)|live (?:at|on)|living at|located at|office is at|offices are located at|is at|is on|(?:sent|send(?: it| a new one)?|deliver(?:ed)?|mail(?:ed)?|return|moved|move) to|corner of|meet (?:me|you) at|stop at|drops? you off at|arrived at|enter on|north side of|south side of|address to|address with|it is|in)\s?:?\s{1,6}/giu;
 const ADDR_NUM_START = /(?<![\w.,/:+-])\d{1,6}(?:\s\d{1,6})?\s(?=[\p{Lu}]|(?:ul|rue|rua|rúa|avenida|avda|calle|via|viale|str|út|utca|ulica|strada|aleja|trg)\b)/gu;
 const ADDR_TOKEN =
@@ -23,7 +23,12 @@ const ADDR_SUFFIX = /^(?:út|ul|avda|aleja|põik|iela|gatve|street|st|avenue|ave
  * Start rules (./prefilter.ts) of {@link ADDR_TRIGGER} and {@link ADDR_NUM_START}: they run at these positions only. The
  * detector scans for them together with the patterns' rules (one pass) and passes the candidates to {@link scanAddresses}.
  */
-export const ADDR_TRIGGER_START: StartRule = { lead: /^(?:ad|li|lo|of|is|se|de|ma|re|mo|co|me|st|dr|ar|en|no|so|it|in)/i, prev: "alnum", fold: true };
+export const ADDR_TRIGGER_START: StartRule = {
+  lead: /^(?:ad|li|lo|of|is|se|de|ma|re|mo|co|me|st|dr|ar|en|no|so|it|in)/i,
+  prev: "alnum",
+  fold: true,
+  narrow: threeLead(["add", "liv", "loc", "off", "is ", "sen", "del", "mai", "ret", "mov", "cor", "mee", "sto", "dro", "arr", "ent", "nor", "sou", "it ", "in"]),
+};
 export const ADDR_NUM_START_RULE: StartRule = { lead: /^\d/, prev: "alnum" };
 const ADDR_TRIGGER_AT = new RegExp(ADDR_TRIGGER.source, "iuy");
 const ADDR_NUM_START_AT = new RegExp(ADDR_NUM_START.source, "uy");
@@ -429,8 +434,9 @@ export function scanAddresses(text: string, found: FoundList, common: WordSet, c
     }
   }
   from = 0;
+  const narrow = ADDR_TRIGGER_START.narrow!;
   for (let i = cand.from[triggerRule]!, end = cand.from[triggerRule + 1]!; i < end; i++) {
-    if (cand.pos[i]! < from) continue;
+    if (cand.pos[i]! < from || !narrow(text, cand.pos[i]!)) continue;
     ADDR_TRIGGER_AT.lastIndex = cand.pos[i]!;
     if ((m = ADDR_TRIGGER_AT.exec(text)) === null) continue;
     from = m.index + m[0].length;
