@@ -231,6 +231,7 @@ function writeSteps(steps: Int32Array, p: number, k: number, d: number): number 
   }
   return d;
 }
+const isDigitUnit = (c: number): boolean => c >= 48 && c <= 57;
 let keptSteps = new Int32Array(0);
 /** Zeroed step memo of `n` cells (kept for texts that fit {@link KEEP_ARRAYS}, like the token arrays). */
 function stepArray(n: number): Int32Array {
@@ -304,6 +305,19 @@ export function scanAddresses(text: string, found: FoundList, common: WordSet, c
   /** stepsToWord's answers by position (steps + 1; 0 not known yet); allocated on first use. */
   let steps: Int32Array | undefined;
   /**
+   * stepsToWord's answer at `pos` (steps + 1) when known, else 0. A number after a blank has the answer of the blank:
+   * the token there is the blank and the same number (same end; a number is neither a street word nor a lower-case
+   * word), and a chain walks through the blank, not the number ("1 via 1 via ...": the first number's walk answers
+   * for every later one, which otherwise read its number once more).
+   */
+  const knownSteps = (pos: number): number => {
+    if (steps === undefined) return 0;
+    const k = steps[pos]!;
+    if (k !== 0 || pos === 0) return k;
+    const b = text.charCodeAt(pos - 1);
+    return (b === 32 || b === 9) && isDigitUnit(text.charCodeAt(pos)) ? steps[pos - 1]! : 0;
+  };
+  /**
    * Steps along the chain of tokens from `pos` (each token starts where the previous ended, as a run reads them) to the
    * first street word or lower-case word (T_CAP or T_LOWER_WORD), FAR when the chain ends first. A run without
    * such a word finds no address, so a number whose next 24 tokens have none needs no run: "1 via 1 via ..." reads its
@@ -311,7 +325,7 @@ export function scanAddresses(text: string, found: FoundList, common: WordSet, c
    */
   const stepsToWord = (pos: number): number => {
     if (steps === undefined) steps = stepArray(text.length + 1);
-    const answered = steps[pos]!;
+    const answered = knownSteps(pos);
     if (answered !== 0) return answered - 1;
     let p = pos;
     let k = 0;
