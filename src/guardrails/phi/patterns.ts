@@ -249,7 +249,12 @@ export const PATTERNS: Pattern[] = [
   },
   // a year written with an apostrophe in a history ("'09 PTCA", "CVA 74'", "may 15'"); not feet and inches (5'7")
   { type: "DATE", digits: D_APOSTROPHE, re: /(?<![\w'’])['’]\d{2}(?![\w'’"]|[.,]\d)/g },
-  { type: "DATE", start: { lead: /^\d\d/, prev: "alnum" }, re: /(?<=[A-Za-z]{2}\s{1,2})\d{2}['’](?![\w'’"]|\s?\d)/g },
+  // (every run of two or more digits is a candidate of its start rule: the apostrophe after two digits is checked first)
+  {
+    type: "DATE",
+    start: { lead: /^\d\d/, prev: "alnum", narrow: (text, at) => text.charCodeAt(at + 2) === 39 || text.charCodeAt(at + 2) === 0x2019 },
+    re: /(?<=[A-Za-z]{2}\s{1,2})\d{2}['’](?![\w'’"]|\s?\d)/g,
+  },
   // Ages over 89.
   { type: "AGE", digits: D_AGE, re: /\b(?:9\d|1[01]\d)(?=\s?-?\s?(?:yo|y\/o|y\.o\.?|yrs?|years?|year-old|yr-old|-year-old)\b)/gi },
   { type: "AGE", start: { lead: /^ag/i, prev: "alnum" }, re: /\b(?:age[d:]?|aged)\s{1,2}(9\d|1[01]\d)\b/gi, group: 1 },
