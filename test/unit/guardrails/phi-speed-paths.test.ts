@@ -384,3 +384,30 @@ describe("the keyword patterns' three-character leads (StartRule.narrow)", () =>
     expect(matches).toBeGreaterThan(1000);
   });
 });
+
+describe("the address scanner's number tokens read by char codes", () => {
+  it("end where the token regex ends, at every position of the development rows and of seeded number-like text", async () => {
+    const { ADDR_TOKEN, numberTokenEnd } = await import("../../../src/guardrails/phi/addresses.js");
+    const re = new RegExp(ADDR_TOKEN.source, ADDR_TOKEN.flags);
+    const reference = (t: string, at: number): number => {
+      re.lastIndex = at;
+      return re.test(t) && re.lastIndex !== at ? re.lastIndex : -1;
+    };
+    let seed = 5;
+    const rnd = () => (seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 2 ** 32;
+    const pieces = ["1", "12", "1234567", "12a", "12-345", "12-34567", "1A-2", "a", "Z", "-", "-1", " ", "  ", "\t", "     ", ",", "\n", ".", "é", "\u0663", "\u00a0", "x"];
+    const seeded = Array.from({ length: 20_000 }, () => Array.from({ length: 1 + Math.floor(rnd() * 7) }, () => pieces[Math.floor(rnd() * pieces.length)]).join(""));
+    let numbers = 0;
+    const wrong: string[] = [];
+    for (const text of [...ROWS, ...seeded]) {
+      for (let at = 0; at < text.length; at++) {
+        const end = numberTokenEnd(text, at);
+        if (end < 0) continue;
+        numbers++;
+        if (end !== reference(text, at)) wrong.push(JSON.stringify(text.slice(at, at + 20)));
+      }
+    }
+    expect(wrong.slice(0, 5)).toEqual([]);
+    expect(numbers).toBeGreaterThan(10_000);
+  });
+});
