@@ -5,7 +5,7 @@
 import type { FoundList } from "./entities.js";
 import { notAddrAfterNumAt, skipWs } from "./patterns.js";
 import type { WordSet } from "./lexicon.js";
-import type { RuleLists, StartRule } from "./prefilter.js";
+import { type RuleLists, type StartRule, threeLead } from "./prefilter.js";
 import { isUpper, isWs } from "./text.js";
 
 // ---------------------------------------------------------------------------------------------
@@ -13,17 +13,22 @@ import { isUpper, isWs } from "./text.js";
 // number, a street suffix or a unit ("28245 Puruntie 82 Apt. 595"), or any address-like run after an
 // address phrase ("lives at", "address is", "corner of"). Runs are consumed with a sticky token regex.
 
-const ADDR_TRIGGER =
+export const ADDR_TRIGGER =
   /\b(?:address(?:es)?(?: is)?(?: here they are)?|lives (?:at|on)|live (?:at|on)|living at|located at|office is at|offices are located at|is at|is on|(?:sent|send(?: it| a new one)?|deliver(?:ed)?|mail(?:ed)?|return|moved|move) to|corner of|meet (?:me|you) at|stop at|drops? you off at|arrived at|enter on|north side of|south side of|address to|address with|it is|in)\s?:?\s{1,6}/giu;
 const ADDR_NUM_START = /(?<![\w.,/:+-])\d{1,6}(?:\s\d{1,6})?\s(?=[\p{Lu}]|(?:ul|rue|rua|rúa|avenida|avda|calle|via|viale|str|út|utca|ulica|strada|aleja|trg)\b)/gu;
-const ADDR_TOKEN =
+export const ADDR_TOKEN =
   /(?:[ \t]{0,4}|,[ \t]{0,4}|\n[ \t>?]{0,6}|\n,[ \t]{0,4})(?:[\p{Lu}][\p{L}\p{M}'’.-]*|\d{1,6}[A-Za-z]?(?:-\d{1,4})?|(?:apt|apartment|suite|ste|unit|box|postbox|p\.o\.|po)\b\.?|(?:and|de|du|del|dei|der|van|von|u|ul|str|st|la|le|do|da|di|dos|das|y|of|the|corner|street|road|avenue|lane|drive|place|square|terrace|way|court)\b\.?|\((?:[\p{Lu}][\p{L}]*)\)|[\p{Ll}][\p{L}\p{M}'’-]{0,30}\.?)/uy;
 const ADDR_SUFFIX = /^(?:út|ul|avda|aleja|põik|iela|gatve|street|st|avenue|ave|road|rd|boulevard|blvd|lane|ln|drive|dr|court|ct|way|place|pl|terrace|sq|square|squares|loop|pass|club|union|strasse|straße|str|vej|katu|kuja|tie|rua|rue|via|vicolo|calle|gate|gata|gatan|vegen|veien|terrasse|trg|kapu|útja|utca|ulica|avenida|rúa|praia|plaza|piazza|allee|gasse|weg|laan|straat)\.?$/i;
 /**
  * Start rules (./prefilter.ts) of {@link ADDR_TRIGGER} and {@link ADDR_NUM_START}: they run at these positions only. The
  * detector scans for them together with the patterns' rules (one pass) and passes the candidates to {@link scanAddresses}.
  */
-export const ADDR_TRIGGER_START: StartRule = { lead: /^(?:ad|li|lo|of|is|se|de|ma|re|mo|co|me|st|dr|ar|en|no|so|it|in)/i, prev: "alnum", fold: true };
+export const ADDR_TRIGGER_START: StartRule = {
+  lead: /^(?:ad|li|lo|of|is|se|de|ma|re|mo|co|me|st|dr|ar|en|no|so|it|in)/i,
+  prev: "alnum",
+  fold: true,
+  narrow: threeLead(["add", "liv", "loc", "off", "is ", "sen", "del", "mai", "ret", "mov", "cor", "mee", "sto", "dro", "arr", "ent", "nor", "sou", "it ", "in"]),
+};
 export const ADDR_NUM_START_RULE: StartRule = { lead: /^\d/, prev: "alnum" };
 const ADDR_TRIGGER_AT = new RegExp(ADDR_TRIGGER.source, "iuy");
 const ADDR_NUM_START_AT = new RegExp(ADDR_NUM_START.source, "uy");
@@ -91,10 +96,39 @@ const T_SENTENCE_END = 1024;
 const T_STRONG = 2048;
 /** A lower-case word a run may end on once it has lower-case words. */
 const T_LOWER_ENDABLE = 4096;
+/** A number whose T_NUM_STOP is known (asked by a run: see numStop in scanAddresses). */
+const T_NUM_STOP_READ = 1 << 13;
 /** Read, and there is a token at this position (0: not read yet). */
 const T_READ = 1 << 14;
 /** Read, and no token starts at this position. */
 const T_NONE = 1 << 15;
+
+/**
+ * A number token's flags but its separator and unit bits: what tokenKind gives a token whose first character after
+ * the separator is a digit (a number, strong; no word, suffix, unit or full stop), as tokenAt keeps them.
+ */
+const NUM_TOKEN = T_READ | T_NUM | T_STRONG;
+/**
+ * The end of the {@link ADDR_TOKEN} match at `pos` when it is a number after at most four blanks (the first
+ * separator; with fewer blanks a blank is left where no token body can start, so the regex matches this or nothing):
+ * `\d{1,6}[A-Za-z]?(?:-\d{1,4})?`, the first body that can start with a digit. -1 for any other token (read by the
+ * regex).
+ */
+export function numberTokenEnd(text: string, pos: number): number {
+  const n = text.length;
+  let q = pos;
+  for (let c = text.charCodeAt(q); q - pos < 4 && (c === 32 || c === 9); c = text.charCodeAt(++q));
+  if (q >= n || !isDigitUnit(text.charCodeAt(q))) return -1;
+  let k = q + 1;
+  while (k < n && k - q < 6 && isDigitUnit(text.charCodeAt(k))) k++;
+  const l = text.charCodeAt(k);
+  if ((l >= 97 && l <= 122) || (l >= 65 && l <= 90)) k++;
+  if (text.charCodeAt(k) === 45 && isDigitUnit(text.charCodeAt(k + 1))) {
+    k += 2;
+    for (let m = 1; m < 4 && isDigitUnit(text.charCodeAt(k)); m++) k++;
+  }
+  return k;
+}
 
 /** At most this many distinct tokens of a text keep their tokenKind (a text of only distinct tokens gains nothing from more). */
 const KINDS_KEPT = 1 << 14;
@@ -226,6 +260,9 @@ function writeSteps(steps: Int32Array, p: number, k: number, d: number): number 
   }
   return d;
 }
+const isDigitUnit = (c: number): boolean => c >= 48 && c <= 57;
+/** The candidates scanAddresses has put off (see there). */
+let waiting: Int32Array = new Int32Array(1024);
 let keptSteps = new Int32Array(0);
 /** Zeroed step memo of `n` cells (kept for texts that fit {@link KEEP_ARRAYS}, like the token arrays). */
 function stepArray(n: number): Int32Array {
@@ -277,6 +314,13 @@ export function scanAddresses(text: string, found: FoundList, common: WordSet, c
     if (flags === undefined) [flags, nextAt] = tokenArrays(text.length + 1);
     const f0 = flags[pos]!;
     if (f0 !== 0) return f0;
+    // a number after at most four blanks: its end and bits by char codes (half the tokens of "1 via " or "12 Main ")
+    const num = numberTokenEnd(text, pos);
+    if (num > 0) {
+      nextAt![pos] = num;
+      const b = text.charCodeAt(pos);
+      return (flags[pos] = NUM_TOKEN | (b === 32 || b === 9 ? T_SEP : 0));
+    }
     // test (no match array): a sticky match starts at pos and ends at lastIndex
     ADDR_TOKEN.lastIndex = pos;
     if (!ADDR_TOKEN.test(text) || ADDR_TOKEN.lastIndex === pos) return (flags[pos] = T_NONE);
@@ -289,15 +333,39 @@ export function scanAddresses(text: string, found: FoundList, common: WordSet, c
       keepKind(text, pos, next, gen, k);
     }
     let f = T_READ | (k & K_T_BITS);
-    if ((k & T_NUM) !== 0 && unitAfter(text, skipWs(text, next))) f |= T_NUM_STOP;
     if ((k & K_UPPER_COMMON) !== 0 && upperText()) f |= T_UPPER_COMMON_STOP;
     if ((k & K_CAP_SUFFIX) !== 0 || ((k & K_CAP_WORD) !== 0 && ((k & K_NOT_UPPER_CORE) !== 0 || upperText()))) f |= T_CAP;
     if ((k & K_SENTENCE) !== 0 && next < text.length && isWs(text.charCodeAt(next))) f |= T_SENTENCE_END;
     nextAt![pos] = next;
     return (flags[pos] = f);
   };
+  /**
+   * The number token at `pos` (flags `t`) is followed by a unit or dose word ("5 mg", "3 days": T_NUM_STOP), asked
+   * only by a run, once per position (T_NUM_STOP_READ): a chain walk needs no such answer, and asking it of every
+   * number read ran the unit regex once per number of "1 via 1 via ...".
+   */
+  const numStop = (pos: number, t: number): boolean => {
+    if ((t & T_NUM_STOP_READ) === 0) {
+      t |= T_NUM_STOP_READ | (unitAfter(text, skipWs(text, nextAt![pos]!)) ? T_NUM_STOP : 0);
+      flags![pos] = t;
+    }
+    return (t & T_NUM_STOP) !== 0;
+  };
   /** stepsToWord's answers by position (steps + 1; 0 not known yet); allocated on first use. */
   let steps: Int32Array | undefined;
+  /**
+   * stepsToWord's answer at `pos` (steps + 1) when known, else 0. A number after a blank has the answer of the blank:
+   * the token there is the blank and the same number (same end; a number is neither a street word nor a lower-case
+   * word), and a chain walks through the blank, not the number ("1 via 1 via ...": the first number's walk answers
+   * for every later one, which otherwise read its number once more).
+   */
+  const knownSteps = (pos: number): number => {
+    if (steps === undefined) return 0;
+    const k = steps[pos]!;
+    if (k !== 0 || pos === 0) return k;
+    const b = text.charCodeAt(pos - 1);
+    return (b === 32 || b === 9) && isDigitUnit(text.charCodeAt(pos)) ? steps[pos - 1]! : 0;
+  };
   /**
    * Steps along the chain of tokens from `pos` (each token starts where the previous ended, as a run reads them) to the
    * first street word or lower-case word (T_CAP or T_LOWER_WORD), FAR when the chain ends first. A run without
@@ -306,7 +374,7 @@ export function scanAddresses(text: string, found: FoundList, common: WordSet, c
    */
   const stepsToWord = (pos: number): number => {
     if (steps === undefined) steps = stepArray(text.length + 1);
-    const answered = steps[pos]!;
+    const answered = knownSteps(pos);
     if (answered !== 0) return answered - 1;
     let p = pos;
     let k = 0;
@@ -354,11 +422,12 @@ export function scanAddresses(text: string, found: FoundList, common: WordSet, c
     let t: number;
     while (count < 24 && ((t = tokenAt(pos)) & T_NONE) === 0) {
       if (pos !== start && (t & T_SEP) === 0) break; // tokens are separated
+      const at = pos;
       pos = nextAt![pos]!;
       if ((t & T_NL) !== 0 && ++lines > 4) break;
       if ((t & T_NUM) !== 0) {
         nums++;
-        if ((t & T_NUM_STOP) !== 0) break;
+        if (numStop(at, t)) break;
       } else if ((t & T_UPPER_COMMON_STOP) !== 0) break;
       if ((t & T_CAP) !== 0) caps++;
       if ((t & T_UNIT) !== 0) unit = true;
@@ -412,9 +481,30 @@ export function scanAddresses(text: string, found: FoundList, common: WordSet, c
   let m: RegExpExecArray | null;
   let covered = 0;
   let from = 0;
+  // Candidates whose run is known to find nothing (a chain walked from an earlier number went through them and met no
+  // street or lower-case word within 24 tokens) are not tested when reached: only their match's end (`from`, which
+  // may skip the next candidate) could matter, so they wait, in order, and are tested only when a later candidate
+  // would do more ("1 via 1 via ...": the first number's walk answers for all the others; elsewhere none waits).
+  let pending = 0;
   for (let i = cand.from[numRule]!, end = cand.from[numRule + 1]!; i < end; i++) {
     const at = cand.pos[i]!;
     if (at < from) continue;
+    if (knownSteps(at) > 24) {
+      if (pending === waiting.length) waiting = growPath(waiting);
+      waiting[pending++] = at;
+      continue;
+    }
+    if (pending > 0) {
+      // as the loop would have tested them (each found nothing: only `from` moves)
+      for (let k = 0; k < pending; k++) {
+        const w = waiting[k]!;
+        if (w < from) continue;
+        ADDR_NUM_START_AT.lastIndex = w;
+        if (ADDR_NUM_START_AT.test(text)) from = ADDR_NUM_START_AT.lastIndex;
+      }
+      pending = 0;
+      if (at < from) continue;
+    }
     // test (no match array): a sticky match starts at `at` and ends at lastIndex (it has a digit: never empty)
     ADDR_NUM_START_AT.lastIndex = at;
     if (!ADDR_NUM_START_AT.test(text)) continue;
@@ -429,8 +519,9 @@ export function scanAddresses(text: string, found: FoundList, common: WordSet, c
     }
   }
   from = 0;
+  const narrow = ADDR_TRIGGER_START.narrow!;
   for (let i = cand.from[triggerRule]!, end = cand.from[triggerRule + 1]!; i < end; i++) {
-    if (cand.pos[i]! < from) continue;
+    if (cand.pos[i]! < from || !narrow(text, cand.pos[i]!)) continue;
     ADDR_TRIGGER_AT.lastIndex = cand.pos[i]!;
     if ((m = ADDR_TRIGGER_AT.exec(text)) === null) continue;
     from = m.index + m[0].length;

@@ -257,9 +257,10 @@ function domainAfter(text: string, at: number): boolean {
 function runAt(p: Pattern, re: RegExp, c: RuleLists, rule: number, text: string, found: FoundList): void {
   let from = 0;
   const pos = c.pos;
+  const narrow = p.start!.narrow;
   for (let i = c.from[rule]!, end = c.from[rule + 1]!; i < end; i++) {
     const at = pos[i]!;
-    if (at < from) continue;
+    if (at < from || (narrow !== undefined && !narrow(text, at))) continue;
     re.lastIndex = at;
     const m = re.exec(text);
     if (m === null) continue;

@@ -253,7 +253,7 @@ function initialsAndPairs(c: NameContext): void {
 
 /** backwards */
 function backwards(c: NameContext): void {
-  const { text, n, S, E, F, SH, isName, w, lowerIs } = c;
+  const { text, n, S, E, F, SH, isName, lowerIs } = c;
   // backwards: "<X>, <name>", "<X> and <name>", "<X> <initial> <name>"; forwards: generational suffixes
   const ok = (x: number) => (SH[x]! & SH_NC) !== 0 && !((F[x]! & F_COMMON) !== 0) && !((F[x]! & F_AMBIGUOUS) !== 0) && !((F[x]! & W_NOT_NAMES) !== 0) && !((F[x]! & W_UNIT_ACRONYMS) !== 0);
   for (let i = n - 1; i > 0; i--) {
@@ -266,8 +266,22 @@ function backwards(c: NameContext): void {
       isName[pv] = 1;
       isName[i - 2] = 1;
     }
-    if (i + 1 < n && E[i + 1]! - S[i + 1]! <= 3 && /^(?:II|III|IV|Jr|Sr)$/.test(w(i + 1)) && wsGapAt(text, E[i]!, S[i + 1]!, 1, 2, 44)) isName[i + 1] = 1;
+    if (i + 1 < n && generational(text, S[i + 1]!, E[i + 1]!) && wsGapAt(text, E[i]!, S[i + 1]!, 1, 2, 44)) isName[i + 1] = 1;
   }
+}
+
+/**
+ * What `/^(?:II|III|IV|Jr|Sr)$/` finds in `text[s, e)` (a generational suffix), by char codes: the test on the token's
+ * substring made one string per name token (1 MB of "Dr. " made 260,000, ~5 % of its time with their collection).
+ */
+function generational(text: string, s: number, e: number): boolean {
+  const len = e - s;
+  if (len < 2 || len > 3) return false;
+  const a = text.charCodeAt(s);
+  const b = text.charCodeAt(s + 1);
+  if (len === 3) return a === 73 && b === 73 && text.charCodeAt(s + 2) === 73; // III
+  // II, IV, Jr, Sr
+  return a === 73 ? b === 73 || b === 86 : (a === 74 || a === 83) && b === 114;
 }
 
 /** signatures */

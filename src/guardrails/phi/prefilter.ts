@@ -29,6 +29,53 @@ export interface StartRule {
    * character is a candidate too.
    */
   fold?: boolean;
+  /**
+   * A further necessary condition on a match's start (built by {@link threeLead}), tested by char codes at each
+   * candidate before the sticky regex runs there. It does not narrow the candidate lists (patterns with the same rule
+   * share one list), and a pattern's own `narrow` is its own: the rule's key leaves it out.
+   */
+  narrow?: (text: string, at: number) => boolean;
+}
+
+const lowerAscii = (c: number): number => (c >= 65 && c <= 90 ? c + 32 : c);
+/**
+ * A {@link StartRule.narrow} from the first three characters of every match, in any ASCII case: `prefixes` of three
+ * characters (a letter stands for both cases, any other character for itself), or of two where the third is free. It
+ * passes a position whose first three characters are not all ASCII (an `iu` regex matches "s" at "ſ" and "k" at the
+ * Kelvin sign), one less than three characters before the end, and one whose first two no prefix starts. A regex
+ * that fails at once still costs its call: 1 MB of "Dr. " was a candidate of the address cues ("drops you off at") and
+ * of the record-number cues ("driver's licence") at every "Dr".
+ */
+export function threeLead(prefixes: readonly string[]): (text: string, at: number) => boolean {
+  // pair (lower case) -> its slot, -1 none; per slot four words: the 128 allowed third characters (lower case)
+  const slot = new Int16Array(128 * 128).fill(-1);
+  const words: number[] = [];
+  for (const p of prefixes) {
+    if (p.length < 2 || p.length > 3 || [...p].some((ch) => ch.charCodeAt(0) >= 128)) throw new Error(`threeLead: two or three ASCII characters: ${p}`);
+    const key = lowerAscii(p.charCodeAt(0)) * 128 + lowerAscii(p.charCodeAt(1));
+    let k = slot[key]!;
+    if (k < 0) {
+      k = slot[key] = words.length / 4;
+      words.push(0, 0, 0, 0);
+    }
+    if (p.length === 2) words.fill(-1, k * 4, k * 4 + 4);
+    else {
+      const c = lowerAscii(p.charCodeAt(2));
+      words[k * 4 + (c >> 5)]! |= 1 << (c & 31);
+    }
+  }
+  const allowed = Int32Array.from(words);
+  return (text: string, at: number): boolean => {
+    if (at + 2 >= text.length) return true;
+    const a = text.charCodeAt(at);
+    const b = text.charCodeAt(at + 1);
+    const c = text.charCodeAt(at + 2);
+    if ((a | b | c) >= 128) return true;
+    const k = slot[lowerAscii(a) * 128 + lowerAscii(b)]!;
+    if (k < 0) return true;
+    const l = lowerAscii(c);
+    return ((allowed[k * 4 + (l >> 5)]! >>> (l & 31)) & 1) === 1;
+  };
 }
 
 /** Rules with the same key are the same condition: the patterns with them share one bit of a {@link StartIndex}. */

@@ -355,3 +355,59 @@ describe("the e-mail pattern run once per @", () => {
     expect(withEmail).toBeGreaterThan(500);
   });
 });
+
+describe("the keyword patterns' three-character leads (StartRule.narrow)", () => {
+  it("pass every position where the pattern's regex matches, on every development row, its upper case and seeded text", async () => {
+    const { PATTERNS } = await import("../../../src/guardrails/phi/patterns.js");
+    const { ADDR_TRIGGER, ADDR_TRIGGER_START } = await import("../../../src/guardrails/phi/addresses.js");
+    const rules: Array<[RegExp, (t: string, at: number) => boolean]> = PATTERNS.flatMap((p) => (p.start?.narrow ? [[p.re, p.start.narrow] as [RegExp, (t: string, at: number) => boolean]] : []));
+    rules.push([ADDR_TRIGGER, ADDR_TRIGGER_START.narrow!]);
+    expect(rules.length).toBeGreaterThanOrEqual(5);
+    let seed = 11;
+    const rnd = () => (seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 2 ** 32;
+    const pieces = ["Jan", "MAY", "may", "Sept", "dec", "\u017Fent", "\u212Aelly", "i\u017F at", "Dr.", "driver's license", "MRN", "mr#", "id#", "ID:", "pager", "PGR", "Cell", "Fax", "work", "in", "IN:", "it is", "is at", "drops you off at", "13", "2019", "A1234567", " ", "\n", ":", "#", "é"];
+    const seeded = Array.from({ length: 5_000 }, () => Array.from({ length: 1 + Math.floor(rnd() * 10) }, () => pieces[Math.floor(rnd() * pieces.length)]).join(rnd() < 0.7 ? " " : ""));
+    let matches = 0;
+    const missed: string[] = [];
+    for (const [global, narrow] of rules) {
+      const re = new RegExp(global.source, global.flags.replace("g", "") + "y");
+      for (const text of [...ROWS, ...ROWS.map((t) => t.toUpperCase()), ...seeded]) {
+        for (let at = 0; at < text.length; at++) {
+          re.lastIndex = at;
+          if (!re.test(text)) continue;
+          matches++;
+          if (!narrow(text, at)) missed.push(text.slice(at, at + 30));
+        }
+      }
+    }
+    expect(missed.slice(0, 5)).toEqual([]);
+    expect(matches).toBeGreaterThan(1000);
+  });
+});
+
+describe("the address scanner's number tokens read by char codes", () => {
+  it("end where the token regex ends, at every position of the development rows and of seeded number-like text", async () => {
+    const { ADDR_TOKEN, numberTokenEnd } = await import("../../../src/guardrails/phi/addresses.js");
+    const re = new RegExp(ADDR_TOKEN.source, ADDR_TOKEN.flags);
+    const reference = (t: string, at: number): number => {
+      re.lastIndex = at;
+      return re.test(t) && re.lastIndex !== at ? re.lastIndex : -1;
+    };
+    let seed = 5;
+    const rnd = () => (seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 2 ** 32;
+    const pieces = ["1", "12", "1234567", "12a", "12-345", "12-34567", "1A-2", "a", "Z", "-", "-1", " ", "  ", "\t", "     ", ",", "\n", ".", "é", "\u0663", "\u00a0", "x"];
+    const seeded = Array.from({ length: 20_000 }, () => Array.from({ length: 1 + Math.floor(rnd() * 7) }, () => pieces[Math.floor(rnd() * pieces.length)]).join(""));
+    let numbers = 0;
+    const wrong: string[] = [];
+    for (const text of [...ROWS, ...seeded]) {
+      for (let at = 0; at < text.length; at++) {
+        const end = numberTokenEnd(text, at);
+        if (end < 0) continue;
+        numbers++;
+        if (end !== reference(text, at)) wrong.push(JSON.stringify(text.slice(at, at + 20)));
+      }
+    }
+    expect(wrong.slice(0, 5)).toEqual([]);
+    expect(numbers).toBeGreaterThan(10_000);
+  });
+});
