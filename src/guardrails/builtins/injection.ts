@@ -13,10 +13,10 @@
  * `threshold` and `thresholds` override the model's, `dataThresholds` the data model's. Per-stage thresholds come from
  * the policy: each stage lists its own entry with its own params.
  *
- * Opt-in (`roleStatementThreshold`): a message that opens with a role statement ("You are the EMR write-back agent.",
+ * `roleStatementThreshold`: a message that opens with a role statement ("You are the EMR write-back agent.",
  * ../injection/role.ts) is judged on the text after the statement at the message threshold and on the whole text at
- * the given threshold. Off by default: on blind set r28 it let 7 of 12 blocked benign rows through and 6 of 64 caught
- * attacks too (docs/guardrails-quality.md, "Session 24").
+ * the given threshold. Off unless a policy sets it; guardrails/default.yaml sets 0.95 since session 25 (blind set r34:
+ * benign rows blocked 5 -> 0 of 210, attacks caught 74 -> 72 of 120; docs/guardrails-quality.md, "Session 25").
  */
 import path from "node:path";
 import { z } from "zod";
