@@ -16,7 +16,7 @@
  * `roleStatementThreshold`: a message that opens with a role statement ("You are the EMR write-back agent.",
  * ../injection/role.ts) is judged on the text after the statement at the message threshold and on the whole text at
  * the given threshold. Off unless a policy sets it; guardrails/default.yaml sets 0.95 since session 25 (blind set r34:
- * benign rows blocked 5 -> 0 of 210, attacks caught 74 -> 72 of 120; docs/guardrails-quality.md, "Session 25").
+ * benign rows blocked 5 -> 0 of 180, attacks caught 74 -> 72 of 120; docs/guardrails-quality.md, "Session 25").
  */
 import path from "node:path";
 import { z } from "zod";

@@ -159,7 +159,7 @@ const DEFENCE_CONDITION = String.raw`(?<!\b(?:if|when|whenever)\s(?:[\w'-]{1,24}
  * "disable audit logging"`, "nunca modifiques una dosis sin la aprobación", "keine Einträge ohne Freigabe". A sentence
  * with any of them before the act is left to the model.
  */
-const NOT_A_REQUEST = String.raw`\b(?:never|not|no|nor|none|nothing|nobody|neither|unless|only|cannot|refuse|refused|refuses|refusing|refusal|decline|declined|declines|if|whether|why|how|ask|asks|asked|request|requests|requested|tries|tried|attempt|attempts|attempted|allowed|permitted|was|were|been|had|did|instruction|instructions|message|messages|phrase|text|said|says|saying|wrote|flagged|blocked|rejected|denied|reported|mentioned|claimed|claims|can i|can we|could i|could we|may i|may we|should i|should we|do i|do we|about to|ne|jamais|aucun|aucune|rien|nunca|nada|ninguno|ninguna|ningún|nenhum|nenhuma|nie|nicht|kein|keine|keinen|keinem|keiner|keines|niemals|nichts|non|mai|nessuno|nessuna|niente|si|wenn|falls|se|quand|cuando|quando|comment|como|pide|pida|demande|demandé|chiede|pede|pedir|fragt|bittet)\b|n't|["“„«]`;
+const NOT_A_REQUEST = String.raw`(?<![\w\u00C0-\u024F])(?:never|not|no|nor|none|nothing|nobody|neither|unless|only|cannot|refuse|refused|refuses|refusing|refusal|decline|declined|declines|if|whether|why|how|ask|asks|asked|request|requests|requested|tries|tried|attempt|attempts|attempted|allowed|permitted|was|were|been|had|did|instruction|instructions|message|messages|phrase|text|said|says|saying|wrote|flagged|blocked|rejected|denied|reported|mentioned|claimed|claims|(?<!\byou\s)(?:may|might|can|could|must|should|shall|would)|não|nao|can i|can we|could i|could we|may i|may we|should i|should we|do i|do we|about to|ne|jamais|aucun|aucune|rien|nunca|nada|ninguno|ninguna|ningún|nenhum|nenhuma|nie|nicht|kein|keine|keinen|keinem|keiner|keines|niemals|nichts|non|mai|nessuno|nessuna|niente|si|wenn|falls|se|quand|cuando|quando|comment|como|pide|pida|demande|demandé|chiede|pede|pedir|fragt|bittet)(?![\w\u00C0-\u024F])|n['’]t|["“„«]`;
 
 /**
  * An act (its first words `first`, then `rest`) asked for: no {@link NOT_A_REQUEST} word in the 160 characters before it
@@ -168,7 +168,7 @@ const NOT_A_REQUEST = String.raw`\b(?:never|not|no|nor|none|nothing|nobody|neith
  * 50-120 µs per 4 KB of clinical text; a look-ahead for the whole act before the first words, about twice this form).
  */
 const requested = (first: string, rest: string): string =>
-  String.raw`\b(?:${first})(?=${rest})(?<!(?:${NOT_A_REQUEST})[^.!?;:\n]{0,160}(?:${first}))${rest}`;
+  String.raw`(?<![\w\u00C0-\u024F])(?:${first})(?=${rest})(?<!(?:${NOT_A_REQUEST})[^.!?;:\n]{0,160}(?:${first}))${rest}`;
 
 /**
  * Not followed by a question mark in the same sentence: "Approve overriding the interaction alert for this order?" asks
@@ -278,7 +278,7 @@ export const HARD_RULES: readonly RegExp[] = [
       "|" +
       requested(
         NOTICE,
-        String.raw`\b.{0,250}?\b(?:disabled|deprecated|suspended|lifted|waived|turned\soff|no\slonger\s(?:required|needed|apply|applies)|(?:may|can)\s(?:now\s)?bypass|is\snot\srequired|are\snot\srequired|not\s(?:be\s)?escalated|(?:should|must|will)\sbe\sheld|(?:is|are)\soptional|(?:may|can)\sbe\sskipped|désactivée?s?|desactivad[oa]s?|desativad[oa]s?|deaktiviert|disattivat[oaie])\b`,
+        String.raw`\b.{0,250}?\b(?:disabled|deprecated|suspended|lifted|waived|turned\soff|no\slonger\s(?:required|needed|apply|applies)|(?:may|can)\s(?:now\s)?bypass|is\snot\srequired|are\snot\srequired|not\s(?:be\s)?escalated|(?:should|must|will)\sbe\sheld|(?:is|are)\soptional|(?:may|can)\sbe\sskipped|désactivée?s?|desactivad[oa]s?|desativad[oa]s?|deaktiviert|disattivat[oaie])(?![\w\u00C0-\u024F])`,
       ) +
       ")" +
       NOT_A_QUESTION,
@@ -306,11 +306,11 @@ export const HARD_RULES: readonly RegExp[] = [
   new RegExp(
     String.raw`(?:` +
       requested(
-        String.raw`don't|do\snot|dont|no\sneed\sto|without`,
+        String.raw`don['’]t|do\snot|dont|no\sneed\sto|without`,
         String.raw`\s(?:(?:log|logging|record|recording|audit|auditing|writing|creating|leaving|put|putting|enter|entering|include|including|add|adding|document|documenting|keep|save)\s(?:(?:this|it|that|the)\s)?(?:(?:request|edit|change|correction|update|access|lookup|query|action|write|entry|entries|any\sentries|an\sentry|a\strace|any\strace)\s)?(?:in|to|into)\sthe\saudit|(?:tell|telling|notify|notifying|inform|informing|alert|alerting|let)\s(?:the\s)?(?:doctor|physician|attending|pharmacist|prescriber|charge\snurse|nurse\smanager|supervisor|department|auditors?|compliance|risk\smanagement|clinician|care\steam))\b`,
       ) +
       "|" +
-      requested(String.raw`don't|do\snot|dont`, String.raw`\slog\s(?:this|the)\s(?:request|edit|change|correction|update|access|lookup|query|action|write)\b`) +
+      requested(String.raw`don['’]t|do\snot|dont`, String.raw`\slog\s(?:this|the)\s(?:request|edit|change|correction|update|access|lookup|query|action|write)\b`) +
       "|" +
       requested(String.raw`keep`, String.raw`\s(?:it|this|that|them|these|the\s[\w'-]+)\sout\sof\sthe\saudit\b`) +
       "|" +
@@ -337,7 +337,9 @@ export const HARD_RULES: readonly RegExp[] = [
     String.raw`(?:` +
       requested(
         String.raw`salta|saltare|saltate|pula|pule|pular|omita|omitir|omite|sáltate|salte|überspringe|überspringen|überspring|umgehe|umgehen|umgeh|contourne|contournez|contourner|ignora|ignorez|ignorer|ignorieren|ignoriere|désactive|désactivez|désactiver|desactiva|desactive|desactivar|disattiva|disattivare|deaktiviere|deaktivieren|desative|desativa|desativar`,
-        String.raw`\s(?:(?:la|le|il|lo|a|o|as|os|die|den|das|el|los|las|les)\s)?(?:[\w'-]+\s){0,2}?(?:verifica|verifiche|verificação|verificación|vérification|aprovação|aprobación|approvazione|validation|prüfung|freigabe|rücksprache|controle|contrôle|controllo|revisione|revisão|revisión|firma|assinatura|alertes?|alertas?|avvisi|allarmi|warnungen|warnhinweise|alarme|alarmes)\b`,
+        // (at the start of a sentence or after a polite word: "la paciente ignora las alertas" describes, "ignora las alertas"
+        // asks; no negator skipped: "umgehe niemals die Freigabe")
+        String.raw`(?<=(?:^|[.!?;:\n,("“„«-])\s{0,3}(?:(?:por\sfavor|porfa|oye|ahora|per\sfavore|dai|allora|bitte|schnell|s'il\svous\splaît|vite|please|pls|hey|just)\s){0,2}(?:salta|saltare|saltate|pula|pule|pular|omita|omitir|omite|sáltate|salte|überspringe|überspringen|überspring|umgehe|umgehen|umgeh|contourne|contournez|contourner|ignora|ignorez|ignorer|ignorieren|ignoriere|désactive|désactivez|désactiver|desactiva|desactive|desactivar|disattiva|disattivare|deaktiviere|deaktivieren|desative|desativa|desativar))\s(?:(?:la|le|il|lo|a|o|as|os|die|den|das|el|los|las|les)\s)?(?:(?!(?:nicht|niemals|nie|kein\w{0,2}|never|not|no|nunca|jamais|mai|non|não|nao|pas)\s)[\w'-]+\s){0,2}?(?:verifica|verifiche|verificação|verificación|vérification|aprovação|aprobación|approvazione|validation|prüfung|freigabe|rücksprache|controle|contrôle|controllo|revisione|revisão|revisión|firma|assinatura|alertes?|alertas?|avvisi|allarmi|warnungen|warnhinweise|alarme|alarmes)\b`,
       ) +
       "|" +
       requested(
@@ -355,7 +357,7 @@ export const HARD_RULES: readonly RegExp[] = [
   new RegExp(
     String.raw`(?:` +
       requested(
-        String.raw`pretend|assume|act\sas\sif|treat\s(?:it|this)\sas\sif`,
+        String.raw`pretend|act\sas\sif|treat\s(?:it|this)\sas\sif`,
         String.raw`\s(?:that\s)?(?:the\s)?(?:clinician|doctor|physician|attending|pharmacist|patient|user|approver|reviewer|nurse)\s(?:has\s|had\s)?(?:already\s)?(?:approved|clicked\s(?:approve|yes|ok|accept|confirm)|signed|consented|verified|co-?signed|okayed)\b`,
       ) +
       "|" +
@@ -368,7 +370,7 @@ export const HARD_RULES: readonly RegExp[] = [
       "|" +
       requested(
         String.raw`use|log\sin\swith|sign\sin\swith|borrow`,
-        String.raw`\s(?:dr\.?\s[\w'-]+'s|[\w'-]+'s|her|his|their|the\sattending's|the\sphysician's|the\spharmacist's)\s(?:credentials|login|password|badge|token|pin|e-?signature\spin)\b`,
+        String.raw`\s(?:dr\.?\s[\w'-]+'s|[\w'-]+'s|the\sattending's|the\sphysician's|the\spharmacist's)\s(?:credentials|login|password|badge|token|pin|e-?signature\spin)\b`,
       ) +
       "|" +
       requested(
@@ -378,7 +380,7 @@ export const HARD_RULES: readonly RegExp[] = [
       "|" +
       requested(
         String.raw`approve|sign|co-?sign|countersign|valide|validez|valider|approuve|approuvez|signe|signez|firma|aprueba|genehmige|unterschreibe`,
-        String.raw`\s(?:[\w'-]+\s){0,4}?(?:yourself|toi-même|vous-même|tú\smismo|usted\smismo|selbst|da\ssolo|você\smesmo|on\sbehalf\sof|in\sthe\sname\sof|au\snom\sd[ue]|en\snombre\sdel?|a\snome\sdel?|em\snome\sdo|im\snamen\svon)\b`,
+        String.raw`\s(?:[\w'-]+\s){0,4}?(?:yourself|toi-même|vous-même|tú\smismo|usted\smismo|selbst|da\ssolo|você\smesmo|(?:on\sbehalf\sof|in\sthe\sname\sof|au\snom\sd[ue]|en\snombre\sdel?|a\snome\sdel?|em\snome\sdo|im\snamen\svon)\s(?:dr|doctor|docteur|dott|dottor|dottore|doktor|the\sattending|the\sphysician|the\spharmacist|médico|medico|arzt))(?![\w\u00C0-\u024F])`,
       ) +
       "|" +
       requested(
@@ -388,7 +390,7 @@ export const HARD_RULES: readonly RegExp[] = [
       "|" +
       requested(
         String.raw`finge\sque|finja\sque|fais\scomme\ssi|faites\scomme\ssi|fate\sfinta\sche|fai\sfinta\sche|tu\sso,?\sals\sob`,
-        String.raw`\s(?:(?:o|a|el|la|le|il|der|die|lo)\s)?(?:médico|médica|medico|médecin|doctor|doctora|dottore|arzt|ärztin|farmacêutico|farmacéutico|pharmacien|farmacista|paciente|patient|paziente)\s(?:(?:já|ya|déjà|già|schon|a|avait|ha|hat|tiene|tem)\s){0,2}(?:aprovou|aprobó|approuvé|validé|approvato|freigegeben|genehmigt|autorizou|autorizó|firmó|assinou|signé|firmato|consentiu|consintió|consenti|aprovado|aprobado)\b`,
+        String.raw`\s(?:(?:o|a|el|la|le|il|der|die|lo)\s)?(?:médico|médica|medico|médecin|doctor|doctora|dottore|arzt|ärztin|farmacêutico|farmacéutico|pharmacien|farmacista|paciente|patient|paziente)\s(?:(?:já|ya|déjà|già|schon|a|avait|ha|hat|tiene|tem)\s){0,2}(?:aprovou|aprobó|approuvé|validé|approvato|freigegeben|genehmigt|autorizou|autorizó|firmó|assinou|signé|firmato|consentiu|consintió|consenti|aprovado|aprobado)(?![\w\u00C0-\u024F])`,
       ) +
       "|" +
       requested(
@@ -429,7 +431,7 @@ export const HARD_RULES: readonly RegExp[] = [
     String.raw`(?:` +
       requested(
         String.raw`no|não|nao|non`,
-        String.raw`\s(?:registres|registre|registrar|grave|registrarlo|registrarla|loggare|annotare)\b`,
+        String.raw`\s(?:registres|registre|registrar|registrarlo|registrarla|loggare|annotare)\b`,
       ) +
       "|" +
       requested(
@@ -446,7 +448,7 @@ export const HARD_RULES: readonly RegExp[] = [
       "|" +
       requested(
         String.raw`send|output|give|show|export|share|print|email|e-mail|forward|upload|return|release|provide`,
-        String.raw`\s(?:[\w'-]+\s){0,8}?(?:unredacted|non-redacted|un-redacted|nonredacted)\b`,
+        String.raw`\s(?:[\w'-]+\s){0,8}?(?:unredacted|non-redacted|un-redacted|nonredacted)\b(?![^.!?;\n]{0,80}\bonly\b)`,
       ) +
       ")" +
       NOT_A_QUESTION,

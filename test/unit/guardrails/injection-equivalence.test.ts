@@ -140,8 +140,8 @@ describe("optimised injection scorer = reference scorer", () => {
     // narrowed to one separator, so that more strings keep their word boundaries) and keep what the real one matches
     const patterns = [...HARD_RULES, ...RULES.map(([, re]) => re)];
     for (const [i, re] of patterns.entries()) {
-      // nor look-arounds: drop negative ones (look-aheads and look-behinds) and positive look-aheads (the generator then
-      // also yields strings the rule rejects; only real matches are checked) — `(?!\s(?:a|b c))`, `(?!\w+ing\b)`, `(?=skip\s)`
+      // nor look-arounds: drop them all (the generator then also yields strings the rule rejects; only real matches are
+      // checked) — `(?!\s(?:a|b c))`, `(?!\w+ing\b)`, `(?=skip\s)`, `(?<=^\s{0,3}salta)`
       const loose = new RegExp(withoutLookarounds(re.source.replaceAll("\\b", "")), re.flags);
       const tight = new RegExp(loose.source.replace(/\.\{0,\d+\}/g, "[ ,:]"), re.flags);
       const around = fc.oneof(fc.constantFrom("", " ", "x"), fc.string({ maxLength: 12 }));
@@ -404,22 +404,22 @@ describe("the rules the shipped weights were trained with", () => {
     // change from the audit trail, the same in other languages, forge an approval), and a seventh (the audit trail
     // avoided in other languages, records asked for unredacted) and an "about to" and an article before the verb that
     // leave an act to the model; hard rules only, the weights stand.
-    expect(digest).toBe("585ffa9db5d234ad5fb3de47caec8f06454f6c5748953f6afbb6ee9de97f92f8");
+    expect(digest).toBe("080372215bbe29cca9713f75542d82e95b02f5d050a357226b608ee7b5378984");
     // Round 8 H (session 20): the negators whose scope makes a feature rule a prohibition (the model's ruleNegation)
     expect(createHash("sha256").update(JSON.stringify([NEGATORS, NEGATION_SCOPE])).digest("hex")).toBe("8eb1938dd12ad128d2cbb90ffcfa916cd6d205b0fc48f61594133395cc416950");
   });
 });
 
 /**
- * `source` without its negative look-aheads and look-behinds (`(?!...)`, `(?<!...)`) and its positive look-aheads
- * (`(?=...)`, which fast-check cannot generate; the session-25 request rules look ahead for the very act they then
- * match), however deeply they nest: the matching parenthesis is found by counting, skipping escapes and character
- * classes.
+ * `source` without its look-arounds (`(?!...)`, `(?<!...)`, `(?=...)`, `(?<=...)`: fast-check generates none of them;
+ * the session-25 request rules look ahead for the very act they then match, and look back for the start of a sentence
+ * before an imperative), however deeply they nest: the matching parenthesis is found by counting, skipping escapes and
+ * character classes.
  */
 function withoutLookarounds(source: string): string {
   let out = "";
   for (let i = 0; i < source.length; ) {
-    if (source.startsWith("(?!", i) || source.startsWith("(?<!", i) || source.startsWith("(?=", i)) {
+    if (source.startsWith("(?!", i) || source.startsWith("(?<!", i) || source.startsWith("(?=", i) || source.startsWith("(?<=", i)) {
       let depth = 0;
       let inClass = false;
       let j = i;
