@@ -3,19 +3,15 @@
  * `_meta` and is served by a fresh server from the same factory, through the SDK's per-request handler. The bearer
  * check, Host check and size limit in front are the ones the 2025 era passes; the server's pipeline audits it.
  */
-import { randomUUID } from "node:crypto";
 import type { Request, Response } from "express";
 import { createMcpHandler, ProtocolErrorCode, type ServerNotifier } from "@modelcontextprotocol/server";
 import { declaresTasks, TASKS_EXTENSION_ID } from "../server/tasks.js";
-import { toNodeHandler } from "@modelcontextprotocol/node";
 import { TRANSPORT_ERROR } from "../protocol/errors.js";
 import type { HMCPServer, OperationalLogger } from "../server/index.js";
 import { principalOf } from "./bearer-check.js";
 import type { LegacySessions } from "./legacy-sessions.js";
 import type { RefusalAudit } from "./refusal-audit.js";
-
-/** The header {@link ModernEra.serve} tags each request with, so the server factory finds what it built for it. */
-const REQUEST_TAG = "x-hmcp-request-tag";
+import { serveWebExchange } from "./web-exchange.js";
 
 /** How the modern era is served (resolved `HttpAppOptions`). */
 export interface ModernEraOptions {
@@ -34,18 +30,17 @@ export class ModernEra {
   readonly #servers = new Set<HMCPServer>();
   /**
    * The servers built for one HTTP request, found by the factory through the Web `Request` the SDK hands it
-   * (`requestInfo`): {@link serve} sets a random tag in the request's {@link REQUEST_TAG} header (replacing any the
-   * client sent), the Node → Web adapter copies the headers, and the factory reads it back. (An AsyncLocalStorage did
-   * this before; once used it keeps Node's promise hooks on for the whole process, a cost on every promise of every
-   * request. Then the parsed body's identity, which holds only while the adapter passes the body object through.)
+   * (`requestInfo`), which is the one {@link serve} built (src/http/web-exchange.ts). (An AsyncLocalStorage did this
+   * once; once used it keeps Node's promise hooks on for the whole process, a cost on every promise of every request.
+   * Then the parsed body's identity; then a random header tag, while the SDK's adapter built the `Request`.)
    */
-  readonly #builtByTag = new Map<string, HMCPServer[]>();
+  readonly #builtByRequest = new WeakMap<globalThis.Request, HMCPServer[]>();
   readonly #handler: ReturnType<typeof createMcpHandler>;
-  readonly #serveNode: ReturnType<typeof toNodeHandler>;
   readonly #sessions: LegacySessions;
   readonly #audit: RefusalAudit;
   readonly #logger: OperationalLogger;
   readonly #agent: string;
+  readonly #bodyLimitBytes: number;
   /** Whether a server not matched to its request was logged (once per app). */
   #missLogged = false;
 
@@ -53,6 +48,7 @@ export class ModernEra {
     const { logger, agent } = options;
     this.#logger = logger;
     this.#agent = agent;
+    this.#bodyLimitBytes = options.bodyLimitBytes;
     this.#sessions = options.sessions;
     this.#audit = options.audit;
     this.#handler = createMcpHandler((ctx) => {
@@ -63,8 +59,8 @@ export class ModernEra {
       server.sendPromptListChanged = () => this.#handler.notify.promptsChanged();
       server.sendResourceListChanged = () => this.#handler.notify.resourcesChanged();
       this.#servers.add(server);
-      const tag = (ctx.requestInfo as globalThis.Request | undefined)?.headers?.get(REQUEST_TAG);
-      const built = tag ? this.#builtByTag.get(tag) : undefined;
+      const request = ctx.requestInfo as globalThis.Request | undefined;
+      const built = request === undefined ? undefined : this.#builtByRequest.get(request);
       if (built) built.push(server);
       else this.#unmatched(server);
       return server;
@@ -74,7 +70,6 @@ export class ModernEra {
       responseMode: options.enableJsonResponse ? "json" : "auto",
       onerror: (error) => logger.warn("modern-era request failed in the SDK handler", { agent, error: error.name }),
     });
-    this.#serveNode = toNodeHandler(this.#handler, { maxRequestBodySize: options.bodyLimitBytes, onerror: (error) => logger.error("modern-era request failed", { agent, error: error.name }) });
   }
 
   /**
@@ -119,14 +114,14 @@ export class ModernEra {
       if (!this.#holdSubscription(req, res)) return;
     } else if (typeof method === "string" && TASK_METHODS.has(method) && this.#refuseTaskMethod(req, res)) return;
     const built: HMCPServer[] = [];
-    // the tag the factory finds this request's servers by (a client's own value is replaced: it could name another's)
-    const tag = randomUUID();
-    req.headers[REQUEST_TAG] = tag;
-    this.#builtByTag.set(tag, built);
     try {
-      await this.#serveNode(req, res, req.body);
+      await serveWebExchange(this.#handler, req, res, {
+        // the Request the factory finds this request's servers by
+        onRequest: (request) => this.#builtByRequest.set(request, built),
+        maxRequestBodySize: this.#bodyLimitBytes,
+        onerror: (error) => this.#logger.error("modern-era request failed", { agent: this.#agent, error: error.name }),
+      });
     } finally {
-      this.#builtByTag.delete(tag);
       // its record is written when its handler returns, which may be after the response was sent
       for (const server of built) void server.pipeline.whenIdle().then(() => this.#servers.delete(server));
       // refused by the SDK before any handler ran, so no HMCP pipeline recorded it: a method the server does not serve or
