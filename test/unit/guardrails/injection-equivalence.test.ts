@@ -403,8 +403,10 @@ describe("the rules the shipped weights were trained with", () => {
     // against the agent's safety steps (skip a verification, declare a check off, act without the pharmacist, hide a
     // change from the audit trail, the same in other languages, forge an approval), and a seventh (the audit trail
     // avoided in other languages, records asked for unredacted) and an "about to" and an article before the verb that
-    // leave an act to the model; hard rules only, the weights stand.
-    expect(digest).toBe("080372215bbe29cca9713f75542d82e95b02f5d050a357226b608ee7b5378984");
+    // leave an act to the model; hard rules only, the weights stand. Session 26: the request rules scan for an act's
+    // first words before the look-behind that checks the word boundary, and the declared-off rule for its last words
+    // ("disabled", "not required"): the same matches (0 differences per rule on 221,757 texts), the weights stand.
+    expect(digest).toBe("0c6e7680685af8ef0386e465010434bad7c9684817d80e43446503471b3a4cde");
     // Round 8 H (session 20): the negators whose scope makes a feature rule a prohibition (the model's ruleNegation)
     expect(createHash("sha256").update(JSON.stringify([NEGATORS, NEGATION_SCOPE])).digest("hex")).toBe("8eb1938dd12ad128d2cbb90ffcfa916cd6d205b0fc48f61594133395cc416950");
   });
