@@ -341,30 +341,35 @@ class EntryRun {
 
   /** The context of `checkExchange`: the caller's, at this stage, with this guardrail's signal. */
   context(): GuardrailContext {
-    if (this.#ctx === undefined) {
-      const signal = () => this.signal();
-      this.#ctx = {
-        ...this.parent,
-        stage: this.stage,
-        get signal() {
-          return signal();
-        },
-      };
-    }
-    return this.#ctx;
+    return (this.#ctx ??= Object.assign(new CheckContext(this), this.parent, { stage: this.stage }));
   }
 
   /** The context of `check` for one text item. */
   textContext(location: TextCheckContext["location"]): TextCheckContext {
-    const signal = () => this.signal();
-    return {
-      ...this.parent,
-      stage: this.stage,
-      location,
-      get signal() {
-        return signal();
-      },
-    };
+    return Object.assign(new CheckContext(this), this.parent, { stage: this.stage, location }) as TextCheckContext;
+  }
+}
+
+/**
+ * A context handed to a guardrail: the caller's members (copied), and `signal`, an accessor on this class that builds
+ * the guardrail's signal on first read ({@link EntryRun.signal}); assigning it is ignored (the caller's own `signal`,
+ * copied in with the other members, is what the built one follows). Built this way rather than as an object literal
+ * that spreads the caller's context and defines a getter (~2 µs per text item on Node 20, measured: 15 % of a cached
+ * stage's time) or copies into a class instance (~0.15 µs). `signal` is therefore inherited, not an own member.
+ */
+class CheckContext {
+  readonly #run: EntryRun;
+
+  constructor(run: EntryRun) {
+    this.#run = run;
+  }
+
+  get signal(): AbortSignal {
+    return this.#run.signal();
+  }
+
+  set signal(_: AbortSignal | undefined) {
+    // the caller's signal, copied in by Object.assign: the built signal follows it (EntryRun.signal)
   }
 }
 

@@ -57,6 +57,38 @@ describe("GuardrailPipeline", () => {
     expect(t.blocked).toEqual({ guardrail: "slow", reason: "guardrail_timeout" });
   });
 
+  it("hands text and structural checks the caller's members, the stage, the item's location and a signal that follows the request's", async () => {
+    const principal = Object.freeze({ clientId: "app", sub: "u1", scopes: ["user/*.rs"] });
+    const request = new AbortController();
+    const caller = { stage: "output" as const, side: "client" as const, method: "tools/call", patient: "pt-1", principal, sessionId: "s-1", signal: request.signal, tenant: "extra member" };
+    const seen: Array<Record<string, unknown>> = [];
+    const signals: AbortSignal[] = [];
+    const spy: Guardrail = {
+      name: "spy",
+      checkExchange: (_v, c) => (seen.push({ kind: "exchange", stage: c.stage, side: c.side, method: c.method, patient: c.patient, principal: c.principal, sessionId: c.sessionId, tenant: (c as { tenant?: string }).tenant }), signals.push(c.signal!), { action: "allow" }),
+      check: (_t, c) => (seen.push({ kind: "text", stage: c.stage, side: c.side, method: c.method, patient: c.patient, principal: c.principal, sessionId: c.sessionId, path: c.location.path, role: c.location.role, tenant: (c as { tenant?: string }).tenant }), signals.push(c.signal!), { action: "allow" }),
+    };
+    const p = new GuardrailPipeline({ input: [{ guardrail: spy }], output: [{ guardrail: spy }] });
+    await p.evaluate("input", req("first", "second"), caller);
+    const common = { side: "client", method: "tools/call", patient: "pt-1", principal, sessionId: "s-1", tenant: "extra member" };
+    expect(seen).toEqual([
+      { kind: "exchange", stage: "input", ...common },
+      { kind: "text", stage: "input", ...common, path: "systemPrompt", role: undefined },
+      { kind: "text", stage: "input", ...common, path: "messages[0].content.text", role: "user" },
+      { kind: "text", stage: "input", ...common, path: "messages[1].content.text", role: "assistant" },
+    ]);
+    // each signal is the guardrail's own (not the request's), not aborted while it ran ...
+    expect(signals.every((s) => s instanceof AbortSignal && s !== request.signal && !s.aborted)).toBe(true);
+    // ... and one read while a request is live follows the request's abort
+    let inner: AbortSignal | undefined;
+    const waiter: Guardrail = { name: "waiter", check: (_t, c) => new Promise((r) => { inner = c.signal; inner!.addEventListener("abort", () => r({ action: "allow" })); }) };
+    const pending = new GuardrailPipeline({ input: [{ guardrail: waiter, timeoutMs: 5_000 }] }).evaluate("input", req("x"), caller);
+    await expect.poll(() => inner).toBeDefined();
+    request.abort(new Error("gone"));
+    await pending;
+    expect(inner!.aborted).toBe(true);
+  });
+
   it("aborts the signal of a timed-out async guardrail", async () => {
     let aborted = false;
     const slow: Guardrail = {
