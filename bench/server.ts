@@ -26,6 +26,11 @@
  * - `mem-sdk`   the plain SDK v2 equivalent (one McpServer + transport per session), for reference;
  * - `bare+auth`, `bare+guardrails`, `bare+audit`: one layer of `full` at a time (the runner's `--layers`).
  *
+ * `HMCP_DROP` (environment, e.g. `guard`, `audit`, `auth`, or several: `guard,audit`) leaves those layers out of any HMCP
+ * configuration above, for `bench/ab.ts --env HMCP_DROP --b guard`: what one layer costs on `full-modern` or `full`.
+ * (Without `auth` the guardrails' decision cache has no principal to key by: a stateless `full-modern` then checks every
+ * text afresh.)
+ *
  * IPC: the child sends `{ type: "ready", url }`; it answers `{ type: "stats" }` with {@link ServerStats},
  * `{ type: "gc" }` with stats after two full collections (needs `--expose-gc`), `{ type: "prof-start" }` and
  * `{ type: "prof-stop", file }` (a CPU profile of just that window, via the inspector) with `{ type: "prof" }`, and
@@ -275,9 +280,10 @@ async function startHmcp(config: "bare" | "full" | "full-distinct" | "full-disti
   const { FileAuditSink, HMCPServer, createHttpApp, createJwtBearerAuthenticator, generateAuditSigningKey, listen } = await loadHmcp();
   let listening: Listening;
   const full = config === "full" || config === "full-modern" || isDistinct(config);
-  const withAuth = full || config === "bare+auth";
-  const withGuardrails = full || config === "bare+guardrails";
-  const withAudit = full || config === "bare+audit";
+  const drop = process.env.HMCP_DROP ?? "";
+  const withAuth = (full || config === "bare+auth") && !drop.includes("auth");
+  const withGuardrails = (full || config === "bare+guardrails") && !drop.includes("guard");
+  const withAudit = (full || config === "bare+audit") && !drop.includes("audit");
   if (withAuth || withGuardrails || withAudit) {
     const guardrails = withGuardrails ? await loadDefaultPolicy(config === "full-distinct-workers" ? 1 : undefined) : false;
     if (guardrails) guardrailRunner = guardrails;
