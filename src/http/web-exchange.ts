@@ -26,16 +26,17 @@ export interface WebHandler {
 const BODY_HEADERS: ReadonlySet<string> = new Set(["content-length", "content-encoding", "transfer-encoding"]);
 
 /**
- * The Web `Request` for an already parsed Node request: method, `http://<Host><url>`, every header but the HTTP/2
- * pseudo-headers and those describing the body, and `signal`. No body: pass the parsed body to the handler beside it.
+ * The Web `Request` for an already parsed Node request: method, `http://<Host><url>`, the headers as Node parsed them
+ * (`req.headers`: a repeated `Host`, `Content-Type` or `Authorization` keeps its first value, as the Host check and the
+ * bearer check read it, and as the SDK's `toWebRequest` copies them) but the HTTP/2 pseudo-headers and those describing
+ * the body, and `signal`. No body: pass the parsed body to the handler beside it.
  */
 export function bodylessWebRequest(req: IncomingMessage, signal: AbortSignal): Request {
   const headers = new Headers();
-  const raw = req.rawHeaders;
-  for (let i = 0; i + 1 < raw.length; i += 2) {
-    const name = raw[i]!.toLowerCase();
-    if (name.startsWith(":") || BODY_HEADERS.has(name)) continue;
-    headers.append(name, raw[i + 1]!);
+  for (const [name, value] of Object.entries(req.headers)) {
+    if (value === undefined || name.startsWith(":") || BODY_HEADERS.has(name)) continue;
+    if (Array.isArray(value)) for (const v of value) headers.append(name, v);
+    else headers.set(name, value);
   }
   const host = req.headers.host ?? "localhost";
   return new Request(`http://${host}${req.url ?? "/"}`, { method: req.method ?? "GET", headers, signal });
@@ -89,7 +90,15 @@ export async function serveWebExchange(
   const headers: Record<string, string> = {};
   for (const [name, value] of response.headers) headers[name] = value;
   if (response.body === null || isJson(headers["content-type"])) {
-    const body = response.body === null ? undefined : Buffer.from(await response.arrayBuffer());
+    let body: Buffer | undefined;
+    try {
+      body = response.body === null ? undefined : Buffer.from(await response.arrayBuffer());
+    } catch {
+      // the body failed: the status and headers go out with what there is (nothing), as the chunk loop below would
+    }
+    // one write with its length: no chunked framing for an answer already whole
+    if (body !== undefined) headers["content-length"] = String(body.byteLength);
+    else delete headers["content-length"];
     finished = true;
     res.writeHead(response.status, headers);
     res.end(body);

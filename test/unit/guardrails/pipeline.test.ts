@@ -89,6 +89,22 @@ describe("GuardrailPipeline", () => {
     expect(inner!.aborted).toBe(true);
   });
 
+  it("copies a caller's member named __proto__ as a member (never as the context's prototype), and keeps the guardrail's own signal", async () => {
+    const caller = JSON.parse('{"stage":"input","side":"client","method":"tools/call","__proto__":{"evil":"yes"}}') as GuardrailContext;
+    const request = new AbortController();
+    caller.signal = request.signal;
+    let seen: { evil: unknown; signal: AbortSignal | undefined; own: boolean } | undefined;
+    const spy: Guardrail = {
+      name: "spy",
+      check: (_t, c) => ((seen = { evil: (c as unknown as { evil?: unknown }).evil, signal: c.signal, own: Object.prototype.hasOwnProperty.call(c, "__proto__") }), { action: "allow" }),
+    };
+    await new GuardrailPipeline({ input: [{ guardrail: spy }] }).evaluate("input", req("x"), caller);
+    expect(seen!.evil).toBeUndefined();
+    expect(seen!.own).toBe(true);
+    expect(seen!.signal).toBeInstanceOf(AbortSignal);
+    expect(seen!.signal).not.toBe(request.signal);
+  });
+
   it("aborts the signal of a timed-out async guardrail", async () => {
     let aborted = false;
     const slow: Guardrail = {

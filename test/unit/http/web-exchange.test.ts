@@ -1,5 +1,5 @@
 import { createServer, type IncomingMessage, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
+import { connect, type AddressInfo } from "node:net";
 import express from "express";
 import { afterEach, describe, expect, it } from "vitest";
 import { serveWebExchange, type FetchOptions, type WebHandler } from "../../../src/http/web-exchange.js";
@@ -44,6 +44,40 @@ describe("serveWebExchange (the modern era's Node -> Web step)", () => {
     expect(seen.request!.headers.get("content-type")).toBe("application/json");
     // the headers that described the body the Request does not carry
     expect(seen.request!.headers.get("content-length")).toBeNull();
+  });
+
+  it("gives the handler a repeated Content-Type, Host or Authorization as Node parsed it (the first value), and answers JSON with its length", async () => {
+    let seen: Headers | undefined;
+    const url = new URL(
+      await serve({
+        fetch: async (request) => {
+          seen = request.headers;
+          return Response.json({ ok: true });
+        },
+      }),
+    );
+    const body = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "ping" });
+    const raw = await new Promise<string>((resolve, reject) => {
+      const socket = connect(Number(url.port), url.hostname, () => {
+        socket.write(
+          `POST /mcp HTTP/1.1\r\nHost: localhost\r\nHost: evil.example\r\nContent-Type: application/json\r\nContent-Type: application/json\r\n` +
+            `Authorization: Bearer one\r\nAuthorization: Bearer two\r\nX-Many: a\r\nX-Many: b\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+        );
+      });
+      let out = "";
+      socket.on("data", (d) => (out += d.toString("latin1")));
+      socket.on("end", () => resolve(out));
+      socket.on("error", reject);
+    });
+    expect(raw.split("\r\n")[0]).toBe("HTTP/1.1 200 OK");
+    expect(seen!.get("host")).toBe("localhost");
+    expect(seen!.get("content-type")).toBe("application/json");
+    expect(seen!.get("authorization")).toBe("Bearer one");
+    // headers Node joins stay joined
+    expect(seen!.get("x-many")).toBe("a, b");
+    const head = raw.slice(0, raw.indexOf("\r\n\r\n")).toLowerCase();
+    expect(head).toContain(`content-length: ${Buffer.byteLength(JSON.stringify({ ok: true }))}`);
+    expect(head).not.toContain("transfer-encoding");
   });
 
   it("reads the body into the Request when no body parser ran, and answers 413 over maxRequestBodySize", async () => {
