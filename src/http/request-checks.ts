@@ -8,6 +8,7 @@ import type { Request, RequestHandler } from "express";
 import { isJsonContentType, isJSONRPCNotification, isJSONRPCRequest, isJSONRPCResponse } from "@modelcontextprotocol/server";
 import { INVALID_REQUEST, TRANSPORT_ERROR } from "../protocol/errors.js";
 import type { RefusalAudit } from "./refusal-audit.js";
+import { echoableId } from "./json-rpc.js";
 
 /** The HTTP methods the endpoint serves: POST (messages), GET (a 2025-era session's SSE stream) and DELETE (ending it). */
 const ALLOWED_METHODS = new Set(["GET", "POST", "DELETE"]);
@@ -66,10 +67,4 @@ function acceptedTypes(req: Request): Set<string> {
     if (essence !== "") out.add(essence);
   }
   return out;
-}
-
-/** The id of a refused message when it is one a response may carry (a string or an integer), else null. */
-function echoableId(body: unknown): string | number | null {
-  const id = typeof body === "object" && body !== null ? (body as { id?: unknown }).id : undefined;
-  return typeof id === "string" || (typeof id === "number" && Number.isInteger(id)) ? id : null;
 }

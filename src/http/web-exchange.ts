@@ -10,6 +10,8 @@
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { toWebRequest } from "@modelcontextprotocol/node";
+import { INTERNAL_ERROR, TRANSPORT_ERROR } from "../protocol/errors.js";
+import { echoableId, jsonRpcError } from "./json-rpc.js";
 
 /** What the SDK's `createMcpHandler(...).fetch` takes besides the request. */
 export interface FetchOptions {
@@ -77,14 +79,14 @@ export async function serveWebExchange(
     });
   } catch (error) {
     if ((error as { name?: unknown } | null)?.name === "RequestBodyTooLargeError") {
-      response = Response.json({ jsonrpc: "2.0", error: { code: -32000, message: (error as Error).message }, id: null }, { status: 413, headers: { connection: "close" } });
+      response = Response.json(jsonRpcError(TRANSPORT_ERROR, (error as Error).message), { status: 413, headers: { connection: "close" } });
     } else {
       try {
         options.onerror?.(error instanceof Error ? error : new Error(String(error)));
       } catch {
         // the observer's own failure must not stop the answer
       }
-      response = Response.json({ jsonrpc: "2.0", error: { code: -32603, message: "Internal server error" }, id: echoableId(req.body) }, { status: 500 });
+      response = Response.json({ ...jsonRpcError(INTERNAL_ERROR, "Internal server error"), id: echoableId(req.body) }, { status: 500 });
     }
   }
   const headers: Record<string, string> = {};
@@ -128,11 +130,4 @@ export async function serveWebExchange(
 
 function isJson(contentType: string | undefined): boolean {
   return contentType !== undefined && /^application\/json\b/i.test(contentType);
-}
-
-/** The JSON-RPC id to echo on an error answer: a single request's string or number id, else null. */
-function echoableId(body: unknown): string | number | null {
-  if (typeof body !== "object" || body === null || Array.isArray(body)) return null;
-  const { method, id } = body as { method?: unknown; id?: unknown };
-  return typeof method === "string" && (typeof id === "string" || typeof id === "number") ? id : null;
 }
