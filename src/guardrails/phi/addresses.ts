@@ -5,7 +5,7 @@
 import type { FoundList } from "./entities.js";
 import { notAddrAfterNumAt, skipWs } from "./patterns.js";
 import type { WordSet } from "./lexicon.js";
-import { type RuleLists, type StartRule, threeLead } from "./prefilter.js";
+import { prefixRule, type RuleLists, type StartRule } from "./prefilter.js";
 import { isUpper, isWs } from "./text.js";
 
 // ---------------------------------------------------------------------------------------------
@@ -23,12 +23,7 @@ const ADDR_SUFFIX = /^(?:út|ul|avda|aleja|põik|iela|gatve|street|st|avenue|ave
  * Start rules (./prefilter.ts) of {@link ADDR_TRIGGER} and {@link ADDR_NUM_START}: they run at these positions only. The
  * detector scans for them together with the patterns' rules (one pass) and passes the candidates to {@link scanAddresses}.
  */
-export const ADDR_TRIGGER_START: StartRule = {
-  lead: /^(?:ad|li|lo|of|is|se|de|ma|re|mo|co|me|st|dr|ar|en|no|so|it|in)/i,
-  prev: "alnum",
-  fold: true,
-  narrow: threeLead(["add", "liv", "loc", "off", "is ", "sen", "del", "mai", "ret", "mov", "cor", "mee", "sto", "dro", "arr", "ent", "nor", "sou", "it ", "in"]),
-};
+export const ADDR_TRIGGER_START: StartRule = prefixRule(["add", "liv", "loc", "off", "is ", "sen", "del", "mai", "ret", "mov", "cor", "mee", "sto", "dro", "arr", "ent", "nor", "sou", "it ", "in"], true);
 export const ADDR_NUM_START_RULE: StartRule = { lead: /^\d/, prev: "alnum" };
 const ADDR_TRIGGER_AT = new RegExp(ADDR_TRIGGER.source, "iuy");
 const ADDR_NUM_START_AT = new RegExp(ADDR_NUM_START.source, "uy");

@@ -5,7 +5,7 @@
  */
 import type { PhiEntityType } from "./entities.js";
 import { domainGate, ipv6Gate, militaryGate, uuidGate } from "./gates.js";
-import { type StartRule, threeLead } from "./prefilter.js";
+import { prefixRule, type StartRule } from "./prefilter.js";
 import { D_3_7, D_ACCOUNT, D_AGE, D_APOSTROPHE, D_DAY_MONTH, D_DOTS3, D_FIVE, D_GROUPED, D_HOUSE, D_HYPHEN, D_NANP, D_PLUS, D_RANGE, D_SEP3, D_SEVEN, D_SLASH, D_SLASH3, D_SSN, D_STREET } from "./digits.js";
 import { isWs } from "./text.js";
 
@@ -40,11 +40,7 @@ export interface Pattern {
   digits?: number;
 }
 
-const MONTH_LEAD: StartRule = {
-  lead: /^(?:ja|fe|ma|ap|ju|au|se|oc|no|de)/i,
-  prev: "alnum",
-  narrow: threeLead(["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"]),
-};
+const MONTH_LEAD: StartRule = prefixRule(["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"]);
 
 function luhn(digits: string): boolean {
   let sum = 0;
@@ -144,11 +140,7 @@ export const PATTERNS: Pattern[] = [
   { type: "PHONE", digits: D_GROUPED, re: /(?<![\w./-])\d{2,5}(?:[ .]\d{2,4}){2,5}(?![\w/]|\.\d)/g, valid: (m) => m[0].replace(/\D/g, "").length >= 8 },
   {
     type: "PHONE",
-    start: {
-      lead: /^(?:pa|be|pg|ce|ph|te|fa|mo|de|ho|wo|of|ca)/i,
-      prev: "alnum",
-      narrow: threeLead(["pag", "bee", "pgr", "cel", "pho", "tel", "fax", "mob", "des", "hom", "wor", "off", "cal"]),
-    },
+    start: prefixRule(["pag", "bee", "pgr", "cel", "pho", "tel", "fax", "mob", "des", "hom", "wor", "off", "cal"]),
     re: /\b(?:pager|beeper|pgr|cell(?:ular)?|phone|tel|telephone|fax|mobile|desk|home|work|office|call(?: me)?(?: at| on)?)\s?(?:#|no\.?|number)?\s?[:#-]?\s?(\(?\d[\d() .-]{3,16}\d)(?!\w)/gi,
     group: 1,
     valid: (m) => m[1]!.replace(/\D/g, "").length >= 4,
@@ -295,11 +287,7 @@ export const PATTERNS: Pattern[] = [
   // Record, account, licence and other identifying numbers in context, and long digit runs.
   {
     type: "ID",
-    start: {
-      lead: /^(?:mr|me|ac|re|li|dl|dr|pa|po|id|np|de)/i,
-      prev: "alnum",
-      narrow: threeLead(["mrn", "mr#", "med", "mem", "acc", "ref", "rec", "lic", "dl", "dri", "pat", "pas", "pol", "id", "npi", "dea"]),
-    },
+    start: prefixRule(["mrn", "mr#", "med", "mem", "acc", "ref", "rec", "lic", "dl", "dri", "pat", "pas", "pol", "id", "npi", "dea"]),
     re: /\b(?:mrn|mr#|medical record(?:\s(?:no\.?|number|#))?|acct|account(?:\s(?:no\.?|number|#))?|ref(?:erence)?(?:\s?#|\sno\.?|\snumber)?|record\s?#|licen[cs]e(?:\snumber)?(?:\sis)?|dl|driver'?s licen[cs]e(?:\snumber)?(?:\sis)?|patient\sid|member\sid|policy\s(?:no\.?|number|#)|id\s?#|id:|npi|dea|passport(?:\snumber)?(?:\sis)?)\s?[:#]?\s?((?=[A-Z0-9-]{0,20}\d)[A-Z0-9][A-Z0-9-]{3,20})\b/gi,
     group: 1,
   },

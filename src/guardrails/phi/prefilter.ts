@@ -78,6 +78,17 @@ export function threeLead(prefixes: readonly string[]): (text: string, at: numbe
   };
 }
 
+/**
+ * The start rule of a pattern whose every match begins with one of `prefixes` (as for {@link threeLead}) after a
+ * non-alphanumeric character: its `lead` (the prefixes' first two characters, in the order given, any ASCII case) and
+ * its `narrow` ({@link threeLead}) from the one list. `fold`: see {@link StartRule.fold}.
+ */
+export function prefixRule(prefixes: readonly string[], fold?: true): StartRule {
+  const pairs = [...new Set(prefixes.map((p) => p.slice(0, 2)))];
+  const escaped = pairs.map((p) => p.replace(/[\\^$.*+?()[\]{}|/]/g, "\\$&"));
+  return { lead: new RegExp(`^(?:${escaped.join("|")})`, "i"), prev: "alnum", ...(fold && { fold }), narrow: threeLead(prefixes) };
+}
+
 /** Rules with the same key are the same condition: the patterns with them share one bit of a {@link StartIndex}. */
 export const ruleKey = (r: StartRule): string => `${r.lead.source}/${r.lead.flags}/${r.prev}/${r.fold === true}`;
 
