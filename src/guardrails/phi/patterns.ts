@@ -145,6 +145,23 @@ export const PATTERNS: Pattern[] = [
     group: 1,
     valid: (m) => m[1]!.replace(/\D/g, "").length >= 4,
   },
+  // a local number (7 digits) after "number" or after "reached / paged / call <someone> at" ("wife's number 555-1234",
+  // "CALL SON AT 555 1234", "can be reached at 555-1234"), where the rule above wants a phone word right before it
+  {
+    type: "PHONE",
+    // (the digit gate first: a text without a 3-digit run, up to three characters and a 4-digit run never runs it)
+    digits: D_NANP,
+    start: prefixRule(["num", "rea", "pag", "cal", "con"]),
+    re: /\b(?:number\s?[:#]?|(?:reached|reach|paged?|call(?:ed)?|contact(?:ed)?)(?:\s(?:him|her|them|me|us|son|daughter|wife|husband|family|mother|father|sister|brother|mom|dad|niece|nephew))?\s(?:at|on))\s?(\d{3}[ -]\d{4})(?![\w/]|[.-]\d)/gi,
+    group: 1,
+  },
+  // an extension alone ("ext. 5-6789", "extension 4417"): 4-6 digits
+  {
+    type: "PHONE",
+    start: prefixRule(["ext"]),
+    re: /\bext(?:\.|ension)?\s?#?\s?(\d(?:-?\d){3,5})(?![\w/]|[.-]\d)/gi,
+    group: 1,
+  },
   { type: "PHONE", digits: D_3_7, re: /(?<![\w/.-])(?:\d{3}[ -]\d{7}|\d{6}-\d{4})(?![\w/]|[.-]\d)/g },
   // hyphen-grouped digits with 8 or more digits that are not a date ("71-33-52-22", "0961-7596216"). The match at a
   // position is the whole hyphen-joined chain of digit runs or nothing (the look-ahead refuses an end before a digit or

@@ -130,6 +130,17 @@ describe("PHI detector on FHIR JSON", () => {
     expect(redactPhiText("SVR 1500-2250 overnight, shift 1900-0700.")).toBe("SVR 1500-2250 overnight, shift 1900-0700.");
   });
 
+  it("finds local seven-digit numbers and extensions after a cue, not counts, ranges or times", () => {
+    expect(redactPhiText("Wife's number 555-1234, she calls daily.")).toBe("Wife's number [PHONE], she calls daily.");
+    expect(redactPhiText("CALL SON AT 555 1234 WITH CHANGES.")).toBe("CALL SON AT [PHONE] WITH CHANGES.");
+    expect(redactPhiText("Family can be reached at 555-1234.")).toBe("Family can be reached at [PHONE].");
+    expect(redactPhiText("Covering team: ext. 5-6789, or extension 4417 after hours.")).toBe("Covering team: ext. [PHONE], or extension [PHONE] after hours.");
+    // a number that is not a phone: a count, a range, a time, an extension word with too few digits
+    expect(redactPhiText("Number of episodes 3, UO 100-1000 cc/hr, called at 1530, ext 2+ edema.")).toBe(
+      "Number of episodes 3, UO 100-1000 cc/hr, called at 1530, ext 2+ edema.",
+    );
+  });
+
   it("phi-redaction answers a repeated result of the same session from the decision cache, with the same redaction", async () => {
     const p = new GuardrailPipeline({ output: [{ guardrail: createPhiGuardrail() }] });
     const ctx = { stage: "output" as const, side: "server" as const, method: "sampling/createMessage", sessionId: "s1", principal: { clientId: "c", sub: "u", scopes: [] } };
