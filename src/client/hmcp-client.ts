@@ -10,9 +10,9 @@ import { Client, StreamableHTTPClientTransport, SdkErrorCode, SdkError, SdkHttpE
 import type { Transport, CallToolRequest, CallToolResult, CreateMessageRequest, CreateMessageResult, ElicitRequest, ElicitResult, Implementation, Progress, ReadResourceRequest, ReadResourceResult } from "@modelcontextprotocol/client";
 import { CreateMessageResultSchema } from "@modelcontextprotocol/core";
 import { z } from "zod";
-import { HMCPConfigError, HMCPError, HMCPErrorCode, readHMCPCapability, refuseUnknownOptions, withRedactionsMeta, type HMCPCapability } from "../protocol/index.js";
+import { HMCPConfigError, HMCPError, HMCPErrorCode, INTERNAL_ERROR, readHMCPCapability, refuseUnknownOptions, withRedactionsMeta, type HMCPCapability } from "../protocol/index.js";
 import type { GuardrailRunner } from "../guardrails/types.js";
-import type { TokenProvider } from "../auth/token-provider.js";
+import { TokenRequestError, type TokenProvider } from "../auth/token-provider.js";
 import { defaultGuardrails } from "../guardrails/policy.js";
 import { guardrailBlockData } from "../guardrails/block-data.js";
 import { releasedSignalFetch, type FetchFn } from "./released-fetch.js";
@@ -324,8 +324,10 @@ export class HMCPClient {
     // an agent whose sampling tool runs as a task (MCP tasks): waited out, its questions answered on the way
     const task = (started["_meta"] as Record<string, unknown> | undefined)?.[TASK_CARRIER] as TaskState | undefined;
     const called = (task === undefined ? started : await this.#settledTask(task.taskId, { ...(options.signal && { signal: options.signal }) })) as CallToolResult;
+    // (an HMCP server reports a handler's failure as a JSON-RPC error; another server may answer `isError`)
+    if (called.isError === true) throw new ProtocolError(INTERNAL_ERROR, "The server's sampling tool failed (an isError result)");
     const parsed = CreateMessageResultSchema.safeParse(called.structuredContent);
-    if (called.isError === true || !parsed.success) {
+    if (!parsed.success) {
       throw new HMCPError(HMCPErrorCode.SamplingNotSupported, "The server's sampling tool did not answer with a CreateMessageResult", { reason: "sampling_tool_failed" });
     }
     return this.#guard("input", parsed.data, "sampling/createMessage", options.signal ?? new AbortController().signal, true);
@@ -651,6 +653,11 @@ function checkClientOptions(options: HMCPClientOptions): void {
  * RFC 9728 metadata URL); the original error is the `cause`. Anything else is returned unchanged.
  */
 function typedHttpRefusal(error: unknown, endpoint?: URL): unknown {
+  // the SDK reports what failed its server/discover probe (auto and modern modes) as ERA_NEGOTIATION_FAILED, the failure
+  // itself as the cause: a token request refused (a wrong client secret) is that, not a version mismatch
+  if (error instanceof SdkError && !(error instanceof SdkHttpError) && error.code === SdkErrorCode.EraNegotiationFailed && error.cause instanceof TokenRequestError) {
+    return error.cause;
+  }
   let status: 401 | 403;
   let body: Record<string, unknown> = {};
   if (error instanceof InsufficientScopeError) {

@@ -31,7 +31,9 @@ export interface SamplingHandlerOptions {
   /**
    * Also expose the handler as the tool `sampling_createMessage` (`SAMPLING_TOOL_NAME`), for hosts that cannot send
    * `sampling/createMessage` (the MCP Inspector, most MCP hosts). Its input schema is `CreateMessageRequest` params, its
-   * `structuredContent` the `CreateMessageResult` (and `content` the result's content), `isError` never set by HMCP. It
+   * `structuredContent` the `CreateMessageResult` (and `content` the result's content), `isError` never set by HMCP: the
+   * handler's exception is a JSON-RPC error, as on `sampling/createMessage` (internal error -32603, its message kept off
+   * the wire; an `HMCPError` or protocol error as itself). It
    * runs the same handler with the same scopes (`requiredScopes`, checked instead of `tools/call`'s, over HTTP too),
    * guardrails (the arguments on input, the result on output) and one audit record (method `tools/call`); an
    * `infoNeeded` answer keeps its `stopReason` in `structuredContent`. `true` with the defaults, or the tool's

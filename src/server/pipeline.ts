@@ -443,6 +443,10 @@ export class RequestPipeline {
       // The SDK turns a tool callback's exception into an `isError` result; an HMCP refusal raised inside a tool
       // (scope, patient context) must still leave as its JSON-RPC error (an input round's own error left above).
       if (ctx.toolError instanceof HMCPError) throw ctx.toolError;
+      // the sampling tool answers as sampling/createMessage does on the legacy era: the handler's exception leaves as a
+      // JSON-RPC error (internal error -32603, its message kept off the wire; a protocol error as itself), not as an
+      // `isError` result, which a caller cannot tell from a server without HMCP sampling
+      if (scopeMethod !== request.method && ctx.toolError !== undefined) throw ctx.toolError;
       // an input request (the handler's question) goes out as the legacy era sends it, unguarded like ctx.elicit's params
       if (this.#guardrails && OUTPUT_CONTENT_METHODS.has(request.method) && result && typeof result === "object" && !ctx.rounds?.pending) {
         result = await this.#guard(ctx, "output", result);

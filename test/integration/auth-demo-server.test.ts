@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { decodeJwt, decodeProtectedHeader } from "jose";
 import { createClientCredentialsTokenProvider, createJwtBearerAuthenticator, TokenRequestError } from "../../src/auth/index.js";
 import { startDemoAuthorizationServer, defaultDemoClients } from "../../demo/auth-server/index.js";
+import { HMCPClient } from "../../src/index.js";
 import type { DemoAuthorizationServer } from "../../demo/auth-server/index.js";
 
 const RESOURCE = "http://127.0.0.1:9/mcp";
@@ -120,6 +121,27 @@ describe("demo authorization server + client credentials token provider", () => 
     const err = await tp.getToken().catch((e: unknown) => e);
     expect(err).toBeInstanceOf(TokenRequestError);
     expect((err as TokenRequestError).oauthError).toBe("invalid_client");
+  });
+
+  it("HMCPClient.connect rejects with the TokenRequestError itself on every protocol era (not a version-negotiation failure)", async () => {
+    for (const protocolEra of ["modern", "auto", "legacy"] as const) {
+      const client = new HMCPClient({ name: "orchestrator", version: "1.0.0" }, {
+        protocolEra,
+        guardrails: false,
+        tokenProvider: createClientCredentialsTokenProvider({
+          issuer: as.issuer,
+          clientId: "secret-client",
+          auth: { type: "client_secret_basic", clientSecret: "not-the-secret" },
+          scope: "hmcp:read",
+          resource: RESOURCE,
+          allowInsecureRequests: true,
+        }),
+      });
+      const err = await client.connect({ type: "http", url: RESOURCE }).catch((e: unknown) => e);
+      await client.close();
+      expect(err, protocolEra).toBeInstanceOf(TokenRequestError);
+      expect((err as TokenRequestError).oauthError, protocolEra).toBe("invalid_client");
+    }
   });
 
   it("fails with invalid_target for an unknown resource", async () => {

@@ -332,6 +332,34 @@ describe("MCP 2026-07-28 on createHttpApp", () => {
     expect((await running).content).toEqual([{ type: "text", text: "done" }]);
   });
 
+  it("a sampling handler's exception reaches the caller as internal error -32603 on both eras, not as 'no sampling'", async () => {
+    const keys = await makeKeys();
+    const audit: AuditRecordInput[] = [];
+    const failing = () => {
+      const s = new HMCPServer({ name: "emr-writeback", version: "1.0.0" }, { guardrails: false, hooks: { audit: (r) => audit.push(r) } });
+      s.sampling(async () => {
+        throw new Error("EMR down while writing for Jane Roe");
+      });
+      return s;
+    };
+    const http = await listen(createHttpApp({ createServer: failing, bearer: bearerFor(keys) }));
+    closers.push(() => http.close());
+    const headers = { authorization: `Bearer ${await mint(keys, { scope: "hmcp:sample" })}` };
+    for (const protocolEra of ["modern", "legacy"] as const) {
+      const client = new HMCPClient({ name: "orchestrator", version: "1.0.0" }, { protocolEra, guardrails: false });
+      await client.connect({ type: "http", url: new URL("/mcp", http.url).href, headers });
+      closers.unshift(() => client.close());
+      const e = (await client.ask("write the encounter").catch((x: unknown) => x)) as { code?: number; message?: string };
+      expect(e.code, protocolEra).toBe(-32603);
+      // the handler's message (PHI) stays on the server
+      expect(e.message, protocolEra).not.toContain("Jane");
+    }
+    expect(audit.filter((r) => r.method === "tools/call" || r.method === "sampling/createMessage").map((r) => [r.method, r.outcome])).toEqual([
+      ["tools/call", "failed"],
+      ["sampling/createMessage", "failed"],
+    ]);
+  });
+
   it("the sampling tool checks a patient declared inside its arguments against the launch context", async () => {
     const keys = await makeKeys();
     const audit: AuditRecordInput[] = [];

@@ -122,7 +122,7 @@ describe("the sampling tool", () => {
     expect(seenMaxTokens).toBe(64);
   });
 
-  it("its arguments and result are each validated once, with the outcomes of the outline and full checks: valid (unknown members dropped), maxTokens 0 (the outline's error), outline-valid but not sampling params (invalid_sampling_params), a malformed result (internal error)", async () => {
+  it("its arguments and result are each validated once, with the outcomes of the outline and full checks: valid (unknown members dropped), maxTokens 0 (the outline's error), outline-valid but not sampling params (invalid_sampling_params), a malformed result (a JSON-RPC error)", async () => {
     const seen: unknown[] = [];
     let reply: unknown = { content: { type: "text", text: "ok" }, stopReason: "endTurn" };
     const server = new HMCPServer({ name: "once", version: "1.0.0" }, { auth: { localPrincipal: { clientId: "host", scopes: ["hmcp:sample"] } }, guardrails: false }).sampling(
@@ -140,10 +140,15 @@ describe("the sampling tool", () => {
     const zero = await client.callTool({ name: SAMPLING_TOOL_NAME, arguments: { messages: [msg], maxTokens: 0 } }).catch((e: unknown) => e);
     expect(JSON.stringify(zero)).toMatch(/Input validation error: Invalid arguments for tool .*maxTokens/);
     const notParams = await client.callTool({ name: SAMPLING_TOOL_NAME, arguments: { messages: [{ role: "user", content: { type: "text" } }], maxTokens: 5 } }).catch((e: unknown) => e);
-    expect(JSON.stringify(notParams)).toContain("expected sampling/createMessage params");
+    // a JSON-RPC error, as sampling/createMessage with the same params gets on the legacy era
+    expect(notParams).toMatchObject({ code: -32602, data: { reason: "invalid_sampling_params" } });
+    expect((notParams as Error).message).toContain("expected sampling/createMessage params");
     reply = { content: { type: "nonsense" } };
     const bad = await client.callTool({ name: SAMPLING_TOOL_NAME, arguments: { messages: [msg], maxTokens: 5 } }).catch((e: unknown) => e);
     expect(JSON.stringify(bad)).not.toContain("nonsense");
+    // a JSON-RPC error (no `isError` result), as the same handler's answer gets on the legacy era
+    expect(bad).toMatchObject({ code: expect.any(Number) });
+    expect((bad as { code: number }).code).toBeLessThan(0);
     expect(seen).toHaveLength(2);
   });
 
