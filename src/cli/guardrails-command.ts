@@ -4,9 +4,10 @@
  *
  * Scores a guardrail policy on labelled data and prints precision, recall, false-positive rate and
  * per-message latency (p50/p99, µs).
- * - Labelled rows `{text, label}` (label 1 = should be blocked, 0 = benign) are sent as one user message
- *   of a `sampling/createMessage` request through the `input` stage (default); a block is a positive.
- *   Rows with neither `label` nor spans count as benign (label 0).
+ * - Labelled rows `{text, label}` (label 1 or true = should be blocked, 0 or false = benign; any other label is an
+ *   input error) are sent as one user message of a `sampling/createMessage` request through the `input` stage
+ *   (default); a block is a positive. Rows with neither `label` nor spans count as benign (label 0). A file with no
+ *   row is an input error.
  * - Span rows `{text, spans: [{start, end, type}]}` (or PhysioNet-style `phi`) go through the `output`
  *   stage (default); precision and recall are token-level (tokens = runs of letters/digits): a token is
  *   gold when it overlaps an annotated span, predicted when it overlaps a redacted region. Tokens of
@@ -119,9 +120,14 @@ function readRows(file: string, textField: string | undefined): Row[] {
     const row: Row = { text, line: i + 1 };
     if (typeof o["id"] === "string" || typeof o["id"] === "number") row.id = String(o["id"]);
     if (Array.isArray(spans)) row.spans = spans;
-    if (o["label"] !== undefined) row.label = Number(o["label"]) === 1 ? 1 : 0;
+    if (o["label"] !== undefined) {
+      const label = o["label"];
+      if (label !== 0 && label !== 1 && label !== true && label !== false) throw new Error(`${file}:${i + 1}: label ${JSON.stringify(label)} is not 0, 1, true or false`);
+      row.label = label === 1 || label === true ? 1 : 0;
+    }
     rows.push(row);
   }
+  if (rows.length === 0) throw new Error(`${file} holds no row: give one JSON object per line ({"text", "label"} or {"text", "spans"})`);
   return rows;
 }
 
