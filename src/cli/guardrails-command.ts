@@ -81,11 +81,15 @@ export interface EvalReport {
   errors?: EvalError[];
 }
 
+const KNOWN_OPTIONS = new Set(["policy", "data", "format", "stage", "text-field", "ignore-types", "limit", "show-errors"]);
+
 function parseArgs(argv: string[]): Record<string, string> | string {
   const opts: Record<string, string> = {};
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!;
     if (!a.startsWith("--")) return `unexpected argument '${a}'`;
+    // an unknown option is named as such wherever it stands, not as one missing its value
+    if (!KNOWN_OPTIONS.has(a.slice(2))) return `unknown option ${a}`;
     const v = argv[i + 1];
     if (v === undefined || v.startsWith("--")) return `option ${a} needs a value`;
     opts[a.slice(2)] = v;
@@ -269,13 +273,6 @@ export async function runGuardrailsCommand(argv: string[], io: IO): Promise<numb
   if (typeof opts === "string") {
     io.err(`hmcp guardrails eval: ${opts}\n${USAGE}`);
     return 2;
-  }
-  const known = new Set(["policy", "data", "format", "stage", "text-field", "ignore-types", "limit", "show-errors"]);
-  for (const k of Object.keys(opts)) {
-    if (!known.has(k)) {
-      io.err(`hmcp guardrails eval: unknown option --${k}\n${USAGE}`);
-      return 2;
-    }
   }
   if (!opts["policy"] || !opts["data"]) {
     io.err(`hmcp guardrails eval: --policy and --data are required\n${USAGE}`);

@@ -106,4 +106,16 @@ describe("hmcp guardrails eval", () => {
       expect(r.err).toBe(`hmcp guardrails eval: ${empty} holds no row: give one JSON object per line ({"text", "label"} or {"text", "spans"})`);
     }
   });
+
+  it("an unknown option is an unknown option, also as the last argument", async () => {
+    const data = path.join(here, "fixtures/labeled.jsonl");
+    for (const tail of [["--bogus"], ["--bogus", "x"], ["--bogus", "--format", "json"]]) {
+      const r = await run("guardrails", "eval", "--policy", policy, "--data", data, ...tail);
+      expect(r.code).toBe(2);
+      expect(r.err).toMatch(/^hmcp guardrails eval: unknown option --bogus\n/);
+    }
+    // a known option without its value still says so
+    const r = await run("guardrails", "eval", "--policy", policy, "--data", data, "--format");
+    expect([r.code, r.err.split("\n")[0]]).toEqual([2, "hmcp guardrails eval: option --format needs a value"]);
+  });
 });
