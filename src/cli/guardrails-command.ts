@@ -19,7 +19,7 @@
  * `byEntity` (per redaction type: tokens and precision).
  * `--show-errors N` adds up to N misclassified rows (`errors`: line, id, what was expected and decided, the blocking
  * guardrail with its score, threshold and reason class, and for span rows the missed and spurious tokens). It prints
- * the rows' text: a developer's tool for their own data, not for a shared log. `--help` / `-h` prints the usage. Exit codes: 0 done (or help), 2 usage or input error.
+ * the rows' text (or, when none was misclassified, `errors: []` and in text "misclassified rows: none"): a developer's tool for their own data, not for a shared log. `--help` / `-h` prints the usage. Exit codes: 0 done (or help), 2 usage or input error.
  */
 import { readFileSync } from "node:fs";
 import { performance } from "node:perf_hooks";
@@ -326,7 +326,8 @@ export async function runGuardrailsCommand(argv: string[], io: IO): Promise<numb
     io.out(`latency µs/message   p50 ${report.latencyUs.p50}  p99 ${report.latencyUs.p99}`);
     for (const [type, v] of Object.entries(report.byType ?? {})) io.out(`  gold ${type.padEnd(18)} tokens ${String(v.tokens).padStart(6)}  recall ${f(v.recall)}`);
     for (const [type, v] of Object.entries(report.byEntity ?? {})) io.out(`  redacted ${type.padEnd(14)} tokens ${String(v.tokens).padStart(6)}  precision ${f(v.precision)}`);
-    if (report.errors) {
+    if (report.errors?.length === 0) io.out("misclassified rows: none");
+    else if (report.errors) {
       io.out(`misclassified rows (first ${report.errors.length})`);
       for (const e of report.errors) io.out(formatError(e));
     }

@@ -118,4 +118,14 @@ describe("hmcp guardrails eval", () => {
     const r = await run("guardrails", "eval", "--policy", policy, "--data", data, "--format");
     expect([r.code, r.err.split("\n")[0]]).toEqual([2, "hmcp guardrails eval: option --format needs a value"]);
   });
+
+  it("--show-errors with nothing misclassified says so instead of listing 'first 0'", async () => {
+    const data = path.join(here, "fixtures/labeled.jsonl");
+    const text = await run("guardrails", "eval", "--policy", policy, "--data", data, "--show-errors", "5");
+    expect(text.code).toBe(0);
+    expect(text.out).not.toContain("first 0");
+    expect(text.out.split("\n").at(-1)).toBe("misclassified rows: none");
+    const json = await run("guardrails", "eval", "--policy", policy, "--data", data, "--show-errors", "5", "--format", "json");
+    expect((JSON.parse(json.out) as { errors: unknown[] }).errors).toEqual([]);
+  });
 });
