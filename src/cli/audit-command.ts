@@ -46,7 +46,7 @@ const USAGE = `usage:
                    [--public-url URL] [--tls-cert F --tls-key F] [--view-audit DIR] [--view-key F] [--view-anchors F]
                    the read-only compliance console (docs/audit-console.md); runs until Ctrl-C`;
 
-/** A command-line mistake: exit 2 with the usage. */
+/** A command-line mistake: exit 2 with the message and a pointer to `hmcp audit --help`. */
 export class UsageError extends Error {}
 
 const FILTER_OPTIONS = {
@@ -85,7 +85,8 @@ export async function runAuditCommand(argv: string[], io: IO): Promise<number> {
     }
   } catch (e) {
     if (e instanceof UsageError || (e as { code?: string }).code?.startsWith("ERR_PARSE_ARGS")) {
-      io.err(`hmcp audit: ${(e as Error).message}\n${USAGE}`);
+      // the error and a pointer to the usage (ten lines for four subcommands would bury it); no subcommand at all: the usage
+      io.err(sub === undefined ? `hmcp audit: ${(e as Error).message}\n${USAGE}` : `hmcp audit: ${(e as Error).message}\nrun 'hmcp audit --help' for the usage`);
       return 2;
     }
     if ((e as NodeJS.ErrnoException).code === "ENOENT") {

@@ -4,9 +4,10 @@
  *
  * Scores a guardrail policy on labelled data and prints precision, recall, false-positive rate and
  * per-message latency (p50/p99, µs).
- * - Labelled rows `{text, label}` (label 1 = should be blocked, 0 = benign) are sent as one user message
- *   of a `sampling/createMessage` request through the `input` stage (default); a block is a positive.
- *   Rows with neither `label` nor spans count as benign (label 0).
+ * - Labelled rows `{text, label}` (label 1 or true = should be blocked, 0 or false = benign; any other label is an
+ *   input error) are sent as one user message of a `sampling/createMessage` request through the `input` stage
+ *   (default); a block is a positive. Rows with neither `label` nor spans count as benign (label 0). A file with no
+ *   row is an input error.
  * - Span rows `{text, spans: [{start, end, type}]}` (or PhysioNet-style `phi`) go through the `output`
  *   stage (default); precision and recall are token-level (tokens = runs of letters/digits): a token is
  *   gold when it overlaps an annotated span, predicted when it overlaps a redacted region. Tokens of
@@ -18,7 +19,7 @@
  * `byEntity` (per redaction type: tokens and precision).
  * `--show-errors N` adds up to N misclassified rows (`errors`: line, id, what was expected and decided, the blocking
  * guardrail with its score, threshold and reason class, and for span rows the missed and spurious tokens). It prints
- * the rows' text: a developer's tool for their own data, not for a shared log. `--help` / `-h` prints the usage. Exit codes: 0 done (or help), 2 usage or input error.
+ * the rows' text (or, when none was misclassified, `errors: []` and in text "misclassified rows: none"): a developer's tool for their own data, not for a shared log. `--help` / `-h` prints the usage. Exit codes: 0 done (or help), 2 usage or input error.
  */
 import { readFileSync } from "node:fs";
 import { performance } from "node:perf_hooks";
@@ -80,11 +81,15 @@ export interface EvalReport {
   errors?: EvalError[];
 }
 
+const KNOWN_OPTIONS = new Set(["policy", "data", "format", "stage", "text-field", "ignore-types", "limit", "show-errors"]);
+
 function parseArgs(argv: string[]): Record<string, string> | string {
   const opts: Record<string, string> = {};
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!;
     if (!a.startsWith("--")) return `unexpected argument '${a}'`;
+    // an unknown option is named as such wherever it stands, not as one missing its value
+    if (!KNOWN_OPTIONS.has(a.slice(2))) return `unknown option ${a}`;
     const v = argv[i + 1];
     if (v === undefined || v.startsWith("--")) return `option ${a} needs a value`;
     opts[a.slice(2)] = v;
@@ -119,9 +124,14 @@ function readRows(file: string, textField: string | undefined): Row[] {
     const row: Row = { text, line: i + 1 };
     if (typeof o["id"] === "string" || typeof o["id"] === "number") row.id = String(o["id"]);
     if (Array.isArray(spans)) row.spans = spans;
-    if (o["label"] !== undefined) row.label = Number(o["label"]) === 1 ? 1 : 0;
+    if (o["label"] !== undefined) {
+      const label = o["label"];
+      if (label !== 0 && label !== 1 && label !== true && label !== false) throw new Error(`${file}:${i + 1}: label ${JSON.stringify(label)} is not 0, 1, true or false`);
+      row.label = label === 1 || label === true ? 1 : 0;
+    }
     rows.push(row);
   }
+  if (rows.length === 0) throw new Error(`${file} holds no row: give one JSON object per line ({"text", "label"} or {"text", "spans"})`);
   return rows;
 }
 
@@ -264,13 +274,6 @@ export async function runGuardrailsCommand(argv: string[], io: IO): Promise<numb
     io.err(`hmcp guardrails eval: ${opts}\n${USAGE}`);
     return 2;
   }
-  const known = new Set(["policy", "data", "format", "stage", "text-field", "ignore-types", "limit", "show-errors"]);
-  for (const k of Object.keys(opts)) {
-    if (!known.has(k)) {
-      io.err(`hmcp guardrails eval: unknown option --${k}\n${USAGE}`);
-      return 2;
-    }
-  }
   if (!opts["policy"] || !opts["data"]) {
     io.err(`hmcp guardrails eval: --policy and --data are required\n${USAGE}`);
     return 2;
@@ -323,7 +326,8 @@ export async function runGuardrailsCommand(argv: string[], io: IO): Promise<numb
     io.out(`latency µs/message   p50 ${report.latencyUs.p50}  p99 ${report.latencyUs.p99}`);
     for (const [type, v] of Object.entries(report.byType ?? {})) io.out(`  gold ${type.padEnd(18)} tokens ${String(v.tokens).padStart(6)}  recall ${f(v.recall)}`);
     for (const [type, v] of Object.entries(report.byEntity ?? {})) io.out(`  redacted ${type.padEnd(14)} tokens ${String(v.tokens).padStart(6)}  precision ${f(v.precision)}`);
-    if (report.errors) {
+    if (report.errors?.length === 0) io.out("misclassified rows: none");
+    else if (report.errors) {
       io.out(`misclassified rows (first ${report.errors.length})`);
       for (const e of report.errors) io.out(formatError(e));
     }

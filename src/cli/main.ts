@@ -10,13 +10,13 @@ import { DEV_AUTH_USAGE, runDevAuthServerCommand } from "./dev-auth-command.js";
 import { runTokenCommand, TOKEN_USAGE } from "./token-command.js";
 
 const USAGE = `usage: hmcp <command> ...   (hmcp audit --help, hmcp guardrails --help: every option; hmcp --version)
-  hmcp audit verify <files or dirs...> [--key <public JWK or JWK Set file>]
+  hmcp audit verify <files or dirs...> [--key <public JWK or JWK Set file>] [--anchors <file>]   (checkpoint anchors: also catch a trail cut back or rewritten)
   hmcp audit query [--patient ID] [--actor ID] [--outcome O] [--method M] [--since T] [--until T] [--format table|json] <files or dirs...>
   hmcp audit export --format fhir <files or dirs...>
   hmcp audit serve <files or dirs...> | --database-url URL  --issuer <url> --client-id <id>   (the compliance console)
   hmcp guardrails eval --policy <file> --data <file.jsonl> [--format text|json] [--show-errors N]
   hmcp dev-auth-server --resource <url> --client <id>=<scope>[,<scope>...][@<patient>]   (development only)
-  hmcp token --issuer <url> --client-id <id> --client-secret <secret> [--resource <url>] [--scope "<scopes>"]`;
+  hmcp token --issuer <url> --client-id <id> (--client-secret <secret> | --private-key <private JWK file>) [--resource <url>] [--scope "<scopes>"]`;
 
 /** Runs the CLI with `argv` (without node and script); resolves to the exit code. */
 export async function main(argv: string[], io: { out: (s: string) => void; err: (s: string) => void }): Promise<number> {

@@ -177,6 +177,22 @@ describe("hmcp audit verify", () => {
     expect(folder.code).toBe(2);
     expect(folder.err).toContain(`--anchors ${dir}: is a folder, not a file of anchors`);
   });
+
+  it("a usage error prints the error and one line pointing to hmcp audit --help, not the whole usage", async () => {
+    const hint = "run 'hmcp audit --help' for the usage";
+    for (const argv of [["verify"], ["verify", file, "--bogus"], ["query", "--limit"], ["export", "--format", "csv", file], ["frobnicate"]]) {
+      const r = await run("audit", ...argv);
+      expect(r.code).toBe(2);
+      const lines = r.err.trimEnd().split("\n");
+      expect(lines).toHaveLength(2);
+      expect(lines[0]).toMatch(/^hmcp audit: /);
+      expect(lines[1]).toBe(hint);
+    }
+    // no subcommand at all: the usage of every subcommand (exit 2)
+    const bare = await run("audit");
+    expect(bare.code).toBe(2);
+    expect(bare.err).toMatch(/hmcp audit verify .*\n[\s\S]*hmcp audit serve /);
+  });
 });
 
 describe("hmcp audit query", () => {

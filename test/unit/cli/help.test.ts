@@ -30,6 +30,12 @@ describe("hmcp --help", () => {
     },
   );
 
+  it("hmcp --help names the options the README's commands use: audit verify --anchors, token --private-key", async () => {
+    const r = await run(["--help"]);
+    expect(r.out).toMatch(/^ {2}hmcp audit verify .*--anchors <file>/m);
+    expect(r.out).toMatch(/^ {2}hmcp token .*\(--client-secret <secret> \| --private-key <private JWK file>\)/m);
+  });
+
   it("an unknown command is a usage error (exit 2)", async () => {
     const r = await run(["frobnicate"]);
     expect(r.code).toBe(2);
