@@ -118,6 +118,7 @@ function readRows(file: string, textField: string | undefined): Row[] {
     } catch {
       throw new Error(`${file}:${i + 1}: not valid JSON`);
     }
+    if (typeof o !== "object" || o === null || Array.isArray(o)) throw new Error(`${file}:${i + 1}: not a JSON object ({"text", "label"} or {"text", "spans"})`);
     const text = textField ? o[textField] : (o["text"] ?? o["question"] ?? o["transcription"]);
     if (typeof text !== "string") throw new Error(`${file}:${i + 1}: no text field${textField ? ` '${textField}'` : " (text, question or transcription)"}`);
     const spans = (o["spans"] ?? o["phi"]) as Span[] | undefined;

@@ -96,6 +96,16 @@ describe("hmcp guardrails eval", () => {
     }
   });
 
+  it("refuses a line that is JSON but not an object, naming its line (exit 2)", async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), "hmcp-eval-"));
+    for (const value of ["null", "[]", '"text"', "3"]) {
+      const bad = path.join(dir, "bad.jsonl");
+      writeFileSync(bad, ['{"text":"What are the side effects of metformin?","label":0}', value].join("\n"));
+      const r = await run("guardrails", "eval", "--policy", policy, "--data", bad);
+      expect([r.code, r.out, r.err]).toEqual([2, "", `hmcp guardrails eval: ${bad}:2: not a JSON object ({"text", "label"} or {"text", "spans"})`]);
+    }
+  });
+
   it("refuses a data file with no row (exit 2)", async () => {
     const dir = mkdtempSync(path.join(tmpdir(), "hmcp-eval-"));
     for (const content of ["", "\n  \n"]) {
