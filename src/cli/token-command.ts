@@ -12,7 +12,7 @@
  * error code) and never print the secret. Exit codes: 0 printed, 1 no token (refused or unreachable), 2 usage.
  */
 import { readFileSync } from "node:fs";
-import type { JWK } from "jose";
+import { decodeJwt, type JWK, type JWTPayload } from "jose";
 import { createClientCredentialsTokenProvider, TokenRequestError, type ClientAuthOptions } from "../auth/token-provider.js";
 import { isLoopbackHost } from "../util/loopback.js";
 
@@ -79,7 +79,12 @@ export async function runTokenCommand(argv: string[], io: IO, env: NodeJS.Proces
       allowInsecureRequests: url.protocol === "http:",
       timeoutMs,
     });
-    io.out(await provider.getToken());
+    const token = await provider.getToken();
+    io.out(token);
+    const missing = scopesNotGranted(opts["scope"], token);
+    if (missing !== undefined && missing.length > 0) {
+      io.err(`hmcp token: warning: the token does not carry ${missing.join(" ")} (is the client registered for ${missing.length > 1 ? "them" : "it"}?); calls that need ${missing.length > 1 ? "them" : "it"} will be refused with insufficient_scope`);
+    }
     return 0;
   } catch (e) {
     if (e instanceof TokenRequestError) {
@@ -88,6 +93,23 @@ export async function runTokenCommand(argv: string[], io: IO, env: NodeJS.Proces
     }
     throw e;
   }
+}
+
+/**
+ * The requested scopes a JWT access token does not carry in its `scope` claim (RFC 9068 §2.2.3; space-separated), or
+ * undefined when nothing was asked for or the token is not a readable JWT (an opaque token: the server knows).
+ */
+function scopesNotGranted(asked: string | undefined, token: string): string[] | undefined {
+  const want = (asked ?? "").split(" ").filter((x) => x !== "");
+  if (want.length === 0) return undefined;
+  let claims: JWTPayload;
+  try {
+    claims = decodeJwt(token);
+  } catch {
+    return undefined;
+  }
+  const granted = new Set(typeof claims["scope"] === "string" ? claims["scope"].split(" ") : []);
+  return want.filter((x) => !granted.has(x));
 }
 
 function usage(io: IO, why: string): number {

@@ -96,6 +96,17 @@ describe("hmcp dev-auth-server and hmcp token", () => {
     const bound = await cli("token", "--issuer", printed.issuer, "--client-id", app.clientId, "--client-secret", app.clientSecret, "--resource", resource, "--scope", "patient/hmcp:read");
     const claims = JSON.parse(Buffer.from(bound.out.split(".")[1]!, "base64url").toString()) as Record<string, unknown>;
     expect(claims).toMatchObject({ patient: "pat-7", aud: resource, iss: printed.issuer });
+    expect(bound.err).toBe("");
+  });
+
+  it("hmcp token warns on stderr when the token lacks a scope it asked for (the client is not registered for it)", async () => {
+    const orch = printed.clients[0]!;
+    const t = await cli("token", "--issuer", printed.issuer, "--client-id", orch.clientId, "--client-secret", orch.clientSecret, "--resource", resource, "--scope", "hmcp:sample system/Observation.cu");
+    expect(t.code).toBe(0);
+    expect(t.out).toMatch(/^[\w-]+\.[\w-]+\.[\w-]+$/);
+    expect(t.err).toBe(
+      "hmcp token: warning: the token does not carry system/Observation.cu (is the client registered for it?); calls that need it will be refused with insufficient_scope",
+    );
   });
 
   it("HMCPClient with the printed credentials makes an authenticated HMCP call", async () => {
