@@ -265,8 +265,8 @@ export class HMCPClient {
    * Sends `sampling/createMessage` to the server (HMCP client → server sampling).
    * @throws HMCPError `SamplingNotSupported` (locally, nothing sent) when the server did not advertise
    *   `experimental.hmcp.sampling`; ProtocolError with the server's code (e.g. GuardrailBlocked, InsufficientScope) when
-   *   the server refuses; HMCPError `GuardrailBlocked` (`data.stage` "input") when this client's guardrails block the
-   *   result (e.g. it names another patient than the client's); SdkError `RequestTimeout` after `timeoutMs`
+   *   the server refuses; HMCPError `GuardrailBlocked` (`data.stage` "input", `data.side` "client") when this client's
+   *   guardrails block the result (e.g. it names another patient than the client's); SdkError `RequestTimeout` after `timeoutMs`
    *   without progress; over HTTP, when the HTTP layer refuses the request before any server sees it: HMCPError
    *   `InsufficientScope` for a 403 (`data.required`, `data.status`, `data.resourceMetadata`), `Unauthenticated` for
    *   a 401 (`data.reason` `invalid_token` or `unauthenticated`, `data.description`), else the SDK's
@@ -350,8 +350,8 @@ export class HMCPClient {
    * client's input stage before returning it: a tool result is data the caller's model will read, where an indirect
    * prompt injection hides (see docs/guardrails.md, "Where prompt-injection applies"). `timeoutMs` defaults to the SDK's
    * 60,000 ms.
-   * @throws HMCPError `GuardrailBlocked` (`data.stage` "input", with `score`, `threshold` and `reasonClass` when the
-   *   guardrail gave them) when this client's guardrails block the result; ProtocolError with the server's code when it
+   * @throws HMCPError `GuardrailBlocked` (`data.stage` "input", `data.side` "client", with `score`, `threshold` and
+   *   `reasonClass` when the guardrail gave them) when this client's guardrails block the result; ProtocolError with the server's code when it
    *   refuses; over HTTP, the SDK's `SdkHttpError` as for {@link createMessage}.
    */
   async callTool(params: CallToolRequest["params"], options: { signal?: AbortSignal; timeoutMs?: number } & Omit<WaitForTaskOptions, "signal"> = {}): Promise<CallToolResult> {
@@ -574,11 +574,14 @@ export class HMCPClient {
       const patient = this.#options.patient;
       outcome = await g.evaluate(stage, payload, { stage, side: "client", method, signal, sessionId: this.#guardScope, ...(patient !== undefined && { patient }) });
     } catch (cause) {
-      throw new HMCPError(HMCPErrorCode.GuardrailBlocked, "Blocked by guardrail", { reason: "guardrail_error", guardrail: "pipeline" }, { cause });
+      throw new HMCPError(HMCPErrorCode.GuardrailBlocked, received ? "The answer was blocked by this client's guardrails" : "Blocked by guardrail", { reason: "guardrail_error", guardrail: "pipeline", side: "client" }, { cause });
     }
     if (outcome.action === "block") {
       const b = outcome.blocked ?? { guardrail: "unknown", reason: "guardrail_blocked" };
-      throw new HMCPError(HMCPErrorCode.GuardrailBlocked, `Blocked by guardrail '${b.guardrail}'`, guardrailBlockData(b, stage));
+      // `side: "client"`: this client's own guardrails refused (an answer it received, or a request a server sent it),
+      // which a caller must tell apart from a block by the server (no `side`, or `side: "server"` from an HMCP server)
+      const message = received ? `The answer was blocked by this client's guardrail '${b.guardrail}'` : `Blocked by guardrail '${b.guardrail}'`;
+      throw new HMCPError(HMCPErrorCode.GuardrailBlocked, message, { ...guardrailBlockData(b, stage), side: "client" });
     }
     // an answer this client redacted says so (REDACTIONS_META_KEY), as a server's redacted result does
     return stage === "output" || received ? withRedactionsMeta(outcome.payload, outcome.redactions) : outcome.payload;

@@ -108,7 +108,9 @@ describe("explainable guardrail blocks", () => {
     const err = await client.callTool({ name: "lookup", arguments: { q: "poison" } }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(HMCPError);
     expect((err as HMCPError).code).toBe(HMCPErrorCode.GuardrailBlocked);
-    expect((err as HMCPError).data).toEqual({ reason: "dose_change", guardrail: "dose-guard", stage: "input", score: 0.99, threshold: 0.4, reasonClass: "dose_change" });
+    // the client's own refusal says so: a caller can tell it from a block by the server
+    expect((err as HMCPError).data).toEqual({ reason: "dose_change", guardrail: "dose-guard", stage: "input", score: 0.99, threshold: 0.4, reasonClass: "dose_change", side: "client" });
+    expect((err as HMCPError).message).toBe("The answer was blocked by this client's guardrail 'dose-guard'");
     const err2 = await client.readResource({ uri: "emr://note/1" }).catch((e: unknown) => e);
     expect((err2 as HMCPError).code).toBe(HMCPErrorCode.GuardrailBlocked);
   });
