@@ -21,7 +21,7 @@ import { randomBytes } from "node:crypto";
 import { exportJWK, generateKeyPair } from "jose";
 import type { JWK } from "jose";
 import Provider, { errors } from "oidc-provider";
-import type { ProviderLike } from "oidc-provider";
+import type { ProviderLike } from "./provider-types.js";
 import { createMemoryAdapter } from "./memory-adapter.js";
 import { IDENTITY_SCOPES, interactionUid, renderErrorPage, serveLoginPage } from "./login.js";
 import type { DevUserConfig } from "./login.js";
