@@ -208,6 +208,7 @@ export type {
 export { HMCPServer, hmcpContext, HMCPConfigError, PATIENT_META_KEY, serveStdio, defaultOperationalLogger, MemoryRequestStateStore, RequestStateStoreFull, PostgresRequestStateStore, PostgresTaskStore, TASKS_EXTENSION_ID } from "./server/index.js";
 export type {
   SamplingHandlerOptions,
+  HMCPToolConfig,
   RequestContext,
   SamplingContext,
   SamplingHandler,

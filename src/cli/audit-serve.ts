@@ -55,7 +55,7 @@ export async function serve(argv: string[], io: IO, signal?: AbortSignal): Promi
   const dbUrl = values["database-url"] ?? undefined;
   if (dbUrl === undefined && positionals.length === 0) throw new UsageError("no trail given: name audit files or folders, or --database-url (to try it on the demo's trail: npm run demo -- --serve)");
   if (dbUrl !== undefined && positionals.length > 0) throw new UsageError("give either audit files or folders, or --database-url, not both");
-  if (values.issuer === undefined || values["client-id"] === undefined) throw new UsageError("--issuer and --client-id are required: the console is never open (sign-in through your OpenID provider; to try it locally: npm run demo -- --serve, or hmcp dev-auth-server)");
+  if (values.issuer === undefined || values["client-id"] === undefined) throw new UsageError("--issuer and --client-id are required: the console is never open (sign-in through your OpenID provider; to try the console without one, in a checkout of HMCP: npm run demo -- --serve opens it on the demo's trail and prints a compliance-officer login)");
   if ((values["tls-cert"] === undefined) !== (values["tls-key"] === undefined)) throw new UsageError("--tls-cert and --tls-key go together");
   const port = values.port === undefined ? 0 : Number(values.port);
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new UsageError("--port must be a TCP port (0-65535)");

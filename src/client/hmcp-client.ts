@@ -7,18 +7,17 @@ import { randomUUID } from "node:crypto";
 import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
 import type { StdioServerParameters } from "@modelcontextprotocol/client/stdio";
 import { Client, StreamableHTTPClientTransport, SdkErrorCode, SdkError, SdkHttpError, InsufficientScopeError, ProtocolError } from "@modelcontextprotocol/client";
-import type { Transport, CallToolRequest, CallToolResult, CreateMessageRequest, CreateMessageResult, ElicitRequest, ElicitResult, Implementation, Progress, ReadResourceRequest, ReadResourceResult } from "@modelcontextprotocol/client";
+import type { Transport, CallToolRequest, CallToolResult, CreateMessageResult, ElicitRequest, ElicitResult, Implementation, Progress, ReadResourceRequest, ReadResourceResult } from "@modelcontextprotocol/client";
 import { CreateMessageResultSchema } from "@modelcontextprotocol/core";
 import { z } from "zod";
-import { HMCPConfigError, HMCPError, HMCPErrorCode, INTERNAL_ERROR, readHMCPCapability, refuseUnknownOptions, withRedactionsMeta, type HMCPCapability } from "../protocol/index.js";
+import { HMCPConfigError, HMCPError, HMCPErrorCode, INTERNAL_ERROR, readHMCPCapability, refuseUnknownOptions, withRedactionsMeta, type CreateMessageParams, type HMCPCapability } from "../protocol/index.js";
 import type { GuardrailRunner } from "../guardrails/types.js";
 import { TokenRequestError, type TokenProvider } from "../auth/token-provider.js";
 import { defaultGuardrails } from "../guardrails/policy.js";
 import { guardrailBlockData } from "../guardrails/block-data.js";
 import { releasedSignalFetch, type FetchFn } from "./released-fetch.js";
 
-/** Params of `sampling/createMessage`. */
-export type CreateMessageParams = CreateMessageRequest["params"];
+export type { CreateMessageParams };
 
 /** Where to connect. */
 export type ConnectTarget =
@@ -87,15 +86,6 @@ export interface CreateMessageOptions {
   patient?: string;
 }
 
-/**
- * An HMCP client.
- *
- * ```ts
- * const client = new HMCPClient({ name: "orchestrator", version: "1.0.0" }, { onSampling: myModel });
- * await client.connect({ type: "http", url: "http://127.0.0.1:3001/mcp" });
- * const result = await client.ask("patient identifier for Adan Portillo born 1961-04-12");
- * ```
- */
 /** The tasks extension's identifier (SEP-2663); the server side exports it as `TASKS_EXTENSION_ID` too. */
 const TASKS_EXTENSION = "io.modelcontextprotocol/tasks";
 /** Where HMCPClient carries a `CreateTaskResult` past the SDK (which refuses `resultType: "task"`; see #acceptTasks). */
@@ -128,6 +118,15 @@ export interface WaitForTaskOptions {
   pollIntervalMs?: number;
 }
 
+/**
+ * An HMCP client.
+ *
+ * ```ts
+ * const client = new HMCPClient({ name: "orchestrator", version: "1.0.0" }, { onSampling: myModel });
+ * await client.connect({ type: "http", url: "http://127.0.0.1:3001/mcp" });
+ * const result = await client.ask("patient identifier for Adan Portillo born 1961-04-12");
+ * ```
+ */
 export class HMCPClient {
   /** The underlying SDK client, for tools, resources and prompts. */
   readonly sdk: Client;

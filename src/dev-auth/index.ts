@@ -21,7 +21,7 @@ import { randomBytes } from "node:crypto";
 import { exportJWK, generateKeyPair } from "jose";
 import type { JWK } from "jose";
 import Provider, { errors } from "oidc-provider";
-import type { ProviderLike } from "oidc-provider";
+import type { ProviderLike } from "./provider-types.js";
 import { createMemoryAdapter } from "./memory-adapter.js";
 import { IDENTITY_SCOPES, interactionUid, renderErrorPage, serveLoginPage } from "./login.js";
 import type { DevUserConfig } from "./login.js";
@@ -91,8 +91,16 @@ export interface DevResourceConfig {
 export interface DevAuthorizationServerOptions {
   /** TCP port on 127.0.0.1. Default 0 (any free port). */
   port?: number;
-  /** Registered clients. Default {@link defaultDevClients}(). */
-  clients?: DevClientConfig[];
+  /**
+   * Registered clients; required, at least one (there is no default set: an empty or missing list rejects with
+   * `Error("startDevAuthorizationServer: at least one client is required")`). Each entry is a {@link DevClientConfig}:
+   * at least `clientId` and the `scopes` it may be granted, e.g. `{ clientId: "agent", scopes: ["hmcp:sample"] }` for a
+   * client credentials client with a generated key pair, or
+   * `{ clientId: "console", grantType: "authorization_code", scopes: ["openid", "profile", "user/AuditEvent.rs"] }` for
+   * users signing in ({@link DevAuthorizationServerOptions.users}; redirect URIs in `redirectUris` or later with
+   * {@link DevAuthorizationServer.addRedirectUri}). Client ids must be unique.
+   */
+  clients: DevClientConfig[];
   /**
    * Resources tokens may be issued for (identifiers or configs). May be empty when they are added later with
    * {@link DevAuthorizationServer.addResource} (an agent whose port is chosen after the server starts).

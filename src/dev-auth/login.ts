@@ -12,7 +12,7 @@
  */
 import { createHash, timingSafeEqual } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
-import type { InteractionDetails, ProviderLike } from "oidc-provider";
+import type { InteractionDetails, ProviderLike } from "./provider-types.js";
 
 /** A user who can sign in on the development authorization server's login page. */
 export interface DevUserConfig {

@@ -5,6 +5,7 @@ export type { HMCPCapability } from "./capability.js";
 export { INFO_NEEDED, INFO_NEEDED_META_KEY, isInfoNeeded } from "./stop-reason.js";
 export type { InfoNeeded } from "./stop-reason.js";
 export type { Principal, TransportKind } from "./context.js";
+export type { CreateMessageParams } from "./sampling-params.js";
 export { HMCPConfigError, closestKey, refuseUnknownOptions, unknownOptionMessage } from "./config-error.js";
 export { REDACTIONS_META_KEY, withRedactionsMeta } from "./redactions.js";
 export { SAMPLING_TOOL_NAME, scopeMethodOf } from "./sampling-tool.js";

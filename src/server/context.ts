@@ -1,13 +1,12 @@
 /**
  * What a handler sees: the request context the pipeline builds once per request.
  */
-import type { CreateMessageRequest, CreateMessageResult, ElicitRequest, ElicitResult } from "@modelcontextprotocol/server";
-import type { Principal, TransportKind } from "../protocol/index.js";
+import type { CreateMessageResult, ElicitRequest, ElicitResult } from "@modelcontextprotocol/server";
+import type { CreateMessageParams, Principal, TransportKind } from "../protocol/index.js";
 import type { ScopeRequest } from "../auth/scopes.js";
 import type { GuardrailDecisionSummary, GuardrailStage } from "../guardrails/types.js";
 
-/** Params of `sampling/createMessage` (MCP spec 2025-06-18, "Sampling"). */
-export type CreateMessageParams = CreateMessageRequest["params"];
+export type { CreateMessageParams };
 /** Params of `elicitation/create` (MCP spec 2025-06-18, "Elicitation"). */
 export type ElicitParams = ElicitRequest["params"];
 

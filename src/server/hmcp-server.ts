@@ -162,7 +162,7 @@ const SAMPLING_TOOL_OPTIONS: ReadonlySet<string> = new Set(["title", "descriptio
 type RequestHandlerMap = Map<string, InnerHandler>;
 
 /** `registerTool`'s config as HMCPServer takes it: the SDK's, and the tool's `execution` (MCP `Tool.execution`). */
-type HMCPToolConfig<I, O> = {
+export type HMCPToolConfig<I, O> = {
   title?: string;
   description?: string;
   inputSchema?: I;

@@ -1,5 +1,5 @@
 export { HMCPServer } from "./hmcp-server.js";
-export type { SamplingHandlerOptions } from "./hmcp-server.js";
+export type { SamplingHandlerOptions, HMCPToolConfig } from "./hmcp-server.js";
 export { hmcpContext } from "./context.js";
 export type {
   RequestContext,

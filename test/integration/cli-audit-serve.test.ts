@@ -66,7 +66,11 @@ describe("hmcp audit serve: refused command lines (exit 2)", () => {
     const trail = path.join(tmp.dir, "none");
     expect(await run(["--issuer", as.issuer, "--client-id", "console"])).toMatchObject({ code: 2, err: expect.stringContaining("no trail given") });
     expect(await run([trail, "--database-url", "postgres://x@127.0.0.1/db", "--issuer", as.issuer, "--client-id", "console"])).toMatchObject({ code: 2, err: expect.stringContaining("not both") });
-    expect(await run([trail])).toMatchObject({ code: 2, err: expect.stringContaining("--issuer and --client-id are required") });
+    const noIssuer = await run([trail]);
+    expect(noIssuer).toMatchObject({ code: 2, err: expect.stringContaining("--issuer and --client-id are required") });
+    // the hint names only what signs someone in: the demo's console (hmcp dev-auth-server registers no users)
+    expect(noIssuer.err).toContain("npm run demo -- --serve");
+    expect(noIssuer.err).not.toContain("dev-auth-server");
     expect(await run([trail, "--issuer", as.issuer, "--client-id", "console", "--tls-cert", "c.pem"])).toMatchObject({ code: 2, err: expect.stringContaining("go together") });
     expect(await run([trail, "--issuer", as.issuer, "--client-id", "console", "--port", "70000"])).toMatchObject({ code: 2, err: expect.stringContaining("--port") });
     expect(await run([trail, "--issuer", as.issuer, "--client-id", "console"])).toMatchObject({ code: 2, err: expect.stringContaining("no such file or directory") });

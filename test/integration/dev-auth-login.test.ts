@@ -425,5 +425,9 @@ describe("dev authorization server: user sign-in with the authorization code flo
     await expect(start([{ clientId: "c", grantType: "authorization_code", scopes: [], redirectUris: ["callback"] }])).rejects.toThrow(/not an absolute URL/);
     await expect(start([{ clientId: "c", scopes: [] }], [USERS.clerk, USERS.clerk])).rejects.toThrow(/duplicate username "clerk"/);
     await expect(start([{ clientId: "c", scopes: [] }], [{ username: "u", password: "", scopes: [] }])).rejects.toThrow(/user "u" has no password/);
+    // `clients` is required: no default set of clients
+    await expect(start([])).rejects.toThrow(/at least one client is required/);
+    // @ts-expect-error clients is a required option
+    await expect(startDevAuthorizationServer({ resources: [] })).rejects.toThrow(/at least one client is required/);
   });
 });

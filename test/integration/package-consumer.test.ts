@@ -2,7 +2,7 @@
  * The package as a consumer gets it: `npm pack` of the built dist/ (`npm ci` builds it; run `npm run build` after
  * changing src/), installed from the tarball into a fresh project
  * (dependencies from the npm cache `npm ci` filled, else the registry), then the README's embedding example run as
- * ESM, type-checked as TypeScript with `skipLibCheck: false`, loaded through `require` (Node >= 20.19 loads ES modules
+ * ESM, type-checked as TypeScript with `skipLibCheck: false` (and an import of every public subpath entry), loaded through `require` (Node >= 20.19 loads ES modules
  * synchronously), and every relative link of the shipped README resolved inside the installed package; then the
  * README's first-token path: the installed `hmcp dev-auth-server` (with the optional peer `oidc-provider`), a token for
  * the consumer's own agent, and an authenticated HMCP call.
@@ -66,6 +66,38 @@ describe("the packed package in a fresh consumer project", () => {
     let out = "";
     try {
       out = run(process.execPath, [path.join(repo, "node_modules/typescript/bin/tsc"), "-p", "."], consumer);
+    } catch (e) {
+      out = String((e as { stdout?: string }).stdout ?? e);
+    }
+    expect(out).toBe("");
+  }, 120_000);
+
+  it("type-checks every public subpath entry (hmcp/dev-auth, hmcp/console) with skipLibCheck: false and without the optional peer oidc-provider", () => {
+    // every entry of package.json `exports` but ./package.json, so a new entry needs a line here
+    const entries = Object.keys((JSON.parse(readFileSync(path.join(repo, "package.json"), "utf8")) as { exports: Record<string, unknown> }).exports);
+    expect(entries).toEqual([".", "./console", "./dev-auth", "./package.json"]);
+    expect(existsSync(path.join(consumer, "node_modules", "oidc-provider"))).toBe(false);
+    writeFileSync(
+      path.join(consumer, "entries.ts"),
+      `import { HMCPServer } from "hmcp";
+import { startAuditConsole, openAuditTrail, parseFilter } from "hmcp/console";
+import type { AuditConsoleOptions } from "hmcp/console";
+import { startDevAuthorizationServer, createMemoryAdapter, MemoryStoreFullError } from "hmcp/dev-auth";
+import type { DevAuthorizationServerOptions, DevAuthorizationServer, DevClientConfig, DevUserConfig } from "hmcp/dev-auth";
+const options: DevAuthorizationServerOptions = { clients: [{ clientId: "me", scopes: ["hmcp:sample"] }], resources: ["http://127.0.0.1:1/mcp"] };
+const user: DevUserConfig = { username: "u", password: "p", scopes: [] };
+const client: DevClientConfig | undefined = options.clients?.[0];
+export const used: unknown[] = [HMCPServer, startAuditConsole, openAuditTrail, parseFilter, createMemoryAdapter, MemoryStoreFullError, user, client];
+export type Used = [AuditConsoleOptions, DevAuthorizationServer, ReturnType<typeof startDevAuthorizationServer>];
+`,
+    );
+    writeFileSync(
+      path.join(consumer, "tsconfig.entries.json"),
+      JSON.stringify({ compilerOptions: { target: "ES2022", module: "NodeNext", moduleResolution: "NodeNext", strict: true, skipLibCheck: false, noEmit: true }, files: ["entries.ts"] }),
+    );
+    let out = "";
+    try {
+      out = run(process.execPath, [path.join(repo, "node_modules/typescript/bin/tsc"), "-p", "tsconfig.entries.json"], consumer);
     } catch (e) {
       out = String((e as { stdout?: string }).stdout ?? e);
     }
