@@ -20,7 +20,8 @@ Usage: npm run demo -- [options]
   --json                print that report on stdout instead of the summary (progress goes to stderr)
   --audit-dir <dir>     where each run's audit trail goes, one sub-folder per run (default: .hmcp/audit)
   --transport <kind>    http (default: agents on loopback ports) or stdio (agents as child processes)
-  --era <era>           modern (default: MCP 2026-07-28, the approval is an input-required round) or legacy (2025-11-25 sessions)
+  --era <era>           modern (default: MCP 2026-07-28; the write is an MCP task, its approval and summary questions
+                        answered with tasks/update) or legacy (2025-11-25 sessions, questions sent back as requests)
   --instances <n>       each agent as n processes behind a reverse proxy, sharing one database (default 1: both
                         agents in this process). Needs HAProxy (apt-get install -y haproxy; HMCP_HAPROXY=<path>
                         names the binary), else exits 2 saying so. The database: DATABASE_URL, else a throwaway

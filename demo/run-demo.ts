@@ -55,7 +55,8 @@ export interface DemoOptions {
   transport?: "http" | "stdio";
   /**
    * The MCP protocol era the orchestrator's clients speak: "modern" (default) MCP 2026-07-28, where the agents' sampling
-   * is reached as their sampling tool and the EMR agent's approval and summary questions are input-required rounds;
+   * is reached as their sampling tool and the EMR agent's write is an MCP task whose approval and summary questions
+   * (`input_required`) are answered with `tasks/update`;
    * "legacy" the 2025-11-25 sessions with client → server `sampling/createMessage` and requests sent back.
    */
   era?: "modern" | "legacy";

@@ -38,7 +38,9 @@ import { settleWithin } from "../util/settle.js";
 export interface HttpAppOptions {
   /**
    * Builds a server: one per MCP session on the 2025 era, one per request on MCP 2026-07-28 (which has no sessions), so
-   * keep it cheap and share guardrails / audit instances across the servers it builds.
+   * keep it cheap and share guardrails / audit instances across the servers it builds. Each call must return a new
+   * `HMCPServer`: an instance returned before fails that session or request (HTTP 500 / internal error, an
+   * `HMCPConfigError` in the operational log), as one server cannot serve two transports.
    */
   createServer: () => HMCPServer;
   /**
@@ -179,8 +181,15 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
   // them and no other app's: per task runtime (one per store), how to stop them
   const runOrigin = {};
   const taskRuns = new Map<object, (drainMs: number) => Promise<number>>();
+  // a factory that hands out one instance again would wire it to a second transport: later sessions then fail with
+  // -32601 and nothing says why, so a reused instance is refused where it happens
+  const built = new WeakSet<HMCPServer>();
   const createServer = (): HMCPServer => {
     const server = options.createServer();
+    if (built.has(server)) {
+      throw new HMCPConfigError("createHttpApp: createServer returned a server it had returned before; build a new HMCPServer on each call (share the guardrails and audit instances, not the server)", "createServer");
+    }
+    built.add(server);
     const runs = server[STOP_TASK_RUNS](runOrigin);
     if (runs !== undefined && !taskRuns.has(runs.runtime)) taskRuns.set(runs.runtime, runs.stop);
     return server;

@@ -7,6 +7,7 @@ import type { Request, Response } from "express";
 import { createMcpHandler, ProtocolErrorCode, type ServerNotifier } from "@modelcontextprotocol/server";
 import { declaresTasks, TASKS_EXTENSION_ID } from "../server/tasks.js";
 import { TRANSPORT_ERROR } from "../protocol/errors.js";
+import { HMCPConfigError } from "../protocol/config-error.js";
 import type { HMCPServer, OperationalLogger } from "../server/index.js";
 import { principalOf } from "./bearer-check.js";
 import type { LegacySessions } from "./legacy-sessions.js";
@@ -68,7 +69,7 @@ export class ModernEra {
       legacy: "reject",
       maxRequestBodySize: options.bodyLimitBytes,
       responseMode: options.enableJsonResponse ? "json" : "auto",
-      onerror: (error) => logger.warn("modern-era request failed in the SDK handler", { agent, error: error.name }),
+      onerror: (error) => logger.warn("modern-era request failed in the SDK handler", { agent, ...errorMeta(error) }),
     });
   }
 
@@ -119,7 +120,7 @@ export class ModernEra {
         // the Request the factory finds this request's servers by
         onRequest: (request) => this.#builtByRequest.set(request, built),
         maxRequestBodySize: this.#bodyLimitBytes,
-        onerror: (error) => this.#logger.error("modern-era request failed", { agent: this.#agent, error: error.name }),
+        onerror: (error) => this.#logger.error("modern-era request failed", { agent: this.#agent, ...errorMeta(error) }),
       });
     } finally {
       // its record is written when its handler returns, which may be after the response was sent
@@ -240,4 +241,12 @@ function modernRefusalReason(status: number): string {
     default:
       return status >= 500 ? "internal_error" : `refused_${status}`;
   }
+}
+
+/**
+ * What a log line says of an error that failed a modern-era request: its name only (a handler's message may hold PHI),
+ * and the message of a configuration error (HMCP's own words, no request content), which tells the operator the fix.
+ */
+function errorMeta(error: Error): { error: string; message?: string } {
+  return error instanceof HMCPConfigError ? { error: error.name, message: error.message } : { error: error.name };
 }
