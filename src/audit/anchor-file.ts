@@ -6,6 +6,7 @@
  */
 import { appendFileSync, readFileSync } from "node:fs";
 import type { CheckpointAnchor } from "./chain.js";
+import { HMCPConfigError } from "../protocol/config-error.js";
 
 /**
  * An `onCheckpoint` hook (FileAuditSink, PostgresAuditSink) that appends each anchor as one JSON line to `file`
@@ -13,9 +14,16 @@ import type { CheckpointAnchor } from "./chain.js";
  * checkpoint written at close must be on disk before the process exits (or a verifier reads the file right after
  * `close()` resolves). It runs once per `checkpointEvery` records, at rotation and at close, never per request.
  * Several processes may append to one file: each anchor is one `write` of a few hundred bytes with O_APPEND.
- * @throws Error (from node:fs) when the file cannot be written; the sink reports it as a notice and goes on.
+ * @throws HMCPConfigError when `file` is not a non-empty string or more arguments are given (the hook takes the anchor,
+ *   this function does not); the hook throws Error (from node:fs) when the file cannot be written, which the sink
+ *   reports as a notice and goes on.
  */
 export function appendAnchorFile(file: string): (anchor: CheckpointAnchor) => void {
+  // `onCheckpoint: (a) => appendAnchorFile(file, a)` would build a hook per anchor and write nothing (the public
+  // signature stays `(file)`: the extra argument is read from `arguments`, as a rest parameter would show in the types)
+  if (typeof file !== "string" || file === "" || arguments.length > 1) {
+    throw new HMCPConfigError("appendAnchorFile(file) takes the file alone and returns the hook: onCheckpoint: appendAnchorFile(file)", "file");
+  }
   return (anchor) => appendFileSync(file, `${JSON.stringify(anchor)}\n`, { mode: 0o600 });
 }
 

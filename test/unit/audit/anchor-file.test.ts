@@ -34,6 +34,15 @@ describe("appendAnchorFile / readAnchorFile (checkpoint anchors kept outside the
     expect((await verifyAuditFiles(files, { publicKey: key.publicJwk, anchors: forged })).ok).toBe(false);
   });
 
+  it("refuses being called as the hook (with the anchor) or without a file: it takes the file and returns the hook", () => {
+    const call = appendAnchorFile as unknown as (...a: unknown[]) => unknown;
+    const anchor = { chain: "c", seq: 1, hash: "0".repeat(64) };
+    expect(() => call("/tmp/anchors.jsonl", anchor)).toThrow("appendAnchorFile(file) takes the file alone and returns the hook");
+    expect(() => call(anchor)).toThrow("appendAnchorFile(file) takes the file alone");
+    expect(() => call("")).toThrow("appendAnchorFile(file) takes the file alone");
+    expect(typeof appendAnchorFile("/tmp/anchors.jsonl")).toBe("function");
+  });
+
   it("reads a JSON array too; refuses what is not anchors, naming the entry; a missing file throws unless missingOk", async () => {
     const dir = await tempDir();
     const arr = path.join(dir, "anchors.json");
