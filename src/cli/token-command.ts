@@ -96,7 +96,8 @@ export async function runTokenCommand(argv: string[], io: IO, env: NodeJS.Proces
 }
 
 /**
- * The requested scopes a JWT access token does not carry in its `scope` claim (RFC 9068 §2.2.3; space-separated), or
+ * The requested scopes a JWT access token does not carry in its `scope` claim (RFC 9068 §2.2.3; space-separated; or an
+ * `scp` array, as the resource server also reads), or
  * undefined when nothing was asked for or the token is not a readable JWT (an opaque token: the server knows).
  */
 function scopesNotGranted(asked: string | undefined, token: string): string[] | undefined {
@@ -108,7 +109,9 @@ function scopesNotGranted(asked: string | undefined, token: string): string[] | 
   } catch {
     return undefined;
   }
-  const granted = new Set(typeof claims["scope"] === "string" ? claims["scope"].split(" ") : []);
+  // as the resource server reads them (src/auth/principal.ts): the `scope` string, else an `scp` array
+  const scp = claims["scp"];
+  const granted = new Set(typeof claims["scope"] === "string" ? claims["scope"].split(" ") : Array.isArray(scp) ? scp.filter((x): x is string => typeof x === "string") : []);
   return want.filter((x) => !granted.has(x));
 }
 

@@ -578,7 +578,7 @@ export class HMCPClient {
     if (outcome.action === "block") {
       const b = outcome.blocked ?? { guardrail: "unknown", reason: "guardrail_blocked" };
       // `side: "client"`: this client's own guardrails refused (an answer it received, or a request a server sent it),
-      // which a caller must tell apart from a block by the server (no `side`, or `side: "server"` from an HMCP server)
+      // which a caller must tell apart from a block by the server (whose data has no `side`)
       const message = received ? `The answer was blocked by this client's guardrail '${b.guardrail}'` : `Blocked by guardrail '${b.guardrail}'`;
       throw new HMCPError(HMCPErrorCode.GuardrailBlocked, message, { ...guardrailBlockData(b, stage), side: "client" });
     }

@@ -481,8 +481,11 @@ export class HMCPServer extends McpServer {
     const ctx = hmcpContext(extra);
     const out = await this.#samplingHandler!(params, ctx);
     const result = { role: "assistant" as const, model: this.#info.name, ...out };
-    // A handler bug (malformed result) is an internal error, not the caller's fault; the message is not echoed.
-    const parsed = CreateMessageResultSchema.parse(result);
+    // A handler bug (malformed result) is an internal error (-32603), not the caller's fault: a plain Error (a zod error
+    // would map to invalid params), whose message is not echoed
+    const checked = CreateMessageResultSchema.safeParse(result);
+    if (!checked.success) throw new Error(`sampling handler returned a malformed CreateMessageResult (at ${checked.error.issues[0]?.path.join(".") || "(root)"})`);
+    const parsed = checked.data;
     // the sampling tool's output schema (its outline) then takes it without a second parse
     SAMPLING_RESULTS_CHECKED.add(parsed);
     return parsed;

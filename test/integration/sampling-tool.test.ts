@@ -122,7 +122,7 @@ describe("the sampling tool", () => {
     expect(seenMaxTokens).toBe(64);
   });
 
-  it("its arguments and result are each validated once, with the outcomes of the outline and full checks: valid (unknown members dropped), maxTokens 0 (the outline's error), outline-valid but not sampling params (invalid_sampling_params), a malformed result (a JSON-RPC error)", async () => {
+  it("its arguments and result are each validated once, with the outcomes of the outline and full checks: valid (unknown members dropped), maxTokens 0 (the outline's error), outline-valid but not sampling params (invalid_sampling_params), a malformed result (internal error)", async () => {
     const seen: unknown[] = [];
     let reply: unknown = { content: { type: "text", text: "ok" }, stopReason: "endTurn" };
     const server = new HMCPServer({ name: "once", version: "1.0.0" }, { auth: { localPrincipal: { clientId: "host", scopes: ["hmcp:sample"] } }, guardrails: false }).sampling(
@@ -146,9 +146,8 @@ describe("the sampling tool", () => {
     reply = { content: { type: "nonsense" } };
     const bad = await client.callTool({ name: SAMPLING_TOOL_NAME, arguments: { messages: [msg], maxTokens: 5 } }).catch((e: unknown) => e);
     expect(JSON.stringify(bad)).not.toContain("nonsense");
-    // a JSON-RPC error (no `isError` result), as the same handler's answer gets on the legacy era
-    expect(bad).toMatchObject({ code: expect.any(Number) });
-    expect((bad as { code: number }).code).toBeLessThan(0);
+    // a JSON-RPC internal error (no `isError` result), as the same handler's answer gets on sampling/createMessage
+    expect(bad).toMatchObject({ code: -32603, message: "Internal error" });
     expect(seen).toHaveLength(2);
   });
 

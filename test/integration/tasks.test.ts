@@ -6,7 +6,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { PGlite } from "@electric-sql/pglite";
 import { z } from "zod";
-import { createHttpApp, defaultGuardrails, HMCPClient, HMCPServer, hmcpContext, INFO_NEEDED, listen, PostgresTaskStore, TASKS_EXTENSION_ID, type AuditRecordInput, type AuditSink, type HMCPServerOptions, type TaskStore } from "hmcp";
+import { createHttpApp, defaultGuardrails, HMCPClient, HMCPServer, hmcpContext, INFO_NEEDED, listen, PostgresTaskStore, SAMPLING_TOOL_NAME, TASKS_EXTENSION_ID, type AuditRecordInput, type AuditSink, type HMCPServerOptions, type TaskStore } from "hmcp";
 import { bearerFor, makeKeys, mint, type TestKeys } from "../fixtures/bearer.js";
 import { registerSharedTaskTools } from "../fixtures/task-tools.js";
 
@@ -294,6 +294,21 @@ describe("MCP tasks on 2026-07-28", () => {
     const toolError = await until(url, token, (await rpc(url, token, "tools/call", { name: "failing_job", arguments: {} })).result!["taskId"], (t) => t["status"] !== "working");
     expect(toolError).toMatchObject({ status: "completed", result: { isError: true, content: [{ type: "text", text: "Tool execution failed" }] } });
     expect(JSON.stringify(toolError)).not.toContain("555-12-3456");
+    // the sampling tool answers as sampling/createMessage does: a handler's exception fails its task with internal error
+    const sampler = await serve(keys, [], [], { store }, (_audit, _writes, tasks) =>
+      new HMCPServer({ name: "sampler", version: "1.0.0" }, { guardrails: false, tasks }).sampling(
+        () => {
+          throw new Error("EMR down for patient 555-12-3456");
+        },
+        { tool: true, taskSupport: "required" },
+      ),
+    );
+    const sampleToken = await mint(keys, { scope: "hmcp:sample" });
+    const args = { messages: [{ role: "user", content: { type: "text", text: "write it" } }], maxTokens: 10 };
+    const started = await rpc(sampler, sampleToken, "tools/call", { name: SAMPLING_TOOL_NAME, arguments: args });
+    const sampled = await until(sampler, sampleToken, started.result!["taskId"], (t) => t["status"] !== "working");
+    expect(sampled).toMatchObject({ status: "failed", error: { code: -32603, message: "Internal error" } });
+    expect(JSON.stringify(sampled)).not.toContain("555-12-3456");
 
     const guarded = await serve(keys, [], [], { store }, (audit, writes, tasks) => {
       const s = new HMCPServer({ name: "lab", version: "1.0.0" }, { guardrails: defaultGuardrails(), tasks });

@@ -152,14 +152,16 @@ export const PATTERNS: Pattern[] = [
     // (the digit gate first: a text without a 3-digit run, up to three characters and a 4-digit run never runs it)
     digits: D_NANP,
     start: prefixRule(["num", "rea", "pag", "cal", "con"]),
-    re: /\b(?:number\s?[:#]?|(?:reached|reach|paged?|call(?:ed)?|contact(?:ed)?)(?:\s(?:him|her|them|me|us|son|daughter|wife|husband|family|mother|father|sister|brother|mom|dad|niece|nephew))?\s(?:at|on))\s?(\d{3}[ -]\d{4})(?![\w/]|[.-]\d)/gi,
+    // (an exchange starts with 2-9, NANP: "number 100 1000", "reached at 120 1500" are counts and ranges)
+    re: /\b(?:number\s?[:#]?|(?:reached|reach|paged?|call(?:ed)?|contact(?:ed)?)(?:\s(?:him|her|them|me|us|son|daughter|wife|husband|family|mother|father|sister|brother|mom|dad|niece|nephew))?\s(?:at|on))\s?([2-9]\d{2}[ -]\d{4})(?![\w/]|[.-]\d)/gi,
     group: 1,
   },
-  // an extension alone ("ext. 5-6789", "extension 4417"): 4-6 digits
+  // an extension alone after "ext" / "ext." ("ext. 5-6789", "ext 4417"): one digit, "-", four; or four or five digits,
+  // not a quantity ("Ext 1200 ml", "ext 10-20 degrees"; "extension" is mostly the movement: "knee extension 0-120")
   {
     type: "PHONE",
     start: prefixRule(["ext"]),
-    re: /\bext(?:\.|ension)?\s?#?\s?(\d(?:-?\d){3,5})(?![\w/]|[.-]\d)/gi,
+    re: /\bext\.?\s?#?\s?(\d-\d{4}|\d{4,5})(?![\w/%°]|[.,-]\d|\s?(?:°|deg|degrees?|mg|mcg|ml|cc|units?|g|kg|l|%)(?![a-z]))/gi,
     group: 1,
   },
   { type: "PHONE", digits: D_3_7, re: /(?<![\w/.-])(?:\d{3}[ -]\d{7}|\d{6}-\d{4})(?![\w/]|[.-]\d)/g },

@@ -134,11 +134,15 @@ describe("PHI detector on FHIR JSON", () => {
     expect(redactPhiText("Wife's number 555-1234, she calls daily.")).toBe("Wife's number [PHONE], she calls daily.");
     expect(redactPhiText("CALL SON AT 555 1234 WITH CHANGES.")).toBe("CALL SON AT [PHONE] WITH CHANGES.");
     expect(redactPhiText("Family can be reached at 555-1234.")).toBe("Family can be reached at [PHONE].");
-    expect(redactPhiText("Covering team: ext. 5-6789, or extension 4417 after hours.")).toBe("Covering team: ext. [PHONE], or extension [PHONE] after hours.");
-    // a number that is not a phone: a count, a range, a time, an extension word with too few digits
-    expect(redactPhiText("Number of episodes 3, UO 100-1000 cc/hr, called at 1530, ext 2+ edema.")).toBe(
+    expect(redactPhiText("Covering team: ext. 5-6789, or ext 4417 after hours.")).toBe("Covering team: ext. [PHONE], or ext [PHONE] after hours.");
+    // numbers that are not phones: counts, ranges, times, doses, range of motion
+    for (const text of [
       "Number of episodes 3, UO 100-1000 cc/hr, called at 1530, ext 2+ edema.",
-    );
+      "Knee extension 0-120 degrees. Hip extension 0-100, extension 10-20 degrees, ext 10-20°.",
+      "Extension 1000 mg given. Ext 1200 ml out. Number: 120 1000. Reached at 120 1500 cells.",
+    ]) {
+      expect(redactPhiText(text)).toBe(text);
+    }
   });
 
   it("phi-redaction answers a repeated result of the same session from the decision cache, with the same redaction", async () => {
