@@ -15,6 +15,12 @@ export const F_CITY = 32;
 export const F_CITY_FIRST = 64;
 /** A census name that is also a common English word ("amber", "art"): a name only after a title or relation word. */
 export const F_ENAME = 128;
+/**
+ * A large city (US >= 100,000 people, elsewhere >= 1,000,000), common word or not ("Denver", "Boston", "Jackson"): a
+ * place after a strong place cue only (./places.ts). Above the word-class bits of ./words.ts (1 << 8 .. 1 << 27) and
+ * ./tokens.ts X_EXTRA (1 << 28).
+ */
+export const F_BIG_CITY = 1 << 30;
 
 /** A read-only set view over one class of the lexicon map. */
 export interface WordSet {
@@ -53,6 +59,7 @@ export function loadLexicon(file: string): Lexicon {
       [list("ambiguous"), F_AMBIGUOUS],
       [list("common"), F_COMMON],
       [list("englishNames"), F_ENAME],
+      [list("bigCities"), F_BIG_CITY],
       // the name rules' word classes (titles, relations, units ...) as higher bits of the same table: one lookup per token
       ...WORD_CLASSES.map(([set, bit]) => [[...set], bit] as const),
     ]);

@@ -5,7 +5,7 @@
  */
 import type { FoundList } from "./entities.js";
 
-import { F_AMBIGUOUS, F_CITY, F_CITY_FIRST, F_COMMON } from "./lexicon.js";
+import { F_AMBIGUOUS, F_BIG_CITY, F_CITY, F_CITY_FIRST, F_COMMON } from "./lexicon.js";
 import {
   DRUG_LIKE,
   FACILITY,
@@ -25,7 +25,16 @@ import {
   W_WARD_PREV,
 } from "./words.js";
 import { wsGapAt } from "./text.js";
+import { US_STATES } from "./patterns.js";
 import { type NameContext, SH_CAP, SH_LW, SH_NC, SH_TC, SH_UP } from "./tokens.js";
+
+/** Place cues before a large city ({@link F_BIG_CITY}) beside ./words.ts STRONG_LOC_PREFIX: where a person is from or goes. */
+const BIG_CITY_CUE = /\b(?:(?:is|are|was|were|originally|recently|pt|patient|family) from|(?:flying|flew|flown|coming|came|comes|drove|driving|visiting|back|home|up|down|over|in|moved here|relocated) from|born in|raised in|grew up in|native of|resident of|vacation(?:ing|ed)? in|visiting|trip to|travel(?:l?ing|led|s)? to|relocated to|moving to|lives? (?:near|outside|just outside))\s{1,2}$/i;
+
+/** A US state after a city: ", CO" (capitals), ", Colorado" (the city then needs only "from", "in", "near", "of" or "to" before it). */
+const STATE_CODE_AFTER = /^,\s?(?:A[KLRZ]|C[AOT]|D[CE]|FL|GA|HI|I[ADLN]|K[SY]|LA|M[ADEINOST]|N[CDEHJMVY]|O[HKR]|PA|RI|S[CD]|T[NX]|UT|V[AT]|W[AIVY])\b/;
+const STATE_NAME_AFTER = new RegExp(`^,\\s?(?:${US_STATES})\\b`, "i");
+const stateAfter = (s: string): boolean => STATE_CODE_AFTER.test(s) || STATE_NAME_AFTER.test(s);
 
 /** Adds the places of the text to `found` (after the name rules have run on `c`). */
 export function findPlaces(c: NameContext, found: FoundList): void {
@@ -73,6 +82,16 @@ function places(c: NameContext, found: FoundList): void {
       found.add(S[i]!, E[i + 1]!, "LOCATION");
       i++;
       continue;
+    }
+    // a large city after a strong place cue, even one that is a common word or an eponym elsewhere ("lives in Denver",
+    // "moved from Boston", "flying in from Houston"; not "Denver shunt", "Jackson-Pratt drain")
+    // (a facility named after its city, "to baltimore rehab", is left to the facility rules, which take both words)
+    if ((f & F_BIG_CITY) !== 0 && i > 0 && len > 2 && !(i + 1 < n && (F[i + 1]! & (W_HOSPITAL_WORDS | W_NAMED_FACILITY | W_FACILITY_WORDS)) !== 0)) {
+      const before = text.slice(Math.max(0, S[i]! - 28), S[i]!);
+      if (STRONG_LOC_PREFIX.test(before) || BIG_CITY_CUE.test(before) || (/\b(?:from|in|near|of|to)\s{1,2}$/i.test(before) && stateAfter(text.slice(E[i]!, E[i]! + 20)))) {
+        found.add(S[i]!, E[i]!, "LOCATION");
+        continue;
+      }
     }
     // a lower-case city after "lives in" ("both live in hampton")
     if ((sh & SH_LW) !== 0 && ((f & F_CITY) !== 0) && !((f & F_COMMON) !== 0) && !((f & F_AMBIGUOUS) !== 0) && i > 0 && /\b(?:lives?|living|resides?|nearby) in\s{1,2}$/i.test(text.slice(Math.max(0, S[i]! - 16), S[i]!))) {

@@ -130,6 +130,17 @@ describe("PHI detector on FHIR JSON", () => {
     expect(redactPhiText("SVR 1500-2250 overnight, shift 1900-0700.")).toBe("SVR 1500-2250 overnight, shift 1900-0700.");
   });
 
+  it("finds a large city after a place cue even when it is a common word of clinical text, not the eponym", () => {
+    expect(redactPhiText("Daughter flying in from Denver tonight; son lives in Boston, wife moved to Houston.")).toBe(
+      "Daughter flying in from [LOCATION] tonight; son lives in [LOCATION], wife moved to [LOCATION].",
+    );
+    expect(redactPhiText("Surgery in Jackson, MS in 2019; she is from Queens.")).toContain("Surgery in [LOCATION], MS");
+    expect(redactPhiText("Surgery in Jackson, MS in 2019; she is from Queens.")).toContain("she is from [LOCATION].");
+    for (const text of ["Denver shunt placed; drainage from Denver shunt.", "Jackson-Pratt drain to bulb suction.", "Seen on the mobile unit, or in clinic."]) {
+      expect(redactPhiText(text)).toBe(text);
+    }
+  });
+
   it("finds local seven-digit numbers and extensions after a cue, not counts, ranges or times", () => {
     expect(redactPhiText("Wife's number 555-1234, she calls daily.")).toBe("Wife's number [PHONE], she calls daily.");
     expect(redactPhiText("CALL SON AT 555 1234 WITH CHANGES.")).toBe("CALL SON AT [PHONE] WITH CHANGES.");
