@@ -9,6 +9,16 @@ function str(v: unknown): string | undefined {
 }
 
 /**
+ * The scopes a token's claims grant as written: the space-separated `scope` claim (RFC 9068 §2.2.3), else an `scp`
+ * array of strings; `[]` when neither. (No SMART patient-context filtering: {@link principalFromClaims} adds that.)
+ */
+export function scopesOfClaims(claims: Record<string, unknown>): string[] {
+  const scopes = splitScopes(str(claims["scope"]));
+  const scp = claims["scp"];
+  return scopes.length === 0 && Array.isArray(scp) ? scp.filter((s): s is string => typeof s === "string" && s.length > 0) : scopes;
+}
+
+/**
  * Builds the Principal from token claims: `client_id` (else `azp`, else `sub`), `sub`, `scope` (space-separated; a
  * `scp` string array is also read), SMART `patient` and `fhirUser`, `tenant`, `exp`, `iss`.
  *
@@ -19,9 +29,7 @@ function str(v: unknown): string | undefined {
 export function principalFromClaims(claims: Record<string, unknown>): Principal | undefined {
   const clientId = str(claims["client_id"]) ?? str(claims["azp"]) ?? str(claims["sub"]);
   if (clientId === undefined) return undefined;
-  let scopes = splitScopes(str(claims["scope"]));
-  const scp = claims["scp"];
-  if (scopes.length === 0 && Array.isArray(scp)) scopes = scp.filter((s): s is string => typeof s === "string" && s.length > 0);
+  let scopes = scopesOfClaims(claims);
   const patient = str(claims["patient"]);
   const ignored: string[] = [];
   if (patient === undefined) {

@@ -15,6 +15,7 @@ import { readFileSync } from "node:fs";
 import { decodeJwt, type JWK, type JWTPayload } from "jose";
 import { createClientCredentialsTokenProvider, TokenRequestError, type ClientAuthOptions } from "../auth/token-provider.js";
 import { isLoopbackHost } from "../util/loopback.js";
+import { scopesOfClaims } from "../auth/principal.js";
 
 type IO = { out: (s: string) => void; err: (s: string) => void };
 
@@ -109,9 +110,8 @@ function scopesNotGranted(asked: string | undefined, token: string): string[] | 
   } catch {
     return undefined;
   }
-  // as the resource server reads them (src/auth/principal.ts): the `scope` string, else an `scp` array
-  const scp = claims["scp"];
-  const granted = new Set(typeof claims["scope"] === "string" ? claims["scope"].split(" ") : Array.isArray(scp) ? scp.filter((x): x is string => typeof x === "string") : []);
+  // as the resource server reads them
+  const granted = new Set(scopesOfClaims(claims));
   return want.filter((x) => !granted.has(x));
 }
 

@@ -32,6 +32,23 @@ function readmeExample(): string {
 
 const run = (cmd: string, args: string[], cwd: string) => execFileSync(cmd, args, { cwd, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, npm_config_loglevel: "error" } });
 
+/**
+ * Type-checks `file` in the consumer project (strict, skipLibCheck: false, NodeNext) with a tsconfig written as
+ * `tsconfig`; the compiler's output, "" when clean. The compiler is ours; the types it reads are the consumer's
+ * node_modules only.
+ */
+function typeCheck(file: string, tsconfig: string): string {
+  writeFileSync(
+    path.join(consumer, tsconfig),
+    JSON.stringify({ compilerOptions: { target: "ES2022", module: "NodeNext", moduleResolution: "NodeNext", strict: true, skipLibCheck: false, noEmit: true }, files: [file] }),
+  );
+  try {
+    return run(process.execPath, [path.join(repo, "node_modules/typescript/bin/tsc"), "-p", tsconfig], consumer);
+  } catch (e) {
+    return String((e as { stdout?: string }).stdout ?? e);
+  }
+}
+
 beforeAll(() => {
   work = mkdtempSync(path.join(tmpdir(), "hmcp-consumer-"));
   // the dist/ that `npm ci` built (prepare): not rebuilt here, since other test files run the built CLI meanwhile
@@ -58,18 +75,7 @@ describe("the packed package in a fresh consumer project", () => {
 
   it("type-checks the README's example as TypeScript with skipLibCheck: false and no dev dependency of ours", () => {
     writeFileSync(path.join(consumer, "main.ts"), readmeExample());
-    writeFileSync(
-      path.join(consumer, "tsconfig.json"),
-      JSON.stringify({ compilerOptions: { target: "ES2022", module: "NodeNext", moduleResolution: "NodeNext", strict: true, skipLibCheck: false, noEmit: true }, files: ["main.ts"] }),
-    );
-    // the compiler is ours; the types it reads are the consumer's node_modules only
-    let out = "";
-    try {
-      out = run(process.execPath, [path.join(repo, "node_modules/typescript/bin/tsc"), "-p", "."], consumer);
-    } catch (e) {
-      out = String((e as { stdout?: string }).stdout ?? e);
-    }
-    expect(out).toBe("");
+    expect(typeCheck("main.ts", "tsconfig.json")).toBe("");
   }, 120_000);
 
   it("type-checks every public subpath entry (hmcp/dev-auth, hmcp/console) with skipLibCheck: false and without the optional peer oidc-provider", () => {
@@ -91,17 +97,7 @@ export const used: unknown[] = [HMCPServer, startAuditConsole, openAuditTrail, p
 export type Used = [AuditConsoleOptions, DevAuthorizationServer, ReturnType<typeof startDevAuthorizationServer>];
 `,
     );
-    writeFileSync(
-      path.join(consumer, "tsconfig.entries.json"),
-      JSON.stringify({ compilerOptions: { target: "ES2022", module: "NodeNext", moduleResolution: "NodeNext", strict: true, skipLibCheck: false, noEmit: true }, files: ["entries.ts"] }),
-    );
-    let out = "";
-    try {
-      out = run(process.execPath, [path.join(repo, "node_modules/typescript/bin/tsc"), "-p", "tsconfig.entries.json"], consumer);
-    } catch (e) {
-      out = String((e as { stdout?: string }).stdout ?? e);
-    }
-    expect(out).toBe("");
+    expect(typeCheck("entries.ts", "tsconfig.entries.json")).toBe("");
   }, 120_000);
 
   it("loads through require (ESM-only, required synchronously on Node >= 20.19)", () => {
