@@ -1076,24 +1076,39 @@ interface CompiledCross {
 }
 
 /**
- * The 4-grams of `s` (hash and in-word bits) that end at an index accepted by `keep`, last first: in a two-word
- * alternative the first word is the common one ("the", "your", "no"), so an absent second word fails on the first lookup.
+ * How common each character is in English text, per 10,000 characters (letters: the usual letter frequencies scaled
+ * to the ~82 % of characters that are letters; spaces and punctuation, the non-word class, ~18 %; digits ~0.5 % in
+ * all): a 4-gram made of rarer characters is less often in a text's filter, so an alternative's 4-grams are checked
+ * rarest first and an absent alternative usually fails on the first look-up.
+ */
+const CHAR_FREQ: Record<string, number> = {
+  e: 1040, t: 750, a: 670, o: 620, i: 570, n: 550, s: 520, h: 500, r: 490, d: 350, l: 330, c: 230, u: 230, m: 200,
+  w: 200, f: 180, g: 165, y: 165, p: 155, b: 125, v: 80, k: 65, j: 12, x: 12, q: 8, z: 6,
+};
+const charFreq = (c: number): number => (gateClass(c) === 0 ? 1800 : (CHAR_FREQ[String.fromCharCode(c).toLowerCase()] ?? 5));
+
+/**
+ * The 4-grams of `s` (hash and in-word bits) that end at an index accepted by `keep`, the rarest first (by the product
+ * of their characters' {@link CHAR_FREQ}; ties: the later one first). A gate holds the same whatever the order: the
+ * order only makes an absent alternative fail sooner.
  */
 function gramsOf(s: string, keep: (end: number) => boolean): Uint32Array {
-  const hashes: number[] = [];
+  const grams: Array<{ h: number; rank: number; end: number }> = [];
   let v = 0;
   for (let i = 0; i < s.length; i++) {
     v = ((v << 6) | gateClass(s.charCodeAt(i))) & 0xffffff;
     if (i >= 3 && keep(i)) {
-      const h = gramHash(v);
-      hashes.push(h, gramBits(h));
+      let rank = 0;
+      for (let k = i - 3; k <= i; k++) rank += Math.log(charFreq(s.charCodeAt(k)));
+      grams.push({ h: gramHash(v), rank, end: i });
     }
   }
-  const out = new Uint32Array(hashes.length);
-  for (let i = 0; i < hashes.length; i += 2) {
-    out[hashes.length - 2 - i] = hashes[i]!;
-    out[hashes.length - 1 - i] = hashes[i + 1]!;
-  }
+  grams.sort((x, y) => x.rank - y.rank || y.end - x.end);
+  const out = new Uint32Array(2 * grams.length);
+  grams.forEach((g, k) => {
+    out[2 * k] = g.h;
+    out[2 * k + 1] = gramBits(g.h);
+  });
   return out;
 }
 
@@ -1119,33 +1134,57 @@ function compileAlternative(alternative: string | CrossGate): Alternative {
 }
 
 /**
- * A compiled gate group: its 4-gram alternatives as flat arrays of their first-checked 4-gram (hash and in-word bits),
- * so that the common case, an absent first 4-gram, costs one filter look-up in a tight loop (no call, no type test per
+ * A list of gates (one per rule: null, always open, or groups that must all hold; a group holds when one of its
+ * alternatives is present) compiled into flat arrays, so that the common case, an absent first 4-gram, costs one filter
+ * look-up in one tight loop over all of a rule's alternatives (no call, no object or type test per group or
  * alternative); the alternatives whose first 4-gram is present are then checked whole. Verbatim and cross alternatives
- * are checked after them. `always`: an alternative has no 4-gram (shorter than 4 characters), so the group always holds.
+ * of a group are checked after its 4-gram ones.
+ * - Rule r's groups are [ruleStart[r], ruleStart[r + 1]); group g's 4-gram alternatives are [altStart[g],
+ *   altStart[g + 1]): the first-checked 4-gram's hash and in-word bits (firstHash, firstBits) and all its 4-grams (grams).
+ * - always[g] = 1: an alternative of g has no 4-gram (shorter than 4 characters), so the group always holds.
+ * - others[g]: the group's verbatim and cross alternatives, null when none.
  */
-interface CompiledGroup {
+interface CompiledGates {
+  rules: number;
+  ruleStart: Int32Array;
+  altStart: Int32Array;
   firstHash: Uint32Array;
   firstBits: Int32Array;
   grams: Uint32Array[];
-  others: Array<string | CompiledCross>;
-  always: boolean;
+  always: Uint8Array;
+  others: Array<Array<string | CompiledCross> | null>;
 }
 
-function compileGroup(group: ReadonlyArray<string | CrossGate>): CompiledGroup {
-  const alternatives = group.map(compileAlternative);
-  const grams = alternatives.filter((a): a is Uint32Array => a instanceof Uint32Array);
-  const withGrams = grams.filter((g) => g.length > 0);
+function compileGates(gates: readonly Gate[]): CompiledGates {
+  const ruleStart = [0];
+  const altStart = [0];
+  const grams: Uint32Array[] = [];
+  const always: number[] = [];
+  const others: Array<Array<string | CompiledCross> | null> = [];
+  for (const gate of gates) {
+    for (const group of gate ?? []) {
+      const alternatives = group.map(compileAlternative);
+      const withGrams = alternatives.filter((a): a is Uint32Array => a instanceof Uint32Array);
+      const rest = alternatives.filter((a): a is string | CompiledCross => !(a instanceof Uint32Array));
+      for (const g of withGrams) if (g.length > 0) grams.push(g);
+      altStart.push(grams.length);
+      always.push(withGrams.some((g) => g.length === 0) ? 1 : 0);
+      others.push(rest.length > 0 ? rest : null);
+    }
+    ruleStart.push(altStart.length - 1);
+  }
   return {
-    firstHash: Uint32Array.from(withGrams, (g) => g[0]!),
-    firstBits: Int32Array.from(withGrams, (g) => g[1]! | 0),
-    grams: withGrams,
-    others: alternatives.filter((a): a is string | CompiledCross => !(a instanceof Uint32Array)),
-    always: withGrams.length < grams.length,
+    rules: gates.length,
+    ruleStart: Int32Array.from(ruleStart),
+    altStart: Int32Array.from(altStart),
+    firstHash: Uint32Array.from(grams, (g) => g[0]!),
+    firstBits: Int32Array.from(grams, (g) => g[1]! | 0),
+    grams,
+    always: Uint8Array.from(always),
+    others,
   };
 }
 
-const compileGates = (gates: readonly Gate[]): Array<CompiledGroup[] | null> => gates.map((g) => (g === null ? null : g.map(compileGroup)));
 const HARD_GATES = compileGates(HARD_RULE_GATES);
 const DECODE_GATES = compileGates([[DECODE_CUE_GATE], [JOINED_CUE_GATE], [LEET_CUE_GATE]]);
 const RULE_GATES_C = compileGates(RULE_GATES);
@@ -1214,7 +1253,7 @@ function wholeGroup(source: string): string | null {
 const NO_BRANCHES = new Uint32Array(RULES.length);
 
 /** Per rule of {@link RULE_BRANCH_GATES}: each branch as a global regex, and the branches' compiled gates. */
-const BRANCHES: Array<{ res: RegExp[]; gates: Array<CompiledGroup[] | null> } | null> = RULE_BRANCH_GATES.map((gates, r) => {
+const BRANCHES: Array<{ res: RegExp[]; gates: CompiledGates } | null> = RULE_BRANCH_GATES.map((gates, r) => {
   if (gates === null) return null;
   const re = RULES[r]![1];
   const parts = branchesOf(re.source);
@@ -1234,7 +1273,7 @@ function allPresent(grams: Uint32Array): boolean {
   return true;
 }
 
-/** A verbatim or cross alternative present in `t` (4-gram alternatives are checked by {@link groupPresent}). */
+/** A verbatim or cross alternative present in `t` (4-gram alternatives are checked by {@link gateMask}). */
 function present(t: string, alt: string | CompiledCross): boolean {
   if (typeof alt === "string") return t.includes(alt);
   const nb = alt.bs.length;
@@ -1252,31 +1291,35 @@ function present(t: string, alt: string | CompiledCross): boolean {
   return false;
 }
 
-/** True when some alternative of `group` is present in `t` (see {@link CompiledGroup}). */
-function groupPresent(t: string, group: CompiledGroup): boolean {
-  if (group.always) return true;
+/** The rules of `gates` whose gate holds in `t` (bit r for rule r; see {@link CompiledGates}). */
+function gateMask(t: string, gates: CompiledGates): number {
   const shift = gramShift + 5;
-  const hashes = group.firstHash;
-  const bits = group.firstBits;
-  for (let i = 0; i < hashes.length; i++) {
-    const b = bits[i]!;
-    if ((GRAMS[hashes[i]! >>> shift]! & b) === b && allPresent(group.grams[i]!)) return true;
-  }
-  for (const alt of group.others) if (present(t, alt)) return true;
-  return false;
-}
-
-function gateMask(t: string, gates: ReadonlyArray<CompiledGroup[] | null>): number {
+  const { ruleStart, altStart, firstHash, firstBits, grams, always, others } = gates;
   let mask = 0;
-  for (let r = 0; r < gates.length; r++) {
-    const g = gates[r]!;
+  for (let r = 0; r < gates.rules; r++) {
     let open = true;
-    if (g !== null) {
-      for (const group of g) {
-        if (!groupPresent(t, group)) {
-          open = false;
+    for (let g = ruleStart[r]!, gEnd = ruleStart[r + 1]!; g < gEnd; g++) {
+      if (always[g] === 1) continue;
+      let holds = false;
+      for (let i = altStart[g]!, end = altStart[g + 1]!; i < end; i++) {
+        const b = firstBits[i]!;
+        if ((GRAMS[firstHash[i]! >>> shift]! & b) === b && allPresent(grams[i]!)) {
+          holds = true;
           break;
         }
+      }
+      const rest = others[g];
+      if (!holds && rest !== null && rest !== undefined) {
+        for (let k = 0; k < rest.length; k++) {
+          if (present(t, rest[k]!)) {
+            holds = true;
+            break;
+          }
+        }
+      }
+      if (!holds) {
+        open = false;
+        break;
       }
     }
     if (open) mask |= 1 << r;
