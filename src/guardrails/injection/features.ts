@@ -1837,6 +1837,11 @@ function deconfuse(t: string, at: number): string {
 
 const LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
 
+/** Four s p a c e d letters after the start or white space (normalised text). */
+const SPACED = /(?:^|\s)\p{L} \p{L} \p{L} \p{L} /u;
+/** What {@link SPACED} needs in an ASCII text (one unit per letter): three non-space characters each between spaces. */
+const SPACED_ASCII = / \S \S \S /;
+
 /**
  * Lower-cases, folds width/compat forms, reads the Cyrillic and Greek look-alikes of words that mix them with Latin
  * letters as Latin ({@link CONFUSABLE}), turns literal "\n" into spaces and joins s p a c e d letters.
@@ -1852,7 +1857,8 @@ export function normalizeForInjection(text: string): string {
   }
   if (t.includes("\\n")) t = t.replaceAll("\\n", " ");
   // s p a c e d - o u t letters are an obfuscation: join them and mark the text
-  if (/(?:^|\s)\p{L} \p{L} \p{L} \p{L} /u.test(t)) t = t.replace(/(?<=(?:^|\s)\p{L}) (?=\p{L}(?:\s|$))/gu, "") + " zzspacedzz";
+  // (an ASCII text holds s p a c e d letters only where it holds " x y z ": a plain regex, ~2x faster than the Unicode one)
+  if ((!ascii || SPACED_ASCII.test(t)) && SPACED.test(t)) t = t.replace(/(?<=(?:^|\s)\p{L}) (?=\p{L}(?:\s|$))/gu, "") + " zzspacedzz";
   return t;
 }
 
