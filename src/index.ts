@@ -35,6 +35,7 @@ export type {
 export {
   GuardrailPipeline,
   DEFAULT_GUARDRAIL_TIMEOUT_MS,
+  DEFAULT_DECISION_CACHE,
   GuardrailRegistry,
   registerGuardrail,
   loadGuardrailPolicy,
@@ -86,6 +87,8 @@ export type {
   PatientContextOptions,
   LlmJudgeOptions,
   JudgeVerdict,
+  SamplingJudgeOptions,
+  SampleFn,
 } from "./guardrails/index.js";
 
 // --- audit ---
@@ -133,6 +136,8 @@ export type {
   AnchorFileEntry,
   CheckpointBody,
   ChainEntry,
+  CheckpointSigner,
+  SealedEntry,
   VerifyOptions,
   VerifyResult,
   VerifyFailure,

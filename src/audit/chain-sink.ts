@@ -90,7 +90,7 @@ export const COMMON_OPTION_KEYS = ["durability", "checkpointEvery", "onDurable",
 /** A rotation step among the entries a failed write left unwritten. */
 const ROTATE = Symbol("rotate");
 
-/** What {@link ChainSinkBase.fault} reports: no PHI, no path. */
+/** What a sink's `fault` reports: no PHI, no path. */
 export interface AuditSinkFault {
   /**
    * The error code of the failed write (`ENOSPC`, `EROFS`, `EIO`, a SQLSTATE such as `57P01` for a server shut down

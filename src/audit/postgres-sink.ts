@@ -130,7 +130,7 @@ export class PostgresAuditSink extends ChainSinkBase {
   /**
    * Faults retrying cannot clear: a unique violation (SQLSTATE 23505) that is not a batch of ours found committed after
    * a lost answer (another writer took the chain's next seq: retrying would fork it), and a database handle that is
-   * closed ({@link HANDLE_CLOSED}).
+   * closed (`HANDLE_CLOSED`).
    */
   protected override isPermanent(error: unknown): boolean {
     const code = errorCode(error);

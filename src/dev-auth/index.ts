@@ -27,6 +27,7 @@ import { IDENTITY_SCOPES, interactionUid, renderErrorPage, serveLoginPage } from
 import type { DevUserConfig } from "./login.js";
 
 export { createMemoryAdapter, MemoryStoreFullError } from "./memory-adapter.js";
+export type { MemoryAdapterOptions } from "./memory-adapter.js";
 export type { DevUserConfig } from "./login.js";
 
 /** A client the development authorization server registers. */

@@ -15,7 +15,7 @@ export const DEFAULT_MAX_ENTRIES = 10_000;
 
 /** Options of {@link createMemoryAdapter}. */
 export interface MemoryAdapterOptions {
-  /** Most entries the store holds at once, all models together. Default {@link DEFAULT_MAX_ENTRIES}. */
+  /** Most entries the store holds at once, all models together. Default 10,000. */
   maxEntries?: number;
 }
 

@@ -10,7 +10,7 @@ export type {
   GuardrailRunner,
 } from "./types.js";
 export type { Guardrail, GuardrailFactory, GuardrailFactoryEnv, TextCheckContext, TextLocation, ExchangeView, ExchangeDecision } from "./guardrail.js";
-export { GuardrailPipeline, DEFAULT_GUARDRAIL_TIMEOUT_MS } from "./pipeline.js";
+export { GuardrailPipeline, DEFAULT_GUARDRAIL_TIMEOUT_MS, DEFAULT_DECISION_CACHE } from "./pipeline.js";
 export type { PipelineConfig, PipelineEntry, FailMode, TextInspection, DecisionCacheOptions, DecisionCacheStats } from "./pipeline.js";
 export { GuardrailRegistry, registerGuardrail, defaultRegistry } from "./registry.js";
 export { loadGuardrailPolicy, defaultGuardrails, policyPath, GuardrailPolicyError, GuardrailPolicySchema } from "./policy.js";

@@ -208,7 +208,7 @@ export interface HMCPServer {
  * server.sampling(async (params, ctx) => ({ content: { type: "text", text: "done" }, stopReason: "endTurn" }));
  * ```
  *
- * Every request except `initialize` and `ping` runs through one {@link RequestPipeline}: scope and patient-context
+ * Every request except `initialize` and `ping` runs through one request pipeline: scope and patient-context
  * checks, the guardrail input stage, the handler, the output stage, and one audit record per outcome. Errors leave
  * as JSON-RPC errors with the codes of {@link HMCPErrorCode}; unexpected exceptions become `-32603 Internal error`
  * without their message.
@@ -217,6 +217,7 @@ export interface HMCPServer {
  */
 // eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging -- the interface above only retypes registerTool, which the class re-implements (#sanitizeToolErrors)
 export class HMCPServer extends McpServer {
+  /** @internal The request pipeline (the HTTP app and stdio serving read its checks and audit through it). */
   readonly pipeline: RequestPipeline;
   readonly #info: Implementation;
   /** Who this server's task runs are started for (set by the HTTP app that built it; see [STOP_TASK_RUNS]). */
