@@ -282,7 +282,9 @@ export function createEmrWritebackServer(options: EmrAgentOptions): HMCPServer {
           required: ["approve"],
         },
       });
-      outcome.approval = answer.action === "accept" && answer.content?.["approve"] === false ? "decline" : answer.action;
+      // only an explicit `approve: true` writes: an accept without it (the field is required) or with any other value
+      // is a decline, so a malformed answer fails closed
+      outcome.approval = answer.action === "accept" && answer.content?.["approve"] !== true ? "decline" : answer.action;
       if (outcome.approval !== "accept")
         return finish(`The clinician ${outcome.approval === "decline" ? "declined" : "cancelled"} the write: nothing was written.`);
     }

@@ -99,6 +99,15 @@ describe("EMR agent: approval", () => {
     expect(outcomeOf(r).approval).toBe("decline");
     expect(await (await stack.agents.store()).listByPatient(other.patient.id!)).toEqual([]);
   });
+  // an accept without the required field, or with a value that is not `true`, writes nothing (fails closed)
+  for (const content of [{}, undefined, { approve: "yes" }, { approve: 1 }]) {
+    it(`treats an accepted form with content ${JSON.stringify(content) ?? "absent"} as a decline`, async () => {
+      const emr = await stack.emrClient("orchestrator", () => ({ action: "accept", ...(content !== undefined && { content }) }) as never);
+      const r = await emr.ask(body(other.patient.id, other.encounters.at(-1)!), { patient: other.patient.id! });
+      expect(outcomeOf(r).approval).toBe("decline");
+      expect(await (await stack.agents.store()).listByPatient(other.patient.id!)).toEqual([]);
+    });
+  }
 });
 
 describe("EMR agent: write", () => {
