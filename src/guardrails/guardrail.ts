@@ -41,7 +41,7 @@ export interface ExchangeView {
  */
 export type ExchangeDecision =
   | { action: "allow" }
-  | { action: "block"; reason: string }
+  | { action: "block"; reason: string; patients?: string[] }
   | { action: "modify"; payload: unknown; changes: string[] };
 
 /**

@@ -93,7 +93,7 @@ export interface TextInspection {
   text: string;
   entities: RedactedEntity[];
   decisions: GuardrailDecisionSummary[];
-  blocked?: { guardrail: string; reason: string; evidence?: DecisionEvidence };
+  blocked?: { guardrail: string; reason: string; evidence?: DecisionEvidence; patients?: string[] };
 }
 
 /** Default per-guardrail timeout, ms. */
@@ -182,8 +182,9 @@ class DecisionCache {
     } else if (d.action === "block") {
       // the evidence as the pipeline would pass it on (checked, rounded; a fresh object), so a cached block explains itself too
       const evidence = checkedEvidence(d.evidence);
-      decision = { action: "block", reason: d.reason, ...(evidence && { evidence }) };
-      bytes += 2 * d.reason.length + (evidence ? 2 * evidence.class.length + 64 : 0);
+      const patients = checkedPatients(d.patients);
+      decision = { action: "block", reason: d.reason, ...(evidence && { evidence }), ...(patients && { patients }) };
+      bytes += 2 * d.reason.length + (evidence ? 2 * evidence.class.length + 64 : 0) + (patients ? patients.reduce((n, id) => n + 2 * id.length + 16, 0) : 0);
     } else {
       decision = ALLOW;
     }
@@ -248,6 +249,19 @@ function checkedEvidence(e: unknown): DecisionEvidence | undefined {
   const unit = (v: unknown): v is number => typeof v === "number" && Number.isFinite(v) && v >= 0 && v <= 1;
   if (!unit(x.score) || !unit(x.threshold) || typeof x.class !== "string" || !/^[a-z0-9_]{1,40}$/.test(x.class)) return undefined;
   return { score: Math.round(x.score * 1000) / 1000, threshold: Math.round(x.threshold * 1000) / 1000, class: x.class };
+}
+
+/** FHIR Patient ids ([A-Za-z0-9-.]{1,64}). */
+const FHIR_PATIENT_ID = /^[A-Za-z0-9\-.]{1,64}$/;
+
+/**
+ * A block's `patients` as the pipeline passes them on: the FHIR ids among them (at most 64, no duplicates; a copy), or
+ * undefined when none.
+ */
+function checkedPatients(patients: unknown): string[] | undefined {
+  if (!Array.isArray(patients)) return undefined;
+  const ids = [...new Set(patients.filter((id): id is string => typeof id === "string" && FHIR_PATIENT_ID.test(id)))].slice(0, 64);
+  return ids.length > 0 ? ids : undefined;
 }
 
 function isDecision(d: unknown): d is Decision {
@@ -514,7 +528,7 @@ export class GuardrailPipeline implements GuardrailRunner {
           let d = g.checkExchange(walk.view, (run ??= new EntryRun(context, stage)).context());
           if (isPromise(d)) d = await withTimeout(d, entry.timeoutMs - (performance.now() - start), run.controller());
           if (!isExchangeDecision(d)) throw new Error("not a decision");
-          if (d.action === "block") return this.#block(root.value as T, decisions, g.name, d.reason);
+          if (d.action === "block") return this.#block(root.value as T, decisions, g.name, d.reason, 0, undefined, checkedPatients(d.patients));
           if (d.action === "modify") {
             root.value = d.payload;
             walk = walkPayload(root);
@@ -553,7 +567,7 @@ export class GuardrailPipeline implements GuardrailRunner {
             }
             if (d.action === "block") {
               if (fresh !== undefined && performance.now() - start <= entry.timeoutMs) for (const [k, v] of fresh) cache!.set(k, v, share!);
-              return this.#block(root.value as T, decisions, g.name, d.reason, hits, checkedEvidence(d.evidence));
+              return this.#block(root.value as T, decisions, g.name, d.reason, hits, checkedEvidence(d.evidence), checkedPatients(d.patients));
             }
             if (d.action === "redact" && d.content !== text) {
               if (!copied) {
@@ -592,9 +606,9 @@ export class GuardrailPipeline implements GuardrailRunner {
     return changed ? { action: "redact", payload: root.value as T, decisions, redactions } : { action: "allow", payload: root.value as T, decisions };
   }
 
-  #block<T>(payload: T, decisions: GuardrailDecisionSummary[], guardrail: string, reason: string, cached = 0, evidence?: DecisionEvidence): GuardrailOutcome<T> {
+  #block<T>(payload: T, decisions: GuardrailDecisionSummary[], guardrail: string, reason: string, cached = 0, evidence?: DecisionEvidence, patients?: string[]): GuardrailOutcome<T> {
     decisions.push({ guardrail, action: "block", reason, ...(evidence && { evidence }), ...(cached > 0 ? { cached } : {}) });
-    return { action: "block", payload, decisions, blocked: { guardrail, reason, ...(evidence && { evidence }) } };
+    return { action: "block", payload, decisions, blocked: { guardrail, reason, ...(evidence && { evidence }), ...(patients && { patients }) } };
   }
 
   /**

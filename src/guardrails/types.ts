@@ -42,7 +42,7 @@ export interface DecisionEvidence {
 export type Decision =
   | { action: "allow" }
   | { action: "redact"; content: string; entities: RedactedEntity[] }
-  | { action: "block"; reason: string; evidence?: DecisionEvidence };
+  | { action: "block"; reason: string; evidence?: DecisionEvidence; patients?: string[] };
 
 /** Context a guardrail may use. */
 export interface GuardrailContext {
@@ -90,8 +90,11 @@ export interface GuardrailOutcome<T> {
    * `{ NAME: 2, DATE: 1 }`; types, never values).
    */
   redactions?: Record<string, number>;
-  /** Set when `action` is "block"; `evidence` when the blocking guardrail gave a well-formed one. */
-  blocked?: { guardrail: string; reason: string; evidence?: DecisionEvidence };
+  /**
+   * Set when `action` is "block"; `evidence` when the blocking guardrail gave a well-formed one; `patients` when it
+   * named the patients the blocked content refers to (FHIR ids; for the audit record, never for the caller).
+   */
+  blocked?: { guardrail: string; reason: string; evidence?: DecisionEvidence; patients?: string[] };
 }
 
 /**

@@ -549,6 +549,9 @@ export class RequestPipeline {
     for (const d of outcome.decisions) ctx.decisions.push({ ...{}, ...d, stage });
     if (outcome.action === "block") {
       const b = outcome.blocked ?? { guardrail: "unknown", reason: "guardrail_blocked" };
+      // the patients the blocked content named (a refused request about another patient): in the audit record, so that
+      // the patient's accounting of disclosures shows the attempt; never in the error
+      if (b.patients) for (const id of b.patients) if (FHIR_ID.test(id)) ctx.patientsTouched.add(id);
       throw new HMCPError(HMCPErrorCode.GuardrailBlocked, `Blocked by guardrail '${b.guardrail}'`, guardrailBlockData(b, stage));
     }
     return stage === "output" ? withRedactionsMeta(outcome.payload, outcome.redactions) : outcome.payload;
@@ -739,10 +742,8 @@ class Ctx implements RequestContext {
         ...(this.principal.ignoredScopes && { ignoredScopes: [...this.principal.ignoredScopes] }),
       });
     }
-    throw new HMCPError(HMCPErrorCode.PatientContextViolation, "Request is outside the token's patient context", {
-      reason: decision.reason,
-      required: decision.required,
-    });
+    // (no `required`: the token's scopes are not what is missing, and the data names no patient)
+    throw new HMCPError(HMCPErrorCode.PatientContextViolation, "Request is outside the token's patient context", { reason: decision.reason });
   }
 
   async progress(done: number, total?: number, message?: string): Promise<void> {
@@ -865,9 +866,10 @@ function isZodError(e: unknown): e is { issues: Array<{ path: PropertyKey[] }> }
 }
 
 function outcomeOf(e: ProtocolError): AuditOutcome {
-  // a requestState sealed for someone or something else, or used before: refused access, not a failure
+  // a requestState this agent cannot open (forged, edited, or sealed with a key since removed), sealed for someone or
+  // something else, or used before: refused access, not a failure (an expired one is a limit: failed)
   const reason = (e.data as { reason?: unknown } | undefined)?.reason;
-  if (reason === "request_state_mismatch" || reason === "request_state_replayed") return "denied";
+  if (reason === "request_state_invalid" || reason === "request_state_mismatch" || reason === "request_state_replayed") return "denied";
   switch (e.code) {
     case HMCPErrorCode.InsufficientScope:
     case HMCPErrorCode.PatientContextViolation:

@@ -116,10 +116,11 @@ describe("guardrails through HMCPServer / HMCPClient", () => {
     expect(seen).toMatch(/^Summarise: Summary for \[NAME\]/);
   });
 
-  it("blocks content about another patient than the token's launch context", async () => {
+  it("blocks content about another patient than the token's launch context; the audit record names that patient, the error does not", async () => {
     let handlerRuns = 0;
+    const audit: AuditRecordInput[] = [];
     const { client } = await connect(
-      { auth: { localPrincipal: { ...TEST_PRINCIPAL, patient: "pat-1" } }, guardrails: defaultGuardrails() },
+      { auth: { localPrincipal: { ...TEST_PRINCIPAL, patient: "pat-1" } }, guardrails: defaultGuardrails(), hooks: { audit: (r) => audit.push(r) } },
       {},
       async () => {
         handlerRuns++;
@@ -129,7 +130,12 @@ describe("guardrails through HMCPServer / HMCPClient", () => {
     const err = await client.ask('Write this note: {"resourceType":"Observation","subject":{"reference":"Patient/pat-2"}}').catch((e: unknown) => e);
     expect((err as ProtocolError).code).toBe(HMCPErrorCode.GuardrailBlocked);
     expect((err as ProtocolError).data).toMatchObject({ guardrail: "patient-context", reason: "patient_context_mismatch" });
+    expect(JSON.stringify((err as ProtocolError).data) + (err as ProtocolError).message).not.toContain("pat-2");
     expect(handlerRuns).toBe(0);
+    const refused = audit.filter((r) => r.method === "sampling/createMessage");
+    expect(refused).toHaveLength(1);
+    expect(refused[0]).toMatchObject({ outcome: "blocked", reason: "patient_context_mismatch" });
+    expect(refused[0]!.patients).toContain("pat-2");
   });
 
   it("resource lists pass the output stage too (default policy): names are redacted like resource text", async () => {

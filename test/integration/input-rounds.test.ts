@@ -253,7 +253,7 @@ describe("asking the caller mid-request on both eras", () => {
       ["allowed", null],
       ["denied", "request_state_mismatch"],
       ["denied", "request_state_mismatch"],
-      ["failed", "request_state_invalid"],
+      ["denied", "request_state_invalid"],
       ["allowed", null],
       ["denied", "request_state_replayed"],
       ["allowed", null],

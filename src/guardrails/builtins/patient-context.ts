@@ -4,7 +4,10 @@
  * (`Patient/<id>`, JSON `"subject"`/`"patient"` references and `"patient": "<id>"`) and for labelled
  * patient ids in text (`patient id: <id>`), and in structured JSON (tool arguments, structured content) for
  * `patient`/`patientId`/`patient_id` members and `subject` references ({@link findStructuredPatientReferences}). Block reasons: `patient_context_mismatch`, and
- * `patient_context_missing` when `requireContext` is set and the request has no patient context.
+ * `patient_context_missing` when `requireContext` is set and the request has no patient context. A block names the
+ * patients the content refers to outside the context (`patients`; all of them when there is no context): the server
+ * pipeline adds them to the audit record's `patients`, so the patient an attempt was about finds it in their
+ * accounting of disclosures; the caller's error names no patient.
  */
 import { z } from "zod";
 import type { Guardrail, GuardrailFactory } from "../guardrail.js";
@@ -90,12 +93,13 @@ function scanStructure(value: unknown, ids: string[], depth: number): boolean {
 export function createPatientContextGuardrail(options: PatientContextOptions = {}): Guardrail {
   const { name = "patient-context", ...params } = options;
   const p = ParamsSchema.parse(params);
-  const decide = (refs: string[], ctx: GuardrailContext): { action: "allow" } | { action: "block"; reason: string } => {
+  // a block names the patients the content refers to outside the context (for the audit record; never the caller)
+  const decide = (refs: string[], ctx: GuardrailContext): { action: "allow" } | { action: "block"; reason: string; patients: string[] } => {
     if (refs.length === 0) return { action: "allow" };
     const patient = ctx.patient ?? ctx.principal?.patient;
-    if (patient === undefined) return p.requireContext ? { action: "block", reason: "patient_context_missing" } : { action: "allow" };
-    for (const id of refs) if (id !== patient) return { action: "block", reason: "patient_context_mismatch" };
-    return { action: "allow" };
+    if (patient === undefined) return p.requireContext ? { action: "block", reason: "patient_context_missing", patients: refs } : { action: "allow" };
+    const others = refs.filter((id) => id !== patient);
+    return others.length > 0 ? { action: "block", reason: "patient_context_mismatch", patients: others } : { action: "allow" };
   };
   return {
     name,

@@ -63,16 +63,18 @@ describe("patient-context guardrail", () => {
   });
   it("blocks another patient, allows the context patient", async () => {
     expect((await p.evaluate("input", msg("Update Patient/pat-123 allergies"), ctx)).action).toBe("allow");
+    // the block names the other patient for the audit record (the server pipeline never sends it to the caller)
     expect((await p.evaluate("input", msg('{"resourceType":"Observation","subject":{"reference":"Patient/pat-999"}}'), ctx)).blocked).toEqual({
       guardrail: "patient-context",
       reason: "patient_context_mismatch",
+      patients: ["pat-999"],
     });
   });
   it("blocks another patient named by key in structured tool arguments and results", async () => {
     const call = (args: unknown) => ({ name: "lookup", arguments: args });
     const blocked = { guardrail: "patient-context", reason: "patient_context_mismatch" };
-    for (const args of [{ patient: "pat-999" }, { patientId: "pat-9997" }, { q: [{ patient_id: "Patient/pat-1" }] }, { subject: { reference: "Patient/pat-2" } }, { patient: { reference: "Patient/x" } }]) {
-      expect((await p.evaluate("input", call(args), ctx)).blocked).toEqual(blocked);
+    for (const [args, other] of [[{ patient: "pat-999" }, "pat-999"], [{ patientId: "pat-9997" }, "pat-9997"], [{ q: [{ patient_id: "Patient/pat-1" }] }, "pat-1"], [{ subject: { reference: "Patient/pat-2" } }, "pat-2"], [{ patient: { reference: "Patient/x" } }, "x"]] as const) {
+      expect((await p.evaluate("input", call(args), ctx)).blocked).toEqual({ ...blocked, patients: [other] });
     }
     for (const args of [{ patient: "pat-123" }, { subject: "pat-999" }, { subject: "lab results" }, { patient: "John Smith" }, { note: "pat-999" }]) {
       expect((await p.evaluate("input", call(args), ctx)).action).toBe("allow");
@@ -82,14 +84,21 @@ describe("patient-context guardrail", () => {
       let input: unknown = { patientId: "pat-B" };
       for (let i = 0; i < n; i++) input = { x: input };
       const params = { messages: [{ role: "assistant", content: [{ type: "tool_use", id: "t", name: "lookup", input }] }], maxTokens: 5 };
-      expect((await p.evaluate("input", params, ctx)).blocked).toEqual(blocked);
+      expect((await p.evaluate("input", params, ctx)).blocked).toEqual({ ...blocked, patients: ["pat-B"] });
     }
     // deeper than the structural check reads, anywhere (here _meta, which the text walker does not visit): blocked
     let meta: unknown = { patient: "pat-123" };
     for (let i = 0; i < 70; i++) meta = { x: meta };
     expect((await p.evaluate("input", { ...call({ note: "ok" }), _meta: meta }, ctx)).blocked).toEqual({ guardrail: "patient-context", reason: "payload_too_deep" });
     const out = new GuardrailPipeline({ output: [{ guardrail: createPatientContextGuardrail() }] });
-    expect((await out.evaluate("output", { content: [], structuredContent: { rows: [{ patientId: "pat-5" }] } }, { ...ctx, stage: "output" })).blocked).toEqual(blocked);
+    expect((await out.evaluate("output", { content: [], structuredContent: { rows: [{ patientId: "pat-5" }] } }, { ...ctx, stage: "output" })).blocked).toEqual({ ...blocked, patients: ["pat-5"] });
+  });
+  it("passes on only the FHIR ids a block names (none: no patients member)", async () => {
+    const naming = (patients: unknown) =>
+      new GuardrailPipeline({ input: [{ guardrail: { name: "custom", check: () => ({ action: "block", reason: "r", patients }) as never } }] });
+    expect((await naming(["ok-1", "bad id!", 5, "ok-1", "x".repeat(65), "Patient.2"]).evaluate("input", msg("text"), ctx)).blocked).toEqual({ guardrail: "custom", reason: "r", patients: ["ok-1", "Patient.2"] });
+    expect((await naming(["not a FHIR id"]).evaluate("input", msg("text"), ctx)).blocked).toEqual({ guardrail: "custom", reason: "r" });
+    expect((await naming("pat-1").evaluate("input", msg("text"), ctx)).blocked).toEqual({ guardrail: "custom", reason: "r" });
   });
   it("without a context allows, unless requireContext", async () => {
     const noCtx = { ...ctx, patient: undefined };

@@ -133,6 +133,15 @@ describe("request pipeline", () => {
     expect(e.data).toEqual({ reason: "insufficient_scope", required: ["system/Condition.c", "patient/Condition.c"] });
   });
 
+  it("a handler's check for another patient than the token's: -32052 whose data is the reason alone (no scopes: they are not what is missing)", async () => {
+    const { client, records } = await setup({ clientId: "app", scopes: ["hmcp:sample", "patient/*.cruds"], patient: "p-1" }, { guardrails: false });
+    expect(textOf((await client.ask("write Observation for p-1")).content)).toBe("handled: write Observation for p-1");
+    const e = await errorOf(client.ask("write Observation for p-2"));
+    expect(e.code).toBe(HMCPErrorCode.PatientContextViolation);
+    expect(e.data).toEqual({ reason: "patient_context_mismatch" });
+    expect(records.at(-1)).toMatchObject({ outcome: "denied", reason: "patient_context_mismatch", patients: ["p-2"] });
+  });
+
   it("tool handlers see the context: assertPatient refuses another patient for a patient-bound token", async () => {
     // guardrails off: the default policy's patient-context guardrail would block { patient: "p-2" } before the tool runs
     const { client, records } = await setup({ clientId: "app", scopes: ["hmcp:access"], patient: "p-1" }, { guardrails: false });
