@@ -112,7 +112,7 @@ export async function serveDemo(options: { dataDir: string; store: StoreLocation
     ...(existsSync(consoleAnchorsFile) ? [] : [{ what: "No one signed in to the audit console, so its trail", dir: path.join(auditDir, "console") }]),
   ];
   for (const e of empty) {
-    process.stdout.write(`\n${e.what} is empty (no records, no checkpoint, no anchors). Check it with:\n  npx hmcp audit verify ${shq(e.dir)} --key ${shq(publicKeyFile)} --allow-empty\n`);
+    process.stdout.write(`\n${e.what} is empty (no records, no checkpoint, no anchors). Check it with:\n  npx --no hmcp audit verify ${shq(e.dir)} --key ${shq(publicKeyFile)} --allow-empty\n`);
   }
   return 0;
 }
@@ -143,7 +143,7 @@ export function serveBanner(o: {
     "clients (private_key_jwt; their keys: " + o.keysDir + "):",
     ...o.clients.map((c) => `  ${c.clientId.padEnd(width)}  ${c.scopes.join(" ")}${c.patient !== undefined ? `  (bound to patient ${c.patient})` : ""}`),
     "a token and a first call, as printed:",
-    `  TOKEN=$(npx hmcp token --issuer ${o.issuer} --client-id ${orchestrator.clientId} --private-key ${shq(path.join(o.keysDir, `${orchestrator.clientId}.jwk`))} --resource ${o.emrUrl} --scope ${shq(orchestrator.scopes.join(" "))})`,
+    `  TOKEN=$(npx --no hmcp token --issuer ${o.issuer} --client-id ${orchestrator.clientId} --private-key ${shq(path.join(o.keysDir, `${orchestrator.clientId}.jwk`))} --resource ${o.emrUrl} --scope ${shq(orchestrator.scopes.join(" "))})`,
     `  curl -s -H "authorization: Bearer $TOKEN" -H 'content-type: application/json' -H 'accept: application/json, text/event-stream' -d ${shq(initialize)} ${o.emrUrl}`,
     ...(o.console
       ? [
@@ -152,8 +152,8 @@ export function serveBanner(o: {
         ]
       : []),
     "audit trail:",
-    `  npx hmcp audit verify ${shq(o.auditDir)} --key ${shq(o.publicKeyFile)} --anchors ${shq(o.anchorsFile)}   (after Ctrl-C)`,
-    ...(o.console ? [`  npx hmcp audit verify ${shq(o.console.viewsDir)} --key ${shq(o.publicKeyFile)} --anchors ${shq(o.console.anchorsFile)}   (the console's own trail: who viewed what)`] : []),
+    `  npx --no hmcp audit verify ${shq(o.auditDir)} --key ${shq(o.publicKeyFile)} --anchors ${shq(o.anchorsFile)}   (after Ctrl-C)`,
+    ...(o.console ? [`  npx --no hmcp audit verify ${shq(o.console.viewsDir)} --key ${shq(o.publicKeyFile)} --anchors ${shq(o.console.anchorsFile)}   (the console's own trail: who viewed what)`] : []),
     "",
   ].join("\n");
 }

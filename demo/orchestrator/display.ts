@@ -234,7 +234,7 @@ function auditFileLines(audit: DemoReport["audit"]): string[] {
     audit.files.length > 1
       ? `Audit: ${audit.records} records in ${audit.files.length} files (${chainCount(audit.files)} chains: one per agent process) in ${audit.dir}, every chain verified: ${mark(audit.verified)}`
       : `Audit: ${audit.records} records in ${audit.file}, chain verified: ${mark(audit.verified)}`,
-    `       re-verify: npx hmcp audit verify ${audit.dir} --key ${audit.publicKey} --anchors ${audit.anchors}`,
+    `       re-verify: npx --no hmcp audit verify ${audit.dir} --key ${audit.publicKey} --anchors ${audit.anchors}`,
   ];
 }
 

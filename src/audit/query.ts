@@ -14,6 +14,8 @@ export interface AuditQuery {
   /** Matches the actor's `sub`, `clientId` or `fhirUser` exactly. */
   actor?: string;
   outcome?: AuditOutcome;
+  /** The record's `reason`, exact (e.g. `patient_context_mismatch`, which a -32052 refusal and a patient-context guardrail block share). */
+  reason?: string;
   /** MCP method (or "<HTTP method> <path>" for records of type "http"), exact. */
   method?: string;
   type?: AuditEventType;
@@ -100,6 +102,7 @@ function matches(r: AuditRecordInput, q: AuditQuery, since: number | undefined, 
   if (q.patient !== undefined && !r.patients.includes(q.patient)) return false;
   if (q.actor !== undefined && r.actor.sub !== q.actor && r.actor.clientId !== q.actor && r.actor.fhirUser !== q.actor) return false;
   if (q.outcome !== undefined && r.outcome !== q.outcome) return false;
+  if (q.reason !== undefined && r.reason !== q.reason) return false;
   if (q.method !== undefined && r.method !== q.method) return false;
   if (q.type !== undefined && r.type !== q.type) return false;
   if (since !== undefined || until !== undefined) {

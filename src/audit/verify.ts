@@ -74,6 +74,8 @@ export interface VerifyResult {
   head: string;
   /** Chain id from the checkpoints, if any. */
   chain?: string;
+  /** Where the chain's last good entry is (file name, 1-based line); absent when the files hold none. */
+  lastEntry?: { file: string; line: number };
   /** True when the last entry is a checkpoint written at close (a clean shutdown). */
   closed: boolean;
   /**
@@ -203,7 +205,11 @@ export class ChainVerifier {
     this.checkAnchors();
     if (this.error || this.key === undefined || this.opts.allowUnsignedTail || this.firstUnsigned === undefined) return;
     const u = this.firstUnsigned;
-    this.error = { ...u, reason: "unsigned_tail", message: "entries from here on are not covered by a signed checkpoint (file truncated, or the writer crashed before close)" };
+    this.error = {
+      ...u,
+      reason: "unsigned_tail",
+      message: `entries from here to the chain's end (seq ${this.expectedSeq - 1}) are not covered by a signed checkpoint (entries removed from its end, or the writer crashed before close)`,
+    };
   }
 
   /** The anchors of this chain, lowest seq first: each must be the entry at its seq. */
@@ -240,6 +246,7 @@ export class ChainVerifier {
       lastSeq: this.expectedSeq - 1,
       head: this.prev,
       ...(this.chain === undefined ? {} : { chain: this.chain }),
+      ...(this.last !== undefined && { lastEntry: { ...this.last } }),
       closed: this.closed,
       recoveries: [...this.recoveries],
       ...(this.error === undefined ? {} : { firstError: this.error }),
@@ -285,17 +292,37 @@ export async function verifyAuditFiles(files: string[], opts: VerifyOptions = {}
   }, opts);
 }
 
-/** Fails a passing result when anchors name a chain that none of the verified chains is (its files missing or replaced). */
+/**
+ * Fails a result when anchors name a chain that none of the verified chains is. When a chain here has no checkpoint
+ * (so no chain id) the anchored chain may be it, cut back before its first remaining checkpoint: that chain's last
+ * entry is named, and the failure replaces an `unsigned_tail` (the anchor says more: entries existed past the end).
+ * Otherwise the anchored chain's files are missing, or were replaced.
+ */
 function unknownAnchors(result: VerifyResult, opts: VerifyOptions): VerifyResult {
-  if (!result.ok || !opts.anchors?.length) return result;
-  const present = new Set((result.chains ?? [result]).map((c) => c.chain).filter((c) => c !== undefined));
+  if (!opts.anchors?.length) return result;
+  if (!result.ok && result.firstError?.reason !== "unsigned_tail") return result;
+  const all = result.chains ?? [result];
+  const present = new Set(all.map((c) => c.chain).filter((c) => c !== undefined));
   const orphan = opts.anchors.find((a) => !present.has(a.chain));
   if (orphan === undefined) return result;
-  return {
-    ...result,
-    ok: false,
-    firstError: { file: "", line: 0, seq: orphan.seq, reason: "anchor_missing", message: "no chain in these files has the id of a checkpoint anchored elsewhere: its files are missing, or were replaced" },
-  };
+  const unnamed = all.filter((c) => c.chain === undefined && c.lastEntry !== undefined);
+  const firstError: VerifyFailure =
+    unnamed.length === 1
+      ? {
+          file: unnamed[0]!.lastEntry!.file,
+          line: unnamed[0]!.lastEntry!.line,
+          seq: orphan.seq,
+          reason: "anchor_missing",
+          message: `this chain ends at seq ${unnamed[0]!.lastSeq} with no checkpoint, while a checkpoint of chain ${orphan.chain} was anchored elsewhere at seq ${orphan.seq}: if these files are that chain, entries were removed from its end (its checkpoints included); otherwise that chain's files are missing`,
+        }
+      : {
+          file: "",
+          line: 0,
+          seq: orphan.seq,
+          reason: "anchor_missing",
+          message: `no chain in these files has the id ${orphan.chain} of a checkpoint anchored elsewhere (seq ${orphan.seq}): that chain's files are missing, or were replaced`,
+        };
+  return { ...result, ok: false, firstError };
 }
 
 function counterOf(file: string): number {

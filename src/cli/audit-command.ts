@@ -2,7 +2,7 @@
  * `hmcp audit verify|query|export` (issue 4). Exit codes: 0 ok, 1 check failed, 2 usage error.
  *
  *   hmcp audit verify <files or dirs...> [--key <public JWK file>] [--anchors <file>] [--allow-unsigned-tail] [--allow-empty] [--partial] [--format text|json]
- *   hmcp audit query  [--patient ID] [--actor ID] [--outcome O] [--method M] [--type T] [--since T] [--until T]
+ *   hmcp audit query  [--patient ID] [--actor ID] [--outcome O] [--reason R] [--method M] [--type T] [--since T] [--until T]
  *                     [--limit N] [--format table|json] <files or dirs...>
  *   hmcp audit export --format fhir [same filters as query] [--site NAME] <files or dirs...>
  *
@@ -38,7 +38,7 @@ type IO = { out: (s: string) => void; err: (s: string) => void };
 const USAGE = `usage:
   hmcp audit verify <files|dirs...> [--key <public JWK or JWK Set file>] [--anchors <JSON Lines of checkpoint anchors>] [--allow-empty]
                     [--allow-unsigned-tail] [--partial] [--format text|json]
-  hmcp audit query [--patient ID] [--actor ID] [--outcome allowed|denied|blocked|failed] [--method M] [--type T]
+  hmcp audit query [--patient ID] [--actor ID] [--outcome allowed|denied|blocked|failed] [--reason R] [--method M] [--type T]
                    [--since RFC3339] [--until RFC3339] [--limit N] [--format table|json] <files|dirs...>
   hmcp audit export --format fhir [query filters] [--site NAME] <files|dirs...>
   hmcp audit serve <files|dirs...> | --database-url URL [--table T]  --issuer URL --client-id ID
@@ -53,6 +53,7 @@ const FILTER_OPTIONS = {
   patient: { type: "string" },
   actor: { type: "string" },
   outcome: { type: "string" },
+  reason: { type: "string" },
   method: { type: "string" },
   type: { type: "string" },
   since: { type: "string" },
@@ -174,19 +175,27 @@ async function verify(argv: string[], io: IO): Promise<number> {
             .slice(0, 5)
             .map((r) => `${r.chain !== undefined ? `${r.chain} ` : ""}seq ${r.seq} ${r.time}`)
             .join(", ")}${result.recoveries.length > 5 ? ", …" : ""}: a crash, a kill, or entries after a checkpoint removed)`;
+    // an end without a close checkpoint proves nothing about entries removed from the end unless signatures or anchors say so
+    const unproven = publicKey === undefined && anchors === undefined ? "; without --key or --anchors, a trail with entries removed from its end looks the same" : "";
     if (result.chains) {
       io.out(
-        `OK: ${entries(result, result.signaturesChecked)} in ${list.length} file(s), ${result.chains.length} chains (${result.chains.map((c) => `${c.name}: ${entries(c, false)}`).join(", ")}); ${sig}; ${result.closed ? "all closed cleanly" : "not all closed (writer still running or crashed)"}${unclean}`,
+        `OK: ${entries(result, result.signaturesChecked)} in ${list.length} file(s), ${result.chains.length} chains (${result.chains.map((c) => `${c.name}: ${entries(c, false)}`).join(", ")}); ${sig}; ${result.closed ? "all closed cleanly" : `not all closed (writer still running or crashed${unproven})`}${unclean}`,
       );
       return 0;
     }
     io.out(
-      `OK: ${entries(result, result.signaturesChecked)} in ${list.length} file(s); ${sig}; chain ${result.chain ?? "(unnamed)"} head seq ${result.lastSeq} ${result.head.slice(0, 16)}…; ${result.closed ? "closed cleanly" : "not closed (writer still running or crashed)"}${unclean}`,
+      `OK: ${entries(result, result.signaturesChecked)} in ${list.length} file(s); ${sig}; chain ${result.chain ?? "(unnamed)"} head seq ${result.lastSeq} ${result.head.slice(0, 16)}…; ${result.closed ? "closed cleanly" : `not closed (writer still running or crashed${unproven})`}${unclean}`,
     );
     return 0;
   }
   const f = result.firstError!;
-  io.out(`FAILED: ${f.file} line ${f.line}${f.seq !== undefined ? ` (seq ${f.seq})` : ""}: ${f.reason}: ${f.message}; ${plural(result.records, "record")} and ${plural(result.checkpoints, "checkpoint")} verified before it`);
+  // where: a file and line, or for an anchored checkpoint no file holds, the anchor's seq alone
+  const where = f.file !== "" ? `${f.file} line ${f.line}${f.seq !== undefined ? ` (seq ${f.seq})` : ""}` : `anchored checkpoint${f.seq !== undefined ? ` at seq ${f.seq}` : ""}`;
+  // the checks after the last line (signed end, anchors) fail with every entry read and its hash chain intact
+  const read = END_CHECKS.has(f.reason)
+    ? `the hash chain of all ${plural(result.records, "record")} and ${plural(result.checkpoints, "checkpoint")} read is intact, but its end is not proven`
+    : `${plural(result.records, "record")} and ${plural(result.checkpoints, "checkpoint")} verified before it`;
+  io.out(`FAILED: ${where}: ${f.reason}: ${f.message}; ${read}`);
   return 1;
 }
 
@@ -235,6 +244,9 @@ export async function readAnchors(file: string): Promise<Array<{ chain: string; 
   }
 }
 
+/** Failures found after the last line: every entry was read and chained. */
+const END_CHECKS = new Set(["unsigned_tail", "anchor_missing"]);
+
 const plural = (n: number, word: string): string => `${n} ${word}${n === 1 ? "" : "s"}`;
 
 /** "39 records + 1 signed checkpoint = 40 entries": what a chain's entries (and so its seq numbers) are made of. */
@@ -248,6 +260,7 @@ function parseQuery(values: Partial<Record<keyof typeof FILTER_OPTIONS, string>>
   if (values.patient !== undefined) q.patient = values.patient;
   if (values.actor !== undefined) q.actor = values.actor;
   if (values.method !== undefined) q.method = values.method;
+  if (values.reason !== undefined) q.reason = values.reason;
   if (values.outcome !== undefined) {
     const o = AuditOutcomeSchema.safeParse(values.outcome);
     if (!o.success) throw new UsageError(`--outcome must be one of ${AuditOutcomeSchema.options.join(", ")}`);

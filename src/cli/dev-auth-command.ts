@@ -94,7 +94,7 @@ function banner(as: DevAuthorizationServer, resources: string[], clients: DevCli
   lines.push(
     "a token:",
     // the secret in the environment, not on the command line (shell history)
-    `  HMCP_CLIENT_SECRET=${first.clientSecret} npx hmcp token --issuer ${as.issuer} --client-id ${first.clientId} --resource ${shellQuote(resources[0]!)} --scope ${shellQuote(scope)}`,
+    `  HMCP_CLIENT_SECRET=${first.clientSecret} npx --no hmcp token --issuer ${as.issuer} --client-id ${first.clientId} --resource ${shellQuote(resources[0]!)} --scope ${shellQuote(scope)}`,
     `  curl -s -u ${first.clientId}:${first.clientSecret} -d grant_type=client_credentials --data-urlencode ${shellQuote(`scope=${scope}`)} --data-urlencode ${shellQuote(`resource=${resources[0]}`)} ${as.tokenEndpoint}`,
     "your agent trusts it with:",
     `  createJwtBearerAuthenticator({ issuer: "${as.issuer}", audience: "${resources[0]}", jwks: { uri: "${as.jwksUri}" } })`,

@@ -11,7 +11,7 @@ import { runTokenCommand, TOKEN_USAGE } from "./token-command.js";
 
 const USAGE = `usage: hmcp <command> ...   (hmcp audit --help, hmcp guardrails --help: every option; hmcp --version)
   hmcp audit verify <files or dirs...> [--key <public JWK or JWK Set file>] [--anchors <file>]   (checkpoint anchors: also catch a trail cut back or rewritten)
-  hmcp audit query [--patient ID] [--actor ID] [--outcome O] [--method M] [--since T] [--until T] [--format table|json] <files or dirs...>
+  hmcp audit query [--patient ID] [--actor ID] [--outcome O] [--reason R] [--method M] [--since T] [--until T] [--format table|json] <files or dirs...>
   hmcp audit export --format fhir <files or dirs...>
   hmcp audit serve <files or dirs...> | --database-url URL  --issuer <url> --client-id <id>   (the compliance console)
   hmcp guardrails eval --policy <file> --data <file.jsonl> [--format text|json] [--show-errors N]

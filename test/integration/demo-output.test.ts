@@ -149,7 +149,7 @@ describe("demo console output", () => {
     const [anchor] = (await readFile(report.audit.anchors, "utf8")).trim().split("\n").map((l) => JSON.parse(l) as { chain: string; seq: number; why: string });
     expect(anchor).toMatchObject({ chain: "demo", why: "close" });
 
-    const command = text.split("\n").find((l) => l.includes("re-verify: "))!.split("re-verify: npx hmcp ")[1]!.split(" ");
+    const command = text.split("\n").find((l) => l.includes("re-verify: "))!.split("re-verify: npx --no hmcp ")[1]!.split(" ");
     expect(command).toEqual(["audit", "verify", report.audit.dir, "--key", report.audit.publicKey, "--anchors", report.audit.anchors]);
     const cli = async (argv: string[]) => {
       let out = "";

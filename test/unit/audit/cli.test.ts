@@ -1,5 +1,7 @@
+import { spawn } from "node:child_process";
 import { mkdir, readFile, writeFile, readdir } from "node:fs/promises";
 import path from "node:path";
+import { fileURLToPath } from "node:url";
 import { beforeAll, describe, expect, it } from "vitest";
 import { FileAuditSink, generateAuditSigningKey } from "hmcp";
 import { main } from "../../../src/cli/main.js";
@@ -12,6 +14,7 @@ async function run(...argv: string[]): Promise<{ code: number; out: string; err:
   return { code, out, err };
 }
 
+const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../..");
 let dir: string;
 let file: string;
 let keyFile: string;
@@ -137,6 +140,46 @@ describe("hmcp audit verify", () => {
     expect((await run("audit", "verify", d, "--anchors", anchorFile)).code).toBe(2);
   });
 
+  it("a trail whose only checkpoint (the close) was removed: the anchor names the end that was cut, at the last entry; without key or anchors OK says the end is not proven", async () => {
+    const keys = await generateAuditSigningKey();
+    const d = await tempLogDir("audit-cli-cut-close");
+    const anchors: string[] = [];
+    const sink = await FileAuditSink.open({ dir: d, signing: { privateKey: keys.privateJwk }, onCheckpoint: (a) => void anchors.push(JSON.stringify(a)) });
+    for (let i = 0; i < 5; i++) sink.append(sampleRecord(i));
+    await sink.close(); // seq 1-5 records, seq 6 the close checkpoint: the one anchor
+    const anchorFile = path.join(d, "..", `${path.basename(d)}.anchors.jsonl`);
+    await writeFile(anchorFile, anchors.join("\n") + "\n");
+    const key = path.join(d, "..", `${path.basename(d)}.pub.jwk`);
+    await writeFile(key, JSON.stringify(keys.publicJwk));
+    const name = (await readdir(d)).find((x) => x.endsWith(".jsonl"))!;
+    const f = path.join(d, name);
+    const ls = (await readFile(f, "utf8")).split("\n");
+    await writeFile(f, ls.slice(0, 5).join("\n") + "\n");
+    for (const args of [["--key", key, "--anchors", anchorFile], ["--anchors", anchorFile], ["--anchors", anchorFile, "--allow-unsigned-tail"]]) {
+      const r = await run("audit", "verify", d, ...args);
+      expect(r.code).toBe(1);
+      expect(r.out).toContain(`FAILED: ${name} line 5 (seq 6): anchor_missing: this chain ends at seq 5 with no checkpoint`);
+      expect(r.out).toMatch(/entries were removed from its end/);
+      expect(r.out).toMatch(/the hash chain of all 5 records and 0 checkpoints read is intact, but its end is not proven$/m);
+    }
+    // with the key alone: the unsigned entries, from the first to the end
+    const signed = await run("audit", "verify", d, "--key", key);
+    expect(signed.code).toBe(1);
+    expect(signed.out).toContain(`FAILED: ${name} line 1 (seq 1): unsigned_tail: entries from here to the chain's end (seq 5) are not covered by a signed checkpoint`);
+    // with neither: the links hold, and the line says what that does not prove
+    const bare = await run("audit", "verify", d);
+    expect(bare.code).toBe(0);
+    expect(bare.out).toMatch(/not closed \(writer still running or crashed; without --key or --anchors, a trail with entries removed from its end looks the same\)/);
+    // another chain's anchor, and a trail whose chain has checkpoints: that chain's files are missing
+    const other = await tempLogDir("audit-cli-other-chain");
+    const s2 = await FileAuditSink.open({ dir: other, signing: { privateKey: keys.privateJwk }, chainId: "another-chain" });
+    s2.append(sampleRecord(0));
+    await s2.close();
+    const orphan = await run("audit", "verify", other, "--anchors", anchorFile);
+    expect(orphan.code).toBe(1);
+    expect(orphan.out).toMatch(/^FAILED: anchored checkpoint at seq 6: anchor_missing: no chain in these files has the id .* of a checkpoint anchored elsewhere \(seq 6\): that chain's files are missing, or were replaced/);
+  });
+
   it("an emptied trail fails loudly (exit 1) unless --allow-empty; an anchor proves what it held", async () => {
     const keys = await generateAuditSigningKey();
     const d = await tempLogDir("audit-empty");
@@ -196,7 +239,7 @@ describe("hmcp audit verify", () => {
 });
 
 describe("hmcp audit query", () => {
-  it("filters by patient, outcome, actor, method and time, as JSON Lines", async () => {
+  it("filters by patient, outcome, actor, method, reason and time, as JSON Lines", async () => {
     const r = await run("audit", "query", "--patient", "pat-1", "--format", "json", file);
     expect(r.code).toBe(0);
     const recs = r.out.trim().split("\n").map((l) => JSON.parse(l) as { patients: string[]; requestId: number });
@@ -207,6 +250,23 @@ describe("hmcp audit query", () => {
     expect(timed.out.trim().split("\n").map((l) => (JSON.parse(l) as { requestId: number }).requestId)).toEqual([3, 4]);
     const http = await run("audit", "query", "--method", "POST /mcp", "--format", "json", dir);
     expect(JSON.parse(http.out.trim())).toMatchObject({ type: "http", status: 401, reason: "invalid_token" });
+    const byReason = await run("audit", "query", "--reason", "invalid_token", "--format", "json", dir);
+    expect(byReason.out.trim().split("\n").map((l) => (JSON.parse(l) as { reason: string }).reason)).toEqual(["invalid_token"]);
+    expect((await run("audit", "query", "--reason", "no_such_reason", "--format", "json", dir)).out.trim()).toBe("");
+  });
+
+  it("stops quietly, exit 0, when the reader closes the pipe early (`| head`)", async () => {
+    // ~3 MB of records, more than a pipe holds: the writes outlive the reader
+    const record = (await readFile(file, "utf8")).split("\n").find((l) => l.includes('"requestId"'))!;
+    const big = path.join(dir, "..", `big-${process.pid}.jsonl`);
+    await writeFile(big, `${record}\n`.repeat(6000));
+    const child = spawn(process.execPath, ["--import", "tsx", path.join(repoRoot, "src/cli/run.ts"), "audit", "query", "--format", "json", big], { stdio: ["ignore", "pipe", "pipe"] });
+    let err = "";
+    child.stderr.on("data", (d: Buffer) => (err += d.toString()));
+    child.stdout.once("data", () => child.stdout.destroy());
+    const code = await new Promise<number | null>((resolve) => child.once("exit", resolve));
+    expect(err).not.toMatch(/EPIPE|Error|at /);
+    expect(code).toBe(0);
   });
 
   it("prints a table by default and refuses bad filter values", async () => {
