@@ -109,6 +109,9 @@ type Authed = Request & {
   csrfRefused?: boolean;
 };
 
+/** An actor that is a patient: a FHIR reference `Patient/<id>` (relative or absolute) as `fhirUser` or `sub`. */
+const PATIENT_ACTOR = /^(?:.*\/)?Patient\/([A-Za-z0-9\-.]{1,64})$/;
+
 /** Most rows the accounting page shows (the downloads hold them all). */
 const ACCOUNTING_PAGE_ROWS = 1000;
 /** Largest activity offset accepted. */
@@ -370,6 +373,19 @@ export async function startAuditConsole(options: AuditConsoleOptions): Promise<A
   const shown = (req: Request, patients: Iterable<string>): void => {
     for (const p of patients) (req as Authed).viewPatients!.add(p);
   };
+  /**
+   * A record shown: the actor when the actor is a patient (a patient-facing app's user, `fhirUser` or `sub`
+   * "Patient/<id>": a page that shows another patient's id as "who" shows that patient too), and with `patients` (a
+   * page or file that lists them) its patients.
+   */
+  const shownRecord = (req: Request, r: { patients?: unknown; actor?: string | { sub?: string; fhirUser?: string } }, patients = true): void => {
+    if (patients && Array.isArray(r.patients)) shown(req, r.patients.filter((p): p is string => typeof p === "string"));
+    const actors = typeof r.actor === "string" ? [r.actor] : [r.actor?.fhirUser, r.actor?.sub];
+    for (const a of actors) {
+      const id = typeof a === "string" ? PATIENT_ACTOR.exec(a)?.[1] : undefined;
+      if (id !== undefined) shown(req, [id]);
+    }
+  };
 
   const page = (res: Response, req: Request, view: string, data: Record<string, unknown>): void => {
     const user = (req as Authed).user!;
@@ -399,7 +415,7 @@ export async function startAuditConsole(options: AuditConsoleOptions): Promise<A
       const t = view(req);
       const result = await t.activity(filter, { offset: Number(rawOffset), limit: pageSize });
       if (filter.patient !== undefined) shown(req, [filter.patient]);
-      for (const row of result.rows) shown(req, row.patients);
+      for (const row of result.rows) shownRecord(req, row);
       const base = filterQuery(req.query);
       page(res, req, "activity", { title: "Activity", result, q: formValues(req.query), facets: t.facets(), pageSize, base, outcomes: AuditOutcomeSchema.options });
     } catch (e) {
@@ -414,7 +430,7 @@ export async function startAuditConsole(options: AuditConsoleOptions): Promise<A
       if (!rec) return render(res, 404, "message", { title: "No such record", message: "There is no record with this id in the trail." });
       // read back as stored: a line that does not fit the record schema is named, not rendered (verification reports it)
       const checked = StoredAuditRecordSchema.safeParse(stripLocation(rec));
-      if (Array.isArray(rec.patients)) shown(req, rec.patients.filter((p): p is string => typeof p === "string"));
+      shownRecord(req, rec as { patients?: unknown; actor?: { sub?: string; fhirUser?: string } });
       if (!checked.success) return render(res, 422, "message", { title: "Unreadable record", message: `The entry for this id (chain ${rec.chain}, entry ${rec.seq}) does not fit the audit record schema. The Integrity page names the first such entry of each chain.`, user: (req as Authed).user?.sub });
       page(res, req, "record", { title: `Record ${rec.id}`, r: { ...checked.data, chain: rec.chain, seq: rec.seq } });
     } catch (e) {
@@ -473,6 +489,8 @@ export async function startAuditConsole(options: AuditConsoleOptions): Promise<A
         total = (await view(req).activity(a.filter, { offset: 0, limit: 1 })).total;
         shownRows = [];
         for await (const r of disclosures(req, a.filter, skipped)) {
+          // (the page lists who, not the record's other patients)
+          shownRecord(req, r, false);
           shownRows.push(r);
           if (shownRows.length >= ACCOUNTING_PAGE_ROWS) break;
         }
@@ -507,6 +525,8 @@ export async function startAuditConsole(options: AuditConsoleOptions): Promise<A
     try {
       for await (const r of disclosures(req, a.filter, { n: 0 })) {
         if (gone.signal.aborted) break;
+        // (the file lists who, not the record's other patients)
+        shownRecord(req, r, false);
         if (!started) start();
         if (!csv.write({ time: r.time, who: who(r), client: r.actor.clientId ?? "", agent: r.agent, method: r.method ?? "", purpose: purpose(r), outcome: r.outcome, reason: r.reason ?? "", record: r.id })) await once(csv, "drain", { signal: gone.signal });
       }
@@ -534,6 +554,7 @@ export async function startAuditConsole(options: AuditConsoleOptions): Promise<A
       let first = true;
       for await (const r of disclosures(req, a.filter, { n: 0 })) {
         if (gone.signal.aborted) break;
+        shownRecord(req, r);
         if (first) open();
         const ok = res.write(`${first ? "" : ","}${JSON.stringify({ fullUrl: `urn:uuid:${r.id}`, resource: toAuditEvent(r) })}`);
         first = false;

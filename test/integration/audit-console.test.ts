@@ -80,6 +80,21 @@ afterAll(async () => {
 });
 
 /** Opens the integrity page until verification has finished (it reloads itself while a chain is being checked). */
+/** The patient id of an actor that is a patient (a patient-facing app's user: `Patient/<id>`). */
+function patientActor(r: AuditRecordInput): string | undefined {
+  return /^(?:.*\/)?Patient\/([A-Za-z0-9\-.]{1,64})$/.exec(r.actor.fhirUser ?? r.actor.sub ?? "")?.[1];
+}
+
+/** The patient whose accounting the tests read: one a patient-facing app tried to reach (the demo's refused attempt). */
+function accountingPatient(): string {
+  for (const r of records) {
+    const actor = patientActor(r);
+    const other = actor === undefined ? undefined : r.patients.find((p) => p !== actor);
+    if (other !== undefined) return other;
+  }
+  throw new Error("the demo's trail holds no attempt by a patient-facing app on another patient");
+}
+
 async function integrity(url: string) {
   for (let i = 0; i < 100; i++) {
     const page = await driver.open(`${url}/integrity`);
@@ -148,7 +163,7 @@ describe(`the audit console ${kind}`, () => {
   });
 
   it("downloads the accounting of disclosures, whose rows are what `hmcp audit query` finds", async () => {
-    const patient = records.flatMap((r) => r.patients)[0]!;
+    const patient = accountingPatient();
     await driver.open(`${good.url}/accounting`);
     await driver.filter({ patient });
     const csv = await driver.download("CSV");
@@ -226,13 +241,19 @@ describe(`the audit console ${kind}`, () => {
   it("records every view in the console's own trail: who looked at which patient, refusals included", async () => {
     await views.flush();
     const seen = await queryAudit([viewDir]);
-    const patient = records.flatMap((r) => r.patients)[0]!;
+    const patient = accountingPatient();
     const signIns = seen.filter((r) => r.type === "session.start");
     expect(signIns.filter((r) => r.outcome === "allowed").map((r) => r.actor.sub)).toEqual([OFFICER.username, OFFICER.username]);
     expect(signIns.filter((r) => r.outcome === "denied").map((r) => [r.actor.sub, r.reason])).toEqual([[CLINICIAN.username, "insufficient_scope"]]);
     const accounting = seen.filter((r) => r.type === "view" && r.method === "GET /accounting.csv");
     expect(accounting.length).toBe(1);
-    expect(accounting[0]!.patients).toEqual([patient]);
+    // the patient, and every patient the file shows as "who" (a patient-facing app's user, Patient/<id>)
+    const actorPatients = records
+      .filter((r) => r.patients.includes(patient))
+      .map(patientActor)
+      .filter((id): id is string => id !== undefined && id !== patient);
+    expect(actorPatients.length).toBeGreaterThan(0);
+    expect(accounting[0]!.patients.sort()).toEqual([...new Set([patient, ...actorPatients])].sort());
     expect(accounting[0]!.actor.sub).toBe(OFFICER.username);
     const activity = seen.filter((r) => r.type === "view" && r.method === "GET /activity" && r.outcome === "allowed");
     expect(activity.some((r) => r.patients.includes(patient))).toBe(true);
