@@ -301,7 +301,7 @@ async function query(argv: string[], io: IO): Promise<number> {
       io.out(JSON.stringify(r));
       continue;
     }
-    const line = tableRow(r);
+    const line = tableRow(r, q.patient);
     cut ||= line.cut;
     io.out(line.text);
   }
@@ -313,8 +313,11 @@ async function query(argv: string[], io: IO): Promise<number> {
   return 0;
 }
 
-/** Table column widths; a longer cell is cut to its width with a trailing '…' (the last column, latency, never is). */
-const WIDTHS = [24, 13, 8, 24, 24, 20, 20, 16, 8];
+/**
+ * Table column widths; a longer cell is cut to its width with a trailing '…' (the last column, latency, never is). The
+ * patients column holds one whole FHIR id as long as a UUID (36) and a count of the others.
+ */
+const WIDTHS = [24, 13, 8, 24, 24, 20, 42, 16, 8];
 
 function row(cols: string[]): { text: string; cut: boolean } {
   let cut = false;
@@ -330,11 +333,21 @@ function row(cols: string[]): { text: string; cut: boolean } {
   return { text: cells.join(" ").trimEnd(), cut };
 }
 
-function tableRow(r: AuditRecordInput): { text: string; cut: boolean } {
+/**
+ * A record's patients in one cell: the queried patient (`--patient`) or else the first, whole (an id to paste into
+ * `--patient`), and "+N" for the others (`--format json` lists them).
+ */
+function patientsCell(patients: string[], queried: string | undefined): string {
+  if (patients.length === 0) return "-";
+  const first = queried !== undefined && patients.includes(queried) ? queried : patients[0]!;
+  return patients.length > 1 ? `${first} +${patients.length - 1}` : first;
+}
+
+function tableRow(r: AuditRecordInput, queried: string | undefined): { text: string; cut: boolean } {
   // a person signed in through a client (the audit console's officer) shows as "<sub> via <client>"
   const { sub, clientId } = r.actor;
   const actor = sub !== undefined && clientId !== undefined && sub !== clientId ? `${sub} via ${clientId}` : (clientId ?? sub ?? "-");
-  return row([r.time, r.type, r.outcome, r.reason ?? "-", r.method ?? "-", actor, r.patients.join(",") || "-", r.agent, String(r.latencyMs)]);
+  return row([r.time, r.type, r.outcome, r.reason ?? "-", r.method ?? "-", actor, patientsCell(r.patients, queried), r.agent, String(r.latencyMs)]);
 }
 
 async function exportCmd(argv: string[], io: IO): Promise<number> {

@@ -290,13 +290,18 @@ describe("hmcp audit query --format table, long cells", () => {
     const patient = "0d1e2f3a-4b5c-4d6e-8f70-8192a3b4c5d6";
     sink.append(sampleRecord(1, { outcome: "denied", reason: "multiple_authorization_headers", method: "POST /mcp", type: "http", patients: [patient] }));
     sink.append(sampleRecord(2, { outcome: "denied", reason: "insufficient_scope", patients: ["pat-2"] }));
+    sink.append(sampleRecord(3, { patients: ["pat-7", patient, "pat-9"] }));
     await sink.close();
     const r = await run("audit", "query", d);
     expect(r.code).toBe(0);
-    const [header, wide, short] = r.out.trimEnd().split("\n") as [string, string, string];
+    const [header, wide, short, several] = r.out.trimEnd().split("\n") as [string, string, string, string];
     expect(wide).toContain(" multiple_authorization_…");
     expect(wide).not.toContain("multiple_authorization_headers");
-    expect(wide).toContain(` ${patient.slice(0, 19)}… `);
+    // a whole patient id (one to paste into --patient), and a count of the others
+    expect(wide).toContain(` ${patient} `);
+    expect(several).toContain(" pat-7 +2 ");
+    const queried = (await run("audit", "query", "--patient", patient, d)).out.trimEnd().split("\n");
+    expect(queried.slice(1).map((l) => / (\S+(?: \+\d+)?) +emr-writeback/.exec(l)?.[1])).toEqual([patient, `${patient} +2`]);
     // every column starts where its header does
     for (const col of ["reason", "method", "actor", "patients", "agent", "ms"]) {
       const at = header.search(new RegExp(`\\b${col}\\b`));
@@ -306,7 +311,7 @@ describe("hmcp audit query --format table, long cells", () => {
     }
     expect(wide.indexOf("POST /mcp")).toBe(header.indexOf("method"));
     expect(short.indexOf("sampling/createMessage")).toBe(header.indexOf("method"));
-    expect(r.err).toMatch(/2 record\(s\) matched; long cells cut short with '…' \(--format json prints every field in full\)/);
+    expect(r.err).toMatch(/3 record\(s\) matched; long cells cut short with '…' \(--format json prints every field in full\)/);
     const json = await run("audit", "query", "--format", "json", d);
     expect(JSON.parse(json.out.split("\n")[0]!)).toMatchObject({ reason: "multiple_authorization_headers", patients: [patient] });
     expect(json.err).not.toMatch(/cut short/);
