@@ -10,7 +10,7 @@ import { createHash, randomUUID } from "node:crypto";
 import { contentDigest } from "../audit/canonical-json.js";
 import { defaultOperationalLogger, type OperationalLogger } from "./logger.js";
 import { CreateMessageResultSchema } from "@modelcontextprotocol/core";
-import { CLIENT_CAPABILITIES_META_KEY, ProtocolError, ProtocolErrorCode, SdkError, SdkErrorCode } from "@modelcontextprotocol/server";
+import { CLIENT_CAPABILITIES_META_KEY, fromJsonSchema, ProtocolError, ProtocolErrorCode, SdkError, SdkErrorCode } from "@modelcontextprotocol/server";
 import type { JSONRPCRequest, ServerContext } from "@modelcontextprotocol/server";
 import { HMCPError, HMCPErrorCode, INTERNAL_ERROR, INVALID_PARAMS, scopeMethodOf, toWireError, withRedactionsMeta, type Principal, type TransportKind } from "../protocol/index.js";
 import { checkAccess, satisfiesAny, type ScopeRequest } from "../auth/scopes.js";
@@ -796,14 +796,28 @@ class Ctx implements RequestContext {
 
   async elicit(params: Parameters<RequestContext["elicit"]>[0], options?: BackRequestOptions) {
     const formParams = "mode" in params && params.mode ? params : { ...params, mode: "form" as const };
-    if (this.rounds) return this.rounds.ask("elicitation", formParams);
+    if (this.rounds) return checkedElicitAnswer(formParams, this.rounds.ask("elicitation", formParams));
     this.#refuseOnModernEra("elicitation");
     if (!this.#host.clientCapabilities()?.elicitation) {
       throw new HMCPError(HMCPErrorCode.SamplingNotSupported, "The client does not support elicitation", { reason: "elicitation_not_supported" });
     }
     // the human's decision (accept, decline, cancel), never what they entered
-    return this.#recorded("elicitation", this.#extra.mcpReq.send({ method: "elicitation/create", params: formParams }, requestOptions(options)), (r) => r.action);
+    return checkedElicitAnswer(formParams, await this.#recorded("elicitation", this.#extra.mcpReq.send({ method: "elicitation/create", params: formParams }, requestOptions(options)), (r) => r.action));
   }
+}
+
+/**
+ * An accepted form answer whose content does not fit the form's `requestedSchema` (a required field missing, a value of
+ * another type) is refused, on either era, before the handler sees it: a handler reading `approve === false` as the
+ * only decline would otherwise take `{}` for an approval. The client's mistake: -32602 `invalid_elicitation_content`
+ * (the message names the schema's complaint, never a value). Declines, cancels and URL-mode answers pass as they are.
+ */
+function checkedElicitAnswer<T extends { action: string; content?: unknown }>(params: { mode?: string; requestedSchema?: unknown }, answer: T): T {
+  if (answer.action !== "accept" || params.mode !== "form" || params.requestedSchema === undefined) return answer;
+  const outcome = fromJsonSchema(params.requestedSchema as Parameters<typeof fromJsonSchema>[0])["~standard"].validate(answer.content ?? {});
+  const issues = outcome instanceof Promise ? undefined : outcome.issues;
+  if (issues === undefined || issues.length === 0) return answer;
+  throw new ProtocolError(INVALID_PARAMS, `The elicitation answer does not match the requested schema: ${issues[0]!.message.replace(/^data/, "content")}`, { reason: "invalid_elicitation_content" });
 }
 
 function requestOptions(options: BackRequestOptions | undefined) {

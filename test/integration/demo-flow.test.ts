@@ -99,12 +99,13 @@ describe("EMR agent: approval", () => {
     expect(outcomeOf(r).approval).toBe("decline");
     expect(await (await stack.agents.store()).listByPatient(other.patient.id!)).toEqual([]);
   });
-  // an accept without the required field, or with a value that is not `true`, writes nothing (fails closed)
+  // an accept without the required field, or with a value of another type, is refused before the handler reads it
+  // (HMCP checks an accepted form against its requestedSchema) and writes nothing
   for (const content of [{}, undefined, { approve: "yes" }, { approve: 1 }]) {
-    it(`treats an accepted form with content ${JSON.stringify(content) ?? "absent"} as a decline`, async () => {
+    it(`refuses an accepted form with content ${JSON.stringify(content) ?? "absent"} (-32602) and writes nothing`, async () => {
       const emr = await stack.emrClient("orchestrator", () => ({ action: "accept", ...(content !== undefined && { content }) }) as never);
-      const r = await emr.ask(body(other.patient.id, other.encounters.at(-1)!), { patient: other.patient.id! });
-      expect(outcomeOf(r).approval).toBe("decline");
+      const err = await emr.ask(body(other.patient.id, other.encounters.at(-1)!), { patient: other.patient.id! }).catch((e: unknown) => e);
+      expect(err).toMatchObject({ code: -32602, data: { reason: "invalid_elicitation_content" } });
       expect(await (await stack.agents.store()).listByPatient(other.patient.id!)).toEqual([]);
     });
   }

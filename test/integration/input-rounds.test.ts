@@ -163,6 +163,28 @@ describe("asking the caller mid-request on both eras", () => {
     expect(rounds.every((r) => r.patients.includes("p1") && r.actor.sub !== undefined)).toBe(true);
   });
 
+  it("an accepted form that does not fit its requestedSchema is refused (-32602) before the handler reads it, on both eras; nothing is written", async () => {
+    const keys = await makeKeys();
+    const audit: AuditRecordInput[] = [];
+    const writes: string[] = [];
+    const url = await serve(keys, audit, writes);
+    const token = await mint(keys, { scope: "hmcp:sample", patient: "p1" });
+    for (const era of ["legacy", "modern"] as const) {
+      for (const content of [{}, { approve: "yes" }]) {
+        const c = new HMCPClient(
+          { name: "orchestrator", version: "1.0.0" },
+          { protocolEra: era, guardrails: false, onElicitation: async () => ({ action: "accept", content }) as never, onSampling: async () => ({ role: "assistant", model: "m", content: { type: "text", text: "-" } }) },
+        );
+        await c.connect({ type: "http", url: url.href, headers: { authorization: `Bearer ${token}` } });
+        closers.unshift(() => c.close());
+        const err = await c.ask("patient_id=p1: write BP 120/80").catch((e: unknown) => e);
+        expect(err, `${era} ${JSON.stringify(content)}`).toMatchObject({ code: -32602, data: { reason: "invalid_elicitation_content" } });
+        expect((err as Error).message).toMatch(/does not match the requested schema: content(\/approve)? must/);
+      }
+    }
+    expect(writes).toEqual([]);
+  });
+
   it("the foundation echo agent (samples, then elicits) on 2026-07-28 over stdio and HTTP, as on 2025-11-25", { timeout: 60_000 }, async () => {
     for (const kind of ["stdio", "http"] as const) {
       for (const era of ["modern", "legacy"] as const) {
