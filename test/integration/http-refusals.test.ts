@@ -162,11 +162,14 @@ describe.each(BOTH)("refusals at the edge on %s", (era) => {
     expectOneRecord(left, "method_not_allowed", 405);
   });
 
-  it("a foreign Host header → 403 host_not_allowed, one record", async () => {
+  it("a foreign Host header → 403 host_not_allowed (reason and what to change in the body), one record", async () => {
     const before = records.length;
-    const status = await rawStatus({ ...eraHeaders(era), host: "evil.example:80" }, JSON.stringify(message(era)));
+    const answer = await rawAnswer({ ...eraHeaders(era), host: "evil.example:80" }, JSON.stringify(message(era)));
     await settle(before);
-    expect(status).toBe(403);
+    expect(answer.status).toBe(403);
+    const body = JSON.parse(answer.body) as { error: { code: number; message: string; data?: { reason?: string } }; id: unknown };
+    expect(body).toMatchObject({ error: { code: TRANSPORT_ERROR, data: { reason: "host_not_allowed" } }, id: null });
+    expect(body.error.message).toMatch(/evil\.example.*allowedHosts/);
     expectOneRecord(records.slice(before), "host_not_allowed", 403);
   });
 
@@ -344,6 +347,20 @@ function rawStatus(headers: Record<string, string>, body: string): Promise<numbe
     const req = request(endpoint, { method: "POST", headers }, (res) => {
       res.resume();
       resolve(res.statusCode!);
+    });
+    req.on("error", reject);
+    req.end(body);
+  });
+}
+
+/** A POST with node:http (any header, including Host); resolves with the status and the body. */
+function rawAnswer(headers: Record<string, string>, body: string): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = request(endpoint, { method: "POST", headers }, (res) => {
+      let text = "";
+      res.setEncoding("utf8");
+      res.on("data", (d: string) => (text += d));
+      res.on("end", () => resolve({ status: res.statusCode!, body: text }));
     });
     req.on("error", reject);
     req.end(body);
