@@ -16,7 +16,7 @@ import {
   GuardrailPipeline,
   type GuardrailRunner,
 } from "../src/index.js";
-import { clinicalText, phiText } from "./lib/fixtures.js";
+import { clinicalText, mtsamplesText, phiText } from "./lib/fixtures.js";
 
 const arg = (name: string, dflt: number): number => {
   const i = process.argv.indexOf(`--${name}`);
@@ -29,19 +29,26 @@ function pct(sorted: number[], q: number): number {
   return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))]!;
 }
 
-async function time(runner: GuardrailRunner, stage: "input" | "output", text: string): Promise<{ p50: number; p99: number; cpuMean: number; action: string }> {
-  const payload =
-    stage === "input"
-      ? { messages: [{ role: "user", content: { type: "text", text } }], maxTokens: 256 }
-      : { role: "assistant", model: "bench", content: { type: "text", text }, stopReason: "endTurn" };
+/** A message (input) or an answer (output) carrying `text`. */
+const payloadOf = (stage: "input" | "output", text: string) =>
+  stage === "input"
+    ? { messages: [{ role: "user", content: { type: "text", text } }], maxTokens: 256 }
+    : { role: "assistant", model: "bench", content: { type: "text", text }, stopReason: "endTurn" };
+
+/**
+ * µs per message of `runner` at `stage`: `texts` one text (scored N times) or N different texts (new text each call,
+ * what a server meets). No session or principal in the context: no decision-cache hit.
+ */
+async function time(runner: GuardrailRunner, stage: "input" | "output", texts: string | string[]): Promise<{ p50: number; p99: number; cpuMean: number; action: string }> {
+  const payloads = typeof texts === "string" ? [payloadOf(stage, texts)] : texts.map((t) => payloadOf(stage, t));
   const ctx = { stage, side: "server" as const, method: "sampling/createMessage", patient: "bench-patient" };
   let action = "";
-  for (let i = 0; i < 200; i++) action = (await runner.evaluate(stage, payload, ctx)).action;
+  for (let i = 0; i < 200; i++) action = (await runner.evaluate(stage, payloads[i % payloads.length]!, ctx)).action;
   const us: number[] = [];
   const cpu0 = process.cpuUsage();
   for (let i = 0; i < N; i++) {
     const t = process.hrtime.bigint();
-    await runner.evaluate(stage, payload, ctx);
+    await runner.evaluate(stage, payloads[i % payloads.length]!, ctx);
     us.push(Number(process.hrtime.bigint() - t) / 1000);
   }
   const cpu = process.cpuUsage(cpu0);
@@ -72,6 +79,23 @@ for (const [name, stage, runner] of cases) {
   }
 }
 
+// The default policy on new text: every message a different CHARS-long slice of MTSamples or of PhysioNet notes (as
+// a server meets them; the table above scores one text N times, whose work stays in cache)
+const sources = { mtsamples: mtsamplesText(400_000), physionet: phiText(400_000).text };
+const fresh: Array<Record<string, unknown>> = [];
+console.log(`\nthe default policy on new text, µs per message (${CHARS} chars, n=${N} different slices)`);
+console.log("case                  text        p50      p99   cpu-mean");
+for (const [name, stage] of [["default.yaml input", "input"], ["default.yaml output", "output"]] as const) {
+  const runner = defaultGuardrails();
+  for (const [kind, src] of Object.entries(sources)) {
+    const span = Math.max(1, src.length - CHARS);
+    const slices = Array.from({ length: N }, (_, i) => src.slice((i * 7919) % span, ((i * 7919) % span) + CHARS));
+    const r = await time(runner, stage, slices);
+    fresh.push({ case: name, text: kind, chars: CHARS, p50: r.p50, p99: r.p99, cpuMean: r.cpuMean });
+    console.log(`${name.padEnd(22)}${kind.padEnd(10)}${String(r.p50).padStart(7)}  ${String(r.p99).padStart(7)}  ${String(r.cpuMean).padStart(7)}`);
+  }
+}
+
 // Worst cases of the PHI detector: its scans are synchronous (in place, a guardrail timeout cannot interrupt them; phi-redaction with workers > 0 stops them), so the cost per
 // KB of text made only of what its scanners try hardest on is the bound on how long one message holds the event loop.
 // The patterns are the slowest of a random search over short repeated fragments (house numbers, street and unit words,
@@ -94,4 +118,4 @@ for (const p of ["1 via ", "12 Main ", "Apt 1 ", "yo ", "MRN ", "Jan ", "a "]) {
   worst.push({ pattern: p, chars: WORST_CHARS, msPerKB });
   console.log(`${JSON.stringify(p).padEnd(14)}${String(msPerKB).padStart(8)}`);
 }
-console.log(JSON.stringify({ guardrails: results, phiWorstCase: worst }));
+console.log(JSON.stringify({ guardrails: results, newText: fresh, phiWorstCase: worst }));
