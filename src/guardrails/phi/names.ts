@@ -32,6 +32,8 @@ import {
   W_SUBJECT_VERBS,
   W_TITLES,
   W_UNIT_ACRONYMS,
+  W_WARD_PREV,
+  W_LOC_PREV,
   W_WEAK_RELATIONS,
 } from "./words.js";
 import { isLow, isUp, lineStartBefore, wsGapAt } from "./text.js";
@@ -234,7 +236,7 @@ function initialsAndPairs(c: NameContext): void {
     const nf = F[nx]!;
     const nsh = SH[nx]!;
     const nlen = E[nx]! - S[nx]!;
-    if (E[i]! - S[i]! === 1 && (sh & SH_UP) !== 0 && wsGapAt(text, E[i]!, S[nx]!, 1, 2, 46, true) && nlen > 1 && !((nf & W_NOT_NAMES) !== 0) && (allCapsText(nx) ? (known(nx) && !isCommon(nx)) || (nlen > 2 && !((nf & F_COMMON) !== 0) && !((nf & F_AMBIGUOUS) !== 0)) : (nsh & SH_NC) !== 0 && !((nf & F_COMMON) !== 0)) && !/[/\w'’]$/.test(text.slice(Math.max(0, S[i]! - 1), S[i]!))) {
+    if (E[i]! - S[i]! === 1 && (sh & SH_UP) !== 0 && wsGapAt(text, E[i]!, S[nx]!, 1, 2, 46, true) && nlen > 1 && !((nf & W_NOT_NAMES) !== 0) && (allCapsText(nx) ? (known(nx) && !isCommon(nx)) || (nlen > 2 && !((nf & F_COMMON) !== 0) && !((nf & F_AMBIGUOUS) !== 0)) : (nsh & SH_NC) !== 0 && !((nf & F_COMMON) !== 0)) && !/[/\w'’&<>=+.]$/.test(text.slice(Math.max(0, S[i]! - 1), S[i]!)) && !letterOfPhrase(c, i)) {
       isName[i] = 1;
       isName[nx] = 1;
     }
@@ -249,6 +251,22 @@ function initialsAndPairs(c: NameContext): void {
       }
     }
   }
+}
+
+/**
+ * The capital letter `i` ends a phrase rather than starting a name ("AMPHO B. AWATING", "LOW GRADE T. CULTURED", "Dsg D and
+ * I. X-ray"): the word right before it (one space, no punctuation) is a common word or, in upper-case text, a word that is
+ * not a dictionary name, and is no title, relation, cue or preposition ("PER K. ABRAMS", "EARL N. RAND", "Hanne I.
+ * Kreutzmann", "on C. Beerninckstraat"); or it pairs with another letter ("D and I", "I and O"). A letter right after
+ * "&", ">", "<", "=", "+" or "." (caller) is one of a pair or an abbreviation too ("D&I. NTG", "R>L. SAO2", "I.S.").
+ */
+function letterOfPhrase(c: NameContext, i: number): boolean {
+  const { text, S, E, F, known, allCapsText, lowerIs } = c;
+  if (i === 0 || S[i]! - E[i - 1]! !== 1 || text.charCodeAt(E[i - 1]!) !== 32) return false;
+  const p = i - 1;
+  const pf = F[p]!;
+  if ((pf & (W_TITLES | W_RELATIONS | W_CUE_WORDS | W_ROLE_ABBR | W_WARD_PREV | W_LOC_PREV)) !== 0) return i > 1 && lowerIs(p, "and") && E[i - 2]! - S[i - 2]! === 1 && S[p]! - E[i - 2]! === 1;
+  return (pf & F_COMMON) !== 0 || (allCapsText(p) && !known(p));
 }
 
 /** backwards */

@@ -71,6 +71,15 @@ describe("PHI detector", () => {
     expect(redactPhiText("sent to the hospital, then to an outside hospital")).toBe("sent to the hospital, then to an outside hospital");
   });
 
+  it("reads a capital letter after a pair sign or ending a phrase as no initial, and keeps real initials", () => {
+    for (const text of ["Dressing D&I. Pulses palpable.", "Crackles R>L. Tidal volumes 400.", "STARTED AMPHO B. AWAITING CONSULT.", "LOW GRADE T. CULTURED.", "Site D and I. X-ray done."]) {
+      expect(redactPhiText(text), text).toBe(text);
+    }
+    expect(redactPhiText("INR 6.0. E. WELSH AWARE.")).toBe("INR 6.0. [NAME] AWARE.");
+    expect(redactPhiText("NOT GIVEN PER K. ABRAMS PA.")).toBe("NOT GIVEN PER [NAME] PA.");
+    expect(redactPhiText("Seen by J. Yi, MD.")).toBe("Seen by [NAME], MD.");
+  });
+
   it("returns offsets and never the values", () => {
     const r = redactPhi("Call me at 617-555-0123.");
     expect(r.entities).toEqual([{ type: "PHONE", start: 11, end: 23, replacement: "[PHONE]" }]);
