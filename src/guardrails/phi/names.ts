@@ -304,7 +304,7 @@ function generational(text: string, s: number, e: number): boolean {
 
 /** signatures */
 function signatures(c: NameContext): void {
-  const { text, n, S, E, F, SH, isName, first, known } = c;
+  const { text, n, S, E, F, SH, isName, first, known, isCommon } = c;
   // signatures: name-like words right before a credential ("Marie Munroe, RN", "barbara j. parrilli bsn/rn")
   for (let i = 0; i < n; i++) {
     // a credential is the next word ("RN", "bsn/rn", "PA-C"): no slice and no pattern for any other word
@@ -322,17 +322,26 @@ function signatures(c: NameContext): void {
         continue;
       }
     }
+    // the run before the credential is a name only with one word that is more than an English word ("WILL KEEP NP",
+    // "BP STABLE, RN", "via MD" are not): a dictionary name, a capitalised unknown word, or, in a signature line (the
+    // credential ends it), an upper-case unknown word ("EMPERATRICE, RRT"; not "PRECEDEX OFF MD AWARE")
+    let from = i + 1;
+    let strong = false;
+    const endsLine = upperCred && /^,?\s{0,2}[A-Za-z-]+\.?\s*(?:\n|$)/.test(text.slice(E[i]!, E[i]! + 16));
     for (let j = i; j >= 0 && S[j]! > line && i - j < 4; j--) {
       const fj = F[j]!;
       const shj = SH[j]!;
-      if (j < i && !wsGapAt(text, E[j]!, S[j + 1]!, 1, 3, 46)) break;
       const initial = E[j]! - S[j]! === 1;
+      // words joined by a full stop only after an initial ("EDWARD C. JONES"; not "now RLL. Stord-Painter MD")
+      if (j < i && !(initial ? wsGapAt(text, E[j]!, S[j + 1]!, 1, 3, 46) : wsGapAt(text, E[j]!, S[j + 1]!, 1, 3))) break;
       if (initial && (j === i || /[\d'’/]$/.test(text.slice(Math.max(0, S[j]! - 1), S[j]!)))) break;
       const nameish = initial || known(j) || ((fj & F_AMBIGUOUS) !== 0) || ((shj & SH_NC) !== 0 && !((fj & F_COMMON) !== 0)) || (upperCred && (shj & SH_UP) !== 0 && !((fj & F_COMMON) !== 0));
-      if (!nameish || ((fj & W_NOT_NAMES) !== 0) || ((fj & W_CREDENTIALS) !== 0)) break;
+      if (!nameish || ((fj & (W_NOT_NAMES | W_CREDENTIALS | W_UNIT_ACRONYMS)) !== 0) || /\d/.test(text.slice(S[j]!, E[j]!))) break;
       if (!upperCred && !initial && !known(j) && !((fj & F_AMBIGUOUS) !== 0) && !((shj & SH_NC) !== 0)) break;
-      isName[j] = 1;
+      from = j;
+      if (!initial && !isCommon(j) && (known(j) || (shj & SH_NC) !== 0 || (endsLine && E[j]! - S[j]! > 2))) strong = true;
     }
+    if (strong) for (let j = from; j <= i; j++) isName[j] = 1;
   }
 }
 

@@ -80,6 +80,14 @@ describe("PHI detector", () => {
     expect(redactPhiText("Seen by J. Yi, MD.")).toBe("Seen by [NAME], MD.");
   });
 
+  it("reads a word before a credential as a name only with a dictionary or capitalised unknown word among its words", () => {
+    for (const text of ["WILL KEEP NP AND FACE MASK ON.", "BP STABLE, RN TO WEAN DRIPS.", "dilt given via MD order.", "U/O REMAINS LOW MD AWARE.", "skin care as outlined by day rn."]) {
+      expect(redactPhiText(text), text).toBe(text);
+    }
+    expect(redactPhiText("MDI GIVEN. EDWARD C. JONES, RRT")).toBe("MDI GIVEN. [NAME], RRT");
+    expect(redactPhiText("Diminished LLL and now RLL. Stord-Painter MD plans a tap.")).toBe("Diminished LLL and now RLL. [NAME] MD plans a tap.");
+  });
+
   it("returns offsets and never the values", () => {
     const r = redactPhi("Call me at 617-555-0123.");
     expect(r.entities).toEqual([{ type: "PHONE", start: 11, end: 23, replacement: "[PHONE]" }]);
