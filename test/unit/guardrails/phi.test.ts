@@ -88,6 +88,15 @@ describe("PHI detector", () => {
     expect(redactPhiText("Diminished LLL and now RLL. Stord-Painter MD plans a tap.")).toBe("Diminished LLL and now RLL. [NAME] MD plans a tap.");
   });
 
+  it("reads MR / MS in capitals or after a grade as mitral regurgitation / mental status, and a full stop after a whole-word title as a sentence end", () => {
+    for (const text of ["Monitor for changes in MS. Aspiration precautions.", "Echo: 3-4+MR. Given 2 units PRBC.", "NO IMPROVEMENT IN MS. TOLERATING EXTUBATION.", "Ask your doctor. They can help.", "Excuse me, Sir bot, not this tone.", "alt ms. p: follow sats."]) {
+      expect(redactPhiText(text), text).toBe(text);
+    }
+    expect(redactPhiText("MR. SMITH CALLED.")).toBe("MR. [NAME] CALLED.");
+    expect(redactPhiText("Mr. Abc arrived late.")).toBe("Mr. [NAME] arrived late.");
+    expect(redactPhiText("Seen by Dr. Hashimoto.")).toBe("Seen by Dr. [NAME].");
+  });
+
   it("returns offsets and never the values", () => {
     const r = redactPhi("Call me at 617-555-0123.");
     expect(r.entities).toEqual([{ type: "PHONE", start: 11, end: 23, replacement: "[PHONE]" }]);
