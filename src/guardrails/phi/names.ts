@@ -6,7 +6,7 @@
  */
 import type { FoundList, PhiEntityType } from "./entities.js";
 import { findPlaces } from "./places.js";
-import { nameContext, type NameContext, SH_ASCII, SH_CAP, SH_HY, SH_LW, SH_NC, SH_TC, SH_UP, X_EXTRA } from "./tokens.js";
+import { eponymBefore, nameContext, type NameContext, SH_ASCII, SH_CAP, SH_HY, SH_LW, SH_NC, SH_TC, SH_UP, X_EXTRA } from "./tokens.js";
 
 import { F_AMBIGUOUS, F_COMMON, F_ENAME, F_FIRST, F_LAST, type Lexicon } from "./lexicon.js";
 import {
@@ -147,7 +147,7 @@ function cueRules(c: NameContext): void {
       const isWeak = hy ? WEAK_RELATIONS.has(rel) : (f & W_WEAK_RELATIONS) !== 0;
       if (isWeak) {
         if (lowerIs(i, "and")) continue; // handled when extending runs
-        if ((known(nx) || ((nf & X_EXTRA) !== 0)) && !isCommon(nx) && ((nsh & (SH_TC | SH_UP)) !== 0 || ((nsh & SH_LW) !== 0 && ((nf & F_FIRST) !== 0)))) isName[j] = 1;
+        if ((known(nx) || ((nf & X_EXTRA) !== 0)) && !isCommon(nx) && ((nsh & (SH_TC | SH_UP)) !== 0 || ((nsh & SH_LW) !== 0 && ((nf & F_FIRST) !== 0))) && !eponymBefore(c, nx)) isName[j] = 1;
       } else if (hy ? ROLE_ABBR.has(rel) : (f & W_ROLE_ABBR) !== 0) {
         // "NP Grace", "rn amber", "PA Smith"; not "PA sats", "RN aware"
         if (!((nf & W_NOT_NAMES) !== 0) && (((known(nx) || (nf & F_ENAME) !== 0) && !((nf & F_COMMON) !== 0)) || ((nsh & SH_NC) !== 0 && !((nf & F_COMMON) !== 0) && !allCapsText(j)))) isName[j] = 1;
@@ -164,7 +164,7 @@ function cueRules(c: NameContext): void {
       isName[i] = 1;
       continue;
     }
-    if (!known(i) || isCommon(i)) continue;
+    if (!known(i) || isCommon(i) || eponymBefore(c, i)) continue;
     // a name known only from other countries' lists, starting a sentence: only as a subject ("Sunniva is", "Aksel Berg")
     if (onlyIntl(i) && (!tc || ((sentenceStart(i) || E[i]! - S[i]! < 5) && !(i + 1 < n && wsGapAt(text, E[i]!, S[i + 1]!, 1, 2) && (((F[i + 1]! & W_SUBJECT_VERBS) !== 0) || ((SH[i + 1]! & SH_NC) !== 0 && known(i + 1) && !isCommon(i + 1))))))) continue;
     if (tc) {
@@ -172,7 +172,7 @@ function cueRules(c: NameContext): void {
     } else if ((sh & SH_UP) !== 0 && E[i]! - S[i]! > 2 && i + 1 < n && known(i + 1) && !isCommon(i + 1) && wsGapAt(text, E[i]!, S[i + 1]!, 1, 2)) {
       isName[i] = 1;
       isName[i + 1] = 1;
-    } else if ((sh & SH_LW) !== 0 && ((f & F_FIRST) !== 0) && i + 1 < n && ((F[i + 1]! & F_LAST) !== 0) && !isCommon(i + 1) && wsGapAt(text, E[i]!, S[i + 1]!, 1, 2)) {
+    } else if ((sh & SH_LW) !== 0 && ((f & F_FIRST) !== 0) && i + 1 < n && ((F[i + 1]! & F_LAST) !== 0) && !isCommon(i + 1) && wsGapAt(text, E[i]!, S[i + 1]!, 1, 2) && !eponymBefore(c, i + 1)) {
       isName[i] = 1;
       isName[i + 1] = 1;
     }
@@ -461,7 +461,7 @@ function lowerCaseText(c: NameContext): void {
   if (c.lowerText) {
     for (let i = 0; i + 1 < n; i++) {
       const nx = i + 1;
-      if ((((F[i]! & F_FIRST) !== 0) || isName[i]) && !isCommon(i) && wsGapAt(text, E[i]!, S[nx]!, 1, 2) && known(nx) && !isCommon(nx) && lowerLen(nx) > 2) {
+      if ((((F[i]! & F_FIRST) !== 0) || isName[i]) && !isCommon(i) && wsGapAt(text, E[i]!, S[nx]!, 1, 2) && known(nx) && !isCommon(nx) && lowerLen(nx) > 2 && !eponymBefore(c, nx)) {
         isName[i] = 1;
         isName[nx] = 1;
       } else if (isName[i] && E[nx]! - S[nx]! === 1 && i + 2 < n && wsGapAt(text, E[i]!, S[nx]!, 1, 1) && wsGapAt(text, E[nx]!, S[i + 2]!, 1, 1, 46) && (F[i + 2]! & F_COMMON) === 0 && lowerLen(i + 2) > 2) {

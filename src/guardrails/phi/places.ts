@@ -26,7 +26,7 @@ import {
 } from "./words.js";
 import { wsGapAt } from "./text.js";
 import { US_STATES } from "./patterns.js";
-import { type NameContext, SH_CAP, SH_LW, SH_NC, SH_TC, SH_UP } from "./tokens.js";
+import { eponymBefore, type NameContext, SH_CAP, SH_LW, SH_NC, SH_TC, SH_UP } from "./tokens.js";
 
 /** Place cues before a large city ({@link F_BIG_CITY}) beside ./words.ts STRONG_LOC_PREFIX: where a person is from or goes. */
 const BIG_CITY_CUE = /\b(?:(?:is|are|was|were|originally|recently|pt|patient|family) from|(?:flying|flew|flown|coming|came|comes|drove|driving|visiting|back|home|up|down|over|in|moved here|relocated) from|born in|raised in|grew up in|native of|resident of|vacation(?:ing|ed)? in|visiting|trip to|travel(?:l?ing|led|s)? to|relocated to|moving to|lives? (?:near|outside|just outside))\s{1,2}$/i;
@@ -99,7 +99,8 @@ function places(c: NameContext, found: FoundList): void {
       continue;
     }
     // city names (gazetteer), capitalised, up to three words ("San Diego", "New Haven", "BALTIMORE")
-    if (cities.size > 0 && (!isName[i] || ((f & F_CITY_FIRST) !== 0)) && ((sh & SH_NC) !== 0 || (up && len > 2)) && !((f & W_UNIT_ACRONYMS) !== 0)) {
+    // (not an eponym: "Murphy's sign", "Baker's cyst", "Turner syndrome")
+    if (cities.size > 0 && (!isName[i] || ((f & F_CITY_FIRST) !== 0)) && ((sh & SH_NC) !== 0 || (up && len > 2)) && !((f & W_UNIT_ACRONYMS) !== 0) && !eponymBefore(c, i)) {
       let matched = 0;
       const maxK = ((f & F_CITY_FIRST) !== 0) ? 3 : 1;
       // one word: its own lexicon bits answer (no lookup, no string); several: the gazetteer's multi-word names
@@ -143,7 +144,7 @@ function places(c: NameContext, found: FoundList): void {
       if (nx < n && wsGapAt(text, E[i]!, S[nx]!, 1, 2) && !((F[nx]! & F_COMMON) !== 0) && !((F[nx]! & W_NOT_NAMES) !== 0) && ((SH[nx]! ^ sh) & SH_CAP) === 0) found.add(S[nx]!, E[nx]!, "LOCATION");
       continue;
     }
-    if (i > 0 && tc && !((f & F_COMMON) !== 0) && !((f & F_AMBIGUOUS) !== 0) && !((f & W_NOT_NAMES) !== 0) && ((F[i - 1]! & W_LOC_PREV) !== 0) && LOC_PREFIX.test(text.slice(Math.max(0, S[i]! - 20), S[i]!)) && !sentenceStart(i)) {
+    if (i > 0 && tc && !((f & F_COMMON) !== 0) && !((f & F_AMBIGUOUS) !== 0) && !((f & W_NOT_NAMES) !== 0) && ((F[i - 1]! & W_LOC_PREV) !== 0) && LOC_PREFIX.test(text.slice(Math.max(0, S[i]! - 20), S[i]!)) && !sentenceStart(i) && !eponymBefore(c, i)) {
       found.add(S[i]!, E[i]!, "LOCATION");
       for (let j = i + 1; j < n && j < i + 3; j++) {
         if (!wsGapAt(text, E[j - 1]!, S[j]!, 1, 2) || !((SH[j]! & SH_TC) !== 0) || ((F[j]! & F_COMMON) !== 0)) break;

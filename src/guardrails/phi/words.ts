@@ -75,6 +75,18 @@ export const NOT_NAMES = new Set([
 
 export const STRONG_LOC_PREFIX = /\b(?:transferr?ed (?:back )?(?:to|from)|transfer(?:red)? (?:back )?to|admitted to|presented to|went to|go to|lives in|live in|living in|resides in|nearby in|moved to|moved from|called to|discharged to|adm(?:itted)? (?:to|from)|sent to|brought to|tx to|taken to|flighted to|enroute to|arrival to|retired from|rec(?:ie|ei)ved from|transfer)\s{1,2}(?:the\s)?$/i;
 
+/**
+ * Nouns that follow an eponym or a device's brand in clinical text ("Kussmaul's respirations", "Wegener's syndrome",
+ * "Mallory-Weiss tear", "TED stockings", "balloon pump", "Asp pneumonia"): a dictionary name right before one of them,
+ * with no other cue, names a sign, a disease or a device, not a person. Common medical vocabulary, not a list of rows.
+ */
+export const EPONYM_HEADS = new Set([
+  "syndrome", "syndromes", "disease", "diseases", "sign", "signs", "respirations", "respiration", "reflex", "reflexes", "phenomenon", "palsy",
+  "maneuver", "maneuvers", "manoeuvre", "test", "tests", "score", "scale", "criteria", "classification", "procedure", "operation", "repair",
+  "fracture", "ulcer", "ulcers", "hernia", "cyst", "aneurysm", "tear", "tears", "pneumonia", "lesion", "lesions", "node", "nodes", "pouch",
+  "pump", "stockings", "stocking", "catheter", "drain", "drains", "tube", "shunt", "valve", "dressing", "splint", "collar", "boots", "mask",
+]);
+
 // Word-class bits: each set above as one bit of the lexicon's word -> bits map (./lexicon.ts), above the lexicon's own
 // classes (bits 0-7), so one hash lookup per token answers every "is this word a title / relation / unit ..." question.
 export const W_TITLES = 1 << 8;
@@ -97,6 +109,8 @@ export const W_LOC_PREV = 1 << 24;
 export const W_NAMED_FACILITY = 1 << 25;
 export const W_FACILITY_WORDS = 1 << 26;
 export const W_NOT_NAMES = 1 << 27;
+/** {@link EPONYM_HEADS} (above ./tokens.ts X_EXTRA, 1 << 28; below ./lexicon.ts F_BIG_CITY, 1 << 30). */
+export const W_EPONYM_HEADS = 1 << 29;
 
 /** The word sets that become bits of every lexicon map. */
 export const WORD_CLASSES: ReadonlyArray<readonly [ReadonlySet<string>, number]> = [
@@ -120,4 +134,5 @@ export const WORD_CLASSES: ReadonlyArray<readonly [ReadonlySet<string>, number]>
   [NAMED_FACILITY, W_NAMED_FACILITY],
   [FACILITY_WORDS, W_FACILITY_WORDS],
   [NOT_NAMES, W_NOT_NAMES],
+  [EPONYM_HEADS, W_EPONYM_HEADS],
 ];

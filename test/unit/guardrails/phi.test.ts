@@ -97,6 +97,13 @@ describe("PHI detector", () => {
     expect(redactPhiText("Seen by Dr. Hashimoto.")).toBe("Seen by Dr. [NAME].");
   });
 
+  it("reads a dictionary name before a sign, disease or device noun as an eponym, not a person or a place", () => {
+    for (const text of ["RESP: tachypneic, with Kussmaul's respirations.", "PMHX: COPD, Wegener's syndrome.", "Good pulses. Ted stockings on.", "endoscopy showed mallory weiss tear.", "Positive Murphy's sign, Baker's cyst.", "Hx of Turner syndrome and Addison disease."]) {
+      expect(redactPhiText(text), text).toBe(text);
+    }
+    expect(redactPhiText("Ted Murphy called back.")).toBe("[NAME] called back.");
+  });
+
   it("returns offsets and never the values", () => {
     const r = redactPhi("Call me at 617-555-0123.");
     expect(r.entities).toEqual([{ type: "PHONE", start: 11, end: 23, replacement: "[PHONE]" }]);
