@@ -142,6 +142,8 @@ function cueRules(c: NameContext): void {
       if (!/^[\s,(:"'“]{1,4}$/.test(g)) continue;
       if (lowerIs(j, "is") && j + 1 < n) j++;
       const nx = j;
+      // "with PAO2", "to SaO2": a lab value, not a name
+      if (isDigit(text.charCodeAt(E[nx]!))) continue;
       const nf = F[nx]!;
       const nsh = SH[nx]!;
       const isWeak = hy ? WEAK_RELATIONS.has(rel) : (f & W_WEAK_RELATIONS) !== 0;
@@ -164,7 +166,8 @@ function cueRules(c: NameContext): void {
       isName[i] = 1;
       continue;
     }
-    if (!known(i) || isCommon(i) || eponymBefore(c, i)) continue;
+    // (nor a word with digits right after it: a lab value or a code, "Sao2", "Sa02", "Ax4")
+    if (!known(i) || isCommon(i) || eponymBefore(c, i) || isDigit(text.charCodeAt(E[i]!))) continue;
     // a name known only from other countries' lists, starting a sentence: only as a subject ("Sunniva is", "Aksel Berg")
     if (onlyIntl(i) && (!tc || ((sentenceStart(i) || E[i]! - S[i]! < 5) && !(i + 1 < n && wsGapAt(text, E[i]!, S[i + 1]!, 1, 2) && (((F[i + 1]! & W_SUBJECT_VERBS) !== 0) || ((SH[i + 1]! & SH_NC) !== 0 && known(i + 1) && !isCommon(i + 1))))))) continue;
     if (tc) {
@@ -194,6 +197,9 @@ export function postCueStart(text: string, at: number): boolean {
 /** ASCII letters (both cases) that start a verb of POST_CUE after its space: l, i, s, h, w, t, a, v, c, p, u. */
 const POST_CUE_FIRST = new Uint8Array(128);
 for (const ch of "lishwtavcpu") POST_CUE_FIRST[ch.charCodeAt(0)] = POST_CUE_FIRST[ch.toUpperCase().charCodeAt(0)] = 1;
+
+/** The char code is an ASCII digit. */
+const isDigit = (ch: number): boolean => ch >= 48 && ch <= 57;
 
 /** The part of a hyphenated word after its last hyphen. */
 const lastPart = (w: string): string => w.slice(w.lastIndexOf("-") + 1);

@@ -104,6 +104,12 @@ describe("PHI detector", () => {
     expect(redactPhiText("Ted Murphy called back.")).toBe("[NAME] called back.");
   });
 
+  it("reads a word with digits right after it as a lab value or code, not a name", () => {
+    for (const text of ["Lungs clear. Sao2 100% on RA.", "Sa02 improved after lasix.", "ABS. Ax4. No BM.", "ABG SENT WITH PAO2 50S."]) {
+      expect(redactPhiText(text), text).toBe(text);
+    }
+  });
+
   it("returns offsets and never the values", () => {
     const r = redactPhi("Call me at 617-555-0123.");
     expect(r.entities).toEqual([{ type: "PHONE", start: 11, end: 23, replacement: "[PHONE]" }]);
