@@ -111,7 +111,7 @@ function cueRules(c: NameContext): void {
     }
     // 2c. a capitalised unknown word followed by a person verb ("Timotea lives on", "Vinka: What"); only the two
     // characters after the word that can start a cue of POST_CUE need the slice and the pattern
-    if (((tc && !((f & F_COMMON) !== 0) && !((f & F_AMBIGUOUS) !== 0)) || ((sh & (SH_LW | SH_UP)) !== 0 && ((f & F_FIRST) !== 0) && !((f & W_NOT_NAMES) !== 0))) && !((f & W_NOT_NAMES) !== 0) && postCueStart(text, E[i]!) && POST_CUE.test(text.slice(E[i]!, E[i]! + 16).toLowerCase())) {
+    if (((tc && !((f & F_COMMON) !== 0) && !((f & F_AMBIGUOUS) !== 0)) || ((sh & (SH_LW | SH_UP)) !== 0 && ((f & F_FIRST) !== 0) && !((f & W_NOT_NAMES) !== 0))) && (f & (W_NOT_NAMES | W_RELATIONS | W_ROLE_WORDS)) === 0 && postCueStart(text, E[i]!) && POST_CUE.test(text.slice(E[i]!, E[i]! + 16).toLowerCase())) {
       isName[i] = 1;
       weak[i] = 1;
       continue;
@@ -149,11 +149,11 @@ function cueRules(c: NameContext): void {
       const isWeak = hy ? WEAK_RELATIONS.has(rel) : (f & W_WEAK_RELATIONS) !== 0;
       if (isWeak) {
         if (lowerIs(i, "and")) continue; // handled when extending runs
-        if ((known(nx) || ((nf & X_EXTRA) !== 0)) && !isCommon(nx) && ((nsh & (SH_TC | SH_UP)) !== 0 || ((nsh & SH_LW) !== 0 && ((nf & F_FIRST) !== 0))) && !eponymBefore(c, nx)) isName[j] = 1;
+        if ((known(nx) || ((nf & X_EXTRA) !== 0)) && !isCommon(nx) && (nf & W_ROLE_WORDS) === 0 && ((nsh & (SH_TC | SH_UP)) !== 0 || ((nsh & SH_LW) !== 0 && ((nf & F_FIRST) !== 0))) && !eponymBefore(c, nx)) isName[j] = 1;
       } else if (hy ? ROLE_ABBR.has(rel) : (f & W_ROLE_ABBR) !== 0) {
         // "NP Grace", "rn amber", "PA Smith"; not "PA sats", "RN aware"
         if (!((nf & W_NOT_NAMES) !== 0) && (((known(nx) || (nf & F_ENAME) !== 0) && !((nf & F_COMMON) !== 0)) || ((nsh & SH_NC) !== 0 && !((nf & F_COMMON) !== 0) && !allCapsText(j)))) isName[j] = 1;
-      } else if (!((nf & F_COMMON) !== 0) && lowerLen(nx) > 1 && !((nf & W_TITLES) !== 0) && !((nf & W_NOT_NAMES) !== 0) && !((nf & W_RELATIONS) !== 0) && (known(nx) || ((nsh & SH_CAP) !== 0 && !allCapsText(j)) || ((nsh & SH_LW) !== 0 && !/(?:ed|ing|ly)$/.test(lower(nx)) && (!((nf & F_AMBIGUOUS) !== 0) || (nf & F_ENAME) !== 0)))) {
+      } else if (!((nf & F_COMMON) !== 0) && lowerLen(nx) > 1 && (nf & (W_TITLES | W_NOT_NAMES | W_RELATIONS | W_UNIT_ACRONYMS | W_ROLE_WORDS)) === 0 && (known(nx) || ((nsh & SH_CAP) !== 0 && !allCapsText(j)) || ((nsh & SH_LW) !== 0 && ((nf & F_ENAME) !== 0 || (j === i + 1 && (sh & SH_UP) === 0 && !/(?:ed|ing|ly)$/.test(lower(nx)) && !((nf & F_AMBIGUOUS) !== 0)))))) {
         isName[j] = 1;
       } else if (((nf & F_AMBIGUOUS) !== 0) && (nsh & SH_CAP) !== 0 && !allCapsText(j)) {
         isName[j] = 1;
@@ -285,7 +285,8 @@ function letterOfPhrase(c: NameContext, i: number): boolean {
 function backwards(c: NameContext): void {
   const { text, n, S, E, F, SH, isName, lowerIs } = c;
   // backwards: "<X>, <name>", "<X> and <name>", "<X> <initial> <name>"; forwards: generational suffixes
-  const ok = (x: number) => (SH[x]! & SH_NC) !== 0 && !((F[x]! & F_COMMON) !== 0) && !((F[x]! & F_AMBIGUOUS) !== 0) && !((F[x]! & W_NOT_NAMES) !== 0) && !((F[x]! & W_UNIT_ACRONYMS) !== 0);
+  // (not a relation, role or title: "GUARDIAN: Niece, Patricia WAITE")
+  const ok = (x: number) => (SH[x]! & SH_NC) !== 0 && (F[x]! & (F_COMMON | F_AMBIGUOUS | W_NOT_NAMES | W_UNIT_ACRONYMS | W_RELATIONS | W_ROLE_WORDS | W_TITLES)) === 0;
   for (let i = n - 1; i > 0; i--) {
     if (!isName[i]) continue;
     const pv = i - 1;

@@ -9,6 +9,8 @@ export const RELATIONS = new Set([
   "niece", "nephew", "grandson", "granddaughter", "grandmother", "grandfather", "aunt", "uncle", "partner", "spouse", "fiance", "fiancee",
   "girlfriend", "boyfriend", "sibling", "sis", "daughters", "sons", "sisters", "brothers", "nurse", "np", "rn", "pa", "ho", "rabbi", "chaplain",
   "pastor", "neighbor", "neighbour", "lawyer", "attorney", "guardian", "poa", "named", "called", "dear", "hcp", "contact", "by", "per", "with", "to", "from", "and", "cc",
+  // the usual misspellings of relation words in hurried notes (a relation, so never a name itself)
+  "neice", "neices", "grandaughter", "grandaughters", "daugher", "duaghter",
 ]);
 /** Clinical role abbreviations before a name: the name must be a dictionary name or capitalised in mixed-case text. */
 export const ROLE_ABBR = new Set(["np", "rn", "pa", "ho"]);

@@ -104,6 +104,14 @@ describe("PHI detector", () => {
     expect(redactPhiText("Ted Murphy called back.")).toBe("[NAME] called back.");
   });
 
+  it("reads no unit acronym, role, relation or predicate after a relation word as a name", () => {
+    for (const text of ["Discussed with pt's wife, ABG's pending.", "Family wants to make their father CMO.", "Back on mask to aide with gas exchange.", "Family informed that wife is spokesperson.", "Family: Neice called and was updated.", "Received MOM enema with no results."]) {
+      expect(redactPhiText(text), text).toBe(text);
+    }
+    expect(redactPhiText("LEGAL GUARDIAN: Niece, Patricia WAITE, lives nearby.")).toBe("LEGAL GUARDIAN: Niece, [NAME], lives nearby.");
+    expect(redactPhiText("social: son jonathan arrived, dtr laverne called.")).toBe("social: son [NAME] arrived, dtr [NAME] called.");
+  });
+
   it("reads a word with digits right after it as a lab value or code, not a name", () => {
     for (const text of ["Lungs clear. Sao2 100% on RA.", "Sa02 improved after lasix.", "ABS. Ax4. No BM.", "ABG SENT WITH PAO2 50S."]) {
       expect(redactPhiText(text), text).toBe(text);
