@@ -134,17 +134,19 @@ function places(c: NameContext, found: FoundList): void {
       continue;
     }
     // a facility acronym after a transfer verb or "at"/"in" ("transferred to GH", "at BIDMC"), not a hospital unit
-    if (i > 0 && len >= 2 && len <= 5 && up && !((f & W_UNIT_ACRONYMS) !== 0) && !((f & F_COMMON) !== 0) && ((F[i - 1]! & W_LOC_PREV) !== 0) && (STRONG_LOC_PREFIX.test(text.slice(Math.max(0, S[i]! - 24), S[i]!)) || (!allCapsText(i) && /\b(?:at|in|to)\s$/i.test(text.slice(Math.max(0, S[i]! - 4), S[i]!)))) && !/^\s?\d/.test(text.slice(E[i]!, E[i]! + 2))) {
+    // (after a bare "at"/"in"/"to", only an acronym of a hospital or a medical center, ending in H or C, or one before a
+    // facility word: "at GH", "to VAMC", "in UTMB Hospitals"; not "drop in CI", "able to OOB", "IVs in LLA", "A&O to TPP")
+    if (i > 0 && len >= 2 && len <= 5 && up && !((f & W_UNIT_ACRONYMS) !== 0) && !((f & F_COMMON) !== 0) && ((F[i - 1]! & W_LOC_PREV) !== 0) && !unitLike(c, i) && (STRONG_LOC_PREFIX.test(text.slice(Math.max(0, S[i]! - 24), S[i]!)) || (!allCapsText(i) && /\b(?:at|in|to)\s$/i.test(text.slice(Math.max(0, S[i]! - 4), S[i]!)) && (facilityAcronym(text.charCodeAt(E[i]! - 1)) || (i + 1 < n && ((F[i + 1]! & W_FACILITY_WORDS) !== 0 || /^\s{1,2}hospitals\b/i.test(text.slice(E[i]!, E[i]! + 12))))))) && !/^\s?\d/.test(text.slice(E[i]!, E[i]! + 2))) {
       found.add(S[i]!, E[i]!, "LOCATION");
       continue;
     }
-    if (i > 0 && ((F[i - 1]! & W_LOC_PREV) !== 0) && !((f & F_COMMON) !== 0) && !((f & F_AMBIGUOUS) !== 0) && lowerLen(i) > 1 && !((f & W_NOT_NAMES) !== 0) && !commonParts(lower(i)) && STRONG_LOC_PREFIX.test(text.slice(Math.max(0, S[i]! - 24), S[i]!))) {
+    if (i > 0 && ((F[i - 1]! & W_LOC_PREV) !== 0) && !((f & F_COMMON) !== 0) && !((f & F_AMBIGUOUS) !== 0) && lowerLen(i) > 1 && (f & (W_NOT_NAMES | W_UNIT_ACRONYMS)) === 0 && !unitLike(c, i) && !commonParts(lower(i)) && STRONG_LOC_PREFIX.test(text.slice(Math.max(0, S[i]! - 24), S[i]!))) {
       found.add(S[i]!, E[i]!, "LOCATION");
       const nx = i + 1;
       if (nx < n && wsGapAt(text, E[i]!, S[nx]!, 1, 2) && !((F[nx]! & F_COMMON) !== 0) && !((F[nx]! & W_NOT_NAMES) !== 0) && ((SH[nx]! ^ sh) & SH_CAP) === 0) found.add(S[nx]!, E[nx]!, "LOCATION");
       continue;
     }
-    if (i > 0 && tc && !((f & F_COMMON) !== 0) && !((f & F_AMBIGUOUS) !== 0) && !((f & W_NOT_NAMES) !== 0) && ((F[i - 1]! & W_LOC_PREV) !== 0) && LOC_PREFIX.test(text.slice(Math.max(0, S[i]! - 20), S[i]!)) && !sentenceStart(i) && !eponymBefore(c, i)) {
+    if (i > 0 && tc && (f & (F_COMMON | F_AMBIGUOUS | W_NOT_NAMES | W_UNIT_ACRONYMS)) === 0 && ((F[i - 1]! & W_LOC_PREV) !== 0) && LOC_PREFIX.test(text.slice(Math.max(0, S[i]! - 20), S[i]!)) && !sentenceStart(i) && !eponymBefore(c, i) && !commonParts(lower(i))) {
       found.add(S[i]!, E[i]!, "LOCATION");
       for (let j = i + 1; j < n && j < i + 3; j++) {
         if (!wsGapAt(text, E[j - 1]!, S[j]!, 1, 2) || !((SH[j]! & SH_TC) !== 0) || ((F[j]! & F_COMMON) !== 0)) break;
@@ -152,6 +154,27 @@ function places(c: NameContext, found: FoundList): void {
       }
     }
   }
+}
+
+/** The last letter of an acronym of a hospital (H), a medical center or a clinic (C). */
+const facilityAcronym = (last: number): boolean => last === 72 || last === 67;
+
+/**
+ * Token `i` is an intensive or coronary care unit however it is spelt or mistyped ("NISICU", "MCIU", "micua", "CVICU"):
+ * a unit of the hospital, not a place that identifies anyone. Read on the char codes (no string).
+ */
+function unitLike(c: NameContext, i: number): boolean {
+  const { text, S, E } = c;
+  const len = E[i]! - S[i]!;
+  if (len < 3 || len > 7) return false;
+  for (let k = S[i]!; k + 2 < E[i]! + 1 && k + 3 <= E[i]!; k++) {
+    const a = text.charCodeAt(k) | 32;
+    const b = text.charCodeAt(k + 1) | 32;
+    const d = text.charCodeAt(k + 2) | 32;
+    // icu, ccu, ciu
+    if ((a === 105 && b === 99 && d === 117) || (a === 99 && b === 99 && d === 117) || (a === 99 && b === 105 && d === 117)) return true;
+  }
+  return false;
 }
 
 /**

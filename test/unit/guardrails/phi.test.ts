@@ -112,6 +112,15 @@ describe("PHI detector", () => {
     expect(redactPhiText("social: son jonathan arrived, dtr laverne called.")).toBe("social: son [NAME] arrived, dtr [NAME] called.");
   });
 
+  it("reads hospital units, clinical acronyms and rhythms after a place preposition as no place, and keeps facility acronyms", () => {
+    for (const text of ["Pt transfered to the NISICU where he was extubated.", "Clot sent to BB for type and cross.", "Pt brought to IR for a line.", "Noted a drop in CI to 1.8.", "Pt able to OOB with one assist.", "Rhythm changed to A-fib, uncontrolled.", "Maintain pt in T-berg for now.", "s/p stent to Lcx.", "Ambu bag at HOB, airways close by."]) {
+      expect(redactPhiText(text), text).toBe(text);
+    }
+    expect(redactPhiText("Pt transfered to GH for cath.")).toBe("Pt transfered to [LOCATION] for cath.");
+    expect(redactPhiText("Blasts on diff at GH, then VAMC.")).toBe("Blasts on diff at [LOCATION], then VAMC.");
+    expect(redactPhiText("She works in UTMB Hospitals now.")).toBe("She works in [LOCATION] Hospitals now.");
+  });
+
   it("reads a word with digits right after it as a lab value or code, not a name", () => {
     for (const text of ["Lungs clear. Sao2 100% on RA.", "Sa02 improved after lasix.", "ABS. Ax4. No BM.", "ABG SENT WITH PAO2 50S."]) {
       expect(redactPhiText(text), text).toBe(text);
