@@ -121,6 +121,14 @@ describe("PHI detector", () => {
     expect(redactPhiText("She works in UTMB Hospitals now.")).toBe("She works in [LOCATION] Hospitals now.");
   });
 
+  it("reads no verb, hyphenated setting or shorthand before a number or a facility word as a ward or a facility", () => {
+    for (const text of ["IABP ON 1:1. AUGMENTING 0-12, UNLOADING 0-6.", "ETT rotated and retaped 20 at lip.", "Intubated on 40% c-pap 10 PEEP.", "Pacer in place-Ademand 60.", "Was on O2 at prev rehab site.", "He'll need pt, and poss rehab when ready."]) {
+      expect(redactPhiText(text), text).toBe(text);
+    }
+    expect(redactPhiText("Plan: transfer to Quartermain 2 today.")).toBe("Plan: transfer to [LOCATION] 2 today.");
+    expect(redactPhiText("Was taken to Memorial Hospital.")).toBe("Was taken to [LOCATION] Hospital.");
+  });
+
   it("reads a word with digits right after it as a lab value or code, not a name", () => {
     for (const text of ["Lungs clear. Sao2 100% on RA.", "Sa02 improved after lasix.", "ABS. Ax4. No BM.", "ABG SENT WITH PAO2 50S."]) {
       expect(redactPhiText(text), text).toBe(text);
