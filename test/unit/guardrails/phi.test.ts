@@ -129,6 +129,13 @@ describe("PHI detector", () => {
     expect(redactPhiText("Was taken to Memorial Hospital.")).toBe("Was taken to [LOCATION] Hospital.");
   });
 
+  it("keeps PEEP / PS written after other ventilator settings, and dates after a date word", () => {
+    for (const text of ["Intubated on CPAP .5% 5/8. TV low.", "SETTINGS-SIMV/PS, 500X10, 40%, & 5/8.", "SETTINGS-40%, TV 400'S, RR 14-19, & 5/10.", "Currently on CPAP .4%, 5/10."]) {
+      expect(redactPhiText(text), text).toBe(text);
+    }
+    expect(redactPhiText("Vent settings unchanged; extubated 3/11.")).toBe("Vent settings unchanged; extubated [DATE].");
+  });
+
   it("reads a word with digits right after it as a lab value or code, not a name", () => {
     for (const text of ["Lungs clear. Sao2 100% on RA.", "Sa02 improved after lasix.", "ABS. Ax4. No BM.", "ABG SENT WITH PAO2 50S."]) {
       expect(redactPhiText(text), text).toBe(text);
