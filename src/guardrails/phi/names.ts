@@ -8,7 +8,7 @@ import type { FoundList, PhiEntityType } from "./entities.js";
 import { findPlaces } from "./places.js";
 import { eponymBefore, nameContext, type NameContext, SH_ASCII, SH_CAP, SH_HY, SH_LW, SH_NC, SH_TC, SH_UP, X_EXTRA } from "./tokens.js";
 
-import { F_AMBIGUOUS, F_COMMON, F_ENAME, F_FIRST, F_LAST, type Lexicon } from "./lexicon.js";
+import { F_AMBIGUOUS, F_CITY, F_COMMON, F_ENAME, F_FIRST, F_LAST, type Lexicon } from "./lexicon.js";
 import {
   CREDENTIAL,
   CREDENTIAL_LOWER,
@@ -149,6 +149,11 @@ function cueRules(c: NameContext): void {
       const isWeak = hy ? WEAK_RELATIONS.has(rel) : (f & W_WEAK_RELATIONS) !== 0;
       if (isWeak) {
         if (lowerIs(i, "and")) continue; // handled when extending runs
+        // in upper-case text "to" / "with" / "from" name only a first name or a city ("TO ROME", "WITH THOMAS"; not "NGT
+        // TO LIS", "WITH CONT", "WITH GREY LIQUID STOOL"; "PER", "BY", "CALLED" still name a surname), and an
+        // upper-case word of two letters in mixed-case text is an acronym ("with LE spasm")
+        const upperOnly = (nsh & SH_UP) !== 0 && (nsh & SH_TC) === 0;
+        if (upperOnly && (allCapsText(nx) ? (nf & (F_FIRST | F_CITY | X_EXTRA)) === 0 && E[nx]! - S[nx]! > 1 && (lowerIs(i, "to") || lowerIs(i, "with") || lowerIs(i, "from")) : E[nx]! - S[nx]! <= 2)) continue;
         if ((known(nx) || ((nf & X_EXTRA) !== 0)) && !isCommon(nx) && (nf & W_ROLE_WORDS) === 0 && ((nsh & (SH_TC | SH_UP)) !== 0 || ((nsh & SH_LW) !== 0 && ((nf & F_FIRST) !== 0))) && !eponymBefore(c, nx)) isName[j] = 1;
       } else if (hy ? ROLE_ABBR.has(rel) : (f & W_ROLE_ABBR) !== 0) {
         // "NP Grace", "rn amber", "PA Smith"; not "PA sats", "RN aware"

@@ -136,6 +136,13 @@ describe("PHI detector", () => {
     expect(redactPhiText("Vent settings unchanged; extubated 3/11.")).toBe("Vent settings unchanged; extubated [DATE].");
   });
 
+  it("reads a surname-like word after to / with / from in upper-case text as no name, unless it is a first name", () => {
+    for (const text of ["GI: NGT TO LIS, DRAINING BILE.", "ABD SOFT. BS+ WITH GREY LIQUID STOOL.", "WAITING RESULTS TO CONT TF.", "Pt with LE spasm this am."]) {
+      expect(redactPhiText(text), text).toBe(text);
+    }
+    expect(redactPhiText("TEAM UP TO TALK WITH THOMAS REGARDING HIS CARE.")).toBe("TEAM UP TO TALK WITH [NAME] REGARDING HIS CARE.");
+  });
+
   it("reads a word with digits right after it as a lab value or code, not a name", () => {
     for (const text of ["Lungs clear. Sao2 100% on RA.", "Sa02 improved after lasix.", "ABS. Ax4. No BM.", "ABG SENT WITH PAO2 50S."]) {
       expect(redactPhiText(text), text).toBe(text);
