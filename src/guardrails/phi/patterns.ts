@@ -326,7 +326,7 @@ export const PATTERNS: Pattern[] = [
   { type: "ADDRESS", gate: (t) => t.includes('"line"'), re: /"line"\s{0,4}:\s{0,4}\[\s{0,8}"([^"\n]{1,120})"/g, group: 1 },
 ];
 
-export const NOT_ADDR_AFTER_NUM = /^(?:%|(?:mg|ml|mcg|cc|kg|g|units?|hours?|hrs?|days?|weeks?|months?|years?|times|x|min|mins|minutes|am|pm|percent|liters?|l|views?|ago|overnight|doses?|tabs?|tablets?|puffs?|drops?|beats?|bpm|breaths?|mmhg)\b)/i;
+export const NOT_ADDR_AFTER_NUM = /^(?:%|(?:mg|ml|mcg|cc|kg|g|gm|meq|mmol|iu|units?|hours?|hrs?|days?|weeks?|months?|years?|times|x|min|mins|minutes|am|pm|percent|liters?|l|views?|ago|overnight|doses?|tabs?|tablets?|puffs?|drops?|beats?|bpm|breaths?|mmhg)\b)/i;
 const NOT_ADDR_AFTER_NUM_AT = new RegExp(NOT_ADDR_AFTER_NUM.source.slice(1), "iy");
 /** {@link NOT_ADDR_AFTER_NUM} on `text` from `at` (as on `text.slice(at)`, without the slice). */
 export function notAddrAfterNumAt(text: string, at: number): boolean {

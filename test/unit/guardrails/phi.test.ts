@@ -143,6 +143,14 @@ describe("PHI detector", () => {
     expect(redactPhiText("TEAM UP TO TALK WITH THOMAS REGARDING HIS CARE.")).toBe("TEAM UP TO TALK WITH [NAME] REGARDING HIS CARE.");
   });
 
+  it("reads no dose, lone street suffix or phrase after 'in' as an address, and keeps street addresses", () => {
+    for (const text of ["K 3.8, repleted with 20 Meq PO, Mag 1.7.", "Valium po x1. HR 100 ST. sats stable.", "PT SENT TO CT SCAN AND FOUND A BLEED.", "Restraints remain in place. Inconsistently following commands."]) {
+      expect(redactPhiText(text), text).toBe(text);
+    }
+    expect(redactPhiText("She lives at 12 Main St. in town.")).not.toContain("Main");
+    expect(redactPhiText("Mail it to 92056 Main Ave today.")).toContain("[ADDRESS]");
+  });
+
   it("reads a word with digits right after it as a lab value or code, not a name", () => {
     for (const text of ["Lungs clear. Sao2 100% on RA.", "Sa02 improved after lasix.", "ABS. Ax4. No BM.", "ABG SENT WITH PAO2 50S."]) {
       expect(redactPhiText(text), text).toBe(text);
