@@ -211,7 +211,7 @@ const lastPart = (w: string): string => w.slice(w.lastIndexOf("-") + 1);
 
 /** 4. extend runs: neighbours that look like names, initials, and signatures */
 function extendRuns(c: NameContext): void {
-  const { text, n, S, E, F, SH, isName, known, gap, nameLike } = c;
+  const { text, n, S, E, F, SH, isName, known, gap, nameLike, lower } = c;
   // 4. extend runs: neighbours that look like names, initials, and signatures ("DAN A. FORMAN-LYONS, RRT")
   for (let pass = 0; pass < 2; pass++) {
     for (let i = 0; i < n; i++) {
@@ -224,7 +224,9 @@ function extendRuns(c: NameContext): void {
         // a full stop between them only after an initial ("J. Smith"), not at the end of a sentence ("Dr. White. Will ...")
         const dot = S[nx]! > E[i]! && text.charCodeAt(E[i]!) === 46;
         if ((dot ? E[i]! - S[i]! === 1 && wsGapAt(text, E[i]!, S[nx]!, 1, 2, 46, true) : wsGapAt(text, E[i]!, S[nx]!, 1, 2)) && ((nlen === 1 && (nsh & SH_UP) !== 0) || (nameLike(nx) && (((nsh ^ sh) & SH_CAP) === 0 || known(nx))) || ((sh & SH_TC) !== 0 && (nsh & SH_TC) !== 0 && ((F[nx]! & F_AMBIGUOUS) !== 0) && !((F[nx]! & W_NOT_NAMES) !== 0)))) {
-          if (!(nlen === 1 && !/^\.?\s/.test(text.slice(E[nx]!, E[nx]! + 2)) && !/^\s/.test(gap(i, nx)))) isName[nx] = 1;
+          // not a unit acronym, nor an unknown word that is a verb form or joins common words ("DR LAVELY NOTIFED",
+          // "DR. SHAUGHNESSY PRONOUNCED", "DR. HOLMES CALLED-PT", "DR MADDEN PICC")
+          if (!(nlen === 1 && !/^\.?\s/.test(text.slice(E[nx]!, E[nx]! + 2)) && !/^\s/.test(gap(i, nx))) && (F[nx]! & W_UNIT_ACRONYMS) === 0 && !(nlen > 4 && !known(nx) && (/(?:ed|ing)$/.test(lower(nx)) || allPartsCommon(c, lower(nx))))) isName[nx] = 1;
         }
       }
       if (i > 0 && !isName[i - 1]) {
@@ -241,6 +243,13 @@ function extendRuns(c: NameContext): void {
       }
     }
   }
+}
+
+/** A hyphenated word whose every part is a common word or shorter than three letters ("CALLED-PT", "VA-INTUBATED"). */
+function allPartsCommon(c: NameContext, w: string): boolean {
+  if (!w.includes("-")) return false;
+  for (const p of w.split("-")) if (p.length >= 3 && !c.common.has(p)) return false;
+  return true;
 }
 
 /** initial + surname and <name> and <name> */

@@ -151,6 +151,13 @@ describe("PHI detector", () => {
     expect(redactPhiText("Mail it to 92056 Main Ave today.")).toContain("[ADDRESS]");
   });
 
+  it("does not extend a name over a unit acronym, a verb form or joined common words", () => {
+    expect(redactPhiText("SAID PER DR MADDEN PICC IN SVC.")).toBe("SAID PER DR [NAME] PICC IN SVC.");
+    expect(redactPhiText("RESP RATE 22. DR LAVELY NOTIFED AND ATIVAN GIVEN.")).toBe("RESP RATE 22. DR [NAME] NOTIFED AND ATIVAN GIVEN.");
+    expect(redactPhiText("PAIN AGAIN. DR. HOLMES CALLED-PT GIVEN MSO4.")).toBe("PAIN AGAIN. DR. [NAME] CALLED-PT GIVEN MSO4.");
+    expect(redactPhiText("Megan Carey Weber-Santana called.")).toBe("[NAME] called.");
+  });
+
   it("reads a word with digits right after it as a lab value or code, not a name", () => {
     for (const text of ["Lungs clear. Sao2 100% on RA.", "Sa02 improved after lasix.", "ABS. Ax4. No BM.", "ABG SENT WITH PAO2 50S."]) {
       expect(redactPhiText(text), text).toBe(text);
