@@ -100,11 +100,13 @@ function cueRules(c: NameContext): void {
       continue;
     }
     // 2a. after "my name is", a speech verb or a greeting: a capitalised word that is not a common word
-    if (i > 0 && ((F[i - 1]! & W_NAME_PREV) !== 0) && !((f & F_COMMON) !== 0) && !((f & W_NOT_NAMES) !== 0) && NAME_IS.test(text.slice(Math.max(0, S[i]! - 12), S[i]!)) && ((sh & SH_CAP) !== 0 || (known(i) && /name is\s$/i.test(text.slice(Math.max(0, S[i]! - 9), S[i]!))))) {
+    // (not one letter: "THIS IS A 61 Y/O")
+    if (i > 0 && ((F[i - 1]! & W_NAME_PREV) !== 0) && !((f & F_COMMON) !== 0) && !((f & W_NOT_NAMES) !== 0) && E[i]! - S[i]! > 1 && NAME_IS.test(text.slice(Math.max(0, S[i]! - 12), S[i]!)) && ((sh & SH_CAP) !== 0 || (known(i) && /name is\s$/i.test(text.slice(Math.max(0, S[i]! - 9), S[i]!))))) {
       isName[i] = 1;
       continue;
     }
-    if (i > 0 && ((F[i - 1]! & W_CUE_WORDS) !== 0) && /^[\s,:?]{1,8}$/.test(gap(i - 1, i)) && tc && !((f & F_COMMON) !== 0) && !((f & F_AMBIGUOUS) !== 0) && !((f & W_NOT_NAMES) !== 0)) {
+    // (a title before a colon is a heading: "MS: Recievd sedated", mental status)
+    if (i > 0 && ((F[i - 1]! & W_CUE_WORDS) !== 0) && /^[\s,:?]{1,8}$/.test(gap(i - 1, i)) && !((F[i - 1]! & W_TITLES) !== 0 && text.charCodeAt(E[i - 1]!) === 58) && tc && !((f & F_COMMON) !== 0) && !((f & F_AMBIGUOUS) !== 0) && !((f & W_NOT_NAMES) !== 0)) {
       isName[i] = 1;
       weak[i] = 1;
       continue;
@@ -123,7 +125,8 @@ function cueRules(c: NameContext): void {
       const line = text.slice(s, text.indexOf("\n", s) < 0 ? text.length : text.indexOf("\n", s));
       // the words of the line are split only when the line has the shape (a long line fails the pattern early)
       if (/^[\p{Lu}][\p{L}'’-]+(?: [\p{Lu}]\.?)?(?: [\p{Lu}][\p{L}'’-]+){1,2}$/u.test(line.trim()) && !((F[nx]! & F_COMMON) !== 0) && line.trim().split(/\s+/).every((x) => !common.has(x.toLowerCase()) && !NOT_NAMES.has(x.toLowerCase()) && !UNIT_ACRONYMS.has(x.toLowerCase()))) {
-        for (let j = i; j < n && S[j]! < s + line.length; j++) isName[j] = 1;
+        // (a credential ending the line is not part of the name: "David Murray RRT")
+        for (let j = i; j < n && S[j]! < s + line.length; j++) if ((F[j]! & W_CREDENTIALS) === 0) isName[j] = 1;
         continue;
       }
     }
@@ -157,7 +160,8 @@ function cueRules(c: NameContext): void {
         if ((known(nx) || ((nf & X_EXTRA) !== 0)) && !isCommon(nx) && (nf & W_ROLE_WORDS) === 0 && ((nsh & (SH_TC | SH_UP)) !== 0 || ((nsh & SH_LW) !== 0 && ((nf & F_FIRST) !== 0))) && !eponymBefore(c, nx)) isName[j] = 1;
       } else if (hy ? ROLE_ABBR.has(rel) : (f & W_ROLE_ABBR) !== 0) {
         // "NP Grace", "rn amber", "PA Smith"; not "PA sats", "RN aware"
-        if (!((nf & W_NOT_NAMES) !== 0) && (((known(nx) || (nf & F_ENAME) !== 0) && !((nf & F_COMMON) !== 0)) || ((nsh & SH_NC) !== 0 && !((nf & F_COMMON) !== 0) && !allCapsText(j)))) isName[j] = 1;
+        // (nor a word before a number: "PA STAS 73,72", pulmonary artery pressures)
+        if (!((nf & W_NOT_NAMES) !== 0) && (((known(nx) || (nf & F_ENAME) !== 0) && !((nf & F_COMMON) !== 0)) || ((nsh & SH_NC) !== 0 && !((nf & F_COMMON) !== 0) && !allCapsText(j))) && !/^\s{1,2}\d{1,3}(?![\d-])/.test(text.slice(E[nx]!, E[nx]! + 6))) isName[j] = 1;
       } else if (!((nf & F_COMMON) !== 0) && lowerLen(nx) > 1 && (nf & (W_TITLES | W_NOT_NAMES | W_RELATIONS | W_UNIT_ACRONYMS | W_ROLE_WORDS)) === 0 && (known(nx) || ((nsh & SH_CAP) !== 0 && !allCapsText(j)) || ((nsh & SH_LW) !== 0 && ((nf & F_ENAME) !== 0 || (j === i + 1 && (sh & SH_UP) === 0 && !/(?:ed|ing|ly)$/.test(lower(nx)) && !((nf & F_AMBIGUOUS) !== 0)))))) {
         isName[j] = 1;
       } else if (((nf & F_AMBIGUOUS) !== 0) && (nsh & SH_CAP) !== 0 && !allCapsText(j)) {
@@ -172,7 +176,8 @@ function cueRules(c: NameContext): void {
       continue;
     }
     // (nor a word with digits right after it: a lab value or a code, "Sao2", "Sa02", "Ax4")
-    if (!known(i) || isCommon(i) || eponymBefore(c, i) || isDigit(text.charCodeAt(E[i]!))) continue;
+    // (nor a word right after a size or a temperature: "#6 Shiley", "T max 96.3 Ax")
+    if (!known(i) || isCommon(i) || eponymBefore(c, i) || isDigit(text.charCodeAt(E[i]!)) || (S[i]! > 1 && isDigit(text.charCodeAt(S[i]! - 2)) && /(?:(?:^|\s)#\d{1,2}|(?:^|[^\d.])\d{2,3}\.\d) $/.test(text.slice(Math.max(0, S[i]! - 8), S[i]!)))) continue;
     // a name known only from other countries' lists, starting a sentence: only as a subject ("Sunniva is", "Aksel Berg")
     if (onlyIntl(i) && (!tc || ((sentenceStart(i) || E[i]! - S[i]! < 5) && !(i + 1 < n && wsGapAt(text, E[i]!, S[i + 1]!, 1, 2) && (((F[i + 1]! & W_SUBJECT_VERBS) !== 0) || ((SH[i + 1]! & SH_NC) !== 0 && known(i + 1) && !isCommon(i + 1))))))) continue;
     if (tc) {
@@ -226,7 +231,7 @@ function extendRuns(c: NameContext): void {
         if ((dot ? E[i]! - S[i]! === 1 && wsGapAt(text, E[i]!, S[nx]!, 1, 2, 46, true) : wsGapAt(text, E[i]!, S[nx]!, 1, 2)) && ((nlen === 1 && (nsh & SH_UP) !== 0) || (nameLike(nx) && (((nsh ^ sh) & SH_CAP) === 0 || known(nx))) || ((sh & SH_TC) !== 0 && (nsh & SH_TC) !== 0 && ((F[nx]! & F_AMBIGUOUS) !== 0) && !((F[nx]! & W_NOT_NAMES) !== 0)))) {
           // not a unit acronym, nor an unknown word that is a verb form or joins common words ("DR LAVELY NOTIFED",
           // "DR. SHAUGHNESSY PRONOUNCED", "DR. HOLMES CALLED-PT", "DR MADDEN PICC")
-          if (!(nlen === 1 && !/^\.?\s/.test(text.slice(E[nx]!, E[nx]! + 2)) && !/^\s/.test(gap(i, nx))) && (F[nx]! & W_UNIT_ACRONYMS) === 0 && !(nlen > 4 && !known(nx) && (/(?:ed|ing)$/.test(lower(nx)) || allPartsCommon(c, lower(nx))))) isName[nx] = 1;
+          if (!(nlen === 1 && !/^\.?\s/.test(text.slice(E[nx]!, E[nx]! + 2)) && !/^\s/.test(gap(i, nx))) && (F[nx]! & (W_UNIT_ACRONYMS | W_CREDENTIALS)) === 0 && !(nlen > 4 && !known(nx) && (/(?:ed|ing)$/.test(lower(nx)) || allPartsCommon(c, lower(nx))))) isName[nx] = 1;
         }
       }
       if (i > 0 && !isName[i - 1]) {
@@ -363,7 +368,7 @@ function signatures(c: NameContext): void {
       if (j < i && !(initial ? wsGapAt(text, E[j]!, S[j + 1]!, 1, 3, 46) : wsGapAt(text, E[j]!, S[j + 1]!, 1, 3))) break;
       if (initial && (j === i || /[\d'’/]$/.test(text.slice(Math.max(0, S[j]! - 1), S[j]!)))) break;
       const nameish = initial || known(j) || ((fj & F_AMBIGUOUS) !== 0) || ((shj & SH_NC) !== 0 && !((fj & F_COMMON) !== 0)) || (upperCred && (shj & SH_UP) !== 0 && !((fj & F_COMMON) !== 0));
-      if (!nameish || ((fj & (W_NOT_NAMES | W_CREDENTIALS | W_UNIT_ACRONYMS)) !== 0) || /\d/.test(text.slice(S[j]!, E[j]!))) break;
+      if (!nameish || ((fj & (W_NOT_NAMES | W_CREDENTIALS | W_UNIT_ACRONYMS)) !== 0) || /\d/.test(text.slice(Math.max(0, S[j]! - 1), E[j]!))) break;
       if (!upperCred && !initial && !known(j) && !((fj & F_AMBIGUOUS) !== 0) && !((shj & SH_NC) !== 0)) break;
       from = j;
       if (!initial && !isCommon(j) && (known(j) || (shj & SH_NC) !== 0 || (endsLine && E[j]! - S[j]! > 2))) strong = true;

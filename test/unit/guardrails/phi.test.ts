@@ -158,6 +158,14 @@ describe("PHI detector", () => {
     expect(redactPhiText("Megan Carey Weber-Santana called.")).toBe("[NAME] called.");
   });
 
+  it("reads no article, heading, pressure, device size, temperature route or credential as a name", () => {
+    for (const text of ["THIS IS A 61 Y/O PT.", "RR 11-13. PA STAS 73,72.", "Given Tylenol at 4PM. MS: Recievd sedated from EW.", "Pt trached today with #6 Shiley.", "ID - T max 96.3 Ax. BC pending.", "O2Sats on 3Ls NP, 97-99%."]) {
+      expect(redactPhiText(text), text).toBe(text);
+    }
+    expect(redactPhiText("Humidifier full.\nDavid Murray RRT")).toBe("Humidifier full.\n[NAME] RRT");
+    expect(redactPhiText("Lab at 10.0.0.1 John called.")).toContain("[NAME]");
+  });
+
   it("reads a word with digits right after it as a lab value or code, not a name", () => {
     for (const text of ["Lungs clear. Sao2 100% on RA.", "Sa02 improved after lasix.", "ABS. Ax4. No BM.", "ABG SENT WITH PAO2 50S."]) {
       expect(redactPhiText(text), text).toBe(text);
