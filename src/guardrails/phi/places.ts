@@ -149,7 +149,8 @@ function places(c: NameContext, found: FoundList): void {
       if (nx < n && wsGapAt(text, E[i]!, S[nx]!, 1, 2) && !((F[nx]! & F_COMMON) !== 0) && !((F[nx]! & W_NOT_NAMES) !== 0) && ((SH[nx]! ^ sh) & SH_CAP) === 0) found.add(S[nx]!, E[nx]!, "LOCATION");
       continue;
     }
-    if (i > 0 && tc && (f & (F_COMMON | F_AMBIGUOUS | W_NOT_NAMES | W_UNIT_ACRONYMS)) === 0 && ((F[i - 1]! & W_LOC_PREV) !== 0) && LOC_PREFIX.test(text.slice(Math.max(0, S[i]! - 20), S[i]!)) && !sentenceStart(i) && !eponymBefore(c, i) && !commonParts(lower(i))) {
+    // (not an adverb: "Attempted to Nasally suction")
+    if (i > 0 && tc && (f & (F_COMMON | F_AMBIGUOUS | W_NOT_NAMES | W_UNIT_ACRONYMS)) === 0 && ((F[i - 1]! & W_LOC_PREV) !== 0) && LOC_PREFIX.test(text.slice(Math.max(0, S[i]! - 20), S[i]!)) && !sentenceStart(i) && !eponymBefore(c, i) && !commonParts(lower(i)) && !lower(i).endsWith("ly")) {
       found.add(S[i]!, E[i]!, "LOCATION");
       for (let j = i + 1; j < n && j < i + 3; j++) {
         if (!wsGapAt(text, E[j - 1]!, S[j]!, 1, 2) || !((SH[j]! & SH_TC) !== 0) || ((F[j]! & F_COMMON) !== 0)) break;

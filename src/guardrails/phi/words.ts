@@ -35,6 +35,8 @@ export const UNIT_ACRONYMS = new Set([
   "mn", "bs", "bb", "ue", "oh", "nard", "lcx", "lad", "rca", "om", "pda", "rij", "lij", "mae", "lws", "lcs", "lcw", "le", "va", "tv", "dc", "bsd", "sob",
   "hosp", "mg", "ml", "cc", "iv", "po", "sc", "im", "prn", "bid", "tid", "qid", "qd", "qhs", "hs", "ok", "nc", "fm", "nrb", "vm", "cmo", "dnr", "dni",
   "picc", "cvl", "tlc", "rlq", "llq", "ruq", "luq", "hob", "oob", "uop", "bipap",
+  // departments of a hospital ("from Pharmacy", "in Interventional Radiology")
+  "pharmacy", "radiology", "interventional", "dialysis", "endoscopy", "pathology",
 ]);
 /** Word endings of drug names and clinical verbs, which are not ward names ("propofol 20", "captopril 25"). */
 export const DRUG_LIKE = /(?:ol|il|ine|ide|ate|pam|lam|pril|sartan|mab|cin|zole|one|ium|fen|ize|use|ert|ive)$/;
