@@ -24,6 +24,7 @@ import {
   W_CREDENTIALS,
   W_CREDENTIAL_WORDS,
   W_CUE_WORDS,
+  W_LOC_PREPOSITIONS,
   W_NAME_PREV,
   W_NOT_NAMES,
   W_RELATIONS,
@@ -37,6 +38,7 @@ import {
   W_WEAK_RELATIONS,
 } from "./words.js";
 import { isLow, isUp, lineStartBefore, wsGapAt } from "./text.js";
+import { US_STATES } from "./patterns.js";
 /**
  * The names of a text as tokens: token `i < n` is a name when `isName[i]` is 1, at `[S[i], E[i])` (ascending, not
  * overlapping). Views of reused arrays: valid until the next text is tokenised.
@@ -156,6 +158,9 @@ function cueRules(c: NameContext): void {
         // TO LIS", "WITH CONT", "WITH GREY LIQUID STOOL"; "PER", "BY", "CALLED" still name a surname), and an
         // upper-case word of two letters in mixed-case text is an acronym ("with LE spasm")
         const upperOnly = (nsh & SH_UP) !== 0 && (nsh & SH_TC) === 0;
+        // a US state after "to" / "from" is a place (and no identifier: Safe Harbor keeps states), not a person
+        // ("moving from Florida", "retire to florida")
+        if ((lowerIs(i, "to") || lowerIs(i, "from")) && STATE_NAMES.has(lower(nx))) continue;
         if (upperOnly && (allCapsText(nx) ? (nf & (F_FIRST | F_CITY | X_EXTRA)) === 0 && E[nx]! - S[nx]! > 1 && (lowerIs(i, "to") || lowerIs(i, "with") || lowerIs(i, "from")) : E[nx]! - S[nx]! <= 2)) continue;
         if ((known(nx) || ((nf & X_EXTRA) !== 0)) && !isCommon(nx) && (nf & W_ROLE_WORDS) === 0 && ((nsh & (SH_TC | SH_UP)) !== 0 || ((nsh & SH_LW) !== 0 && ((nf & F_FIRST) !== 0))) && !eponymBefore(c, nx)) isName[j] = 1;
       } else if (hy ? ROLE_ABBR.has(rel) : (f & W_ROLE_ABBR) !== 0) {
@@ -178,6 +183,8 @@ function cueRules(c: NameContext): void {
     // (nor a word with digits right after it: a lab value or a code, "Sao2", "Sa02", "Ax4")
     // (nor a word right after a size or a temperature: "#6 Shiley", "T max 96.3 Ax")
     if (!known(i) || isCommon(i) || eponymBefore(c, i) || isDigit(text.charCodeAt(E[i]!)) || (S[i]! > 1 && isDigit(text.charCodeAt(S[i]! - 2)) && /(?:(?:^|\s)#\d{1,2}|(?:^|[^\d.])\d{2,3}\.\d) $/.test(text.slice(Math.max(0, S[i]! - 8), S[i]!)))) continue;
+    // a US state after a place preposition ("moving from Florida", "in Maryland")
+    if (i > 0 && (F[i - 1]! & W_LOC_PREPOSITIONS) !== 0 && STATE_NAMES.has(lower(i))) continue;
     // a name known only from other countries' lists, starting a sentence: only as a subject ("Sunniva is", "Aksel Berg")
     if (onlyIntl(i) && (!tc || ((sentenceStart(i) || E[i]! - S[i]! < 5) && !(i + 1 < n && wsGapAt(text, E[i]!, S[i + 1]!, 1, 2) && (((F[i + 1]! & W_SUBJECT_VERBS) !== 0) || ((SH[i + 1]! & SH_NC) !== 0 && known(i + 1) && !isCommon(i + 1))))))) continue;
     if (tc) {
@@ -207,6 +214,13 @@ export function postCueStart(text: string, at: number): boolean {
 /** ASCII letters (both cases) that start a verb of POST_CUE after its space: l, i, s, h, w, t, a, v, c, p, u. */
 const POST_CUE_FIRST = new Uint8Array(128);
 for (const ch of "lishwtavcpu") POST_CUE_FIRST[ch.charCodeAt(0)] = POST_CUE_FIRST[ch.toUpperCase().charCodeAt(0)] = 1;
+
+/**
+ * One-word US state names (./patterns.ts US_STATES), but for the two that are among the 1,000 most frequent census first
+ * names (Virginia 34th, Georgia 230th of the female list; Florida, Maryland, Nevada rank past 1,600): "to Virginia" may
+ * be a person.
+ */
+const STATE_NAMES: ReadonlySet<string> = new Set(US_STATES.split("|").filter((x) => !x.includes(" ") && x !== "virginia" && x !== "georgia"));
 
 /** The char code is an ASCII digit. */
 const isDigit = (ch: number): boolean => ch >= 48 && ch <= 57;

@@ -166,6 +166,18 @@ describe("PHI detector", () => {
     expect(redactPhiText("Lab at 10.0.0.1 John called.")).toContain("[NAME]");
   });
 
+  it("reads no hospital department or adverb after a place preposition as a place", () => {
+    for (const text of ["Awaiting MDI from Pharmacy, ordered Q4hr.", "Attempted to Nasally suction pt.", "PICC line tomorrow in Interventional Radiology."]) {
+      expect(redactPhiText(text), text).toBe(text);
+    }
+  });
+
+  it("reads a US state after a place preposition as no person", () => {
+    for (const text of ["They retire to florida in the winter."]) expect(redactPhiText(text), text).toBe(text);
+    expect(redactPhiText("Family is moving from Florida soon.")).not.toContain("[NAME]");
+    expect(redactPhiText("Spoke to Virginia about the plan.")).toBe("Spoke to [NAME] about the plan.");
+  });
+
   it("reads a word with digits right after it as a lab value or code, not a name", () => {
     for (const text of ["Lungs clear. Sao2 100% on RA.", "Sa02 improved after lasix.", "ABS. Ax4. No BM.", "ABG SENT WITH PAO2 50S."]) {
       expect(redactPhiText(text), text).toBe(text);
