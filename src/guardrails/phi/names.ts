@@ -253,15 +253,21 @@ function extendRuns(c: NameContext): void {
         const psh = SH[pv]!;
         const pf = F[pv]!;
         const dot = S[i]! > E[pv]! && text.charCodeAt(E[pv]!) === 46;
-        if ((dot ? E[pv]! - S[pv]! === 1 && wsGapAt(text, E[pv]!, S[i]!, 1, 2, 46, true) : wsGapAt(text, E[pv]!, S[i]!, 1, 2)) && ((E[pv]! - S[pv]! === 1 && (psh & SH_UP) !== 0 && i > 1 && isName[i - 2]) || (nameLike(pv) && known(pv) && ((psh ^ sh) & SH_CAP) === 0))) {
+        if ((dot ? E[pv]! - S[pv]! === 1 && wsGapAt(text, E[pv]!, S[i]!, 1, 2, 46, true) : wsGapAt(text, E[pv]!, S[i]!, 1, 2)) && ((E[pv]! - S[pv]! === 1 && (psh & SH_UP) !== 0 && i > 1 && isName[i - 2]) || (nameLike(pv) && known(pv) && ((psh ^ sh) & SH_CAP) === 0)) && !pronounI(text, S[pv]!, E[pv]!)) {
           isName[pv] = 1;
-        } else if (S[i]! - E[pv]! === 1 && text.charCodeAt(E[pv]!) === 32 && (psh & SH_TC) !== 0 && (sh & SH_NC) !== 0 && !((pf & F_COMMON) !== 0) && !((pf & F_AMBIGUOUS) !== 0) && !((pf & W_NOT_NAMES) !== 0) && !((pf & W_UNIT_ACRONYMS) !== 0) && !((pf & W_RELATIONS) !== 0) && !((pf & W_TITLES) !== 0)) {
+        } else if (S[i]! - E[pv]! === 1 && text.charCodeAt(E[pv]!) === 32 && (psh & SH_TC) !== 0 && (sh & SH_NC) !== 0 && (pf & (F_COMMON | F_AMBIGUOUS | W_NOT_NAMES | W_UNIT_ACRONYMS | W_RELATIONS | W_TITLES | W_CUE_WORDS)) === 0 && !pronounI(text, S[pv]!, E[pv]!)) {
           // "Radu Crosson": a capitalised unknown word right before a surname
           isName[pv] = 1;
         }
       }
     }
   }
+}
+
+/** `text[s, e)` is the pronoun "I" with a contraction ("I'm", "I’d", "I've", "I'll"), which reads like "O'Neil". */
+function pronounI(text: string, s: number, e: number): boolean {
+  const q = text.charCodeAt(s + 1);
+  return e - s >= 3 && e - s <= 4 && text.charCodeAt(s) === 73 && (q === 39 || q === 0x2019);
 }
 
 /** A hyphenated word whose every part is a common word or shorter than three letters ("CALLED-PT", "VA-INTUBATED"). */
@@ -285,7 +291,7 @@ function initialsAndPairs(c: NameContext): void {
       isName[i] = 1;
       isName[nx] = 1;
     }
-    if (isName[i] && !isName[nx] && wsGapAt(text, E[i]!, S[nx]!, 1, 2, 44, true) && (nsh & SH_TC) !== 0 && (sh & SH_TC) !== 0 && !((nf & F_COMMON) !== 0) && !((nf & F_AMBIGUOUS) !== 0) && !((nf & W_NOT_NAMES) !== 0)) {
+    if (isName[i] && !isName[nx] && wsGapAt(text, E[i]!, S[nx]!, 1, 2, 44, true) && (nsh & SH_TC) !== 0 && (sh & SH_TC) !== 0 && !((nf & F_COMMON) !== 0) && !((nf & F_AMBIGUOUS) !== 0) && !((nf & W_NOT_NAMES) !== 0) && !pronounI(text, S[nx]!, E[nx]!)) {
       isName[nx] = 1;
     }
     if (isName[i] && i + 2 < n && lowerIs(nx, "and") && !isName[i + 2]) {

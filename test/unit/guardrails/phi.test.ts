@@ -178,6 +178,11 @@ describe("PHI detector", () => {
     expect(redactPhiText("Spoke to Virginia about the plan.")).toBe("Spoke to [NAME] about the plan.");
   });
 
+  it("reads neither the pronoun I with a contraction nor a greeting as part of a name", () => {
+    expect(redactPhiText("I'm Maciej Borkowski, a teacher.")).toBe("I'm [NAME], a teacher.");
+    expect(redactPhiText("Hi Victor, I'm writing about a problem.")).toBe("Hi [NAME], I'm writing about a problem.");
+  });
+
   it("reads a word with digits right after it as a lab value or code, not a name", () => {
     for (const text of ["Lungs clear. Sao2 100% on RA.", "Sa02 improved after lasix.", "ABS. Ax4. No BM.", "ABG SENT WITH PAO2 50S."]) {
       expect(redactPhiText(text), text).toBe(text);
