@@ -120,7 +120,7 @@ function places(c: NameContext, found: FoundList): void {
     }
     if (isName[i]) continue;
     // (not clinical shorthand, "prev rehab", "poss rehab"; nor a hyphenated word with a common part, "ROTATED-CO GENERAL")
-    if (i + 1 < n && ((F[i + 1]! & W_FACILITY_WORDS) !== 0) && lowerLen(i) > 1 && (!((f & F_COMMON) !== 0) || (tc && !((f & W_NOT_NAMES) !== 0))) && !commonParts(lower(i)) && FACILITY.test(text.slice(E[i]!, E[i]! + 24)) && !CLINICAL_SHORTHAND.test(lower(i))) {
+    if (i + 1 < n && ((F[i + 1]! & W_FACILITY_WORDS) !== 0) && lowerLen(i) > 1 && (!((f & F_COMMON) !== 0) || (tc && !((f & W_NOT_NAMES) !== 0))) && FACILITY.test(text.slice(E[i]!, E[i]! + 24)) && !commonParts(lower(i)) && !CLINICAL_SHORTHAND.test(lower(i))) {
       const fw = i + 1;
       found.add(S[i]!, ((F[fw]! & W_NAMED_FACILITY) !== 0) && ((SH[fw]! ^ sh) & SH_CAP) === 0 ? E[fw]! : E[i]!, "LOCATION");
       const pv = i - 1;
@@ -132,7 +132,7 @@ function places(c: NameContext, found: FoundList): void {
     // a named ward or building with a floor number after to/from/on/at ("to quartermain 2", "ON QUARTERMAIN 6")
     // (not a verb, a hyphenated word with a common part, nor a word before a range: "AUGMENTING 0-12", "retaped 20",
     // "in place-Ademand 60", "c-pap 10", "GD-UO 20-30CC")
-    if (i > 0 && len >= 5 && !((f & F_COMMON) !== 0) && !((f & F_AMBIGUOUS) !== 0) && !((f & W_NOT_NAMES) !== 0) && !((f & W_UNIT_ACRONYMS) !== 0) && ((F[i - 1]! & W_WARD_PREV) !== 0) && !DRUG_LIKE.test(lower(i)) && !/(?:ed|ing)$/.test(lower(i)) && !commonParts(lower(i)) && /^\s\d{1,2}(?![\d,/-]|\.\d|\s?(?:%|mg|mcg|ml|cc|u|units?|am|pm|hours?|hrs?|days?|x|l|liters?|meq|gm?)\b)/i.test(text.slice(E[i]!, E[i]! + 10))) {
+    if (i > 0 && len >= 5 && !((f & F_COMMON) !== 0) && !((f & F_AMBIGUOUS) !== 0) && !((f & W_NOT_NAMES) !== 0) && !((f & W_UNIT_ACRONYMS) !== 0) && ((F[i - 1]! & W_WARD_PREV) !== 0) && !DRUG_LIKE.test(lower(i)) && /^\s\d{1,2}(?![\d,/-]|\.\d|\s?(?:%|mg|mcg|ml|cc|u|units?|am|pm|hours?|hrs?|days?|x|l|liters?|meq|gm?)\b)/i.test(text.slice(E[i]!, E[i]! + 10)) && !/(?:ed|ing)$/.test(lower(i)) && !commonParts(lower(i))) {
       found.add(S[i]!, E[i]!, "LOCATION");
       continue;
     }
