@@ -6,7 +6,7 @@ import type { FoundList } from "./entities.js";
 import { notAddrAfterNumAt, skipWs } from "./patterns.js";
 import type { WordSet } from "./lexicon.js";
 import { prefixRule, type RuleLists, type StartRule } from "./prefilter.js";
-import { isUpper, isWs } from "./text.js";
+import { isLow, isUpper, isWs } from "./text.js";
 
 // ---------------------------------------------------------------------------------------------
 // Free-form street addresses (international): a house number followed by street words and another
@@ -402,6 +402,9 @@ export function scanAddresses(text: string, found: FoundList, common: WordSet, c
     let pos = start;
     let end = start;
     let caps = 0;
+    // words starting with a capital that are neither street suffixes nor units (a street's name: "Main" of "12 Main
+    // St"; "100 ST" has none)
+    let names = 0;
     let nums = 0;
     let suffix = false;
     let unit = false;
@@ -411,6 +414,7 @@ export function scanAddresses(text: string, found: FoundList, common: WordSet, c
     let endBeforeLower = -1;
     // the counts when the first lower-case word was met
     let capsBL = 0;
+    let namesBL = 0;
     let numsBL = 0;
     let suffixBL = false;
     let unitBL = false;
@@ -425,6 +429,7 @@ export function scanAddresses(text: string, found: FoundList, common: WordSet, c
         if (numStop(at, t)) break;
       } else if ((t & T_UPPER_COMMON_STOP) !== 0) break;
       if ((t & T_CAP) !== 0) caps++;
+      if ((t & (T_STRONG | T_NUM | T_SUFFIX | T_UNIT)) === T_STRONG) names++;
       if ((t & T_UNIT) !== 0) unit = true;
       if ((t & T_SUFFIX) !== 0) suffix = true;
       if ((t & T_LOWER_WORD) !== 0) {
@@ -432,6 +437,7 @@ export function scanAddresses(text: string, found: FoundList, common: WordSet, c
         if (lower === 0) {
           endBeforeLower = end;
           capsBL = caps;
+          namesBL = names;
           numsBL = nums;
           suffixBL = suffix;
           unitBL = unit;
@@ -455,15 +461,19 @@ export function scanAddresses(text: string, found: FoundList, common: WordSet, c
       if (endBeforeLower <= start) return start;
       end = endBeforeLower;
       caps = capsBL;
+      names = namesBL;
       nums = numsBL;
       suffix = suffixBL;
       unit = unitBL;
       lower = 0;
     }
+    // a street suffix alone is a word of the sentence ("sent to CT scan", "sent to GH via ambulance", "HR 100 ST."):
+    // an address has a number or a street name besides it
     if (triggered) {
-      if ((caps >= 1 || suffix) && (nums >= 1 || caps >= 2 || suffix)) return end;
+      if ((caps >= 1 || suffix) && (nums >= 1 || caps >= 2 || suffix) && (nums >= 1 || names >= 1 || lower > 0)) return end;
       return start;
     }
+    if (names === 0 && lower === 0 && nums < 2 && (tokenAt(start) & T_NUM) !== 0) return start;
     // the words after the house number (a bounded look: the whole rest of the text per candidate was quadratic)
     NUM_PREFIX.lastIndex = start;
     const num = NUM_PREFIX.exec(text);
@@ -525,7 +535,8 @@ export function scanAddresses(text: string, found: FoundList, common: WordSet, c
     const weak = trig === "in" || trig === "it is" || trig === "is at" || trig === "is on";
     // a weak trigger does not count in upper-case text; the run is read first (reads are remembered per position, and
     // most runs after "in" end at once), so that the text's case share is counted only for a run that found something
-    const e = tryRun(s, !weak);
+    // after a weak "in", a run that starts with a lower-case word or suffix is a phrase ("remain in place. Inconsistently")
+    const e = weak && (tokenAt(s) & (T_LOWER_WORD | T_SUFFIX)) !== 0 && isLow(text.charCodeAt(skipWs(text, s))) ? s : tryRun(s, !weak);
     if (e > s && !(weak && upperText())) {
       const corner = /corner of\s{1,6}$/i.exec(m[0]);
       // "the corner of X and Y" is the address, article included

@@ -6,9 +6,9 @@
  */
 import type { FoundList, PhiEntityType } from "./entities.js";
 import { findPlaces } from "./places.js";
-import { nameContext, type NameContext, SH_ASCII, SH_CAP, SH_HY, SH_LW, SH_NC, SH_TC, SH_UP, X_EXTRA } from "./tokens.js";
+import { eponymBefore, nameContext, type NameContext, SH_ASCII, SH_CAP, SH_HY, SH_LW, SH_NC, SH_TC, SH_UP, X_EXTRA } from "./tokens.js";
 
-import { F_AMBIGUOUS, F_COMMON, F_ENAME, F_FIRST, F_LAST, type Lexicon } from "./lexicon.js";
+import { F_AMBIGUOUS, F_CITY, F_COMMON, F_ENAME, F_FIRST, F_LAST, type Lexicon } from "./lexicon.js";
 import {
   CREDENTIAL,
   CREDENTIAL_LOWER,
@@ -24,6 +24,7 @@ import {
   W_CREDENTIALS,
   W_CREDENTIAL_WORDS,
   W_CUE_WORDS,
+  W_LOC_PREPOSITIONS,
   W_NAME_PREV,
   W_NOT_NAMES,
   W_RELATIONS,
@@ -32,9 +33,12 @@ import {
   W_SUBJECT_VERBS,
   W_TITLES,
   W_UNIT_ACRONYMS,
+  W_WARD_PREV,
+  W_LOC_PREV,
   W_WEAK_RELATIONS,
 } from "./words.js";
 import { isLow, isUp, lineStartBefore, wsGapAt } from "./text.js";
+import { US_STATES } from "./patterns.js";
 /**
  * The names of a text as tokens: token `i < n` is a name when `isName[i]` is 1, at `[S[i], E[i])` (ascending, not
  * overlapping). Views of reused arrays: valid until the next text is tokenised.
@@ -86,24 +90,34 @@ function cueRules(c: NameContext): void {
       const ncap = (SH[nx]! & SH_CAP) !== 0;
       // "MS"/"ms" without a full stop is mental status or morphine sulfate: only before a dictionary name
       if (lowerIs(i, "ms") && w(i) !== "Ms" && !gap(i, nx).startsWith(".") && !(known(nx) && !isCommon(nx))) continue;
+      // "MR"/"MS" right after a grade, unless a dictionary name follows, or written in capitals before a common word
+      // that is no census name, is mitral regurgitation or mental status ending a sentence ("3-4+MR. Given", "4+ MR. PT HAS",
+      // "in MS. Aspiration", "IN MS. TOLERATING"; "MR. SMITH", "Mr. Abc" stay names); a title that is a whole word ends one before a full stop ("see your
+      // doctor. They"); no title names a role ("Sir bot"), nor a lower-case letter before a colon ("ms. p: follow")
+      // ("mr" / "ms" by char codes: this runs for every title, and 1 MB of "Dr. " has 260,000)
+      const t1 = text.charCodeAt(S[i]! + 1) | 32;
+      if (E[i]! - S[i]! === 2 && (text.charCodeAt(S[i]!) | 32) === 109 && (t1 === 114 || t1 === 115) && (/(?:\+\s?|\d)$/.test(text.slice(Math.max(0, S[i]! - 2), S[i]!)) ? !(known(nx) && !isCommon(nx)) : isUp(text.charCodeAt(S[i]! + 1)) && (nf & F_COMMON) !== 0 && !known(nx) && (nf & F_AMBIGUOUS) === 0)) continue;
+      if ((nf & W_ROLE_WORDS) !== 0 ? !known(nx) : (E[nx]! - S[nx]! === 1 && text.charCodeAt(E[nx]!) === 58 && isLow(text.charCodeAt(S[nx]!))) || (E[i]! - S[i]! > 4 && text.charCodeAt(E[i]!) === 46)) continue;
       if (ncap || known(nx) || ((nf & F_AMBIGUOUS) !== 0) || !((nf & F_COMMON) !== 0)) {
         if (!(((nf & F_COMMON) !== 0) && !known(nx) && !((nf & F_AMBIGUOUS) !== 0) && !ncap)) isName[nx] = 1;
       }
       continue;
     }
     // 2a. after "my name is", a speech verb or a greeting: a capitalised word that is not a common word
-    if (i > 0 && ((F[i - 1]! & W_NAME_PREV) !== 0) && !((f & F_COMMON) !== 0) && !((f & W_NOT_NAMES) !== 0) && NAME_IS.test(text.slice(Math.max(0, S[i]! - 12), S[i]!)) && ((sh & SH_CAP) !== 0 || (known(i) && /name is\s$/i.test(text.slice(Math.max(0, S[i]! - 9), S[i]!))))) {
+    // (not one letter: "THIS IS A 61 Y/O")
+    if (i > 0 && ((F[i - 1]! & W_NAME_PREV) !== 0) && !((f & F_COMMON) !== 0) && !((f & W_NOT_NAMES) !== 0) && E[i]! - S[i]! > 1 && NAME_IS.test(text.slice(Math.max(0, S[i]! - 12), S[i]!)) && ((sh & SH_CAP) !== 0 || (known(i) && /name is\s$/i.test(text.slice(Math.max(0, S[i]! - 9), S[i]!))))) {
       isName[i] = 1;
       continue;
     }
-    if (i > 0 && ((F[i - 1]! & W_CUE_WORDS) !== 0) && /^[\s,:?]{1,8}$/.test(gap(i - 1, i)) && tc && !((f & F_COMMON) !== 0) && !((f & F_AMBIGUOUS) !== 0) && !((f & W_NOT_NAMES) !== 0)) {
+    // (a title before a colon is a heading: "MS: Recievd sedated", mental status)
+    if (i > 0 && ((F[i - 1]! & W_CUE_WORDS) !== 0) && /^[\s,:?]{1,8}$/.test(gap(i - 1, i)) && !((F[i - 1]! & W_TITLES) !== 0 && text.charCodeAt(E[i - 1]!) === 58) && tc && !((f & F_COMMON) !== 0) && !((f & F_AMBIGUOUS) !== 0) && !((f & W_NOT_NAMES) !== 0)) {
       isName[i] = 1;
       weak[i] = 1;
       continue;
     }
     // 2c. a capitalised unknown word followed by a person verb ("Timotea lives on", "Vinka: What"); only the two
     // characters after the word that can start a cue of POST_CUE need the slice and the pattern
-    if (((tc && !((f & F_COMMON) !== 0) && !((f & F_AMBIGUOUS) !== 0)) || ((sh & (SH_LW | SH_UP)) !== 0 && ((f & F_FIRST) !== 0) && !((f & W_NOT_NAMES) !== 0))) && !((f & W_NOT_NAMES) !== 0) && postCueStart(text, E[i]!) && POST_CUE.test(text.slice(E[i]!, E[i]! + 16).toLowerCase())) {
+    if (((tc && !((f & F_COMMON) !== 0) && !((f & F_AMBIGUOUS) !== 0)) || ((sh & (SH_LW | SH_UP)) !== 0 && ((f & F_FIRST) !== 0) && !((f & W_NOT_NAMES) !== 0))) && (f & (W_NOT_NAMES | W_RELATIONS | W_ROLE_WORDS)) === 0 && postCueStart(text, E[i]!) && POST_CUE.test(text.slice(E[i]!, E[i]! + 16).toLowerCase())) {
       isName[i] = 1;
       weak[i] = 1;
       continue;
@@ -115,7 +129,8 @@ function cueRules(c: NameContext): void {
       const line = text.slice(s, text.indexOf("\n", s) < 0 ? text.length : text.indexOf("\n", s));
       // the words of the line are split only when the line has the shape (a long line fails the pattern early)
       if (/^[\p{Lu}][\p{L}'’-]+(?: [\p{Lu}]\.?)?(?: [\p{Lu}][\p{L}'’-]+){1,2}$/u.test(line.trim()) && !((F[nx]! & F_COMMON) !== 0) && line.trim().split(/\s+/).every((x) => !common.has(x.toLowerCase()) && !NOT_NAMES.has(x.toLowerCase()) && !UNIT_ACRONYMS.has(x.toLowerCase()))) {
-        for (let j = i; j < n && S[j]! < s + line.length; j++) isName[j] = 1;
+        // (a credential ending the line is not part of the name: "David Murray RRT")
+        for (let j = i; j < n && S[j]! < s + line.length; j++) if ((F[j]! & W_CREDENTIALS) === 0) isName[j] = 1;
         continue;
       }
     }
@@ -134,16 +149,26 @@ function cueRules(c: NameContext): void {
       if (!/^[\s,(:"'“]{1,4}$/.test(g)) continue;
       if (lowerIs(j, "is") && j + 1 < n) j++;
       const nx = j;
+      // "with PAO2", "to SaO2": a lab value, not a name
+      if (isDigit(text.charCodeAt(E[nx]!))) continue;
       const nf = F[nx]!;
       const nsh = SH[nx]!;
       const isWeak = hy ? WEAK_RELATIONS.has(rel) : (f & W_WEAK_RELATIONS) !== 0;
       if (isWeak) {
         if (lowerIs(i, "and")) continue; // handled when extending runs
-        if ((known(nx) || ((nf & X_EXTRA) !== 0)) && !isCommon(nx) && ((nsh & (SH_TC | SH_UP)) !== 0 || ((nsh & SH_LW) !== 0 && ((nf & F_FIRST) !== 0)))) isName[j] = 1;
+        // in upper-case text "to" / "with" / "from" name only a first name or a city ("TO ROME", "WITH THOMAS"; not "NGT
+        // TO LIS", "WITH CONT", "WITH GREY LIQUID STOOL"; "PER", "BY", "CALLED" still name a surname), and an
+        // upper-case word of two letters in mixed-case text is an acronym ("with LE spasm")
+        const upperOnly = (nsh & SH_UP) !== 0 && (nsh & SH_TC) === 0;
+        if (upperOnly && (allCapsText(nx) ? (nf & (F_FIRST | F_CITY | X_EXTRA)) === 0 && E[nx]! - S[nx]! > 1 && (lowerIs(i, "to") || lowerIs(i, "with") || lowerIs(i, "from")) : E[nx]! - S[nx]! <= 2)) continue;
+        // (a US state after "to" / "from" is a place, and no identifier: Safe Harbor keeps states; "moving from Florida",
+        // "retire to florida"; asked last, of a dictionary name only)
+        if ((known(nx) || ((nf & X_EXTRA) !== 0)) && !isCommon(nx) && (nf & W_ROLE_WORDS) === 0 && ((nsh & (SH_TC | SH_UP)) !== 0 || ((nsh & SH_LW) !== 0 && ((nf & F_FIRST) !== 0))) && !eponymBefore(c, nx) && !((lowerIs(i, "to") || lowerIs(i, "from")) && STATE_NAMES.has(lower(nx)))) isName[j] = 1;
       } else if (hy ? ROLE_ABBR.has(rel) : (f & W_ROLE_ABBR) !== 0) {
         // "NP Grace", "rn amber", "PA Smith"; not "PA sats", "RN aware"
-        if (!((nf & W_NOT_NAMES) !== 0) && (((known(nx) || (nf & F_ENAME) !== 0) && !((nf & F_COMMON) !== 0)) || ((nsh & SH_NC) !== 0 && !((nf & F_COMMON) !== 0) && !allCapsText(j)))) isName[j] = 1;
-      } else if (!((nf & F_COMMON) !== 0) && lowerLen(nx) > 1 && !((nf & W_TITLES) !== 0) && !((nf & W_NOT_NAMES) !== 0) && !((nf & W_RELATIONS) !== 0) && (known(nx) || ((nsh & SH_CAP) !== 0 && !allCapsText(j)) || ((nsh & SH_LW) !== 0 && !/(?:ed|ing|ly)$/.test(lower(nx)) && (!((nf & F_AMBIGUOUS) !== 0) || (nf & F_ENAME) !== 0)))) {
+        // (nor a word before a number: "PA STAS 73,72", pulmonary artery pressures)
+        if (!((nf & W_NOT_NAMES) !== 0) && (((known(nx) || (nf & F_ENAME) !== 0) && !((nf & F_COMMON) !== 0)) || ((nsh & SH_NC) !== 0 && !((nf & F_COMMON) !== 0) && !allCapsText(j))) && !/^\s{1,2}\d{1,3}(?![\d-])/.test(text.slice(E[nx]!, E[nx]! + 6))) isName[j] = 1;
+      } else if (!((nf & F_COMMON) !== 0) && lowerLen(nx) > 1 && (nf & (W_TITLES | W_NOT_NAMES | W_RELATIONS | W_UNIT_ACRONYMS | W_ROLE_WORDS)) === 0 && (known(nx) || ((nsh & SH_CAP) !== 0 && !allCapsText(j)) || ((nsh & SH_LW) !== 0 && ((nf & F_ENAME) !== 0 || (j === i + 1 && (sh & SH_UP) === 0 && !/(?:ed|ing|ly)$/.test(lower(nx)) && !((nf & F_AMBIGUOUS) !== 0)))))) {
         isName[j] = 1;
       } else if (((nf & F_AMBIGUOUS) !== 0) && (nsh & SH_CAP) !== 0 && !allCapsText(j)) {
         isName[j] = 1;
@@ -156,7 +181,11 @@ function cueRules(c: NameContext): void {
       isName[i] = 1;
       continue;
     }
-    if (!known(i) || isCommon(i)) continue;
+    // (nor a word with digits right after it: a lab value or a code, "Sao2", "Sa02", "Ax4")
+    // (nor a word right after a size or a temperature: "#6 Shiley", "T max 96.3 Ax")
+    if (!known(i) || isCommon(i) || eponymBefore(c, i) || isDigit(text.charCodeAt(E[i]!)) || (S[i]! > 1 && isDigit(text.charCodeAt(S[i]! - 2)) && /(?:(?:^|\s)#\d{1,2}|(?:^|[^\d.])\d{2,3}\.\d) $/.test(text.slice(Math.max(0, S[i]! - 8), S[i]!)))) continue;
+    // a US state after a place preposition ("moving from Florida", "in Maryland")
+    if (i > 0 && (F[i - 1]! & W_LOC_PREPOSITIONS) !== 0 && STATE_NAMES.has(lower(i))) continue;
     // a name known only from other countries' lists, starting a sentence: only as a subject ("Sunniva is", "Aksel Berg")
     if (onlyIntl(i) && (!tc || ((sentenceStart(i) || E[i]! - S[i]! < 5) && !(i + 1 < n && wsGapAt(text, E[i]!, S[i + 1]!, 1, 2) && (((F[i + 1]! & W_SUBJECT_VERBS) !== 0) || ((SH[i + 1]! & SH_NC) !== 0 && known(i + 1) && !isCommon(i + 1))))))) continue;
     if (tc) {
@@ -164,7 +193,7 @@ function cueRules(c: NameContext): void {
     } else if ((sh & SH_UP) !== 0 && E[i]! - S[i]! > 2 && i + 1 < n && known(i + 1) && !isCommon(i + 1) && wsGapAt(text, E[i]!, S[i + 1]!, 1, 2)) {
       isName[i] = 1;
       isName[i + 1] = 1;
-    } else if ((sh & SH_LW) !== 0 && ((f & F_FIRST) !== 0) && i + 1 < n && ((F[i + 1]! & F_LAST) !== 0) && !isCommon(i + 1) && wsGapAt(text, E[i]!, S[i + 1]!, 1, 2)) {
+    } else if ((sh & SH_LW) !== 0 && ((f & F_FIRST) !== 0) && i + 1 < n && ((F[i + 1]! & F_LAST) !== 0) && !isCommon(i + 1) && wsGapAt(text, E[i]!, S[i + 1]!, 1, 2) && !eponymBefore(c, i + 1)) {
       isName[i] = 1;
       isName[i + 1] = 1;
     }
@@ -187,12 +216,22 @@ export function postCueStart(text: string, at: number): boolean {
 const POST_CUE_FIRST = new Uint8Array(128);
 for (const ch of "lishwtavcpu") POST_CUE_FIRST[ch.charCodeAt(0)] = POST_CUE_FIRST[ch.toUpperCase().charCodeAt(0)] = 1;
 
+/**
+ * One-word US state names (./patterns.ts US_STATES), but for the two that are among the 1,000 most frequent census first
+ * names (Virginia 34th, Georgia 230th of the female list; Florida, Maryland, Nevada rank past 1,600): "to Virginia" may
+ * be a person.
+ */
+const STATE_NAMES: ReadonlySet<string> = new Set(US_STATES.split("|").filter((x) => !x.includes(" ") && x !== "virginia" && x !== "georgia"));
+
+/** The char code is an ASCII digit. */
+const isDigit = (ch: number): boolean => ch >= 48 && ch <= 57;
+
 /** The part of a hyphenated word after its last hyphen. */
 const lastPart = (w: string): string => w.slice(w.lastIndexOf("-") + 1);
 
 /** 4. extend runs: neighbours that look like names, initials, and signatures */
 function extendRuns(c: NameContext): void {
-  const { text, n, S, E, F, SH, isName, known, gap, nameLike } = c;
+  const { text, n, S, E, F, SH, isName, known, gap, nameLike, lower } = c;
   // 4. extend runs: neighbours that look like names, initials, and signatures ("DAN A. FORMAN-LYONS, RRT")
   for (let pass = 0; pass < 2; pass++) {
     for (let i = 0; i < n; i++) {
@@ -205,7 +244,9 @@ function extendRuns(c: NameContext): void {
         // a full stop between them only after an initial ("J. Smith"), not at the end of a sentence ("Dr. White. Will ...")
         const dot = S[nx]! > E[i]! && text.charCodeAt(E[i]!) === 46;
         if ((dot ? E[i]! - S[i]! === 1 && wsGapAt(text, E[i]!, S[nx]!, 1, 2, 46, true) : wsGapAt(text, E[i]!, S[nx]!, 1, 2)) && ((nlen === 1 && (nsh & SH_UP) !== 0) || (nameLike(nx) && (((nsh ^ sh) & SH_CAP) === 0 || known(nx))) || ((sh & SH_TC) !== 0 && (nsh & SH_TC) !== 0 && ((F[nx]! & F_AMBIGUOUS) !== 0) && !((F[nx]! & W_NOT_NAMES) !== 0)))) {
-          if (!(nlen === 1 && !/^\.?\s/.test(text.slice(E[nx]!, E[nx]! + 2)) && !/^\s/.test(gap(i, nx)))) isName[nx] = 1;
+          // not a unit acronym, nor an unknown word that is a verb form or joins common words ("DR LAVELY NOTIFED",
+          // "DR. SHAUGHNESSY PRONOUNCED", "DR. HOLMES CALLED-PT", "DR MADDEN PICC")
+          if (!(nlen === 1 && !/^\.?\s/.test(text.slice(E[nx]!, E[nx]! + 2)) && !/^\s/.test(gap(i, nx))) && (F[nx]! & (W_UNIT_ACRONYMS | W_CREDENTIALS)) === 0 && !(nlen > 4 && !known(nx) && (/(?:ed|ing)$/.test(lower(nx)) || allPartsCommon(c, lower(nx))))) isName[nx] = 1;
         }
       }
       if (i > 0 && !isName[i - 1]) {
@@ -213,15 +254,28 @@ function extendRuns(c: NameContext): void {
         const psh = SH[pv]!;
         const pf = F[pv]!;
         const dot = S[i]! > E[pv]! && text.charCodeAt(E[pv]!) === 46;
-        if ((dot ? E[pv]! - S[pv]! === 1 && wsGapAt(text, E[pv]!, S[i]!, 1, 2, 46, true) : wsGapAt(text, E[pv]!, S[i]!, 1, 2)) && ((E[pv]! - S[pv]! === 1 && (psh & SH_UP) !== 0 && i > 1 && isName[i - 2]) || (nameLike(pv) && known(pv) && ((psh ^ sh) & SH_CAP) === 0))) {
+        if ((dot ? E[pv]! - S[pv]! === 1 && wsGapAt(text, E[pv]!, S[i]!, 1, 2, 46, true) : wsGapAt(text, E[pv]!, S[i]!, 1, 2)) && ((E[pv]! - S[pv]! === 1 && (psh & SH_UP) !== 0 && i > 1 && isName[i - 2]) || (nameLike(pv) && known(pv) && ((psh ^ sh) & SH_CAP) === 0)) && !pronounI(text, S[pv]!, E[pv]!)) {
           isName[pv] = 1;
-        } else if (S[i]! - E[pv]! === 1 && text.charCodeAt(E[pv]!) === 32 && (psh & SH_TC) !== 0 && (sh & SH_NC) !== 0 && !((pf & F_COMMON) !== 0) && !((pf & F_AMBIGUOUS) !== 0) && !((pf & W_NOT_NAMES) !== 0) && !((pf & W_UNIT_ACRONYMS) !== 0) && !((pf & W_RELATIONS) !== 0) && !((pf & W_TITLES) !== 0)) {
+        } else if (S[i]! - E[pv]! === 1 && text.charCodeAt(E[pv]!) === 32 && (psh & SH_TC) !== 0 && (sh & SH_NC) !== 0 && (pf & (F_COMMON | F_AMBIGUOUS | W_NOT_NAMES | W_UNIT_ACRONYMS | W_RELATIONS | W_TITLES | W_CUE_WORDS)) === 0 && !pronounI(text, S[pv]!, E[pv]!)) {
           // "Radu Crosson": a capitalised unknown word right before a surname
           isName[pv] = 1;
         }
       }
     }
   }
+}
+
+/** `text[s, e)` is the pronoun "I" with a contraction ("I'm", "I’d", "I've", "I'll"), which reads like "O'Neil". */
+function pronounI(text: string, s: number, e: number): boolean {
+  const q = text.charCodeAt(s + 1);
+  return e - s >= 3 && e - s <= 4 && text.charCodeAt(s) === 73 && (q === 39 || q === 0x2019);
+}
+
+/** A hyphenated word whose every part is a common word or shorter than three letters ("CALLED-PT", "VA-INTUBATED"). */
+function allPartsCommon(c: NameContext, w: string): boolean {
+  if (!w.includes("-")) return false;
+  for (const p of w.split("-")) if (p.length >= 3 && !c.common.has(p)) return false;
+  return true;
 }
 
 /** initial + surname and <name> and <name> */
@@ -234,11 +288,11 @@ function initialsAndPairs(c: NameContext): void {
     const nf = F[nx]!;
     const nsh = SH[nx]!;
     const nlen = E[nx]! - S[nx]!;
-    if (E[i]! - S[i]! === 1 && (sh & SH_UP) !== 0 && wsGapAt(text, E[i]!, S[nx]!, 1, 2, 46, true) && nlen > 1 && !((nf & W_NOT_NAMES) !== 0) && (allCapsText(nx) ? (known(nx) && !isCommon(nx)) || (nlen > 2 && !((nf & F_COMMON) !== 0) && !((nf & F_AMBIGUOUS) !== 0)) : (nsh & SH_NC) !== 0 && !((nf & F_COMMON) !== 0)) && !/[/\w'’]$/.test(text.slice(Math.max(0, S[i]! - 1), S[i]!))) {
+    if (E[i]! - S[i]! === 1 && (sh & SH_UP) !== 0 && wsGapAt(text, E[i]!, S[nx]!, 1, 2, 46, true) && nlen > 1 && !((nf & W_NOT_NAMES) !== 0) && (allCapsText(nx) ? (known(nx) && !isCommon(nx)) || (nlen > 2 && !((nf & F_COMMON) !== 0) && !((nf & F_AMBIGUOUS) !== 0)) : (nsh & SH_NC) !== 0 && !((nf & F_COMMON) !== 0)) && !/[/\w'’&<>=+.]$/.test(text.slice(Math.max(0, S[i]! - 1), S[i]!)) && !letterOfPhrase(c, i)) {
       isName[i] = 1;
       isName[nx] = 1;
     }
-    if (isName[i] && !isName[nx] && wsGapAt(text, E[i]!, S[nx]!, 1, 2, 44, true) && (nsh & SH_TC) !== 0 && (sh & SH_TC) !== 0 && !((nf & F_COMMON) !== 0) && !((nf & F_AMBIGUOUS) !== 0) && !((nf & W_NOT_NAMES) !== 0)) {
+    if (isName[i] && !isName[nx] && wsGapAt(text, E[i]!, S[nx]!, 1, 2, 44, true) && (nsh & SH_TC) !== 0 && (sh & SH_TC) !== 0 && !((nf & F_COMMON) !== 0) && !((nf & F_AMBIGUOUS) !== 0) && !((nf & W_NOT_NAMES) !== 0) && !pronounI(text, S[nx]!, E[nx]!)) {
       isName[nx] = 1;
     }
     if (isName[i] && i + 2 < n && lowerIs(nx, "and") && !isName[i + 2]) {
@@ -251,11 +305,28 @@ function initialsAndPairs(c: NameContext): void {
   }
 }
 
+/**
+ * The capital letter `i` ends a phrase rather than starting a name ("AMPHO B. AWATING", "LOW GRADE T. CULTURED", "Dsg D and
+ * I. X-ray"): the word right before it (one space, no punctuation) is a common word or, in upper-case text, a word that is
+ * not a dictionary name, and is no title, relation, cue or preposition ("PER K. ABRAMS", "EARL N. RAND", "Hanne I.
+ * Kreutzmann", "on C. Beerninckstraat"); or it pairs with another letter ("D and I", "I and O"). A letter right after
+ * "&", ">", "<", "=", "+" or "." (caller) is one of a pair or an abbreviation too ("D&I. NTG", "R>L. SAO2", "I.S.").
+ */
+function letterOfPhrase(c: NameContext, i: number): boolean {
+  const { text, S, E, F, known, allCapsText, lowerIs } = c;
+  if (i === 0 || S[i]! - E[i - 1]! !== 1 || text.charCodeAt(E[i - 1]!) !== 32) return false;
+  const p = i - 1;
+  const pf = F[p]!;
+  if ((pf & (W_TITLES | W_RELATIONS | W_CUE_WORDS | W_ROLE_ABBR | W_WARD_PREV | W_LOC_PREV)) !== 0) return i > 1 && lowerIs(p, "and") && E[i - 2]! - S[i - 2]! === 1 && S[p]! - E[i - 2]! === 1;
+  return (pf & F_COMMON) !== 0 || (allCapsText(p) && !known(p));
+}
+
 /** backwards */
 function backwards(c: NameContext): void {
   const { text, n, S, E, F, SH, isName, lowerIs } = c;
   // backwards: "<X>, <name>", "<X> and <name>", "<X> <initial> <name>"; forwards: generational suffixes
-  const ok = (x: number) => (SH[x]! & SH_NC) !== 0 && !((F[x]! & F_COMMON) !== 0) && !((F[x]! & F_AMBIGUOUS) !== 0) && !((F[x]! & W_NOT_NAMES) !== 0) && !((F[x]! & W_UNIT_ACRONYMS) !== 0);
+  // (not a relation, role or title: "GUARDIAN: Niece, Patricia WAITE")
+  const ok = (x: number) => (SH[x]! & SH_NC) !== 0 && (F[x]! & (F_COMMON | F_AMBIGUOUS | W_NOT_NAMES | W_UNIT_ACRONYMS | W_RELATIONS | W_ROLE_WORDS | W_TITLES)) === 0;
   for (let i = n - 1; i > 0; i--) {
     if (!isName[i]) continue;
     const pv = i - 1;
@@ -286,7 +357,7 @@ function generational(text: string, s: number, e: number): boolean {
 
 /** signatures */
 function signatures(c: NameContext): void {
-  const { text, n, S, E, F, SH, isName, first, known } = c;
+  const { text, n, S, E, F, SH, isName, first, known, isCommon } = c;
   // signatures: name-like words right before a credential ("Marie Munroe, RN", "barbara j. parrilli bsn/rn")
   for (let i = 0; i < n; i++) {
     // a credential is the next word ("RN", "bsn/rn", "PA-C"): no slice and no pattern for any other word
@@ -304,17 +375,26 @@ function signatures(c: NameContext): void {
         continue;
       }
     }
+    // the run before the credential is a name only with one word that is more than an English word ("WILL KEEP NP",
+    // "BP STABLE, RN", "via MD" are not): a dictionary name, a capitalised unknown word, or, in a signature line (the
+    // credential ends it), an upper-case unknown word ("EMPERATRICE, RRT"; not "PRECEDEX OFF MD AWARE")
+    let from = i + 1;
+    let strong = false;
+    const endsLine = upperCred && /^,?\s{0,2}[A-Za-z-]+\.?\s*(?:\n|$)/.test(text.slice(E[i]!, E[i]! + 16));
     for (let j = i; j >= 0 && S[j]! > line && i - j < 4; j--) {
       const fj = F[j]!;
       const shj = SH[j]!;
-      if (j < i && !wsGapAt(text, E[j]!, S[j + 1]!, 1, 3, 46)) break;
       const initial = E[j]! - S[j]! === 1;
+      // words joined by a full stop only after an initial ("EDWARD C. JONES"; not "now RLL. Stord-Painter MD")
+      if (j < i && !(initial ? wsGapAt(text, E[j]!, S[j + 1]!, 1, 3, 46) : wsGapAt(text, E[j]!, S[j + 1]!, 1, 3))) break;
       if (initial && (j === i || /[\d'’/]$/.test(text.slice(Math.max(0, S[j]! - 1), S[j]!)))) break;
       const nameish = initial || known(j) || ((fj & F_AMBIGUOUS) !== 0) || ((shj & SH_NC) !== 0 && !((fj & F_COMMON) !== 0)) || (upperCred && (shj & SH_UP) !== 0 && !((fj & F_COMMON) !== 0));
-      if (!nameish || ((fj & W_NOT_NAMES) !== 0) || ((fj & W_CREDENTIALS) !== 0)) break;
+      if (!nameish || ((fj & (W_NOT_NAMES | W_CREDENTIALS | W_UNIT_ACRONYMS)) !== 0) || /\d/.test(text.slice(Math.max(0, S[j]! - 1), E[j]!))) break;
       if (!upperCred && !initial && !known(j) && !((fj & F_AMBIGUOUS) !== 0) && !((shj & SH_NC) !== 0)) break;
-      isName[j] = 1;
+      from = j;
+      if (!initial && !isCommon(j) && (known(j) || (shj & SH_NC) !== 0 || (endsLine && E[j]! - S[j]! > 2))) strong = true;
     }
+    if (strong) for (let j = from; j <= i; j++) isName[j] = 1;
   }
 }
 
@@ -428,7 +508,7 @@ function lowerCaseText(c: NameContext): void {
   if (c.lowerText) {
     for (let i = 0; i + 1 < n; i++) {
       const nx = i + 1;
-      if ((((F[i]! & F_FIRST) !== 0) || isName[i]) && !isCommon(i) && wsGapAt(text, E[i]!, S[nx]!, 1, 2) && known(nx) && !isCommon(nx) && lowerLen(nx) > 2) {
+      if ((((F[i]! & F_FIRST) !== 0) || isName[i]) && !isCommon(i) && wsGapAt(text, E[i]!, S[nx]!, 1, 2) && known(nx) && !isCommon(nx) && lowerLen(nx) > 2 && !eponymBefore(c, nx)) {
         isName[i] = 1;
         isName[nx] = 1;
       } else if (isName[i] && E[nx]! - S[nx]! === 1 && i + 2 < n && wsGapAt(text, E[i]!, S[nx]!, 1, 1) && wsGapAt(text, E[nx]!, S[i + 2]!, 1, 1, 46) && (F[i + 2]! & F_COMMON) === 0 && lowerLen(i + 2) > 2) {

@@ -59,6 +59,11 @@ function luhn(digits: string): boolean {
 
 const VENT_BEFORE = /\b(?:peep|ps|psv|ips|cpap|bi-?pap|flowby|flow-by|settings?|vent|ventilation|wean(?:ed|ing)?(?: down)? to|simv|ac|imv|pressure support|tc|trach collar)\b[^.\n]{0,14}$/i;
 const VENT_AFTER = /^\s?(?:bi-?pap|cpap|peep|ps\b|psv|ips\b|fio2|\/\d|\d{0,3}%)/i;
+/**
+ * A ventilator mode, then only other settings up to the fraction ("CPAP .5% 5/8", "SIMV/PS, 500X10, 40%, & 5/8",
+ * "SETTINGS-40%, TV 400'S, RR 14-19, & 5/10"): numbers, percentages, rates, "x", "&" and the words TV, RR, FiO2.
+ */
+const VENT_SETTINGS_BEFORE = /\b(?:peep|ps|psv|ips|cpap|bi-?pap|settings?|simv|imv|ac)\b(?:[\d\s%,&xX.'’/:=-]|\b(?:tv|vt|rr|fio2|s)\b){0,36}$/i;
 /** After a/b/c: a percentage or a rate ("12/5/40%", "10/5/12BPM") is a ventilator setting, not a date. */
 const NOT_DATE_AFTER = /^\s?(?:%|bpm|x\b)/i;
 /** Words right before a date ("s/p 8/15", "extubate 3/11", "since 9/14"). */
@@ -108,6 +113,7 @@ function fractionNotDate(m: RegExpExecArray, a: number, b: number): boolean {
   if (b <= 5 && /(?:psv|ps|peep|cpap|bipap|ac|simv|vent|d5|str|strength|x)\s{0,2}$/i.test(before)) return true;
   // ventilator settings ("PEEP/PS 5/10", "flowby 6/3", "wean to 10/5", "10/5 BIPAP", "5/40%")
   if (b <= 15 && VENT_BEFORE.test(before)) return true;
+  if (a <= 30 && b <= 25 && VENT_SETTINGS_BEFORE.test(m.input.slice(Math.max(0, m.index - 48), m.index))) return true;
   if (VENT_AFTER.test(after) || NOT_DATE_AFTER.test(after)) return true;
   if ((b === 10 || b === 6 || a === b) && (SCALE_BEFORE.test(before.slice(-16)) || SCALE_AFTER.test(after))) return true;
   // a/a without a year (2/2, 5/5): pupils, strength and ventilator settings far more often than a date
@@ -320,7 +326,7 @@ export const PATTERNS: Pattern[] = [
   { type: "ADDRESS", gate: (t) => t.includes('"line"'), re: /"line"\s{0,4}:\s{0,4}\[\s{0,8}"([^"\n]{1,120})"/g, group: 1 },
 ];
 
-export const NOT_ADDR_AFTER_NUM = /^(?:%|(?:mg|ml|mcg|cc|kg|g|units?|hours?|hrs?|days?|weeks?|months?|years?|times|x|min|mins|minutes|am|pm|percent|liters?|l|views?|ago|overnight|doses?|tabs?|tablets?|puffs?|drops?|beats?|bpm|breaths?|mmhg)\b)/i;
+export const NOT_ADDR_AFTER_NUM = /^(?:%|(?:mg|ml|mcg|cc|kg|g|gm|meq|mmol|iu|units?|hours?|hrs?|days?|weeks?|months?|years?|times|x|min|mins|minutes|am|pm|percent|liters?|l|views?|ago|overnight|doses?|tabs?|tablets?|puffs?|drops?|beats?|bpm|breaths?|mmhg)\b)/i;
 const NOT_ADDR_AFTER_NUM_AT = new RegExp(NOT_ADDR_AFTER_NUM.source.slice(1), "iy");
 /** {@link NOT_ADDR_AFTER_NUM} on `text` from `at` (as on `text.slice(at)`, without the slice). */
 export function notAddrAfterNumAt(text: string, at: number): boolean {

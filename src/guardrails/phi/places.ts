@@ -26,7 +26,7 @@ import {
 } from "./words.js";
 import { wsGapAt } from "./text.js";
 import { US_STATES } from "./patterns.js";
-import { type NameContext, SH_CAP, SH_LW, SH_NC, SH_TC, SH_UP } from "./tokens.js";
+import { eponymBefore, type NameContext, SH_CAP, SH_LW, SH_NC, SH_TC, SH_UP } from "./tokens.js";
 
 /** Place cues before a large city ({@link F_BIG_CITY}) beside ./words.ts STRONG_LOC_PREFIX: where a person is from or goes. */
 const BIG_CITY_CUE = /\b(?:(?:is|are|was|were|originally|recently|pt|patient|family) from|(?:flying|flew|flown|coming|came|comes|drove|driving|visiting|back|home|up|down|over|in|moved here|relocated) from|born in|raised in|grew up in|native of|resident of|vacation(?:ing|ed)? in|visiting|trip to|travel(?:l?ing|led|s)? to|relocated to|moving to|lives? (?:near|outside|just outside))\s{1,2}$/i;
@@ -99,7 +99,8 @@ function places(c: NameContext, found: FoundList): void {
       continue;
     }
     // city names (gazetteer), capitalised, up to three words ("San Diego", "New Haven", "BALTIMORE")
-    if (cities.size > 0 && (!isName[i] || ((f & F_CITY_FIRST) !== 0)) && ((sh & SH_NC) !== 0 || (up && len > 2)) && !((f & W_UNIT_ACRONYMS) !== 0)) {
+    // (not an eponym: "Murphy's sign", "Baker's cyst", "Turner syndrome")
+    if (cities.size > 0 && (!isName[i] || ((f & F_CITY_FIRST) !== 0)) && ((sh & SH_NC) !== 0 || (up && len > 2)) && !((f & W_UNIT_ACRONYMS) !== 0) && !eponymBefore(c, i)) {
       let matched = 0;
       const maxK = ((f & F_CITY_FIRST) !== 0) ? 3 : 1;
       // one word: its own lexicon bits answer (no lookup, no string); several: the gazetteer's multi-word names
@@ -118,7 +119,8 @@ function places(c: NameContext, found: FoundList): void {
       }
     }
     if (isName[i]) continue;
-    if (i + 1 < n && ((F[i + 1]! & W_FACILITY_WORDS) !== 0) && lowerLen(i) > 1 && (!((f & F_COMMON) !== 0) || (tc && !((f & W_NOT_NAMES) !== 0))) && FACILITY.test(text.slice(E[i]!, E[i]! + 24))) {
+    // (not clinical shorthand, "prev rehab", "poss rehab"; nor a hyphenated word with a common part, "ROTATED-CO GENERAL")
+    if (i + 1 < n && ((F[i + 1]! & W_FACILITY_WORDS) !== 0) && lowerLen(i) > 1 && (!((f & F_COMMON) !== 0) || (tc && !((f & W_NOT_NAMES) !== 0))) && FACILITY.test(text.slice(E[i]!, E[i]! + 24)) && !commonParts(lower(i)) && !CLINICAL_SHORTHAND.test(lower(i))) {
       const fw = i + 1;
       found.add(S[i]!, ((F[fw]! & W_NAMED_FACILITY) !== 0) && ((SH[fw]! ^ sh) & SH_CAP) === 0 ? E[fw]! : E[i]!, "LOCATION");
       const pv = i - 1;
@@ -128,22 +130,27 @@ function places(c: NameContext, found: FoundList): void {
       continue;
     }
     // a named ward or building with a floor number after to/from/on/at ("to quartermain 2", "ON QUARTERMAIN 6")
-    if (i > 0 && len >= 5 && !((f & F_COMMON) !== 0) && !((f & F_AMBIGUOUS) !== 0) && !((f & W_NOT_NAMES) !== 0) && !((f & W_UNIT_ACRONYMS) !== 0) && ((F[i - 1]! & W_WARD_PREV) !== 0) && !DRUG_LIKE.test(lower(i)) && /^\s\d{1,2}(?![\d,/]|\.\d|\s?(?:%|mg|mcg|ml|cc|u|units?|am|pm|hours?|hrs?|days?|x|l|liters?|meq|gm?)\b)/i.test(text.slice(E[i]!, E[i]! + 10))) {
+    // (not a verb, a hyphenated word with a common part, nor a word before a range: "AUGMENTING 0-12", "retaped 20",
+    // "in place-Ademand 60", "c-pap 10", "GD-UO 20-30CC")
+    if (i > 0 && len >= 5 && !((f & F_COMMON) !== 0) && !((f & F_AMBIGUOUS) !== 0) && !((f & W_NOT_NAMES) !== 0) && !((f & W_UNIT_ACRONYMS) !== 0) && ((F[i - 1]! & W_WARD_PREV) !== 0) && !DRUG_LIKE.test(lower(i)) && /^\s\d{1,2}(?![\d,/-]|\.\d|\s?(?:%|mg|mcg|ml|cc|u|units?|am|pm|hours?|hrs?|days?|x|l|liters?|meq|gm?)\b)/i.test(text.slice(E[i]!, E[i]! + 10)) && !/(?:ed|ing)$/.test(lower(i)) && !commonParts(lower(i))) {
       found.add(S[i]!, E[i]!, "LOCATION");
       continue;
     }
     // a facility acronym after a transfer verb or "at"/"in" ("transferred to GH", "at BIDMC"), not a hospital unit
-    if (i > 0 && len >= 2 && len <= 5 && up && !((f & W_UNIT_ACRONYMS) !== 0) && !((f & F_COMMON) !== 0) && ((F[i - 1]! & W_LOC_PREV) !== 0) && (STRONG_LOC_PREFIX.test(text.slice(Math.max(0, S[i]! - 24), S[i]!)) || (!allCapsText(i) && /\b(?:at|in|to)\s$/i.test(text.slice(Math.max(0, S[i]! - 4), S[i]!)))) && !/^\s?\d/.test(text.slice(E[i]!, E[i]! + 2))) {
+    // (after a bare "at"/"in"/"to", only an acronym of a hospital or a medical center, ending in H or C, or one before a
+    // facility word: "at GH", "to VAMC", "in UTMB Hospitals"; not "drop in CI", "able to OOB", "IVs in LLA", "A&O to TPP")
+    if (i > 0 && len >= 2 && len <= 5 && up && !((f & W_UNIT_ACRONYMS) !== 0) && !((f & F_COMMON) !== 0) && ((F[i - 1]! & W_LOC_PREV) !== 0) && !unitLike(c, i) && (STRONG_LOC_PREFIX.test(text.slice(Math.max(0, S[i]! - 24), S[i]!)) || (!allCapsText(i) && /\b(?:at|in|to)\s$/i.test(text.slice(Math.max(0, S[i]! - 4), S[i]!)) && (facilityAcronym(text.charCodeAt(E[i]! - 1)) || (i + 1 < n && ((F[i + 1]! & W_FACILITY_WORDS) !== 0 || /^\s{1,2}hospitals\b/i.test(text.slice(E[i]!, E[i]! + 12))))))) && !/^\s?\d/.test(text.slice(E[i]!, E[i]! + 2))) {
       found.add(S[i]!, E[i]!, "LOCATION");
       continue;
     }
-    if (i > 0 && ((F[i - 1]! & W_LOC_PREV) !== 0) && !((f & F_COMMON) !== 0) && !((f & F_AMBIGUOUS) !== 0) && lowerLen(i) > 1 && !((f & W_NOT_NAMES) !== 0) && !commonParts(lower(i)) && STRONG_LOC_PREFIX.test(text.slice(Math.max(0, S[i]! - 24), S[i]!))) {
+    if (i > 0 && ((F[i - 1]! & W_LOC_PREV) !== 0) && !((f & F_COMMON) !== 0) && !((f & F_AMBIGUOUS) !== 0) && lowerLen(i) > 1 && (f & (W_NOT_NAMES | W_UNIT_ACRONYMS)) === 0 && !unitLike(c, i) && !commonParts(lower(i)) && STRONG_LOC_PREFIX.test(text.slice(Math.max(0, S[i]! - 24), S[i]!))) {
       found.add(S[i]!, E[i]!, "LOCATION");
       const nx = i + 1;
       if (nx < n && wsGapAt(text, E[i]!, S[nx]!, 1, 2) && !((F[nx]! & F_COMMON) !== 0) && !((F[nx]! & W_NOT_NAMES) !== 0) && ((SH[nx]! ^ sh) & SH_CAP) === 0) found.add(S[nx]!, E[nx]!, "LOCATION");
       continue;
     }
-    if (i > 0 && tc && !((f & F_COMMON) !== 0) && !((f & F_AMBIGUOUS) !== 0) && !((f & W_NOT_NAMES) !== 0) && ((F[i - 1]! & W_LOC_PREV) !== 0) && LOC_PREFIX.test(text.slice(Math.max(0, S[i]! - 20), S[i]!)) && !sentenceStart(i)) {
+    // (not an adverb: "Attempted to Nasally suction")
+    if (i > 0 && tc && (f & (F_COMMON | F_AMBIGUOUS | W_NOT_NAMES | W_UNIT_ACRONYMS)) === 0 && ((F[i - 1]! & W_LOC_PREV) !== 0) && LOC_PREFIX.test(text.slice(Math.max(0, S[i]! - 20), S[i]!)) && !sentenceStart(i) && !eponymBefore(c, i) && !commonParts(lower(i)) && !lower(i).endsWith("ly")) {
       found.add(S[i]!, E[i]!, "LOCATION");
       for (let j = i + 1; j < n && j < i + 3; j++) {
         if (!wsGapAt(text, E[j - 1]!, S[j]!, 1, 2) || !((SH[j]! & SH_TC) !== 0) || ((F[j]! & F_COMMON) !== 0)) break;
@@ -151,6 +158,30 @@ function places(c: NameContext, found: FoundList): void {
       }
     }
   }
+}
+
+/** Clinical shorthand before a facility word: "prev rehab" (previous), "poss rehab" (possible), "prob", "approx". */
+const CLINICAL_SHORTHAND = /^(?:prev|poss|prob|approx)$/;
+
+/** The last letter of an acronym of a hospital (H), a medical center or a clinic (C). */
+const facilityAcronym = (last: number): boolean => last === 72 || last === 67;
+
+/**
+ * Token `i` is an intensive or coronary care unit however it is spelt or mistyped ("NISICU", "MCIU", "micua", "CVICU"):
+ * a unit of the hospital, not a place that identifies anyone. Read on the char codes (no string).
+ */
+function unitLike(c: NameContext, i: number): boolean {
+  const { text, S, E } = c;
+  const len = E[i]! - S[i]!;
+  if (len < 3 || len > 7) return false;
+  for (let k = S[i]!; k + 2 < E[i]! + 1 && k + 3 <= E[i]!; k++) {
+    const a = text.charCodeAt(k) | 32;
+    const b = text.charCodeAt(k + 1) | 32;
+    const d = text.charCodeAt(k + 2) | 32;
+    // icu, ccu, ciu
+    if ((a === 105 && b === 99 && d === 117) || (a === 99 && b === 99 && d === 117) || (a === 99 && b === 105 && d === 117)) return true;
+  }
+  return false;
 }
 
 /**

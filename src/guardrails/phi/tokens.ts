@@ -12,7 +12,7 @@
 /** Token bit: one of the detector's extra names (above the lexicon and word-class bits). */
 export const X_EXTRA = 1 << 28;
 import { F_AMBIGUOUS, F_COMMON, F_FIRST, F_INTL, F_LAST, FNV_OFFSET, FNV_PRIME, type Lexicon } from "./lexicon.js";
-import { W_NOT_NAMES } from "./words.js";
+import { W_EPONYM_HEADS, W_NOT_NAMES } from "./words.js";
 import type { DigitShapes } from "./digits.js";
 import { grow, type WordStartSink } from "./prefilter.js";
 import { astralLowerSame, CASE_LOWER_CHANGES, CASE_NOT_SIMPLE, CASE_UPPER_CHANGES, charClass, isCap, isNameCase, isTitleCase, isUp, isUpper, LOWER_UNIT, unitCase } from "./text.js";
@@ -627,4 +627,19 @@ function pushCandidate(sink: WordStartSink, p: number, m: number): void {
   sink.pos[k] = p;
   sink.mask[k] = m;
   sink.n = k + 1;
+}
+
+/**
+ * Token `i` is followed by a noun of ./words.ts EPONYM_HEADS, after one space or a possessive and a space
+ * ("Kussmaul's respirations", "mallory weiss tear", "Ted stockings"): an eponym or a device, not a person.
+ */
+export function eponymBefore(c: NameContext, i: number): boolean {
+  const { text, n, S, E, F } = c;
+  if (i + 1 >= n || (F[i + 1]! & W_EPONYM_HEADS) === 0) return false;
+  const a = E[i]!;
+  const b = S[i + 1]!;
+  if (b - a === 1) return text.charCodeAt(a) === 32;
+  // "'s " or "’s " (the possessive is not part of the token)
+  const q = text.charCodeAt(a);
+  return b - a === 3 && (q === 39 || q === 0x2019) && (text.charCodeAt(a + 1) | 32) === 115 && text.charCodeAt(a + 2) === 32;
 }

@@ -9,6 +9,8 @@ export const RELATIONS = new Set([
   "niece", "nephew", "grandson", "granddaughter", "grandmother", "grandfather", "aunt", "uncle", "partner", "spouse", "fiance", "fiancee",
   "girlfriend", "boyfriend", "sibling", "sis", "daughters", "sons", "sisters", "brothers", "nurse", "np", "rn", "pa", "ho", "rabbi", "chaplain",
   "pastor", "neighbor", "neighbour", "lawyer", "attorney", "guardian", "poa", "named", "called", "dear", "hcp", "contact", "by", "per", "with", "to", "from", "and", "cc",
+  // the usual misspellings of relation words in hurried notes (a relation, so never a name itself)
+  "neice", "neices", "grandaughter", "grandaughters", "daugher", "duaghter",
 ]);
 /** Clinical role abbreviations before a name: the name must be a dictionary name or capitalised in mixed-case text. */
 export const ROLE_ABBR = new Set(["np", "rn", "pa", "ho"]);
@@ -32,6 +34,9 @@ export const UNIT_ACRONYMS = new Set([
   "am", "pm", "rle", "lle", "rue", "lue", "lll", "rll", "rul", "lul", "mat", "osa", "ltc", "snf", "rehab", "home", "floor", "ward", "unit",
   "mn", "bs", "bb", "ue", "oh", "nard", "lcx", "lad", "rca", "om", "pda", "rij", "lij", "mae", "lws", "lcs", "lcw", "le", "va", "tv", "dc", "bsd", "sob",
   "hosp", "mg", "ml", "cc", "iv", "po", "sc", "im", "prn", "bid", "tid", "qid", "qd", "qhs", "hs", "ok", "nc", "fm", "nrb", "vm", "cmo", "dnr", "dni",
+  "picc", "cvl", "tlc", "rlq", "llq", "ruq", "luq", "hob", "oob", "uop", "bipap",
+  // departments of a hospital ("from Pharmacy", "in Interventional Radiology")
+  "pharmacy", "radiology", "interventional", "dialysis", "endoscopy", "pathology",
 ]);
 /** Word endings of drug names and clinical verbs, which are not ward names ("propofol 20", "captopril 25"). */
 export const DRUG_LIKE = /(?:ol|il|ine|ide|ate|pam|lam|pril|sartan|mab|cin|zole|one|ium|fen|ize|use|ert|ive)$/;
@@ -75,6 +80,18 @@ export const NOT_NAMES = new Set([
 
 export const STRONG_LOC_PREFIX = /\b(?:transferr?ed (?:back )?(?:to|from)|transfer(?:red)? (?:back )?to|admitted to|presented to|went to|go to|lives in|live in|living in|resides in|nearby in|moved to|moved from|called to|discharged to|adm(?:itted)? (?:to|from)|sent to|brought to|tx to|taken to|flighted to|enroute to|arrival to|retired from|rec(?:ie|ei)ved from|transfer)\s{1,2}(?:the\s)?$/i;
 
+/**
+ * Nouns that follow an eponym or a device's brand in clinical text ("Kussmaul's respirations", "Wegener's syndrome",
+ * "Mallory-Weiss tear", "TED stockings", "balloon pump", "Asp pneumonia"): a dictionary name right before one of them,
+ * with no other cue, names a sign, a disease or a device, not a person. Common medical vocabulary, not a list of rows.
+ */
+export const EPONYM_HEADS = new Set([
+  "syndrome", "syndromes", "disease", "diseases", "sign", "signs", "respirations", "respiration", "reflex", "reflexes", "phenomenon", "palsy",
+  "maneuver", "maneuvers", "manoeuvre", "test", "tests", "score", "scale", "criteria", "classification", "procedure", "operation", "repair",
+  "fracture", "ulcer", "ulcers", "hernia", "cyst", "aneurysm", "tear", "tears", "pneumonia", "lesion", "lesions", "node", "nodes", "pouch",
+  "pump", "stockings", "stocking", "catheter", "drain", "drains", "tube", "shunt", "valve", "dressing", "splint", "collar", "boots", "mask",
+]);
+
 // Word-class bits: each set above as one bit of the lexicon's word -> bits map (./lexicon.ts), above the lexicon's own
 // classes (bits 0-7), so one hash lookup per token answers every "is this word a title / relation / unit ..." question.
 export const W_TITLES = 1 << 8;
@@ -97,6 +114,8 @@ export const W_LOC_PREV = 1 << 24;
 export const W_NAMED_FACILITY = 1 << 25;
 export const W_FACILITY_WORDS = 1 << 26;
 export const W_NOT_NAMES = 1 << 27;
+/** {@link EPONYM_HEADS} (above ./tokens.ts X_EXTRA, 1 << 28; below ./lexicon.ts F_BIG_CITY, 1 << 30). */
+export const W_EPONYM_HEADS = 1 << 29;
 
 /** The word sets that become bits of every lexicon map. */
 export const WORD_CLASSES: ReadonlyArray<readonly [ReadonlySet<string>, number]> = [
@@ -120,4 +139,5 @@ export const WORD_CLASSES: ReadonlyArray<readonly [ReadonlySet<string>, number]>
   [NAMED_FACILITY, W_NAMED_FACILITY],
   [FACILITY_WORDS, W_FACILITY_WORDS],
   [NOT_NAMES, W_NOT_NAMES],
+  [EPONYM_HEADS, W_EPONYM_HEADS],
 ];

@@ -71,6 +71,124 @@ describe("PHI detector", () => {
     expect(redactPhiText("sent to the hospital, then to an outside hospital")).toBe("sent to the hospital, then to an outside hospital");
   });
 
+  it("reads a capital letter after a pair sign or ending a phrase as no initial, and keeps real initials", () => {
+    for (const text of ["Dressing D&I. Pulses palpable.", "Crackles R>L. Tidal volumes 400.", "STARTED AMPHO B. AWAITING CONSULT.", "LOW GRADE T. CULTURED.", "Site D and I. X-ray done."]) {
+      expect(redactPhiText(text), text).toBe(text);
+    }
+    expect(redactPhiText("INR 6.0. E. WELSH AWARE.")).toBe("INR 6.0. [NAME] AWARE.");
+    expect(redactPhiText("NOT GIVEN PER K. ABRAMS PA.")).toBe("NOT GIVEN PER [NAME] PA.");
+    expect(redactPhiText("Seen by J. Yi, MD.")).toBe("Seen by [NAME], MD.");
+  });
+
+  it("reads a word before a credential as a name only with a dictionary or capitalised unknown word among its words", () => {
+    for (const text of ["WILL KEEP NP AND FACE MASK ON.", "BP STABLE, RN TO WEAN DRIPS.", "dilt given via MD order.", "U/O REMAINS LOW MD AWARE.", "skin care as outlined by day rn."]) {
+      expect(redactPhiText(text), text).toBe(text);
+    }
+    expect(redactPhiText("MDI GIVEN. EDWARD C. JONES, RRT")).toBe("MDI GIVEN. [NAME], RRT");
+    expect(redactPhiText("Diminished LLL and now RLL. Stord-Painter MD plans a tap.")).toBe("Diminished LLL and now RLL. [NAME] MD plans a tap.");
+  });
+
+  it("reads MR / MS in capitals or after a grade as mitral regurgitation / mental status, and a full stop after a whole-word title as a sentence end", () => {
+    for (const text of ["Monitor for changes in MS. Aspiration precautions.", "Echo: 3-4+MR. Given 2 units PRBC.", "NO IMPROVEMENT IN MS. TOLERATING EXTUBATION.", "Ask your doctor. They can help.", "Excuse me, Sir bot, not this tone.", "alt ms. p: follow sats."]) {
+      expect(redactPhiText(text), text).toBe(text);
+    }
+    expect(redactPhiText("MR. SMITH CALLED.")).toBe("MR. [NAME] CALLED.");
+    expect(redactPhiText("Mr. Abc arrived late.")).toBe("Mr. [NAME] arrived late.");
+    expect(redactPhiText("Seen by Dr. Hashimoto.")).toBe("Seen by Dr. [NAME].");
+  });
+
+  it("reads a dictionary name before a sign, disease or device noun as an eponym, not a person or a place", () => {
+    for (const text of ["RESP: tachypneic, with Kussmaul's respirations.", "PMHX: COPD, Wegener's syndrome.", "Good pulses. Ted stockings on.", "endoscopy showed mallory weiss tear.", "Positive Murphy's sign, Baker's cyst.", "Hx of Turner syndrome and Addison disease."]) {
+      expect(redactPhiText(text), text).toBe(text);
+    }
+    expect(redactPhiText("Ted Murphy called back.")).toBe("[NAME] called back.");
+  });
+
+  it("reads no unit acronym, role, relation or predicate after a relation word as a name", () => {
+    for (const text of ["Discussed with pt's wife, ABG's pending.", "Family wants to make their father CMO.", "Back on mask to aide with gas exchange.", "Family informed that wife is spokesperson.", "Family: Neice called and was updated.", "Received MOM enema with no results."]) {
+      expect(redactPhiText(text), text).toBe(text);
+    }
+    expect(redactPhiText("LEGAL GUARDIAN: Niece, Patricia WAITE, lives nearby.")).toBe("LEGAL GUARDIAN: Niece, [NAME], lives nearby.");
+    expect(redactPhiText("social: son jonathan arrived, dtr laverne called.")).toBe("social: son [NAME] arrived, dtr [NAME] called.");
+  });
+
+  it("reads hospital units, clinical acronyms and rhythms after a place preposition as no place, and keeps facility acronyms", () => {
+    for (const text of ["Pt transfered to the NISICU where he was extubated.", "Clot sent to BB for type and cross.", "Pt brought to IR for a line.", "Noted a drop in CI to 1.8.", "Pt able to OOB with one assist.", "Rhythm changed to A-fib, uncontrolled.", "Maintain pt in T-berg for now.", "s/p stent to Lcx.", "Ambu bag at HOB, airways close by."]) {
+      expect(redactPhiText(text), text).toBe(text);
+    }
+    expect(redactPhiText("Pt transfered to GH for cath.")).toBe("Pt transfered to [LOCATION] for cath.");
+    expect(redactPhiText("Blasts on diff at GH, then VAMC.")).toBe("Blasts on diff at [LOCATION], then VAMC.");
+    expect(redactPhiText("She works in UTMB Hospitals now.")).toBe("She works in [LOCATION] Hospitals now.");
+  });
+
+  it("reads no verb, hyphenated setting or shorthand before a number or a facility word as a ward or a facility", () => {
+    for (const text of ["IABP ON 1:1. AUGMENTING 0-12, UNLOADING 0-6.", "ETT rotated and retaped 20 at lip.", "Intubated on 40% c-pap 10 PEEP.", "Pacer in place-Ademand 60.", "Was on O2 at prev rehab site.", "He'll need pt, and poss rehab when ready."]) {
+      expect(redactPhiText(text), text).toBe(text);
+    }
+    expect(redactPhiText("Plan: transfer to Quartermain 2 today.")).toBe("Plan: transfer to [LOCATION] 2 today.");
+    expect(redactPhiText("Was taken to Memorial Hospital.")).toBe("Was taken to [LOCATION] Hospital.");
+  });
+
+  it("keeps PEEP / PS written after other ventilator settings, and dates after a date word", () => {
+    for (const text of ["Intubated on CPAP .5% 5/8. TV low.", "SETTINGS-SIMV/PS, 500X10, 40%, & 5/8.", "SETTINGS-40%, TV 400'S, RR 14-19, & 5/10.", "Currently on CPAP .4%, 5/10."]) {
+      expect(redactPhiText(text), text).toBe(text);
+    }
+    expect(redactPhiText("Vent settings unchanged; extubated 3/11.")).toBe("Vent settings unchanged; extubated [DATE].");
+  });
+
+  it("reads a surname-like word after to / with / from in upper-case text as no name, unless it is a first name", () => {
+    for (const text of ["GI: NGT TO LIS, DRAINING BILE.", "ABD SOFT. BS+ WITH GREY LIQUID STOOL.", "WAITING RESULTS TO CONT TF.", "Pt with LE spasm this am."]) {
+      expect(redactPhiText(text), text).toBe(text);
+    }
+    expect(redactPhiText("TEAM UP TO TALK WITH THOMAS REGARDING HIS CARE.")).toBe("TEAM UP TO TALK WITH [NAME] REGARDING HIS CARE.");
+  });
+
+  it("reads no dose, lone street suffix or phrase after 'in' as an address, and keeps street addresses", () => {
+    for (const text of ["K 3.8, repleted with 20 Meq PO, Mag 1.7.", "Valium po x1. HR 100 ST. sats stable.", "PT SENT TO CT SCAN AND FOUND A BLEED.", "Restraints remain in place. Inconsistently following commands."]) {
+      expect(redactPhiText(text), text).toBe(text);
+    }
+    expect(redactPhiText("She lives at 12 Main St. in town.")).not.toContain("Main");
+    expect(redactPhiText("Mail it to 92056 Main Ave today.")).toContain("[ADDRESS]");
+  });
+
+  it("does not extend a name over a unit acronym, a verb form or joined common words", () => {
+    expect(redactPhiText("SAID PER DR MADDEN PICC IN SVC.")).toBe("SAID PER DR [NAME] PICC IN SVC.");
+    expect(redactPhiText("RESP RATE 22. DR LAVELY NOTIFED AND ATIVAN GIVEN.")).toBe("RESP RATE 22. DR [NAME] NOTIFED AND ATIVAN GIVEN.");
+    expect(redactPhiText("PAIN AGAIN. DR. HOLMES CALLED-PT GIVEN MSO4.")).toBe("PAIN AGAIN. DR. [NAME] CALLED-PT GIVEN MSO4.");
+    expect(redactPhiText("Megan Carey Weber-Santana called.")).toBe("[NAME] called.");
+  });
+
+  it("reads no article, heading, pressure, device size, temperature route or credential as a name", () => {
+    for (const text of ["THIS IS A 61 Y/O PT.", "RR 11-13. PA STAS 73,72.", "Given Tylenol at 4PM. MS: Recievd sedated from EW.", "Pt trached today with #6 Shiley.", "ID - T max 96.3 Ax. BC pending.", "O2Sats on 3Ls NP, 97-99%."]) {
+      expect(redactPhiText(text), text).toBe(text);
+    }
+    expect(redactPhiText("Humidifier full.\nDavid Murray RRT")).toBe("Humidifier full.\n[NAME] RRT");
+    expect(redactPhiText("Lab at 10.0.0.1 John called.")).toContain("[NAME]");
+  });
+
+  it("reads no hospital department or adverb after a place preposition as a place", () => {
+    for (const text of ["Awaiting MDI from Pharmacy, ordered Q4hr.", "Attempted to Nasally suction pt.", "PICC line tomorrow in Interventional Radiology."]) {
+      expect(redactPhiText(text), text).toBe(text);
+    }
+  });
+
+  it("reads a US state after a place preposition as no person", () => {
+    for (const text of ["They retire to florida in the winter."]) expect(redactPhiText(text), text).toBe(text);
+    expect(redactPhiText("Family is moving from Florida soon.")).not.toContain("[NAME]");
+    expect(redactPhiText("Spoke to Virginia about the plan.")).toBe("Spoke to [NAME] about the plan.");
+  });
+
+  it("reads neither the pronoun I with a contraction nor a greeting as part of a name", () => {
+    expect(redactPhiText("I'm Maciej Borkowski, a teacher.")).toBe("I'm [NAME], a teacher.");
+    expect(redactPhiText("Hi Victor, I'm writing about a problem.")).toBe("Hi [NAME], I'm writing about a problem.");
+  });
+
+  it("reads a word with digits right after it as a lab value or code, not a name", () => {
+    for (const text of ["Lungs clear. Sao2 100% on RA.", "Sa02 improved after lasix.", "ABS. Ax4. No BM.", "ABG SENT WITH PAO2 50S."]) {
+      expect(redactPhiText(text), text).toBe(text);
+    }
+  });
+
   it("returns offsets and never the values", () => {
     const r = redactPhi("Call me at 617-555-0123.");
     expect(r.entities).toEqual([{ type: "PHONE", start: 11, end: 23, replacement: "[PHONE]" }]);
