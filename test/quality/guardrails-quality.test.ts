@@ -674,6 +674,7 @@ describe("default policy on FHIR JSON (Synthea development bundles)", () => {
 });
 
 // Floors just under the figures reached (docs/guardrails-quality.md).
-// PHI: all development rows (0.959 / 0.822 and 0.962 / 0.947); the held-out figures are pinned in phi-heldout.test.ts.
-const PHYSIONET = { recall: 0.95, precision: 0.82 };
-const PRESIDIO = { recall: 0.96, precision: 0.94 };
+// PHI: all development rows (0.959 / 0.932 and 0.962 / 0.960, session 28; 0.959 / 0.822 and 0.962 / 0.947 before its
+// precision rules); the held-out figures are pinned in phi-heldout.test.ts.
+const PHYSIONET = { recall: 0.95, precision: 0.92 };
+const PRESIDIO = { recall: 0.96, precision: 0.95 };

@@ -7,7 +7,8 @@
  * stage, token scoring, default ignored types). The rows are copied to a temporary file only (PhysioNet is GPL test
  * data and is never copied into the repository).
  *
- * Floors sit just under the figures reached (held-out split measured 3 times in all, the last after the final change).
+ * Floors sit just under the figures reached (held-out split measured 5 times in all, the last after session 28's
+ * precision rules, which were written on the tuning split alone).
  * Targets of issue #19: recall >= 0.95 and precision >= 0.80 on both sets; PhysioNet recall is short of it (0.933).
  */
 import { createHash } from "node:crypto";
@@ -52,16 +53,16 @@ describe("PHI redaction on the held-out split (rows no rule was tuned on)", () =
   it("phi-deid-physionet, 30 % of patients", async () => {
     const r = await evaluateHoldout("phi-deid-physionet", "patient_id");
     expect(r.n).toBe(437);
-    // reached 0.933 / 0.810 (before this work: 0.938 / 0.768)
+    // reached 0.933 / 0.884 (session 28; 0.933 / 0.810 before its precision rules; before this work: 0.938 / 0.768)
     expect(r.recall).toBeGreaterThanOrEqual(0.93);
-    expect(r.precision).toBeGreaterThanOrEqual(0.8);
+    expect(r.precision).toBeGreaterThanOrEqual(0.87);
   });
 
   it("pii-presidio-synth, 30 % of templates", async () => {
     const r = await evaluateHoldout("pii-presidio-synth", "template_id");
     expect(r.n).toBe(306);
-    // reached 0.969 / 0.930 (before this work: 0.949 / 0.894)
+    // reached 0.969 / 0.941 (session 28; 0.969 / 0.930 before; before this work: 0.949 / 0.894)
     expect(r.recall).toBeGreaterThanOrEqual(0.96);
-    expect(r.precision).toBeGreaterThanOrEqual(0.92);
+    expect(r.precision).toBeGreaterThanOrEqual(0.93);
   });
 });
