@@ -196,6 +196,31 @@ describe("the audit console's edges", () => {
   });
 });
 
+describe("the audit console's Integrity page on anchors", () => {
+  it("says there is none to check yet before a chain's first checkpoint, and how to check them after one", async () => {
+    const dir = path.join(tmp.dir, "live");
+    const key = await generateAuditSigningKey();
+    const live = await FileAuditSink.open({ dir, prefix: "live", signing: { privateKey: key.privateJwk } });
+    live.append(newAuditRecord({ type: "request", agent: "a", outcome: "allowed", patients: ["p-1"] }));
+    await live.flush(); // written, no checkpoint yet (a signing sink writes one at its interval or at close)
+    const t = await openAuditTrail({ paths: [dir], publicKey: key.publicJwk, allowUnsignedTail: true });
+    const { app, views, officer } = await consoleOn(t, "live");
+    const before = (await officer.open(`${app.url}/integrity`)).html;
+    expect(before).toContain("anchors kept outside the trail: none to check yet");
+    expect(before).not.toContain("start the console with --anchors");
+    await app.close();
+    await views.close();
+    await t.close();
+    await live.close(); // the close checkpoint: now there is one to anchor, and this console was given no anchors
+    const closed = await openAuditTrail({ paths: [dir], publicKey: key.publicJwk });
+    const second = await consoleOn(closed, "closed");
+    expect((await second.officer.open(`${second.app.url}/integrity`)).html).toContain("anchors kept outside the trail: no (start the console with --anchors to check them)");
+    await second.app.close();
+    await second.views.close();
+    await closed.close();
+  });
+});
+
 describe("the audit console reading its trail in the background (openInBackground)", () => {
   it("answers at once, says how far the index has come, refuses data until it is ready, then shows the trail", async () => {
     let ready!: () => void;
