@@ -20,7 +20,7 @@
  * The written resources are MCP resources of this agent, `emr://fhir/{resourceType}/{id}`, readable behind the
  * same SMART scopes (read access to that type for that patient).
  */
-import { ResourceTemplate, ProtocolError } from "@modelcontextprotocol/server";
+import { ProtocolError, ResourceNotFoundError, ResourceTemplate } from "@modelcontextprotocol/server";
 import type { CallToolResult, ResourceLink } from "@modelcontextprotocol/server";
 import { z } from "zod";
 import {
@@ -204,11 +204,11 @@ export function createEmrWritebackServer(options: EmrAgentOptions): HMCPServer {
       const ctx = hmcpContext(extra);
       const type = String(variables["resourceType"]);
       const id = String(variables["id"]);
-      if (!isClinicalType(type)) throw new ProtocolError(-32002, "Resource not found");
+      if (!isClinicalType(type)) throw new ResourceNotFoundError(uri.href);
       // Type-level check before the lookup, so an unauthorised caller learns nothing about what exists.
       ctx.require({ action: "r", resourceType: type, ...(ctx.patient !== undefined && { patient: ctx.patient }) });
       const row = await (await store()).read(type, id);
-      if (!row) throw new ProtocolError(-32002, "Resource not found");
+      if (!row) throw new ResourceNotFoundError(uri.href);
       ctx.require({ action: "r", resourceType: type, patient: row.patientId });
       ctx.assertPatient(row.patientId);
       return { contents: [{ uri: uri.href, mimeType: "application/fhir+json", text: JSON.stringify(row.resource) }] };

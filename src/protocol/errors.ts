@@ -107,12 +107,17 @@ export function isWireError(e: unknown): e is ProtocolError {
   return e instanceof ProtocolError;
 }
 
+/** The resource-not-found code of MCP before 2026-07-28, which the SDK never sends (below). */
+const LEGACY_RESOURCE_NOT_FOUND = -32002;
+
 /**
  * Maps any thrown value to a wire-safe error (STYLE.md habit 4). HMCP and MCP protocol errors pass
  * through; anything else becomes JSON-RPC internal error `-32603` with the fixed message
  * "Internal error" and no `data`, so the original message (which may contain PHI) never leaves.
+ * A handler's `-32002` (resource not found before MCP 2026-07-28) becomes `-32602` with the same message and data,
+ * as the SDK encodes it on every revision (2026-07-28, resources/read): the audit record then names the code sent.
  */
 export function toWireError(e: unknown): ProtocolError {
-  if (isWireError(e)) return e;
+  if (isWireError(e)) return e.code === LEGACY_RESOURCE_NOT_FOUND ? new ProtocolError(INVALID_PARAMS, e.message, e.data) : e;
   return new ProtocolError(INTERNAL_ERROR, "Internal error");
 }

@@ -899,8 +899,10 @@ function outcomeOf(e: ProtocolError): AuditOutcome {
 }
 
 function reasonOf(e: ProtocolError): string {
-  const reason = (e.data as { reason?: unknown } | undefined)?.reason;
-  if (typeof reason === "string") return reason;
+  const data = e.data as { reason?: unknown; uri?: unknown } | undefined;
+  if (typeof data?.reason === "string") return data.reason;
+  // the SDK's ResourceNotFoundError (-32602 with the uri alone in data, MCP 2026-07-28)
+  if (e.code === ProtocolErrorCode.InvalidParams && typeof data?.uri === "string" && Object.keys(data).length === 1) return "resource_not_found";
   switch (e.code) {
     case ProtocolErrorCode.MethodNotFound:
       return "method_not_found";

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { InMemoryTransport, ProtocolError } from "@modelcontextprotocol/server";
+import { InMemoryTransport, ProtocolError, ResourceNotFoundError } from "@modelcontextprotocol/server";
 import {
   AuditSinkError,
   HMCPClient,
@@ -34,6 +34,12 @@ async function setup(principal: Principal | undefined, extra: Partial<HMCPServer
     const write = /^write (\w+) for (\S+)$/.exec(text);
     if (write) ctx.require({ action: "c", resourceType: write[1]!, patient: write[2]! });
     return { content: { type: "text", text: `handled: ${text}` } };
+  });
+  server.registerResource("missing-sdk", "emr://missing/sdk", {}, async (uri) => {
+    throw new ResourceNotFoundError(uri.href);
+  });
+  server.registerResource("missing-legacy", "emr://missing/legacy", {}, async () => {
+    throw new ProtocolError(-32002, "Resource not found");
   });
   server.registerTool("lookup", { inputSchema: z.object({ patient: z.string() }) }, async ({ patient }, ctx) => {
     hmcpContext(ctx).assertPatient(patient);
@@ -131,6 +137,18 @@ describe("request pipeline", () => {
     const e = await errorOf(client.ask("write Condition for p-9"));
     expect(e.code).toBe(HMCPErrorCode.InsufficientScope);
     expect(e.data).toEqual({ reason: "insufficient_scope", required: ["system/Condition.c", "patient/Condition.c"] });
+  });
+
+  it("a resource not found is -32602 on the wire and in the audit record, whether the handler throws the SDK's ResourceNotFoundError or a -32002 of earlier revisions", async () => {
+    const { client, records } = await setup({ clientId: "app", scopes: ["hmcp:access", "hmcp:read"] }, { guardrails: false });
+    const errors: ProtocolError[] = [];
+    for (const uri of ["emr://missing/sdk", "emr://missing/legacy"]) errors.push(await errorOf(client.sdk.readResource({ uri })));
+    expect(errors.map((e) => e.code)).toEqual([-32602, -32602]);
+    const reads = records.filter((r) => r.method === "resources/read");
+    expect(reads.map((r) => [r.status, r.reason, r.outcome])).toEqual([
+      [-32602, "resource_not_found", "failed"],
+      [-32602, "invalid_params", "failed"],
+    ]);
   });
 
   it("a handler's check for another patient than the token's: -32052 whose data is the reason alone (no scopes: they are not what is missing)", async () => {
