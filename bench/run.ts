@@ -351,21 +351,23 @@ export interface GuardrailBenchRow {
 async function components(): Promise<{
   direct: ComponentResults | { error: string };
   audit: Awaited<ReturnType<typeof auditComponent>>;
-  guardrailsBench?: { source: string; code: number | null; seconds: number; output: string; rows?: GuardrailBenchRow[] };
+  guardrailsBench?: { source: string; code: number | null; seconds: number; output: string; rows?: GuardrailBenchRow[]; newText?: Array<Omit<GuardrailBenchRow, "action">> };
 }> {
   // The guardrail component's own benchmark, when present, supplies the guardrail figures.
   const g = await teammateScript("guardrails.ts", quick ? ["--n", "500"] : [], 300_000);
   let rows: GuardrailBenchRow[] | undefined;
+  let newText: Array<Omit<GuardrailBenchRow, "action">> | undefined;
   for (const line of g?.output.split("\n") ?? []) {
     if (!line.trimStart().startsWith("{")) continue;
     try {
-      const parsed = JSON.parse(line) as { guardrails?: GuardrailBenchRow[] };
+      const parsed = JSON.parse(line) as { guardrails?: GuardrailBenchRow[]; newText?: Array<Omit<GuardrailBenchRow, "action">> };
       if (Array.isArray(parsed.guardrails)) rows = parsed.guardrails;
+      if (Array.isArray(parsed.newText)) newText = parsed.newText;
     } catch {
       // not the JSON line
     }
   }
-  const guardrailsBench = g && { ...g, ...(rows && { rows }) };
+  const guardrailsBench = g && { ...g, ...(rows && { rows }), ...(newText && { newText }) };
   const args = [...(quick ? ["--quick"] : []), ...(rows ? ["--skip-guardrails"] : [])];
   const out = await runScript(path.join(BENCH_DIR, "components.ts"), args, { timeoutMs: 300_000 });
   let direct: ComponentResults | { error: string };

@@ -84,7 +84,7 @@ export interface ReportView {
   components?: {
     direct: ComponentResults | { error: string };
     audit: { lines: Array<{ policy: string; records: number; recordsPerSec: number; appendUsPerRecord: number }> } | { error: string };
-    guardrailsBench?: { source: string; output: string; rows?: Array<{ case: string; text: string; p99: number }> };
+    guardrailsBench?: { source: string; output: string; rows?: Array<{ case: string; text: string; p99: number }>; newText?: Array<{ case: string; text: string; p99: number }> };
   };
   memory?: MemoryFigure[] | { error: string };
   demo?: {
@@ -129,7 +129,13 @@ export function targetsOf(r: Omit<ReportView, "targets">): Target[] {
   }
   const direct = r.components?.direct;
   const rows = r.components?.guardrailsBench?.rows?.filter((x) => x.case === "default.yaml input");
-  if (rows?.length) {
+  // new text (a different message each call, what a server meets) when the bench gives it: the one-text rows keep the
+  // message's work in cache and read lower
+  const fresh = r.components?.guardrailsBench?.newText?.filter((x) => x.case === "default.yaml input");
+  if (fresh?.length) {
+    const worst = Math.max(...fresh.map((x) => x.p99));
+    out.push({ name: "guardrail input stage p99 per 4 KB of new text (bench/guardrails.ts, worst of MTSamples / PhysioNet)", target: "<= 1,000 µs", measured: `${fmt(worst)} µs`, met: worst <= 1000 });
+  } else if (rows?.length) {
     const worst = Math.max(...rows.map((x) => x.p99));
     out.push({ name: "guardrail input stage p99 per 4 KB message (bench/guardrails.ts, worst of with/without PHI)", target: "<= 1,000 µs", measured: `${fmt(worst)} µs`, met: worst <= 1000 });
   } else if (direct && "guardrails" in direct && Array.isArray(direct.guardrails)) {
