@@ -30,8 +30,21 @@ const REFS = [
 
 /** The patient ids referenced in `text` (FHIR references and labelled ids), in order, deduplicated. */
 export function findPatientReferences(text: string): string[] {
+  return referencesIn(text, REFS);
+}
+
+/**
+ * The ids of `text`'s FHIR references alone (`Patient/<id>`, JSON reference members): what a block may record in the
+ * audit trail's `patients`. A labelled id in prose ("patient id: 078-05-1120") may be an MRN or an SSN, not a FHIR id:
+ * it blocks, and is never written to the trail.
+ */
+function fhirReferencesIn(text: string): string[] {
+  return referencesIn(text, REFS.slice(0, 2));
+}
+
+function referencesIn(text: string, patterns: readonly RegExp[]): string[] {
   const ids: string[] = [];
-  for (const re of REFS) {
+  for (const re of patterns) {
     re.lastIndex = 0;
     let m: RegExpExecArray | null;
     while ((m = re.exec(text)) !== null) {
@@ -93,19 +106,23 @@ function scanStructure(value: unknown, ids: string[], depth: number): boolean {
 export function createPatientContextGuardrail(options: PatientContextOptions = {}): Guardrail {
   const { name = "patient-context", ...params } = options;
   const p = ParamsSchema.parse(params);
-  // a block names the patients the content refers to outside the context (for the audit record; never the caller)
-  const decide = (refs: string[], ctx: GuardrailContext): { action: "allow" } | { action: "block"; reason: string; patients: string[] } => {
+  // a block names the patients the content refers to outside the context by FHIR reference or structured key (for
+  // the audit record; never the caller): `recordable` filters out what may be another identifier (a labelled id)
+  const decide = (refs: string[], ctx: GuardrailContext, recordable: (id: string) => boolean = () => true): { action: "allow" } | { action: "block"; reason: string; patients: string[] } => {
     if (refs.length === 0) return { action: "allow" };
     const patient = ctx.patient ?? ctx.principal?.patient;
-    if (patient === undefined) return p.requireContext ? { action: "block", reason: "patient_context_missing", patients: refs } : { action: "allow" };
+    if (patient === undefined) return p.requireContext ? { action: "block", reason: "patient_context_missing", patients: refs.filter(recordable) } : { action: "allow" };
     const others = refs.filter((id) => id !== patient);
-    return others.length > 0 ? { action: "block", reason: "patient_context_mismatch", patients: others } : { action: "allow" };
+    return others.length > 0 ? { action: "block", reason: "patient_context_mismatch", patients: others.filter(recordable) } : { action: "allow" };
   };
   return {
     name,
     check(text, ctx) {
       if (!text.includes("atient") && !text.includes("subject") && !text.includes("ATIENT")) return { action: "allow" };
-      return decide(findPatientReferences(text), ctx);
+      const refs = findPatientReferences(text);
+      if (refs.length === 0) return { action: "allow" };
+      const references = fhirReferencesIn(text);
+      return decide(refs, ctx, (id) => references.includes(id));
     },
     // Structured JSON names patients by key ({ "patientId": "pat-B" }), which no single text item shows.
     checkExchange(view, ctx) {

@@ -631,14 +631,17 @@ function pushCandidate(sink: WordStartSink, p: number, m: number): void {
 
 /**
  * Token `i` is followed by a noun of ./words.ts EPONYM_HEADS, after one space or a possessive and a space
- * ("Kussmaul's respirations", "mallory weiss tear", "Ted stockings"): an eponym or a device, not a person.
+ * ("Kussmaul's respirations", "mallory weiss tear", "TED stockings"): an eponym or a device, not a person. Eponyms are
+ * surnames: a first name before the noun without a possessive ("Taught Maria catheter care", "Gave Anne test results")
+ * is a person, unless it is written as an acronym of at most three capitals or comes before "stockings" (TED, thrombo-
+ * embolic deterrent: "Ted stockings").
  */
 export function eponymBefore(c: NameContext, i: number): boolean {
   const { text, n, S, E, F } = c;
   if (i + 1 >= n || (F[i + 1]! & W_EPONYM_HEADS) === 0) return false;
   const a = E[i]!;
   const b = S[i + 1]!;
-  if (b - a === 1) return text.charCodeAt(a) === 32;
+  if (b - a === 1) return text.charCodeAt(a) === 32 && ((F[i]! & F_FIRST) === 0 || ((c.SH[i]! & SH_UP) !== 0 && a - S[i]! <= 3) || c.lowerIs(i + 1, "stockings") || c.lowerIs(i + 1, "stocking"));
   // "'s " or "’s " (the possessive is not part of the token)
   const q = text.charCodeAt(a);
   return b - a === 3 && (q === 39 || q === 0x2019) && (text.charCodeAt(a + 1) | 32) === 115 && text.charCodeAt(a + 2) === 32;

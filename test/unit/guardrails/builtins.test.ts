@@ -69,6 +69,10 @@ describe("patient-context guardrail", () => {
       reason: "patient_context_mismatch",
       patients: ["pat-999"],
     });
+    // a labelled id in prose may be an MRN or an SSN: it blocks, and is not passed on for the audit trail
+    for (const text of ["Lab for Patient ID: 078-05-1120 attached", "patient id 4471823 (MRN) seen"]) {
+      expect((await p.evaluate("input", msg(text), ctx)).blocked).toEqual({ guardrail: "patient-context", reason: "patient_context_mismatch" });
+    }
   });
   it("blocks another patient named by key in structured tool arguments and results", async () => {
     const call = (args: unknown) => ({ name: "lookup", arguments: args });

@@ -102,6 +102,14 @@ describe("PHI detector", () => {
       expect(redactPhiText(text), text).toBe(text);
     }
     expect(redactPhiText("Ted Murphy called back.")).toBe("[NAME] called back.");
+    // eponyms are surnames: a first name before such a noun, without a possessive, is a person
+    for (const [text, redacted] of [
+      ["Taught Maria catheter care before discharge.", "Taught [NAME] catheter care before discharge."],
+      ["Gave Anne test results by phone.", "Gave [NAME] test results by phone."],
+      ["Reviewed Carol pump settings with her.", "Reviewed [NAME] pump settings with her."],
+    ]) {
+      expect(redactPhiText(text!)).toBe(redacted);
+    }
   });
 
   it("reads no unit acronym, role, relation or predicate after a relation word as a name", () => {
