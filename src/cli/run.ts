@@ -1,12 +1,14 @@
 /** Process entry of the `hmcp` bin: runs {@link main} and exits with its code. */
 import { main } from "./main.js";
 
-// A reader that stops early (`hmcp audit query ... | head`) closes the pipe: stop writing and exit quietly, as a
-// command-line tool does, instead of crashing with an unhandled EPIPE and its stack trace
+// A reader that stops early (`hmcp audit query ... | head`) closes the pipe: stop writing and exit quietly with the
+// status a shell gives a command ended by SIGPIPE (141 = 128 + 13), as command-line tools do, instead of crashing
+// with an unhandled EPIPE and its stack trace; a long-running command (`audit serve`) whose output pipe closed thus
+// still ends with a failure status (a supervisor restarts it)
 for (const stream of [process.stdout, process.stderr]) {
   stream.on("error", (e: NodeJS.ErrnoException) => {
     if (e.code !== "EPIPE") throw e;
-    process.exit(process.exitCode ?? 0);
+    process.exit(141);
   });
 }
 

@@ -443,6 +443,8 @@ export async function startAuditConsole(options: AuditConsoleOptions): Promise<A
     if (!parsed.ok) return badRequest(req, res, parsed.message);
     if (parsed.filter.patient !== undefined) shown(req, [parsed.filter.patient]);
     const stats = view(req).stats(parsed.filter);
+    // the chart of who accessed the patient names its actors: a patient-facing app's user is a patient shown
+    for (const a of stats.topActors) shownRecord(req, { actor: a.actor });
     // the figures go to charts.js inside the page, as a JSON data block (not executed; `<` escaped so it cannot end it)
     page(res, req, "pictures", { title: "Pictures", stats, statsJson: JSON.stringify(stats).replace(/</g, "\\u003c"), q: formValues(req.query), base: filterQuery(req.query) });
   });
@@ -450,7 +452,9 @@ export async function startAuditConsole(options: AuditConsoleOptions): Promise<A
     const parsed = parseFilter(req.query);
     if (!parsed.ok) return void res.status(400).json({ error: parsed.message });
     if (parsed.filter.patient !== undefined) shown(req, [parsed.filter.patient]);
-    res.json(view(req).stats(parsed.filter));
+    const stats = view(req).stats(parsed.filter);
+    for (const a of stats.topActors) shownRecord(req, { actor: a.actor });
+    res.json(stats);
   });
 
   /** The accounting's patient and time range from the query, or why not. */

@@ -814,10 +814,35 @@ class Ctx implements RequestContext {
  */
 function checkedElicitAnswer<T extends { action: string; content?: unknown }>(params: { mode?: string; requestedSchema?: unknown }, answer: T): T {
   if (answer.action !== "accept" || params.mode !== "form" || params.requestedSchema === undefined) return answer;
-  const outcome = fromJsonSchema(params.requestedSchema as Parameters<typeof fromJsonSchema>[0])["~standard"].validate(answer.content ?? {});
-  const issues = outcome instanceof Promise ? undefined : outcome.issues;
+  let issues: ReadonlyArray<{ message: string }> | undefined;
+  try {
+    const outcome = formValidator(params.requestedSchema)["~standard"].validate(answer.content ?? {});
+    issues = outcome instanceof Promise ? [{ message: "content could not be checked (asynchronous schema)" }] : outcome.issues;
+  } catch {
+    // the handler's own schema does not compile (an unknown dialect, an unresolvable $ref): fail closed, the server's fault
+    throw new ProtocolError(INTERNAL_ERROR, "Internal error", { reason: "invalid_elicitation_schema" });
+  }
   if (issues === undefined || issues.length === 0) return answer;
   throw new ProtocolError(INVALID_PARAMS, `The elicitation answer does not match the requested schema: ${issues[0]!.message.replace(/^data/, "content")}`, { reason: "invalid_elicitation_content" });
+}
+
+/**
+ * Compiled form validators by schema text, at most {@link FORM_VALIDATORS_MAX} (the oldest dropped first): a handler
+ * writes its `requestedSchema` inline, a new object per question, and the SDK's validator keeps every schema object it
+ * compiles; one compilation per distinct schema keeps that to the schemas a server asks with (a server that builds
+ * a new schema text per question, e.g. an enum of the patient's own values, still grows it by one entry each).
+ */
+const formValidators = new Map<string, ReturnType<typeof fromJsonSchema>>();
+const FORM_VALIDATORS_MAX = 256;
+function formValidator(schema: unknown): ReturnType<typeof fromJsonSchema> {
+  const key = JSON.stringify(schema);
+  let v = formValidators.get(key);
+  if (v === undefined) {
+    v = fromJsonSchema(JSON.parse(key) as Parameters<typeof fromJsonSchema>[0]);
+    if (formValidators.size >= FORM_VALIDATORS_MAX) formValidators.delete(formValidators.keys().next().value!);
+    formValidators.set(key, v);
+  }
+  return v;
 }
 
 function requestOptions(options: BackRequestOptions | undefined) {

@@ -180,6 +180,26 @@ describe("hmcp audit verify", () => {
     expect(orphan.out).toMatch(/^FAILED: anchored checkpoint at seq 6: anchor_missing: no chain in these files has the id .* of a checkpoint anchored elsewhere \(seq 6\): that chain's files are missing, or were replaced/);
   });
 
+  it("with several chains failing, it says how many and why, and claims an intact hash chain only when every failure is at an end", async () => {
+    const keys = await generateAuditSigningKey();
+    const d = await tempLogDir("audit-cli-two-chains");
+    const crashed = await FileAuditSink.open({ dir: d, prefix: "a", signing: { privateKey: keys.privateJwk } });
+    crashed.append(sampleRecord(1));
+    await crashed.flush(); // never closed: an unsigned tail
+    const edited = await FileAuditSink.open({ dir: d, prefix: "b", signing: { privateKey: keys.privateJwk } });
+    edited.append(sampleRecord(2));
+    await edited.close();
+    const b = path.join(d, (await readdir(d)).find((x) => x.startsWith("b-") && x.endsWith(".jsonl"))!);
+    await writeFile(b, (await readFile(b, "utf8")).replace('"outcome":"', '"outcome":"x'));
+    const key = path.join(d, "..", `${path.basename(d)}.pub.jwk`);
+    await writeFile(key, JSON.stringify(keys.publicJwk));
+    const r = await run("audit", "verify", d, "--key", key);
+    expect(r.code).toBe(1);
+    expect(r.out).toMatch(/; 2 chains fail \(a: unsigned_tail, b: (hash_mismatch|malformed_line|invalid_record)/);
+    expect(r.out).not.toMatch(/is intact/);
+    await crashed.close();
+  });
+
   it("an emptied trail fails loudly (exit 1) unless --allow-empty; an anchor proves what it held", async () => {
     const keys = await generateAuditSigningKey();
     const d = await tempLogDir("audit-empty");
@@ -255,7 +275,7 @@ describe("hmcp audit query", () => {
     expect((await run("audit", "query", "--reason", "no_such_reason", "--format", "json", dir)).out.trim()).toBe("");
   });
 
-  it("stops quietly, exit 0, when the reader closes the pipe early (`| head`)", async () => {
+  it("stops quietly, exit 141 (SIGPIPE's status), when the reader closes the pipe early (`| head`)", async () => {
     // ~3 MB of records, more than a pipe holds: the writes outlive the reader
     const record = (await readFile(file, "utf8")).split("\n").find((l) => l.includes('"requestId"'))!;
     const big = path.join(dir, "..", `big-${process.pid}.jsonl`);
@@ -266,7 +286,7 @@ describe("hmcp audit query", () => {
     child.stdout.once("data", () => child.stdout.destroy());
     const code = await new Promise<number | null>((resolve) => child.once("exit", resolve));
     expect(err).not.toMatch(/EPIPE|Error|at /);
-    expect(code).toBe(0);
+    expect(code).toBe(141);
   });
 
   it("prints a table by default and refuses bad filter values", async () => {
