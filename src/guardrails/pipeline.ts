@@ -7,6 +7,7 @@ import { performance } from "node:perf_hooks";
 import type { ExchangeDecision, Guardrail, TextCheckContext } from "./guardrail.js";
 import { walkPayload, type Walk } from "./content.js";
 import { listenForAbort } from "../util/abort.js";
+import { FHIR_ID } from "../protocol/fhir-id.js";
 import type {
   Decision,
   DecisionEvidence,
@@ -251,16 +252,13 @@ function checkedEvidence(e: unknown): DecisionEvidence | undefined {
   return { score: Math.round(x.score * 1000) / 1000, threshold: Math.round(x.threshold * 1000) / 1000, class: x.class };
 }
 
-/** FHIR Patient ids ([A-Za-z0-9-.]{1,64}). */
-const FHIR_PATIENT_ID = /^[A-Za-z0-9\-.]{1,64}$/;
-
 /**
  * A block's `patients` as the pipeline passes them on: the FHIR ids among them (at most 64, no duplicates; a copy), or
  * undefined when none.
  */
 function checkedPatients(patients: unknown): string[] | undefined {
   if (!Array.isArray(patients)) return undefined;
-  const ids = [...new Set(patients.filter((id): id is string => typeof id === "string" && FHIR_PATIENT_ID.test(id)))].slice(0, 64);
+  const ids = [...new Set(patients.filter((id): id is string => typeof id === "string" && FHIR_ID.test(id)))].slice(0, 64);
   return ids.length > 0 ? ids : undefined;
 }
 

@@ -13,6 +13,7 @@ import { CreateMessageResultSchema } from "@modelcontextprotocol/core";
 import { CLIENT_CAPABILITIES_META_KEY, fromJsonSchema, ProtocolError, ProtocolErrorCode, SdkError, SdkErrorCode } from "@modelcontextprotocol/server";
 import type { JSONRPCRequest, ServerContext } from "@modelcontextprotocol/server";
 import { HMCPError, HMCPErrorCode, INTERNAL_ERROR, INVALID_PARAMS, scopeMethodOf, toWireError, withRedactionsMeta, type Principal, type TransportKind } from "../protocol/index.js";
+import { FHIR_ID } from "../protocol/fhir-id.js";
 import { checkAccess, satisfiesAny, type ScopeRequest } from "../auth/scopes.js";
 import { requiredScopesForMethod } from "../auth/method-scopes.js";
 import { principalKeyOf } from "../auth/principal.js";
@@ -46,8 +47,6 @@ const LIFECYCLE_METHODS = new Set(["initialize", "ping", "server/discover"]);
 /** The most request ids {@link RequestPipeline.watchRequestIds} keeps (requests in progress on one stdio connection). */
 const MAX_WATCHED_IDS = 10_000;
 
-/** FHIR R4 id (§2.24.0.1 "id"): the form a patient id must take to be checked and recorded. */
-const FHIR_ID = /^[A-Za-z0-9\-.]{1,64}$/;
 /** A caller-chosen identifier (JSON-RPC id, method name) kept as sent in the audit trail; anything else is digested. */
 const AUDIT_IDENTIFIER = /^[\w.:/-]{1,128}$/;
 

@@ -107,6 +107,16 @@ function client(era: "legacy" | "modern", token: string, elicitations: string[],
   return { c, headers: { authorization: `Bearer ${token}` } };
 }
 
+/** The EMR-like agent over HTTP, its audit records and writes, and a token for patient p1 that may sample it. */
+async function servedForP1() {
+  const keys = await makeKeys();
+  const audit: AuditRecordInput[] = [];
+  const writes: string[] = [];
+  const url = await serve(keys, audit, writes);
+  const token = await mint(keys, { scope: "hmcp:sample", patient: "p1" });
+  return { keys, audit, writes, url, token };
+}
+
 type Rpc = { result?: Record<string, unknown> & { resultType?: string; requestState?: string; inputRequests?: Record<string, { method: string; params: { message?: string } }>; content?: unknown }; error?: { code: number; data?: { reason?: string } } | string };
 
 /** A raw 2026-07-28 tools/call (envelope, headers), optionally a retry with `requestState` and `inputResponses`. */
@@ -124,11 +134,7 @@ let runs = 0;
 
 describe("asking the caller mid-request on both eras", () => {
   it("HMCP sampling with nested elicitation, a step and sampling back to the caller: the same handler on 2025-11-25 and 2026-07-28", async () => {
-    const keys = await makeKeys();
-    const audit: AuditRecordInput[] = [];
-    const writes: string[] = [];
-    const url = await serve(keys, audit, writes);
-    const token = await mint(keys, { scope: "hmcp:sample", patient: "p1" });
+    const { audit, writes, url, token } = await servedForP1();
     for (const era of ["legacy", "modern"] as const) {
       const asked: string[] = [];
       const { c, headers } = client(era, token, asked);
@@ -164,11 +170,7 @@ describe("asking the caller mid-request on both eras", () => {
   });
 
   it("an accepted form that does not fit its requestedSchema is refused (-32602) before the handler reads it, on both eras; nothing is written", async () => {
-    const keys = await makeKeys();
-    const audit: AuditRecordInput[] = [];
-    const writes: string[] = [];
-    const url = await serve(keys, audit, writes);
-    const token = await mint(keys, { scope: "hmcp:sample", patient: "p1" });
+    const { writes, url, token } = await servedForP1();
     for (const era of ["legacy", "modern"] as const) {
       for (const content of [{}, { approve: "yes" }]) {
         const c = new HMCPClient(

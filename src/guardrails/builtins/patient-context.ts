@@ -12,6 +12,7 @@
 import { z } from "zod";
 import type { Guardrail, GuardrailFactory } from "../guardrail.js";
 import type { GuardrailContext } from "../types.js";
+import { FHIR_ID } from "../../protocol/fhir-id.js";
 
 const ParamsSchema = z.strictObject({
   /** Block patient references when the request has no patient context. Default false (nothing to compare). */
@@ -56,7 +57,6 @@ function referencesIn(text: string, patterns: readonly RegExp[]): string[] {
   return ids;
 }
 
-const FHIR_ID = /^[A-Za-z0-9.-]{1,64}$/;
 /** Keys whose string value names a patient in structured JSON (tool arguments, structured content, form values). */
 const PATIENT_KEYS = new Set(["patient", "patientId", "patient_id"]);
 
