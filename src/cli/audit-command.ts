@@ -31,6 +31,7 @@ import {
   type AuditQuery,
   type AuditRecordInput,
   type ScanStats,
+  type VerifyResult,
 } from "../audit/index.js";
 
 type IO = { out: (s: string) => void; err: (s: string) => void };
@@ -193,11 +194,11 @@ async function verify(argv: string[], io: IO): Promise<number> {
   const where = f.file !== "" ? `${f.file} line ${f.line}${f.seq !== undefined ? ` (seq ${f.seq})` : ""}` : `anchored checkpoint${f.seq !== undefined ? ` at seq ${f.seq}` : ""}`;
   // the checks after the last line (signed end, anchors) fail with every entry read and its hash chain intact; with
   // several chains that is said only when every failing chain failed so
-  const failing = result.chains?.filter((c) => !c.ok) ?? [result];
+  const failing: Array<VerifyResult & { name?: string }> = result.chains?.filter((c) => !c.ok) ?? [result];
   const read = failing.every((c) => c.firstError !== undefined && END_CHECKS.has(c.firstError.reason))
     ? `the hash chain of all ${plural(result.records, "record")} and ${plural(result.checkpoints, "checkpoint")} read is intact, but its end is not proven`
     : `${plural(result.records, "record")} and ${plural(result.checkpoints, "checkpoint")} verified before it`;
-  const others = failing.length > 1 ? `; ${failing.length} chains fail (${failing.map((c) => `${(c as { name?: string }).name ?? "?"}: ${c.firstError?.reason ?? "?"}`).join(", ")}; --format json gives each)` : "";
+  const others = failing.length > 1 ? `; ${failing.length} chains fail (${failing.map((c) => `${c.name ?? "?"}: ${c.firstError?.reason ?? "?"}`).join(", ")}; --format json gives each)` : "";
   io.out(`FAILED: ${where}: ${f.reason}: ${f.message}; ${read}${others}`);
   return 1;
 }

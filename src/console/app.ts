@@ -37,6 +37,7 @@ import { contentDigest } from "../audit/canonical-json.js";
 import { toAuditEvent } from "../audit/fhir.js";
 import { newAuditRecord } from "../audit/new-record.js";
 import { AuditOutcomeSchema, StoredAuditRecordSchema, type AuditRecordInput, type AuditSink } from "../audit/record.js";
+import { FHIR_ID_SOURCE } from "../protocol/fhir-id.js";
 import { ConsoleSignIn, CookieSeal, type ConsoleSignInOptions, type ConsoleUser, type PendingSignIn } from "./sign-in.js";
 import type { TrailProgress } from "./trail-sources.js";
 import type { ActivityFilter, AuditTrailView, LocatedRecord } from "./trail-types.js";
@@ -110,7 +111,7 @@ type Authed = Request & {
 };
 
 /** An actor that is a patient: a FHIR reference `Patient/<id>` (relative or absolute) as `fhirUser` or `sub`. */
-const PATIENT_ACTOR = /^(?:.*\/)?Patient\/([A-Za-z0-9\-.]{1,64})$/;
+const PATIENT_ACTOR = new RegExp(`^(?:.*/)?Patient/(${FHIR_ID_SOURCE})$`);
 
 /** Most rows the accounting page shows (the downloads hold them all). */
 const ACCOUNTING_PAGE_ROWS = 1000;
