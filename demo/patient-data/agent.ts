@@ -5,8 +5,8 @@
  * (minimum necessary); `stopReason: "infoNeeded"` when details are missing or several patients match; a clear
  * not-found sentence otherwise.
  */
-import { HMCPServer, INFO_NEEDED, INFO_NEEDED_META_KEY, type CreateMessageParams, type HMCPServerOptions, type SamplingHandlerResult } from "hmcp";
-import { parsePatientQuery, type PatientIndex } from "./patient-index.js";
+import { HMCPError, HMCPErrorCode, HMCPServer, INFO_NEEDED, INFO_NEEDED_META_KEY, type CreateMessageParams, type HMCPServerOptions, type SamplingContext, type SamplingHandlerResult } from "hmcp";
+import { parsePatientQuery, type LookupResult, type PatientIndex, type PatientQuery } from "./patient-index.js";
 
 /** `_meta` key of the machine-readable lookup answer. */
 export const LOOKUP_META_KEY = "hmcp-demo/patientLookup";
@@ -29,6 +29,24 @@ function lastUserText(params: CreateMessageParams): string {
   return "";
 }
 
+/**
+ * A lookup by a caller whose token is bound to one patient (SMART patient launch context), answered only about that
+ * patient. Whether the details name another patient, several or no one, the caller gets the same error, so it cannot
+ * learn whether someone with a given name and birth date is a patient here (being a patient of a hospital is itself
+ * PHI). Missing details (`infoNeeded` for the name or birth date) say nothing about the index and are answered as to
+ * any caller. Another patient the details name is recorded in the audit record's `patients` (by `assertPatient`), so
+ * that patient's accounting of disclosures shows the attempt.
+ * @throws HMCPError `PatientContextViolation` (-32052, `data.reason` `patient_context_mismatch`), the error
+ *   `ctx.assertPatient` throws for another patient
+ */
+function lookupForBoundCaller(index: PatientIndex, query: PatientQuery, own: string, ctx: Pick<SamplingContext, "assertPatient">): LookupResult {
+  const r = index.lookup(query, own);
+  if (r.kind === "found" || r.kind === "infoNeeded") return r;
+  const anyone = index.lookup(query);
+  if (anyone.kind === "found") ctx.assertPatient(anyone.patientId); // another patient's: throws, recording that patient
+  throw new HMCPError(HMCPErrorCode.PatientContextViolation, "Request is outside the token's patient context", { reason: "patient_context_mismatch" });
+}
+
 export function createPatientDataServer(options: PatientDataAgentOptions): HMCPServer {
   const server = new HMCPServer(
     { name: "patient-data", version: "0.1.0" },
@@ -38,7 +56,8 @@ export function createPatientDataServer(options: PatientDataAgentOptions): HMCPS
     },
   );
   server.sampling((params, ctx): SamplingHandlerResult => {
-    const r = options.index.lookup(parsePatientQuery(lastUserText(params)));
+    const query = parsePatientQuery(lastUserText(params));
+    const r = ctx.patient === undefined ? options.index.lookup(query) : lookupForBoundCaller(options.index, query, ctx.patient, ctx);
     if (r.kind === "found") {
       // the disclosure of a patient's id is about that patient: recorded in the audit record's `patients`, and refused
       // to a caller whose token is bound to another patient

@@ -85,13 +85,16 @@ export class PatientIndex {
   /**
    * Finds one patient. Missing name or birth date → `infoNeeded` naming the missing fields; several matches
    * → `infoNeeded` asking for gender / MRN (whichever is not yet given); none → `notFound`.
+   * @param within - look only at this Patient id's records (a caller bound to one patient: the index then answers
+   *   nothing about anyone else, not even whether they exist)
    */
-  lookup(q: PatientQuery): LookupResult {
+  lookup(q: PatientQuery, within?: string): LookupResult {
     const missing = [...(q.name?.trim() ? [] : ["name"]), ...(q.birthDate?.trim() ? [] : ["birthDate"])];
     if (missing.length) return { kind: "infoNeeded", fields: missing, message: `To identify the patient I need: ${missing.join(", ")}.` };
     const key = queryNameKey(q.name!);
+    const match = (e: Entry) => (within === undefined || e.id === within) && e.birthDate === q.birthDate && e.names.includes(key);
     // The same Patient (same id) read from two bundles is one patient, not an ambiguity.
-    let hits = [...new Map(this.entries.filter((e) => e.birthDate === q.birthDate && e.names.includes(key)).map((e) => [e.id, e])).values()];
+    let hits = [...new Map(this.entries.filter(match).map((e) => [e.id, e])).values()];
     if (hits.length === 0) return { kind: "notFound", message: "No patient with this name and birth date is known to the patient index." };
     if (hits.length > 1 && q.gender) hits = hits.filter((e) => e.gender === q.gender!.toLowerCase());
     if (hits.length > 1 && q.mrn) hits = hits.filter((e) => e.mrns.includes(q.mrn!));

@@ -81,6 +81,23 @@ describe("patient-data agent: lookup", () => {
     const none = await pd.ask("patient identifier for Nobody Atall born 1901-01-01");
     expect(none._meta?.[LOOKUP_META_KEY]).toEqual({ status: "notFound" });
   });
+
+  it("a patient-bound client learns nothing about anyone else: another patient, several and no one get the same error", async () => {
+    const app = await stack.patientDataClient("patient-app"); // bound to the first patient
+    const own = await app.ask(`patient identifier for ${patient.name} born ${patient.birthDate}`);
+    expect(own._meta?.[LOOKUP_META_KEY]).toEqual({ status: "found", patientId: patient.patient.id });
+    const missing = await app.ask(`patient identifier for ${other.name}`); // says nothing about the index
+    expect(missing._meta?.[INFO_NEEDED_META_KEY]).toEqual({ fields: ["birthDate"] });
+    const refusals = await Promise.all([
+      errorOf(app.ask(JSON.stringify({ name: other.name, birthDate: other.birthDate, gender: other.gender }))), // another patient
+      errorOf(app.ask(`patient identifier for ${other.name} born ${other.birthDate}`)), // two patients (the twin)
+      errorOf(app.ask("patient identifier for Nobody Atall born 1901-01-01")), // no one
+    ]);
+    for (const e of refusals) {
+      expect(e.code).toBe(HMCPErrorCode.PatientContextViolation);
+      expect({ message: e.message, data: e.data }).toEqual({ message: refusals[0]!.message, data: { reason: "patient_context_mismatch" } });
+    }
+  });
 });
 
 describe("EMR agent: approval", () => {

@@ -34,7 +34,8 @@ export interface DemoStack {
   auth: DemoAuth;
   /** A connected client of `clientId` to the EMR agent; `era` "modern": MCP 2026-07-28, which takes tasks (default legacy). */
   emrClient(clientId: string, approve?: ClientElicitationHandler, options?: { era?: "modern" | "legacy" }): Promise<HMCPClient>;
-  patientDataClient(): Promise<HMCPClient>;
+  /** A client of the patient-data agent (default `orchestrator`; `patient-app` is bound to the first patient). */
+  patientDataClient(clientId?: string): Promise<HMCPClient>;
   /** Stops the agents and starts them again on the same EMR store (new ports; the same authorization server). */
   restartAgents(): Promise<void>;
   close(): Promise<void>;
@@ -67,9 +68,9 @@ export async function startStack(options: { extraPatients?: Resource[] } = {}): 
       clients.push(c);
       return c;
     },
-    async patientDataClient() {
+    async patientDataClient(clientId = "orchestrator") {
       const url = stack.agents.patientDataUrl;
-      const c = new HMCPClient({ name: "orchestrator", version: "1" }, { tokenProvider: auth.tokenProvider("orchestrator", url), guardrails: demoGuardrails() });
+      const c = new HMCPClient({ name: clientId, version: "1" }, { tokenProvider: auth.tokenProvider(clientId, url), guardrails: demoGuardrails() });
       await c.connect({ type: "http", url });
       clients.push(c);
       return c;

@@ -36,6 +36,9 @@ describe("PatientIndex on the shipped Synthea patients", () => {
     expect(index.lookup({ ...q, gender: String(twin.gender) })).toEqual({ kind: "found", patientId: "twin-0001" });
     const mrn = (original["identifier"] as Array<{ type?: { coding?: Array<{ code?: string }> }; value: string }>).find((i) => i.type?.coding?.[0]?.code === "MR")!.value;
     expect(index.lookup({ ...q, mrn })).toEqual({ kind: "found", patientId: original.id });
+    // looking only at one patient's records: the twin's details find the twin alone, no ambiguity and nobody else
+    expect(index.lookup(q, "twin-0001")).toEqual({ kind: "found", patientId: "twin-0001" });
+    expect(index.lookup({ name: patients[0]!.name, birthDate: patients[0]!.birthDate }, "twin-0001").kind).toBe("notFound");
   });
 });
 
