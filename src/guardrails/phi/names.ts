@@ -166,8 +166,9 @@ function cueRules(c: NameContext): void {
         if ((known(nx) || ((nf & X_EXTRA) !== 0)) && !isCommon(nx) && (nf & W_ROLE_WORDS) === 0 && ((nsh & (SH_TC | SH_UP)) !== 0 || ((nsh & SH_LW) !== 0 && ((nf & F_FIRST) !== 0))) && !eponymBefore(c, nx) && !((lowerIs(i, "to") || lowerIs(i, "from")) && STATE_NAMES.has(lower(nx)))) isName[j] = 1;
       } else if (hy ? ROLE_ABBR.has(rel) : (f & W_ROLE_ABBR) !== 0) {
         // "NP Grace", "rn amber", "PA Smith"; not "PA sats", "RN aware"
-        // (nor a word before a number: "PA STAS 73,72", pulmonary artery pressures)
-        if (!((nf & W_NOT_NAMES) !== 0) && (((known(nx) || (nf & F_ENAME) !== 0) && !((nf & F_COMMON) !== 0)) || ((nsh & SH_NC) !== 0 && !((nf & F_COMMON) !== 0) && !allCapsText(j))) && !/^\s{1,2}\d{1,3}(?![\d-])/.test(text.slice(E[nx]!, E[nx]! + 6))) isName[j] = 1;
+        // (nor a word before a number: "PA STAS 73,72", pulmonary artery pressures; a month/day date is no measure:
+        // "RN Julia 10/2", "NP Ada 4/11")
+        if (!((nf & W_NOT_NAMES) !== 0) && (((known(nx) || (nf & F_ENAME) !== 0) && !((nf & F_COMMON) !== 0)) || ((nsh & SH_NC) !== 0 && !((nf & F_COMMON) !== 0) && !allCapsText(j))) && !ROLE_NUMBER_AFTER.test(text.slice(E[nx]!, E[nx]! + 9))) isName[j] = 1;
       } else if (!((nf & F_COMMON) !== 0) && lowerLen(nx) > 1 && (nf & (W_TITLES | W_NOT_NAMES | W_RELATIONS | W_UNIT_ACRONYMS | W_ROLE_WORDS)) === 0 && (known(nx) || ((nsh & SH_CAP) !== 0 && !allCapsText(j)) || ((nsh & SH_LW) !== 0 && ((nf & F_ENAME) !== 0 || (j === i + 1 && (sh & SH_UP) === 0 && !/(?:ed|ing|ly)$/.test(lower(nx)) && !((nf & F_AMBIGUOUS) !== 0)))))) {
         isName[j] = 1;
       } else if (((nf & F_AMBIGUOUS) !== 0) && (nsh & SH_CAP) !== 0 && !allCapsText(j)) {
@@ -222,6 +223,12 @@ for (const ch of "lishwtavcpu") POST_CUE_FIRST[ch.charCodeAt(0)] = POST_CUE_FIRS
  * be a person.
  */
 const STATE_NAMES: ReadonlySet<string> = new Set(US_STATES.split("|").filter((x) => !x.includes(" ") && x !== "virginia" && x !== "georgia"));
+
+/**
+ * A number right after the word after a role abbreviation, other than a month/day date: a measure ("PA STAS 73,72",
+ * pulmonary artery saturations), so the word is no name.
+ */
+const ROLE_NUMBER_AFTER = /^\s{1,2}(?!(?:0?[1-9]|1[0-2])\/(?:0?[1-9]|[12]\d|3[01])(?!\d|\.\d))\d{1,3}(?![\d-])/;
 
 /** The char code is an ASCII digit. */
 const isDigit = (ch: number): boolean => ch >= 48 && ch <= 57;

@@ -1,0 +1,13 @@
+import { describe, expect, it } from "vitest";
+import { redactPhiText } from "../../../src/guardrails/index.js";
+
+// Names and places the precision rules of session 28 let through, found again by their form and context; each block
+// also holds the precision rule's own negatives, which still hold.
+describe("PHI detector: names and places in clinical context", () => {
+  it("reads a first name after a role abbreviation as a name before a month/day date, not before a measure", () => {
+    expect(redactPhiText("Seen by NP Grace 12/3 for follow-up.")).toBe("Seen by NP [NAME] [DATE] for follow-up.");
+    expect(redactPhiText("Wound checked by RN Rose 4/11, no drainage.")).toBe("Wound checked by RN [NAME] [DATE], no drainage.");
+    for (const text of ["RR 11-13. PA STAS 73,72.", "PA Sats 73/72 on the monitor."]) expect(redactPhiText(text), text).toBe(text);
+  });
+
+});
