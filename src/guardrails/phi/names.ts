@@ -158,9 +158,10 @@ function cueRules(c: NameContext): void {
         if (lowerIs(i, "and")) continue; // handled when extending runs
         // in upper-case text "to" / "with" / "from" name only a first name or a city ("TO ROME", "WITH THOMAS"; not "NGT
         // TO LIS", "WITH CONT", "WITH GREY LIQUID STOOL"; "PER", "BY", "CALLED" still name a surname), and an
-        // upper-case word of two letters in mixed-case text is an acronym ("with LE spasm")
+        // upper-case word of two letters in mixed-case text is an acronym ("with LE spasm"); after a word of talk the
+        // relation names a person again ("REPORT FROM GARCIA", "SPOKE WITH OKAFOR", "CALL TO NGUYEN")
         const upperOnly = (nsh & SH_UP) !== 0 && (nsh & SH_TC) === 0;
-        if (upperOnly && (allCapsText(nx) ? (nf & (F_FIRST | F_CITY | X_EXTRA)) === 0 && E[nx]! - S[nx]! > 1 && (lowerIs(i, "to") || lowerIs(i, "with") || lowerIs(i, "from")) : E[nx]! - S[nx]! <= 2)) continue;
+        if (upperOnly && (allCapsText(nx) ? (nf & (F_FIRST | F_CITY | X_EXTRA)) === 0 && E[nx]! - S[nx]! > 1 && (lowerIs(i, "to") || lowerIs(i, "with") || lowerIs(i, "from")) && !TALK_BEFORE.test(text.slice(Math.max(0, S[i]! - 14), S[i]!)) : E[nx]! - S[nx]! <= 2)) continue;
         // (a US state after "to" / "from" is a place, and no identifier: Safe Harbor keeps states; "moving from Florida",
         // "retire to florida"; asked last, of a dictionary name only)
         if ((known(nx) || ((nf & X_EXTRA) !== 0)) && !isCommon(nx) && (nf & W_ROLE_WORDS) === 0 && ((nsh & (SH_TC | SH_UP)) !== 0 || ((nsh & SH_LW) !== 0 && ((nf & F_FIRST) !== 0))) && !eponymBefore(c, nx) && !((lowerIs(i, "to") || lowerIs(i, "from")) && STATE_NAMES.has(lower(nx)))) isName[j] = 1;
@@ -232,6 +233,12 @@ const ROLE_NUMBER_AFTER = /^\s{1,2}(?!(?:0?[1-9]|1[0-2])\/(?:0?[1-9]|[12]\d|3[01
 
 /** The char code is an ASCII digit. */
 const isDigit = (ch: number): boolean => ch >= 48 && ch <= 57;
+
+/**
+ * A word of talk right before "to" / "with" / "from": what follows is whom one talks with ("REPORT FROM", "SPOKE WITH",
+ * "CALL TO", "D/W"), so an upper-case surname there is a person, not a word of the note.
+ */
+const TALK_BEFORE = /(?:^|[^a-z])(?:reports?|call(?:s|ed)?|phone(?:d| call)?|messages?|msg|paged?|spoke(?:n)?|talk(?:s|ed|ing)?|discuss(?:ed|ion)|d\/w|met|visit(?:ed)?|update(?:d)?|consult(?:ed)?|conversation|meeting|heard|signed out)\s{1,2}$/i;
 
 /** The part of a hyphenated word after its last hyphen. */
 const lastPart = (w: string): string => w.slice(w.lastIndexOf("-") + 1);

@@ -10,4 +10,14 @@ describe("PHI detector: names and places in clinical context", () => {
     for (const text of ["RR 11-13. PA STAS 73,72.", "PA Sats 73/72 on the monitor."]) expect(redactPhiText(text), text).toBe(text);
   });
 
+
+  it("reads an upper-case surname after to / with / from as a name when a word of talk comes before it", () => {
+    expect(redactPhiText("RECEIVED REPORT FROM MARQUEZ AT 0700.")).toBe("RECEIVED REPORT FROM [NAME] AT 0700.");
+    expect(redactPhiText("SPOKE WITH OKAFOR RE: PLAN.")).toBe("SPOKE WITH [NAME] RE: PLAN.");
+    expect(redactPhiText("CALL TO PATEL, NO ANSWER.")).toBe("CALL TO [NAME], NO ANSWER.");
+    for (const text of ["GI: NGT TO LIS, DRAINING BILE.", "ABD SOFT. BS+ WITH GREY LIQUID STOOL.", "WAITING RESULTS TO CONT TF.", "REPORT GIVEN TO OR.", "DISCUSSED WITH RENAL."]) {
+      expect(redactPhiText(text), text).toBe(text);
+    }
+  });
+
 });
