@@ -195,6 +195,9 @@ function cueRules(c: NameContext): void {
     } else if ((sh & SH_UP) !== 0 && E[i]! - S[i]! > 2 && i + 1 < n && known(i + 1) && !isCommon(i + 1) && wsGapAt(text, E[i]!, S[i + 1]!, 1, 2)) {
       isName[i] = 1;
       isName[i + 1] = 1;
+    } else if ((f & (F_LAST | W_UNIT_ACRONYMS)) === F_LAST && (sh & SH_LW) === 0 && i + 1 < n && wsGapAt(text, E[i]!, S[i + 1]!, 1, 2) && (lowerIs(i + 1, "family") || lowerIs(i + 1, "families"))) {
+      // a surname before "family", in any case and however short ("discussed with WU family", "THE DAO FAMILY AT BEDSIDE")
+      isName[i] = 1;
     } else if ((sh & SH_LW) !== 0 && ((f & F_FIRST) !== 0) && i + 1 < n && ((F[i + 1]! & F_LAST) !== 0) && !isCommon(i + 1) && wsGapAt(text, E[i]!, S[i + 1]!, 1, 2) && !eponymBefore(c, i + 1)) {
       isName[i] = 1;
       isName[i + 1] = 1;

@@ -20,4 +20,12 @@ describe("PHI detector: names and places in clinical context", () => {
     }
   });
 
+
+  it("reads a surname before 'family' as a name however short or in whichever case", () => {
+    expect(redactPhiText("Met with LI family at bedside.")).toBe("Met with [NAME] family at bedside.");
+    expect(redactPhiText("THE DAO FAMILY IS UPDATED.")).toBe("THE [NAME] FAMILY IS UPDATED.");
+    expect(redactPhiText("updated TRAN family by phone")).toBe("updated [NAME] family by phone");
+    for (const text of ["ICU family meeting at 2 pm.", "Pt with LE spasm this am.", "NG family teaching done."]) expect(redactPhiText(text), text).toBe(text);
+  });
+
 });
