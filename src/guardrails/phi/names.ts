@@ -411,8 +411,29 @@ function signatures(c: NameContext): void {
       from = j;
       if (!initial && !isCommon(j) && (known(j) || (shj & SH_NC) !== 0 || (endsLine && E[j]! - S[j]! > 2))) strong = true;
     }
+    if (!strong && from <= i) strong = signatureCue(c, from, i);
     if (strong) for (let j = from; j <= i; j++) isName[j] = 1;
   }
+}
+
+/**
+ * The words `[from, to]` before a credential, each a possible name but none more than an English word, are a name all
+ * the same when their form or context says so: an initial and a full stop before a word of three letters or more that
+ * is no plain English word ("J. SMITH RN", "r. brown md"), or a person preposition right before them ("BY OYELARAN
+ * RN", "per Adeyemi NP"; not "and", nor a city before a comma and a state: "from Rockville, MD").
+ */
+function signatureCue(c: NameContext, from: number, to: number): boolean {
+  const { text, S, E, F, lowerIs, isCommon } = c;
+  for (let j = from; j < to; j++) {
+    const fn = F[j + 1]!;
+    if (E[j]! - S[j]! === 1 && text.charCodeAt(E[j]!) === 46 && E[j + 1]! - S[j + 1]! > 2 && ((fn & F_COMMON) === 0 || (fn & F_AMBIGUOUS) !== 0) && !letterOfPhrase(c, j)) return true;
+  }
+  const p = from - 1;
+  if (p < 0 || (F[p]! & W_WEAK_RELATIONS) === 0 || lowerIs(p, "and") || !wsGapAt(text, E[p]!, S[from]!, 1, 2)) return false;
+  // (not a city before a comma and a state's code: "FILMS FROM ROCKVILLE, MD")
+  if (text.charCodeAt(E[to]!) === 44 && (F[to]! & F_CITY) !== 0) return false;
+  for (let j = from; j <= to; j++) if (E[j]! - S[j]! > 2 && !isCommon(j)) return true;
+  return false;
 }
 
 /** lists */

@@ -28,4 +28,24 @@ describe("PHI detector: names and places in clinical context", () => {
     for (const text of ["ICU family meeting at 2 pm.", "Pt with LE spasm this am.", "NG family teaching done."]) expect(redactPhiText(text), text).toBe(text);
   });
 
+
+  it("reads an initial and a surname before a credential as a signature, even when the surname is an English word", () => {
+    expect(redactPhiText("K. BROWN MD notified of K 3.1.")).toBe("[NAME] MD notified of K 3.1.");
+    expect(redactPhiText("Per r. smith rn, pt slept well.")).toBe("Per [NAME] rn, pt slept well.");
+    expect(redactPhiText("T. OKONKWO LPN AWARE.")).toBe("[NAME] LPN AWARE.");
+    for (const text of ["VIT K. GIVEN MD AWARE.", "STARTED AMPHO B. AWAITING CONSULT.", "WILL KEEP NP AND FACE MASK ON.", "BP STABLE, RN TO WEAN DRIPS."]) {
+      expect(redactPhiText(text), text).toBe(text);
+    }
+  });
+
+
+  it("reads an unknown upper-case word between a person preposition and a credential as a name", () => {
+    expect(redactPhiText("PT SEEN BY ADEBAYO RN AT 0400.")).toBe("PT SEEN BY [NAME] RN AT 0400.");
+    expect(redactPhiText("meds given per Nwachukwu CNA today")).toBe("meds given per [NAME] CNA today");
+    expect(redactPhiText("PT ASSISTED BY ZELINSKI-ORR NP WITH TRANSFER.")).toBe("PT ASSISTED BY [NAME] NP WITH TRANSFER.");
+    for (const text of ["CT FILMS SENT FROM ROCKVILLE, MD ON FRIDAY.", "skin care as outlined by day rn.", "HANDED OFF TO NIGHT RN.", "dilt given via MD order."]) {
+      expect(redactPhiText(text), text).not.toContain("[NAME]");
+    }
+  });
+
 });
