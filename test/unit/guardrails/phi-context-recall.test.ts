@@ -48,4 +48,10 @@ describe("PHI detector: names and places in clinical context", () => {
     }
   });
 
+
+  it("reads a name after MR. / MS. after a grade as a name when it is no common word", () => {
+    expect(redactPhiText("Edema 2+ MS. Rose called back.")).toBe("Edema 2+ MS. [NAME] called back.");
+    expect(redactPhiText("PULSES 1+ MR. SMITH AWARE.")).toBe("PULSES 1+ MR. [NAME] AWARE.");
+    for (const text of ["Echo: 3-4+MR. Given 2 units PRBC.", "Echo 2+MR. Will repeat in 6 months.", "Trace 1+ MR. Mild TR."]) expect(redactPhiText(text), text).toBe(text);
+  });
 });
