@@ -137,9 +137,11 @@ function places(c: NameContext, found: FoundList): void {
       continue;
     }
     // a facility acronym after a transfer verb or "at"/"in" ("transferred to GH", "at BIDMC"), not a hospital unit
-    // (after a bare "at"/"in"/"to", only an acronym of a hospital or a medical center, ending in H or C, or one before a
-    // facility word: "at GH", "to VAMC", "in UTMB Hospitals"; not "drop in CI", "able to OOB", "IVs in LLA", "A&O to TPP")
-    if (i > 0 && len >= 2 && len <= 5 && up && !((f & W_UNIT_ACRONYMS) !== 0) && !((f & F_COMMON) !== 0) && ((F[i - 1]! & W_LOC_PREV) !== 0) && !unitLike(c, i) && (STRONG_LOC_PREFIX.test(text.slice(Math.max(0, S[i]! - 24), S[i]!)) || (!allCapsText(i) && /\b(?:at|in|to)\s$/i.test(text.slice(Math.max(0, S[i]! - 4), S[i]!)) && (facilityAcronym(text.charCodeAt(E[i]! - 1)) || (i + 1 < n && ((F[i + 1]! & W_FACILITY_WORDS) !== 0 || /^\s{1,2}hospitals\b/i.test(text.slice(E[i]!, E[i]! + 12))))))) && !/^\s?\d/.test(text.slice(E[i]!, E[i]! + 2))) {
+    // (after a bare "at"/"in"/"to", only an acronym of a hospital or a medical center, ending in H or C, of a university,
+    // starting with U, or one before a facility word: "at GH", "to VAMC", "at UCLA", "in UTMB Hospitals"; not "drop in
+    // CI", "able to OOB", "IVs in LLA", "A&O to TPP"; after a verb of care or work and "at", any such acronym: "seen at
+    // NYU", "followed at OHSU", "works at IBM")
+    if (i > 0 && len >= 2 && len <= 5 && up && !((f & W_UNIT_ACRONYMS) !== 0) && !((f & F_COMMON) !== 0) && ((F[i - 1]! & W_LOC_PREV) !== 0) && !unitLike(c, i) && (STRONG_LOC_PREFIX.test(text.slice(Math.max(0, S[i]! - 24), S[i]!)) || VISIT_AT.test(text.slice(Math.max(0, S[i]! - 24), S[i]!)) || (!allCapsText(i) && /\b(?:at|in|to)\s$/i.test(text.slice(Math.max(0, S[i]! - 4), S[i]!)) && (facilityAcronym(text.charCodeAt(E[i]! - 1)) || (len > 2 && text.charCodeAt(S[i]!) === 85) || (i + 1 < n && ((F[i + 1]! & W_FACILITY_WORDS) !== 0 || /^\s{1,2}hospitals\b/i.test(text.slice(E[i]!, E[i]! + 12))))))) && !/^\s?\d/.test(text.slice(E[i]!, E[i]! + 2))) {
       found.add(S[i]!, E[i]!, "LOCATION");
       continue;
     }
@@ -159,6 +161,12 @@ function places(c: NameContext, found: FoundList): void {
     }
   }
 }
+
+/**
+ * A verb of care, study or work and "at" (possibly "the"): what follows is an institution ("seen at", "followed at",
+ * "works at the"), where an acronym names a hospital, a university or an employer, Safe Harbor location identifiers.
+ */
+const VISIT_AT = /\b(?:seen|followed|treated|evaluated|hospitali[sz]ed|managed|operated on|delivered|born|works?|worked|working|employed|stud(?:ies|ied|ying|ent)|attend(?:s|ed|ing)|care|appointments?|appts?|visits?)\s{1,2}(?:here\s|there\s)?at\s{1,2}(?:the\s)?$/i;
 
 /** Clinical shorthand before a facility word: "prev rehab" (previous), "poss rehab" (possible), "prob", "approx". */
 const CLINICAL_SHORTHAND = /^(?:prev|poss|prob|approx)$/;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { redactPhiText } from "../../../src/guardrails/index.js";
+import { createPhiDetector, redactPhiText } from "../../../src/guardrails/index.js";
 
 // Names and places the precision rules of session 28 let through, found again by their form and context; each block
 // also holds the precision rule's own negatives, which still hold.
@@ -45,6 +45,19 @@ describe("PHI detector: names and places in clinical context", () => {
     expect(redactPhiText("PT ASSISTED BY ZELINSKI-ORR NP WITH TRANSFER.")).toBe("PT ASSISTED BY [NAME] NP WITH TRANSFER.");
     for (const text of ["CT FILMS SENT FROM ROCKVILLE, MD ON FRIDAY.", "skin care as outlined by day rn.", "HANDED OFF TO NIGHT RN.", "dilt given via MD order."]) {
       expect(redactPhiText(text), text).not.toContain("[NAME]");
+    }
+  });
+
+
+  it("reads a university's acronym, or any facility acronym after a verb of care or work and 'at', as a place", () => {
+    const d = createPhiDetector();
+    const places = (text: string) => d.detect(text).filter((e) => e.type === "LOCATION").map((e) => text.slice(e.start, e.end));
+    expect(places("She was seen at UCSD last spring.")).toEqual(["UCSD"]);
+    expect(places("Followed at OHSU for cystic fibrosis.")).toEqual(["OHSU"]);
+    expect(places("PT HOSPITALIZED AT LSU IN MAY.")).toEqual(["LSU"]);
+    expect(places("Her son studies at UVA.")).toEqual(["UVA"]);
+    for (const text of ["Pt transfered to the NISICU where he was extubated.", "Noted a drop in CI to 1.8.", "Pt able to OOB with one assist.", "Seen in PACU, then sent UA.", "IVs in LUE and RUE.", "She was seen at ED triage."]) {
+      expect(places(text), text).toEqual([]);
     }
   });
 
