@@ -94,11 +94,13 @@ function cueRules(c: NameContext): void {
       // that is no census name, is mitral regurgitation or mental status ending a sentence ("3-4+MR. Given", "4+ MR. PT HAS",
       // "in MS. Aspiration", "IN MS. TOLERATING"; "MR. SMITH", "Mr. Abc" stay names, and so does a capitalised name
       // that is an English word but no common one after the grade: "4+ MR. Smith notified", "2+ MS. GRACE"); a title that is a whole word ends one before a full stop ("see your
-      // doctor. They"); no title names a role ("Sir bot"), nor a lower-case letter before a colon ("ms. p: follow")
+      // doctor. They"); no title names a role word ("Sir bot", "DR. FELLOW"), unless the role word is also a name and
+      // capitalised in mixed-case text ("Mr. Case", "Ms. Coach"), nor a lower-case letter before a colon, a heading
+      // ("ms. p: follow", mental status then the plan of a SOAP note; "dr. x, who" stays a name)
       // ("mr" / "ms" by char codes: this runs for every title, and 1 MB of "Dr. " has 260,000)
       const t1 = text.charCodeAt(S[i]! + 1) | 32;
       if (E[i]! - S[i]! === 2 && (text.charCodeAt(S[i]!) | 32) === 109 && (t1 === 114 || t1 === 115) && (/(?:\+\s?|\d)$/.test(text.slice(Math.max(0, S[i]! - 2), S[i]!)) ? !(known(nx) && !isCommon(nx)) && !((nf & (F_AMBIGUOUS | F_COMMON)) === F_AMBIGUOUS && ncap) : isUp(text.charCodeAt(S[i]! + 1)) && (nf & F_COMMON) !== 0 && !known(nx) && (nf & F_AMBIGUOUS) === 0)) continue;
-      if ((nf & W_ROLE_WORDS) !== 0 ? !known(nx) : (E[nx]! - S[nx]! === 1 && text.charCodeAt(E[nx]!) === 58 && isLow(text.charCodeAt(S[nx]!))) || (E[i]! - S[i]! > 4 && text.charCodeAt(E[i]!) === 46)) continue;
+      if ((nf & W_ROLE_WORDS) !== 0 ? !known(nx) && !((SH[nx]! & SH_TC) !== 0 && (nf & (F_AMBIGUOUS | F_ENAME)) !== 0 && !allCapsText(nx)) : (E[nx]! - S[nx]! === 1 && text.charCodeAt(E[nx]!) === 58 && isLow(text.charCodeAt(S[nx]!))) || (E[i]! - S[i]! > 4 && text.charCodeAt(E[i]!) === 46)) continue;
       if (ncap || known(nx) || ((nf & F_AMBIGUOUS) !== 0) || !((nf & F_COMMON) !== 0)) {
         if (!(((nf & F_COMMON) !== 0) && !known(nx) && !((nf & F_AMBIGUOUS) !== 0) && !ncap)) isName[nx] = 1;
       }

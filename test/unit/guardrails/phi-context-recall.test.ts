@@ -67,4 +67,13 @@ describe("PHI detector: names and places in clinical context", () => {
     expect(redactPhiText("PULSES 1+ MR. SMITH AWARE.")).toBe("PULSES 1+ MR. [NAME] AWARE.");
     for (const text of ["Echo: 3-4+MR. Given 2 units PRBC.", "Echo 2+MR. Will repeat in 6 months.", "Trace 1+ MR. Mild TR."]) expect(redactPhiText(text), text).toBe(text);
   });
+
+  it("reads a role word after a title as a name only when it is also a name, capitalised in mixed-case text", () => {
+    expect(redactPhiText("Mr. Case called back about the results.")).toBe("Mr. [NAME] called back about the results.");
+    expect(redactPhiText("Ms. Coach is here with her son.")).toBe("Ms. [NAME] is here with her son.");
+    for (const text of ["Excuse me, Sir bot, not this tone.", "DR. FELLOW AWARE OF K 3.1.", "Dr. Social work consult placed.", "alt ms. p: follow sats."]) {
+      expect(redactPhiText(text), text).toBe(text);
+    }
+    expect(redactPhiText("we will consult dr. x, who knows her")).toBe("we will consult dr. [NAME], who knows her");
+  });
 });
