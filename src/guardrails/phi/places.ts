@@ -175,19 +175,19 @@ const CLINICAL_SHORTHAND = /^(?:prev|poss|prob|approx)$/;
 const facilityAcronym = (last: number): boolean => last === 72 || last === 67;
 
 /**
- * Token `i` is an intensive or coronary care unit however it is spelt or mistyped ("NISICU", "MCIU", "micua", "CVICU"):
- * a unit of the hospital, not a place that identifies anyone. Read on the char codes (no string).
+ * Token `i` (3-7 letters) is a care unit of the hospital, however spelt, not a place that identifies anyone: it ends in
+ * U (unit) with a C (care) before it ("PACU", "TCU", "CVICU", "MCIU", "CSRU"), or holds "cu" after its first letter
+ * ("micua"). ("CUNY" is no unit; "VCU" reads as one.) Read on the char codes (no string).
  */
 function unitLike(c: NameContext, i: number): boolean {
   const { text, S, E } = c;
-  const len = E[i]! - S[i]!;
-  if (len < 3 || len > 7) return false;
-  for (let k = S[i]!; k + 2 < E[i]! + 1 && k + 3 <= E[i]!; k++) {
-    const a = text.charCodeAt(k) | 32;
-    const b = text.charCodeAt(k + 1) | 32;
-    const d = text.charCodeAt(k + 2) | 32;
-    // icu, ccu, ciu
-    if ((a === 105 && b === 99 && d === 117) || (a === 99 && b === 99 && d === 117) || (a === 99 && b === 105 && d === 117)) return true;
+  const s = S[i]!;
+  const e = E[i]!;
+  if (e - s < 3 || e - s > 7) return false;
+  const endsU = (text.charCodeAt(e - 1) | 32) === 117;
+  for (let k = s; k < e - 1; k++) {
+    if ((text.charCodeAt(k) | 32) !== 99) continue;
+    if (endsU || (k > s && (text.charCodeAt(k + 1) | 32) === 117)) return true;
   }
   return false;
 }

@@ -76,4 +76,14 @@ describe("PHI detector: names and places in clinical context", () => {
     }
     expect(redactPhiText("we will consult dr. x, who knows her")).toBe("we will consult dr. [NAME], who knows her");
   });
+
+  it("reads any care unit's acronym after a place preposition as no place, however spelt", () => {
+    const d = createPhiDetector();
+    const places = (text: string) => d.detect(text).filter((e) => e.type === "LOCATION").map((e) => text.slice(e.start, e.end));
+    for (const text of ["Pt admitted to the TCU for rehab.", "Pt transferred to the PCU at 3 pm.", "Back to MCIU after CT.", "Pt transfered to the NISICU where he was extubated.", "Sent to micua."]) {
+      expect(places(text), text).toEqual([]);
+    }
+    expect(places("She studies at CUNY.")).toEqual(["CUNY"]);
+    expect(places("Pt transfered to GH for cath.")).toEqual(["GH"]);
+  });
 });
