@@ -86,4 +86,9 @@ describe("PHI detector: names and places in clinical context", () => {
     expect(places("She studies at CUNY.")).toEqual(["CUNY"]);
     expect(places("Pt transfered to GH for cath.")).toEqual(["GH"]);
   });
+
+  it("reads PEEP / PS after ventilator settings with a number's plural as no date", () => {
+    for (const text of ["AC 500, TV 500s, RR 12, & 5/10.", "SETTINGS-40%, TV 400'S, RR 14-19, & 5/10."]) expect(redactPhiText(text), text).toBe(text);
+    expect(redactPhiText("Vent settings unchanged; extubated 3/11.")).toBe("Vent settings unchanged; extubated [DATE].");
+  });
 });
