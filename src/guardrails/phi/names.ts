@@ -422,8 +422,9 @@ function signatures(c: NameContext): void {
 /**
  * The words `[from, to]` before a credential, each a possible name but none more than an English word, are a name all
  * the same when their form or context says so: an initial and a full stop before a word of three letters or more that
- * is no plain English word ("J. SMITH RN", "r. brown md"), or a person preposition right before them ("BY OYELARAN
- * RN", "per Adeyemi NP"; not "and", nor a city before a comma and a state: "from Rockville, MD").
+ * is no plain English word ("J. SMITH RN", "r. brown md"), or a person preposition right before a run with a word of
+ * four letters or more that is no common word ("BY OYELARAN RN", "per Adeyemi NP"; not "and", nor a city before a
+ * comma and a state: "from Rockville, MD").
  */
 function signatureCue(c: NameContext, from: number, to: number): boolean {
   const { text, S, E, F, lowerIs, isCommon } = c;
@@ -435,7 +436,8 @@ function signatureCue(c: NameContext, from: number, to: number): boolean {
   if (p < 0 || (F[p]! & W_WEAK_RELATIONS) === 0 || lowerIs(p, "and") || !wsGapAt(text, E[p]!, S[from]!, 1, 2)) return false;
   // (not a city before a comma and a state's code: "FILMS FROM ROCKVILLE, MD")
   if (text.charCodeAt(E[to]!) === 44 && (F[to]! & F_CITY) !== 0) return false;
-  for (let j = from; j <= to; j++) if (E[j]! - S[j]! > 2 && !isCommon(j)) return true;
+  // (a word of four letters or more: three capitals are a service's abbreviation, "SEEN BY ONC NP")
+  for (let j = from; j <= to; j++) if (E[j]! - S[j]! > 3 && !isCommon(j)) return true;
   return false;
 }
 

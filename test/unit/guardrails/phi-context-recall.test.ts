@@ -43,7 +43,7 @@ describe("PHI detector: names and places in clinical context", () => {
     expect(redactPhiText("PT SEEN BY ADEBAYO RN AT 0400.")).toBe("PT SEEN BY [NAME] RN AT 0400.");
     expect(redactPhiText("meds given per Nwachukwu CNA today")).toBe("meds given per [NAME] CNA today");
     expect(redactPhiText("PT ASSISTED BY ZELINSKI-ORR NP WITH TRANSFER.")).toBe("PT ASSISTED BY [NAME] NP WITH TRANSFER.");
-    for (const text of ["CT FILMS SENT FROM ROCKVILLE, MD ON FRIDAY.", "skin care as outlined by day rn.", "HANDED OFF TO NIGHT RN.", "dilt given via MD order."]) {
+    for (const text of ["CT FILMS SENT FROM ROCKVILLE, MD ON FRIDAY.", "PT SEEN BY ONC NP TODAY.", "skin care as outlined by day rn.", "HANDED OFF TO NIGHT RN.", "dilt given via MD order."]) {
       expect(redactPhiText(text), text).not.toContain("[NAME]");
     }
   });
