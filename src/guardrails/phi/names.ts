@@ -381,7 +381,11 @@ function signatures(c: NameContext): void {
   // signatures: name-like words right before a credential ("Marie Munroe, RN", "barbara j. parrilli bsn/rn")
   for (let i = 0; i < n; i++) {
     // a credential is the next word ("RN", "bsn/rn", "PA-C"): no slice and no pattern for any other word
-    if (i + 1 >= n || !((F[i + 1]! & W_CREDENTIAL_WORDS) !== 0)) continue;
+    if (i + 1 >= n) continue;
+    if ((F[i + 1]! & W_CREDENTIAL_WORDS) === 0) {
+      if (i > 0 && (F[i - 1]! & W_WEAK_RELATIONS) !== 0 && clinicalCredential(text, S[i + 1]!, E[i + 1]!) && byBefore(c, i)) isName[i] = 1;
+      continue;
+    }
     const after = text.slice(E[i]!, E[i]! + 12);
     const upperCred = CREDENTIAL.test(after);
     if (!upperCred && !CREDENTIAL_LOWER.test(after)) continue;
@@ -418,6 +422,32 @@ function signatures(c: NameContext): void {
     if (strong) for (let j = from; j <= i; j++) isName[j] = 1;
   }
 }
+
+/**
+ * `text[s, e)` is a credential that is also a clinical abbreviation, written in capitals: PA (pulmonary artery), PT
+ * (patient), RT (right), OT, DO. It is a credential only after "by" and a name ({@link byBefore}).
+ */
+function clinicalCredential(text: string, s: number, e: number): boolean {
+  if (e - s !== 2) return false;
+  const a = text.charCodeAt(s);
+  const b = text.charCodeAt(s + 1);
+  return (b === 84 && (a === 80 || a === 82 || a === 79)) || (a === 80 && b === 65) || (a === 68 && b === 79);
+}
+
+/**
+ * Token `i` is one word between "by" and a credential of {@link clinicalCredential} that ends the clause (a full stop,
+ * comma, semicolon or colon, a line end or the text's end after it: in "SUPPORTED BY LEVOPHED PT STABLE" PT is the
+ * patient), each one space apart, of four letters or more, capitalised, and no common word, unit acronym, role, title or
+ * relation: a name ("SEEN BY OYELARAN PT.", "TX BY ADEBAYO RT, TOL WELL"; not "SEEN BY ORTHO PA.", "EVAL BY ACUTE PT.";
+ * not after "per", which reads orders and charts: "PER FLOWSHEET PT", "PER PROPOFOL RT.").
+ */
+function byBefore(c: NameContext, i: number): boolean {
+  const { text, S, E, F, SH, isCommon, lowerIs } = c;
+  return lowerIs(i - 1, "by") && E[i]! - S[i]! > 3 && (SH[i]! & (SH_UP | SH_TC)) !== 0 && !isCommon(i) && (F[i]! & (W_NOT_NAMES | W_UNIT_ACRONYMS | W_CREDENTIALS | W_ROLE_WORDS | W_TITLES | W_RELATIONS)) === 0 && wsGapAt(text, E[i - 1]!, S[i]!, 1, 1) && wsGapAt(text, E[i]!, S[i + 1]!, 1, 1) && clauseEnd(text.charCodeAt(E[i + 1]!));
+}
+
+/** The char code ends a clause: NaN (the text's end), a full stop, comma, semicolon, colon, line feed or return. */
+const clauseEnd = (ch: number): boolean => Number.isNaN(ch) || ch === 46 || ch === 44 || ch === 59 || ch === 58 || ch === 10 || ch === 13;
 
 /**
  * The words `[from, to]` before a credential, each a possible name but none more than an English word, are a name all

@@ -91,4 +91,13 @@ describe("PHI detector: names and places in clinical context", () => {
     for (const text of ["AC 500, TV 500s, RR 12, & 5/10.", "SETTINGS-40%, TV 400'S, RR 14-19, & 5/10."]) expect(redactPhiText(text), text).toBe(text);
     expect(redactPhiText("Vent settings unchanged; extubated 3/11.")).toBe("Vent settings unchanged; extubated [DATE].");
   });
+
+  it("reads an upper-case word between 'by' and PT / RT / OT / DO / PA ending a clause as a name", () => {
+    expect(redactPhiText("AMBULATED BY OKAFOR PT: TOL WELL.")).toBe("AMBULATED BY [NAME] PT: TOL WELL.");
+    expect(redactPhiText("TX GIVEN BY ADEBAYO RT, SATS 95%.")).toBe("TX GIVEN BY [NAME] RT, SATS 95%.");
+    expect(redactPhiText("SEEN BY KOWALCZYK DO.")).toBe("SEEN BY [NAME] DO.");
+    for (const text of ["SEEN BY ORTHO PA.", "EVAL BY ACUTE PT.", "PER FLOWSHEET PT", "SUPPORTED BY LEVOPHED PT STABLE.", "LINE PLACED BY IR PA.", "PALPABLE BY DOPPLER PT."]) {
+      expect(redactPhiText(text), text).toBe(text);
+    }
+  });
 });
