@@ -92,12 +92,15 @@ function cueRules(c: NameContext): void {
       if (lowerIs(i, "ms") && w(i) !== "Ms" && !gap(i, nx).startsWith(".") && !(known(nx) && !isCommon(nx))) continue;
       // "MR"/"MS" right after a grade, unless a dictionary name follows, or written in capitals before a common word
       // that is no census name, is mitral regurgitation or mental status ending a sentence ("3-4+MR. Given", "4+ MR. PT HAS",
-      // "in MS. Aspiration", "IN MS. TOLERATING"; "MR. SMITH", "Mr. Abc" stay names); a title that is a whole word ends one before a full stop ("see your
-      // doctor. They"); no title names a role ("Sir bot"), nor a lower-case letter before a colon ("ms. p: follow")
+      // "in MS. Aspiration", "IN MS. TOLERATING"; "MR. SMITH", "Mr. Abc" stay names, and so does a capitalised name
+      // that is an English word but no common one after the grade: "4+ MR. Smith notified", "2+ MS. GRACE"); a title that is a whole word ends one before a full stop ("see your
+      // doctor. They"); no title names a role word ("Sir bot", "DR. FELLOW"), unless the role word is also a name and
+      // capitalised in mixed-case text ("Mr. Case", "Ms. Coach"), nor a lower-case letter before a colon, a heading
+      // ("ms. p: follow", mental status then the plan of a SOAP note; "dr. x, who" stays a name)
       // ("mr" / "ms" by char codes: this runs for every title, and 1 MB of "Dr. " has 260,000)
       const t1 = text.charCodeAt(S[i]! + 1) | 32;
-      if (E[i]! - S[i]! === 2 && (text.charCodeAt(S[i]!) | 32) === 109 && (t1 === 114 || t1 === 115) && (/(?:\+\s?|\d)$/.test(text.slice(Math.max(0, S[i]! - 2), S[i]!)) ? !(known(nx) && !isCommon(nx)) : isUp(text.charCodeAt(S[i]! + 1)) && (nf & F_COMMON) !== 0 && !known(nx) && (nf & F_AMBIGUOUS) === 0)) continue;
-      if ((nf & W_ROLE_WORDS) !== 0 ? !known(nx) : (E[nx]! - S[nx]! === 1 && text.charCodeAt(E[nx]!) === 58 && isLow(text.charCodeAt(S[nx]!))) || (E[i]! - S[i]! > 4 && text.charCodeAt(E[i]!) === 46)) continue;
+      if (E[i]! - S[i]! === 2 && (text.charCodeAt(S[i]!) | 32) === 109 && (t1 === 114 || t1 === 115) && (/(?:\+\s?|\d)$/.test(text.slice(Math.max(0, S[i]! - 2), S[i]!)) ? !(known(nx) && !isCommon(nx)) && !((nf & (F_AMBIGUOUS | F_COMMON)) === F_AMBIGUOUS && ncap) : isUp(text.charCodeAt(S[i]! + 1)) && (nf & F_COMMON) !== 0 && !known(nx) && (nf & F_AMBIGUOUS) === 0)) continue;
+      if ((nf & W_ROLE_WORDS) !== 0 ? !known(nx) && !((SH[nx]! & SH_TC) !== 0 && (nf & (F_AMBIGUOUS | F_ENAME)) !== 0 && !allCapsText(nx)) : (E[nx]! - S[nx]! === 1 && text.charCodeAt(E[nx]!) === 58 && isLow(text.charCodeAt(S[nx]!))) || (E[i]! - S[i]! > 4 && text.charCodeAt(E[i]!) === 46)) continue;
       if (ncap || known(nx) || ((nf & F_AMBIGUOUS) !== 0) || !((nf & F_COMMON) !== 0)) {
         if (!(((nf & F_COMMON) !== 0) && !known(nx) && !((nf & F_AMBIGUOUS) !== 0) && !ncap)) isName[nx] = 1;
       }
@@ -158,16 +161,18 @@ function cueRules(c: NameContext): void {
         if (lowerIs(i, "and")) continue; // handled when extending runs
         // in upper-case text "to" / "with" / "from" name only a first name or a city ("TO ROME", "WITH THOMAS"; not "NGT
         // TO LIS", "WITH CONT", "WITH GREY LIQUID STOOL"; "PER", "BY", "CALLED" still name a surname), and an
-        // upper-case word of two letters in mixed-case text is an acronym ("with LE spasm")
+        // upper-case word of two letters in mixed-case text is an acronym ("with LE spasm"); after a word of talk the
+        // relation names a person again ("REPORT FROM GARCIA", "SPOKE WITH OKAFOR", "CALL TO NGUYEN")
         const upperOnly = (nsh & SH_UP) !== 0 && (nsh & SH_TC) === 0;
-        if (upperOnly && (allCapsText(nx) ? (nf & (F_FIRST | F_CITY | X_EXTRA)) === 0 && E[nx]! - S[nx]! > 1 && (lowerIs(i, "to") || lowerIs(i, "with") || lowerIs(i, "from")) : E[nx]! - S[nx]! <= 2)) continue;
+        if (upperOnly && (allCapsText(nx) ? (nf & (F_FIRST | F_CITY | X_EXTRA)) === 0 && E[nx]! - S[nx]! > 1 && (lowerIs(i, "to") || lowerIs(i, "with") || lowerIs(i, "from")) && !TALK_BEFORE.test(text.slice(Math.max(0, S[i]! - 14), S[i]!)) : E[nx]! - S[nx]! <= 2)) continue;
         // (a US state after "to" / "from" is a place, and no identifier: Safe Harbor keeps states; "moving from Florida",
         // "retire to florida"; asked last, of a dictionary name only)
         if ((known(nx) || ((nf & X_EXTRA) !== 0)) && !isCommon(nx) && (nf & W_ROLE_WORDS) === 0 && ((nsh & (SH_TC | SH_UP)) !== 0 || ((nsh & SH_LW) !== 0 && ((nf & F_FIRST) !== 0))) && !eponymBefore(c, nx) && !((lowerIs(i, "to") || lowerIs(i, "from")) && STATE_NAMES.has(lower(nx)))) isName[j] = 1;
       } else if (hy ? ROLE_ABBR.has(rel) : (f & W_ROLE_ABBR) !== 0) {
         // "NP Grace", "rn amber", "PA Smith"; not "PA sats", "RN aware"
-        // (nor a word before a number: "PA STAS 73,72", pulmonary artery pressures)
-        if (!((nf & W_NOT_NAMES) !== 0) && (((known(nx) || (nf & F_ENAME) !== 0) && !((nf & F_COMMON) !== 0)) || ((nsh & SH_NC) !== 0 && !((nf & F_COMMON) !== 0) && !allCapsText(j))) && !/^\s{1,2}\d{1,3}(?![\d-])/.test(text.slice(E[nx]!, E[nx]! + 6))) isName[j] = 1;
+        // (nor a word before a number: "PA STAS 73,72", pulmonary artery pressures; a month/day date is no measure:
+        // "RN Julia 10/2", "NP Ada 4/11")
+        if (!((nf & W_NOT_NAMES) !== 0) && (((known(nx) || (nf & F_ENAME) !== 0) && !((nf & F_COMMON) !== 0)) || ((nsh & SH_NC) !== 0 && !((nf & F_COMMON) !== 0) && !allCapsText(j))) && !ROLE_NUMBER_AFTER.test(text.slice(E[nx]!, E[nx]! + 9))) isName[j] = 1;
       } else if (!((nf & F_COMMON) !== 0) && lowerLen(nx) > 1 && (nf & (W_TITLES | W_NOT_NAMES | W_RELATIONS | W_UNIT_ACRONYMS | W_ROLE_WORDS)) === 0 && (known(nx) || ((nsh & SH_CAP) !== 0 && !allCapsText(j)) || ((nsh & SH_LW) !== 0 && ((nf & F_ENAME) !== 0 || (j === i + 1 && (sh & SH_UP) === 0 && !/(?:ed|ing|ly)$/.test(lower(nx)) && !((nf & F_AMBIGUOUS) !== 0)))))) {
         isName[j] = 1;
       } else if (((nf & F_AMBIGUOUS) !== 0) && (nsh & SH_CAP) !== 0 && !allCapsText(j)) {
@@ -193,6 +198,9 @@ function cueRules(c: NameContext): void {
     } else if ((sh & SH_UP) !== 0 && E[i]! - S[i]! > 2 && i + 1 < n && known(i + 1) && !isCommon(i + 1) && wsGapAt(text, E[i]!, S[i + 1]!, 1, 2)) {
       isName[i] = 1;
       isName[i + 1] = 1;
+    } else if ((f & (F_LAST | W_UNIT_ACRONYMS)) === F_LAST && (sh & SH_LW) === 0 && i + 1 < n && wsGapAt(text, E[i]!, S[i + 1]!, 1, 2) && (lowerIs(i + 1, "family") || lowerIs(i + 1, "families"))) {
+      // a surname before "family", in any case and however short ("discussed with WU family", "THE DAO FAMILY AT BEDSIDE")
+      isName[i] = 1;
     } else if ((sh & SH_LW) !== 0 && ((f & F_FIRST) !== 0) && i + 1 < n && ((F[i + 1]! & F_LAST) !== 0) && !isCommon(i + 1) && wsGapAt(text, E[i]!, S[i + 1]!, 1, 2) && !eponymBefore(c, i + 1)) {
       isName[i] = 1;
       isName[i + 1] = 1;
@@ -223,8 +231,20 @@ for (const ch of "lishwtavcpu") POST_CUE_FIRST[ch.charCodeAt(0)] = POST_CUE_FIRS
  */
 const STATE_NAMES: ReadonlySet<string> = new Set(US_STATES.split("|").filter((x) => !x.includes(" ") && x !== "virginia" && x !== "georgia"));
 
+/**
+ * A number right after the word after a role abbreviation, other than a month/day date: a measure ("PA STAS 73,72",
+ * pulmonary artery saturations), so the word is no name.
+ */
+const ROLE_NUMBER_AFTER = /^\s{1,2}(?!(?:0?[1-9]|1[0-2])\/(?:0?[1-9]|[12]\d|3[01])(?!\d|\.\d))\d{1,3}(?![\d-])/;
+
 /** The char code is an ASCII digit. */
 const isDigit = (ch: number): boolean => ch >= 48 && ch <= 57;
+
+/**
+ * A word of talk right before "to" / "with" / "from": what follows is whom one talks with ("REPORT FROM", "SPOKE WITH",
+ * "CALL TO", "D/W"), so an upper-case surname there is a person, not a word of the note.
+ */
+const TALK_BEFORE = /(?:^|[^a-z])(?:reports?|call(?:s|ed)?|phone(?:d| call)?|messages?|msg|paged?|spoke(?:n)?|talk(?:s|ed|ing)?|discuss(?:ed|ion)|d\/w|met|visit(?:ed)?|update(?:d)?|consult(?:ed)?|conversation|meeting|heard|signed out)\s{1,2}$/i;
 
 /** The part of a hyphenated word after its last hyphen. */
 const lastPart = (w: string): string => w.slice(w.lastIndexOf("-") + 1);
@@ -361,7 +381,11 @@ function signatures(c: NameContext): void {
   // signatures: name-like words right before a credential ("Marie Munroe, RN", "barbara j. parrilli bsn/rn")
   for (let i = 0; i < n; i++) {
     // a credential is the next word ("RN", "bsn/rn", "PA-C"): no slice and no pattern for any other word
-    if (i + 1 >= n || !((F[i + 1]! & W_CREDENTIAL_WORDS) !== 0)) continue;
+    if (i + 1 >= n) continue;
+    if ((F[i + 1]! & W_CREDENTIAL_WORDS) === 0) {
+      if (i > 0 && (F[i - 1]! & W_WEAK_RELATIONS) !== 0 && clinicalCredential(text, S[i + 1]!, E[i + 1]!) && byBefore(c, i)) isName[i] = 1;
+      continue;
+    }
     const after = text.slice(E[i]!, E[i]! + 12);
     const upperCred = CREDENTIAL.test(after);
     if (!upperCred && !CREDENTIAL_LOWER.test(after)) continue;
@@ -394,8 +418,57 @@ function signatures(c: NameContext): void {
       from = j;
       if (!initial && !isCommon(j) && (known(j) || (shj & SH_NC) !== 0 || (endsLine && E[j]! - S[j]! > 2))) strong = true;
     }
+    if (!strong && from <= i) strong = signatureCue(c, from, i);
     if (strong) for (let j = from; j <= i; j++) isName[j] = 1;
   }
+}
+
+/**
+ * `text[s, e)` is a credential that is also a clinical abbreviation, written in capitals: PA (pulmonary artery), PT
+ * (patient), RT (right), OT, DO. It is a credential only after "by" and a name ({@link byBefore}).
+ */
+function clinicalCredential(text: string, s: number, e: number): boolean {
+  if (e - s !== 2) return false;
+  const a = text.charCodeAt(s);
+  const b = text.charCodeAt(s + 1);
+  return (b === 84 && (a === 80 || a === 82 || a === 79)) || (a === 80 && b === 65) || (a === 68 && b === 79);
+}
+
+/**
+ * Token `i` is one word between "by" and a credential of {@link clinicalCredential} that ends the clause (a full stop,
+ * comma, semicolon or colon, a line end or the text's end after it: in "SUPPORTED BY LEVOPHED PT STABLE" PT is the
+ * patient), each one space apart, of four letters or more, capitalised, and no common word, unit acronym, role, title or
+ * relation: a name ("SEEN BY OYELARAN PT.", "TX BY ADEBAYO RT, TOL WELL"; not "SEEN BY ORTHO PA.", "EVAL BY ACUTE PT.";
+ * not after "per", which reads orders and charts: "PER FLOWSHEET PT", "PER PROPOFOL RT.").
+ */
+function byBefore(c: NameContext, i: number): boolean {
+  const { text, S, E, F, SH, isCommon, lowerIs } = c;
+  return lowerIs(i - 1, "by") && E[i]! - S[i]! > 3 && (SH[i]! & (SH_UP | SH_TC)) !== 0 && !isCommon(i) && (F[i]! & (W_NOT_NAMES | W_UNIT_ACRONYMS | W_CREDENTIALS | W_ROLE_WORDS | W_TITLES | W_RELATIONS)) === 0 && wsGapAt(text, E[i - 1]!, S[i]!, 1, 1) && wsGapAt(text, E[i]!, S[i + 1]!, 1, 1) && clauseEnd(text.charCodeAt(E[i + 1]!));
+}
+
+/** The char code ends a clause: NaN (the text's end), a full stop, comma, semicolon, colon, line feed or return. */
+const clauseEnd = (ch: number): boolean => Number.isNaN(ch) || ch === 46 || ch === 44 || ch === 59 || ch === 58 || ch === 10 || ch === 13;
+
+/**
+ * The words `[from, to]` before a credential, each a possible name but none more than an English word, are a name all
+ * the same when their form or context says so: an initial and a full stop before a word of three letters or more that
+ * is no plain English word ("J. SMITH RN", "r. brown md"), or a person preposition right before a run with a word of
+ * four letters or more that is no common word ("BY OYELARAN RN", "per Adeyemi NP"; not "and", nor a city before a
+ * comma and a state: "from Rockville, MD").
+ */
+function signatureCue(c: NameContext, from: number, to: number): boolean {
+  const { text, S, E, F, lowerIs, isCommon } = c;
+  for (let j = from; j < to; j++) {
+    const fn = F[j + 1]!;
+    if (E[j]! - S[j]! === 1 && text.charCodeAt(E[j]!) === 46 && E[j + 1]! - S[j + 1]! > 2 && ((fn & F_COMMON) === 0 || (fn & F_AMBIGUOUS) !== 0) && !letterOfPhrase(c, j)) return true;
+  }
+  const p = from - 1;
+  if (p < 0 || (F[p]! & W_WEAK_RELATIONS) === 0 || lowerIs(p, "and") || !wsGapAt(text, E[p]!, S[from]!, 1, 2)) return false;
+  // (not a city before a comma and a state's code: "FILMS FROM ROCKVILLE, MD")
+  if (text.charCodeAt(E[to]!) === 44 && (F[to]! & F_CITY) !== 0) return false;
+  // (a word of four letters or more: three capitals are a service's abbreviation, "SEEN BY ONC NP")
+  for (let j = from; j <= to; j++) if (E[j]! - S[j]! > 3 && !isCommon(j)) return true;
+  return false;
 }
 
 /** lists */

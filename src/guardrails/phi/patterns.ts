@@ -61,9 +61,10 @@ const VENT_BEFORE = /\b(?:peep|ps|psv|ips|cpap|bi-?pap|flowby|flow-by|settings?|
 const VENT_AFTER = /^\s?(?:bi-?pap|cpap|peep|ps\b|psv|ips\b|fio2|\/\d|\d{0,3}%)/i;
 /**
  * A ventilator mode, then only other settings up to the fraction ("CPAP .5% 5/8", "SIMV/PS, 500X10, 40%, & 5/8",
- * "SETTINGS-40%, TV 400'S, RR 14-19, & 5/10"): numbers, percentages, rates, "x", "&" and the words TV, RR, FiO2.
+ * "SETTINGS-40%, TV 400'S, RR 14-19, & 5/10"): numbers and their plurals ("400's", "500s"), percentages, rates, "x",
+ * "&" and the words TV, RR, FiO2.
  */
-const VENT_SETTINGS_BEFORE = /\b(?:peep|ps|psv|ips|cpap|bi-?pap|settings?|simv|imv|ac)\b(?:[\d\s%,&xX.'’/:=-]|\b(?:tv|vt|rr|fio2|s)\b){0,36}$/i;
+const VENT_SETTINGS_BEFORE = /\b(?:peep|ps|psv|ips|cpap|bi-?pap|settings?|simv|imv|ac)\b(?:[\d\s%,&xX.'’/:=-]|\b(?:tv|vt|rr|fio2)\b|(?<=\d['’]?)s\b){0,36}$/i;
 /** After a/b/c: a percentage or a rate ("12/5/40%", "10/5/12BPM") is a ventilator setting, not a date. */
 const NOT_DATE_AFTER = /^\s?(?:%|bpm|x\b)/i;
 /** Words right before a date ("s/p 8/15", "extubate 3/11", "since 9/14"). */

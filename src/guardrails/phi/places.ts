@@ -137,9 +137,11 @@ function places(c: NameContext, found: FoundList): void {
       continue;
     }
     // a facility acronym after a transfer verb or "at"/"in" ("transferred to GH", "at BIDMC"), not a hospital unit
-    // (after a bare "at"/"in"/"to", only an acronym of a hospital or a medical center, ending in H or C, or one before a
-    // facility word: "at GH", "to VAMC", "in UTMB Hospitals"; not "drop in CI", "able to OOB", "IVs in LLA", "A&O to TPP")
-    if (i > 0 && len >= 2 && len <= 5 && up && !((f & W_UNIT_ACRONYMS) !== 0) && !((f & F_COMMON) !== 0) && ((F[i - 1]! & W_LOC_PREV) !== 0) && !unitLike(c, i) && (STRONG_LOC_PREFIX.test(text.slice(Math.max(0, S[i]! - 24), S[i]!)) || (!allCapsText(i) && /\b(?:at|in|to)\s$/i.test(text.slice(Math.max(0, S[i]! - 4), S[i]!)) && (facilityAcronym(text.charCodeAt(E[i]! - 1)) || (i + 1 < n && ((F[i + 1]! & W_FACILITY_WORDS) !== 0 || /^\s{1,2}hospitals\b/i.test(text.slice(E[i]!, E[i]! + 12))))))) && !/^\s?\d/.test(text.slice(E[i]!, E[i]! + 2))) {
+    // (after a bare "at"/"in"/"to", only an acronym of a hospital or a medical center, ending in H or C, one before a
+    // facility word, or after a bare "at" one of a university starting with U: "at GH", "to VAMC", "at UCLA", "in UTMB
+    // Hospitals"; not "drop in CI", "able to OOB", "IVs in LLA", "A&O to TPP", "change in UGI"; after a verb of care or
+    // work and "at", also a university's ending in U: "seen at NYU", "followed at OHSU"; not "seen at HD", "appt at PFT")
+    if (i > 0 && len >= 2 && len <= 5 && up && !((f & W_UNIT_ACRONYMS) !== 0) && !((f & F_COMMON) !== 0) && ((F[i - 1]! & W_LOC_PREV) !== 0) && !unitLike(c, i) && (STRONG_LOC_PREFIX.test(text.slice(Math.max(0, S[i]! - 24), S[i]!)) || (len > 2 && institutionAcronym(text, S[i]!, E[i]!) && VISIT_AT.test(text.slice(Math.max(0, S[i]! - 24), S[i]!))) || (!allCapsText(i) && /\b(?:at|in|to)\s$/i.test(text.slice(Math.max(0, S[i]! - 4), S[i]!)) && (facilityAcronym(text.charCodeAt(E[i]! - 1)) || (len > 2 && text.charCodeAt(S[i]!) === 85 && /\bat\s$/i.test(text.slice(Math.max(0, S[i]! - 3), S[i]!))) || (i + 1 < n && ((F[i + 1]! & W_FACILITY_WORDS) !== 0 || /^\s{1,2}hospitals\b/i.test(text.slice(E[i]!, E[i]! + 12))))))) && !/^\s?\d/.test(text.slice(E[i]!, E[i]! + 2))) {
       found.add(S[i]!, E[i]!, "LOCATION");
       continue;
     }
@@ -160,6 +162,22 @@ function places(c: NameContext, found: FoundList): void {
   }
 }
 
+/**
+ * A verb of care, study or work and "at" (possibly "the"): what follows is an institution ("seen at", "followed at",
+ * "works at the"), where an acronym of an institution's shape names a hospital or a university, Safe Harbor location
+ * identifiers.
+ */
+const VISIT_AT = /\b(?:seen|followed|treated|evaluated|hospitali[sz]ed|managed|operated on|delivered|born|works?|worked|working|employed|stud(?:ies|ied|ying|ent)|attend(?:s|ed|ing)|care|appointments?|appts?|visits?)\s{1,2}(?:here\s|there\s)?at\s{1,2}(?:the\s)?$/i;
+
+/**
+ * `text[s, e)` (capitals) has the shape of an institution's acronym: it ends in H (hospital), C (center, clinic) or U
+ * (university), or starts with U (university of): "MGH", "BIDMC", "NYU", "UCSF"; not "HD", "PFT", "OPD".
+ */
+function institutionAcronym(text: string, s: number, e: number): boolean {
+  const last = text.charCodeAt(e - 1);
+  return facilityAcronym(last) || last === 85 || text.charCodeAt(s) === 85;
+}
+
 /** Clinical shorthand before a facility word: "prev rehab" (previous), "poss rehab" (possible), "prob", "approx". */
 const CLINICAL_SHORTHAND = /^(?:prev|poss|prob|approx)$/;
 
@@ -167,19 +185,19 @@ const CLINICAL_SHORTHAND = /^(?:prev|poss|prob|approx)$/;
 const facilityAcronym = (last: number): boolean => last === 72 || last === 67;
 
 /**
- * Token `i` is an intensive or coronary care unit however it is spelt or mistyped ("NISICU", "MCIU", "micua", "CVICU"):
- * a unit of the hospital, not a place that identifies anyone. Read on the char codes (no string).
+ * Token `i` (3-7 letters) is a care unit of the hospital, however spelt, not a place that identifies anyone: it ends in
+ * U (unit) with a C (care) before it ("PACU", "TCU", "CVICU", "MCIU", "CSRU"), or holds "cu" after its first letter
+ * ("micua"). ("NYU", "CUNY" are no units; "VCU" reads as one.) Read on the char codes (no string).
  */
 function unitLike(c: NameContext, i: number): boolean {
   const { text, S, E } = c;
-  const len = E[i]! - S[i]!;
-  if (len < 3 || len > 7) return false;
-  for (let k = S[i]!; k + 2 < E[i]! + 1 && k + 3 <= E[i]!; k++) {
-    const a = text.charCodeAt(k) | 32;
-    const b = text.charCodeAt(k + 1) | 32;
-    const d = text.charCodeAt(k + 2) | 32;
-    // icu, ccu, ciu
-    if ((a === 105 && b === 99 && d === 117) || (a === 99 && b === 99 && d === 117) || (a === 99 && b === 105 && d === 117)) return true;
+  const s = S[i]!;
+  const e = E[i]!;
+  if (e - s < 3 || e - s > 7) return false;
+  const endsU = (text.charCodeAt(e - 1) | 32) === 117;
+  for (let k = s; k < e - 1; k++) {
+    if ((text.charCodeAt(k) | 32) !== 99) continue;
+    if (endsU || (k > s && (text.charCodeAt(k + 1) | 32) === 117)) return true;
   }
   return false;
 }
