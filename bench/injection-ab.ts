@@ -4,12 +4,13 @@
  * slice again, the other N - 1 have pushed its cache lines out). Rows: `assessWith` of both shipped models as a
  * message (as guardrails/default.yaml scores text) and `score`, on MTSamples and PhysioNet slices of 1 and 4 KB.
  *
- * Usage: `npx tsx bench/injection-ab.ts --a OLD.mjs --b NEW.mjs [--rounds 7] [--n 1000] [--only mtsamples,both] [--cpu]`
+ * Usage: `npx tsx bench/injection-ab.ts --a OLD.mjs --b NEW.mjs [--rounds 7] [--n 1000] [--only mtsamples,both] [--cpu] [--evict KB]`
  * where each FILE.mjs is an esbuild bundle of src/guardrails/injection/model.ts
  * (`npx esbuild src/guardrails/injection/model.ts --bundle --platform=node --format=esm --outfile=FILE.mjs`; for an
  * older commit, bundle its src/guardrails/injection/ written out with `git show`).
  * Prints per row: µs per KB p50 of A and B (`--cpu`: mean CPU µs per KB over the slices), medians (min-max) over the
- * rounds, and the median (min-max) of the per-round B/A ratios.
+ * rounds, and the median (min-max) of the per-round B/A ratios. `--evict KB`: before each call (untimed), read KB of
+ * other memory, as other work between two calls of a server would (the scorer then meets colder caches; wall time only).
  */
 import os from "node:os";
 import path from "node:path";
@@ -31,6 +32,13 @@ const N = Number(arg("--n") ?? 1000);
 const only = arg("--only")?.split(",");
 const want = (name: string) => !only || only.every((o) => name.includes(o));
 const cpu = process.argv.includes("--cpu");
+const evict = new Float64Array((Number(arg("--evict") ?? 0) * 1024) / 8);
+// (a module-level sum, so that the reads are not optimised away)
+let _evicted = 0;
+/** Reads `evict` through (one load per 64-byte line). */
+function evictCaches(): void {
+  for (let i = 0; i < evict.length; i += 8) _evicted += evict[i]!;
+}
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const r1 = (x: number) => Math.round(x * 10) / 10;
@@ -57,6 +65,7 @@ function perKB(fn: (t: string) => unknown, slices: string[]): number {
   }
   const us: number[] = [];
   for (const s of slices) {
+    if (evict.length > 0) evictCaches();
     const t = process.hrtime.bigint();
     fn(s);
     us.push(Number(process.hrtime.bigint() - t) / 1000 / (s.length / 1024));
@@ -98,6 +107,6 @@ for (let k = 0; k < rounds; k++) {
 }
 const rng = (xs: number[]) => `${r1(median(xs))} (${r1(Math.min(...xs))}-${r1(Math.max(...xs))})`;
 const rr = (xs: number[]) => `${median(xs).toFixed(3)} (${Math.min(...xs).toFixed(3)}-${Math.max(...xs).toFixed(3)})`;
-console.log(`${cpu ? "CPU µs per KB (mean)" : "wall µs per KB (p50)"}, rounds ${rounds}, n ${N}, load ${load0.toFixed(2)} -> ${os.loadavg()[0]!.toFixed(2)}`);
+console.log(`${cpu ? "CPU µs per KB (mean)" : "wall µs per KB (p50)"}${evict.length > 0 ? `, ${evict.length / 128} KB read before each call` : ""}, rounds ${rounds}, n ${N}, load ${load0.toFixed(2)} -> ${os.loadavg()[0]!.toFixed(2)}`);
 console.log("row".padEnd(24) + "A".padEnd(22) + "B".padEnd(22) + "B/A");
 for (const [name, x] of res) console.log(name.padEnd(24) + rng(x.a).padEnd(22) + rng(x.b).padEnd(22) + rr(x.ratio));
