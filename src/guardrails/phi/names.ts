@@ -357,6 +357,8 @@ function generational(text: string, s: number, e: number): boolean {
 
 /** signatures */
 function signatures(c: NameContext): void {
+  // each candidate is the word before a credential word
+  if ((c.anyF & W_CREDENTIAL_WORDS) === 0) return;
   const { text, n, S, E, F, SH, isName, first, known, isCommon } = c;
   // signatures: name-like words right before a credential ("Marie Munroe, RN", "barbara j. parrilli bsn/rn")
   for (let i = 0; i < n; i++) {
@@ -428,6 +430,8 @@ function peopleLists(c: NameContext): void {
 
 /** particles */
 function particles(c: NameContext): void {
+  // each candidate starts with a title-case word
+  if ((c.anySH & SH_TC) === 0) return;
   const { text, n, S, E, F, SH, isName, known, w } = c;
   // names with particles or a bare middle initial ("Maika van de Noort", "Willemine ten Pas", "Ravil G Yefimov"):
   // capitalised words around lower-case particles or one capital letter, at least one of them a dictionary name
@@ -447,6 +451,8 @@ function particles(c: NameContext): void {
 
 /** relation in parentheses */
 function relationInParentheses(c: NameContext): void {
+  // each candidate is the word before a relation word
+  if ((c.anyF & W_RELATIONS) === 0) return;
   const { text, n, S, E, F, SH, isName, gap } = c;
   // a name followed by the relation in parentheses ("URSLA MORETTI (DAUGHTER)", "Ann Lee (wife)")
   for (let i = 0; i + 1 < n; i++) {
@@ -463,6 +469,8 @@ function relationInParentheses(c: NameContext): void {
 
 /** lower-case initial */
 function lowerInitials(c: NameContext): void {
+  // each candidate is an initial before a dictionary surname
+  if ((c.anyF & F_LAST) === 0) return;
   const { text, n, S, E, F, isName, isCommon } = c;
   // a lower-case initial and a dictionary surname ("nsg (d. renna and j. o'brien)"); "e. coli" is not a surname
   for (let i = 0; i + 1 < n; i++) {
@@ -493,6 +501,8 @@ function beforeAware(c: NameContext): void {
 
 /** speaker label */
 function speakerLabels(c: NameContext): void {
+  // each candidate is a title-case word
+  if ((c.anySH & SH_TC) === 0) return;
   const { text, n, E, F, SH, isName, sentenceStart } = c;
   // a speaker label starting a line or sentence ('Zuzana: "Who are you?"')
   for (let i = 0; i < n; i++) {

@@ -44,6 +44,8 @@ export function findPlaces(c: NameContext, found: FoundList): void {
 
 /** "to holy cross hospital", "from sacred heart hosp": one or two words between a place preposition and a hospital word. */
 function hospitalsAfterPreposition(c: NameContext, found: FoundList): void {
+  // each candidate ends before a hospital word or before "medical" / "med" and a center word
+  if ((c.anyF & (W_HOSPITAL_WORDS | W_CENTER_WORDS)) === 0) return;
   const { text, n, S, E, GE, F, lowerIs, lowerLen } = c;
   // "to holy cross hospital", "from sacred heart hosp": one or two words between a place preposition and a hospital
   // word name the hospital even when they are common words (not "to the hospital", "from an outside hospital")
