@@ -231,6 +231,8 @@ const lastPart = (w: string): string => w.slice(w.lastIndexOf("-") + 1);
 
 /** 4. extend runs: neighbours that look like names, initials, and signatures */
 function extendRuns(c: NameContext): void {
+  // each candidate is next to a name
+  if (c.isName.indexOf(1) < 0) return;
   const { text, n, S, E, F, SH, isName, known, gap, nameLike, lower } = c;
   // 4. extend runs: neighbours that look like names, initials, and signatures ("DAN A. FORMAN-LYONS, RRT")
   for (let pass = 0; pass < 2; pass++) {
@@ -280,6 +282,8 @@ function allPartsCommon(c: NameContext, w: string): boolean {
 
 /** initial + surname and <name> and <name> */
 function initialsAndPairs(c: NameContext): void {
+  // each candidate is an upper-case letter or next to a name
+  if ((c.anySH & SH_UP) === 0 && c.isName.indexOf(1) < 0) return;
   const { text, n, S, E, F, SH, isName, known, isCommon, allCapsText, lowerIs } = c;
   // initial + surname ("E. WELSH", "Z. Miller") and "<name> and <name>"
   for (let i = 0; i + 1 < n; i++) {
@@ -323,6 +327,8 @@ function letterOfPhrase(c: NameContext, i: number): boolean {
 
 /** backwards */
 function backwards(c: NameContext): void {
+  // each candidate is next to a name
+  if (c.isName.indexOf(1) < 0) return;
   const { text, n, S, E, F, SH, isName, lowerIs } = c;
   // backwards: "<X>, <name>", "<X> and <name>", "<X> <initial> <name>"; forwards: generational suffixes
   // (not a relation, role or title: "GUARDIAN: Niece, Patricia WAITE")
@@ -402,6 +408,8 @@ function signatures(c: NameContext): void {
 
 /** lists */
 function peopleLists(c: NameContext): void {
+  // each list has a comma
+  if (c.text.indexOf(",") < 0) return;
   const { text, n, S, E, GE, F, SH, isName, known, lowerIs } = c;
   // lists of people ("they had 3: silvana, adam and caleb", "our founders: Monjeau, Graves and Reed"): a run of
   // three or more single words joined by commas / "and", at least two of them dictionary names
@@ -513,6 +521,8 @@ function speakerLabels(c: NameContext): void {
 
 /** lower-case text */
 function lowerCaseText(c: NameContext): void {
+  // each candidate starts at a dictionary first name or a name
+  if ((c.anyF & F_FIRST) === 0 && c.isName.indexOf(1) < 0) return;
   const { text, n, S, E, F, isName, known, isCommon, lowerLen } = c;
   // all-lower-case text (case says nothing): a first name and the word after it ("olga krylova", "leone mazzi")
   if (c.lowerText) {
@@ -532,6 +542,8 @@ function lowerCaseText(c: NameContext): void {
 
 /** every mention */
 function everyMention(c: NameContext): void {
+  // each mention repeats a name
+  if (c.isName.indexOf(1) < 0) return;
   const { text, n, S, E, F, SH, LID, isName, weak, known, isCommon, sentenceStart, w } = c;
   // one name, every mention: a word found as a name elsewhere in the text is a name wherever it is written the same way
   const seen = new Set<string>();
