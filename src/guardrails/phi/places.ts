@@ -72,8 +72,9 @@ function hospitalsAfterPreposition(c: NameContext, found: FoundList): void {
 
 /** Named facilities, cities of the gazetteer, wards, facility acronyms and places after a place cue. */
 function places(c: NameContext, found: FoundList): void {
-  // each rule below needs a token of one of these classes: a facility word, a city of the gazetteer, a ward or place cue
-  if ((c.anyF & (W_NAMED_FACILITY | F_BIG_CITY | F_CITY | F_CITY_FIRST | W_FACILITY_WORDS | W_WARD_PREV | W_LOC_PREV)) === 0) return;
+  // each rule below needs a token of one of these classes: a facility word, a city of the gazetteer, a ward or place
+  // cue; or, for a city of several words, its first word in name shape
+  if ((c.anyF & (W_NAMED_FACILITY | F_BIG_CITY | F_CITY | W_FACILITY_WORDS | W_WARD_PREV | W_LOC_PREV)) === 0 && (c.anyNameShapeF & F_CITY_FIRST) === 0) return;
   const { text, n, S, E, F, SH, isName, commonParts, sentenceStart, allCapsText, cities, lower, lowerLen } = c;
   for (let i = 0; i < n; i++) {
     const f = F[i]!;
