@@ -216,8 +216,16 @@ const alnumUnit = (c: number): boolean => (c >= 97 && c <= 122) || (c >= 65 && c
  */
 function runAtSign(p: Pattern, re: RegExp, text: string, found: FoundList): void {
   let from = 0;
-  for (let at = text.indexOf("@"); at >= 0; at = text.indexOf("@", at + 1)) {
-    if (!domainAfter(text, at)) continue;
+  // the next `@` when the domain read found it (an `@` ends the run it reads), else -1: found by indexOf
+  let next = -1;
+  for (let at = text.indexOf("@"); at >= 0; at = next >= 0 ? next : text.indexOf("@", at + 1)) {
+    const stop = domainStop(text, at);
+    next = -1;
+    if (stop >= 0) {
+      // no domain: no `@` before the run's end (one `@` after another, "a@b.a@b.", needs no search)
+      if (text.charCodeAt(stop) === 64) next = stop;
+      continue;
+    }
     // back to the run's start; a scan stopped at 65 characters means a run longer than 64 (its start would follow no
     // [\w.%+-] only beyond the local part's length)
     let s = at;
@@ -237,17 +245,18 @@ const asciiLetter = (c: number): boolean => (c >= 97 && c <= 122) || (c >= 65 &&
  * What the e-mail pattern needs after the `@` at `at` (its domain, `[A-Za-z0-9][A-Za-z0-9-]{0,62}(?:\.[A-Za-z0-9-]
  * {1,63}){0,4}\.[A-Za-z]{2,24}`, is one run of `[A-Za-z0-9.-]`): a letter or digit, then within that run a full stop
  * followed by two ASCII letters. Read forward to the run's end (the runs after two `@` do not overlap, as `@` ends
- * one), so that an `@` without such a domain ("a@b.a@b." repeated, "user@host") costs no regex attempt.
+ * one), so that an `@` without such a domain ("a@b.a@b." repeated, "user@host") costs no regex attempt. -1 when the
+ * domain is there, else where the run ended (its first character outside `[A-Za-z0-9.-]`, or the text's length).
  */
-function domainAfter(text: string, at: number): boolean {
-  if (!alnumUnit(text.charCodeAt(at + 1))) return false;
+function domainStop(text: string, at: number): number {
+  if (!alnumUnit(text.charCodeAt(at + 1))) return at + 1;
   for (let i = at + 2; i < text.length; i++) {
     const c = text.charCodeAt(i);
     if (c === 46) {
-      if (asciiLetter(text.charCodeAt(i + 1)) && asciiLetter(text.charCodeAt(i + 2))) return true;
-    } else if (!(alnumUnit(c) || c === 45)) return false;
+      if (asciiLetter(text.charCodeAt(i + 1)) && asciiLetter(text.charCodeAt(i + 2))) return -1;
+    } else if (!(alnumUnit(c) || c === 45)) return i;
   }
-  return false;
+  return text.length;
 }
 
 /**

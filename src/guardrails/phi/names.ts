@@ -251,6 +251,8 @@ const lastPart = (w: string): string => w.slice(w.lastIndexOf("-") + 1);
 
 /** 4. extend runs: neighbours that look like names, initials, and signatures */
 function extendRuns(c: NameContext): void {
+  // each candidate is next to a name
+  if (c.isName.indexOf(1) < 0) return;
   const { text, n, S, E, F, SH, isName, known, gap, nameLike, lower } = c;
   // 4. extend runs: neighbours that look like names, initials, and signatures ("DAN A. FORMAN-LYONS, RRT")
   for (let pass = 0; pass < 2; pass++) {
@@ -300,6 +302,8 @@ function allPartsCommon(c: NameContext, w: string): boolean {
 
 /** initial + surname and <name> and <name> */
 function initialsAndPairs(c: NameContext): void {
+  // each candidate is an upper-case letter or next to a name
+  if ((c.anySH & SH_UP) === 0 && c.isName.indexOf(1) < 0) return;
   const { text, n, S, E, F, SH, isName, known, isCommon, allCapsText, lowerIs } = c;
   // initial + surname ("E. WELSH", "Z. Miller") and "<name> and <name>"
   for (let i = 0; i + 1 < n; i++) {
@@ -343,6 +347,8 @@ function letterOfPhrase(c: NameContext, i: number): boolean {
 
 /** backwards */
 function backwards(c: NameContext): void {
+  // each candidate is next to a name
+  if (c.isName.indexOf(1) < 0) return;
   const { text, n, S, E, F, SH, isName, lowerIs } = c;
   // backwards: "<X>, <name>", "<X> and <name>", "<X> <initial> <name>"; forwards: generational suffixes
   // (not a relation, role or title: "GUARDIAN: Niece, Patricia WAITE")
@@ -377,6 +383,8 @@ function generational(text: string, s: number, e: number): boolean {
 
 /** signatures */
 function signatures(c: NameContext): void {
+  // each candidate is the word before a credential word
+  if ((c.anyF & W_CREDENTIAL_WORDS) === 0) return;
   const { text, n, S, E, F, SH, isName, first, known, isCommon } = c;
   // signatures: name-like words right before a credential ("Marie Munroe, RN", "barbara j. parrilli bsn/rn")
   for (let i = 0; i < n; i++) {
@@ -473,6 +481,8 @@ function signatureCue(c: NameContext, from: number, to: number): boolean {
 
 /** lists */
 function peopleLists(c: NameContext): void {
+  // each list has a comma
+  if (c.text.indexOf(",") < 0) return;
   const { text, n, S, E, GE, F, SH, isName, known, lowerIs } = c;
   // lists of people ("they had 3: silvana, adam and caleb", "our founders: Monjeau, Graves and Reed"): a run of
   // three or more single words joined by commas / "and", at least two of them dictionary names
@@ -501,6 +511,8 @@ function peopleLists(c: NameContext): void {
 
 /** particles */
 function particles(c: NameContext): void {
+  // each candidate starts with a title-case word
+  if ((c.anySH & SH_TC) === 0) return;
   const { text, n, S, E, F, SH, isName, known, w } = c;
   // names with particles or a bare middle initial ("Maika van de Noort", "Willemine ten Pas", "Ravil G Yefimov"):
   // capitalised words around lower-case particles or one capital letter, at least one of them a dictionary name
@@ -520,6 +532,8 @@ function particles(c: NameContext): void {
 
 /** relation in parentheses */
 function relationInParentheses(c: NameContext): void {
+  // each candidate is the word before a relation word
+  if ((c.anyF & W_RELATIONS) === 0) return;
   const { text, n, S, E, F, SH, isName, gap } = c;
   // a name followed by the relation in parentheses ("URSLA MORETTI (DAUGHTER)", "Ann Lee (wife)")
   for (let i = 0; i + 1 < n; i++) {
@@ -536,6 +550,8 @@ function relationInParentheses(c: NameContext): void {
 
 /** lower-case initial */
 function lowerInitials(c: NameContext): void {
+  // each candidate is an initial before a dictionary surname
+  if ((c.anyF & F_LAST) === 0) return;
   const { text, n, S, E, F, isName, isCommon } = c;
   // a lower-case initial and a dictionary surname ("nsg (d. renna and j. o'brien)"); "e. coli" is not a surname
   for (let i = 0; i + 1 < n; i++) {
@@ -566,6 +582,8 @@ function beforeAware(c: NameContext): void {
 
 /** speaker label */
 function speakerLabels(c: NameContext): void {
+  // each candidate is a title-case word
+  if ((c.anySH & SH_TC) === 0) return;
   const { text, n, E, F, SH, isName, sentenceStart } = c;
   // a speaker label starting a line or sentence ('Zuzana: "Who are you?"')
   for (let i = 0; i < n; i++) {
@@ -576,6 +594,8 @@ function speakerLabels(c: NameContext): void {
 
 /** lower-case text */
 function lowerCaseText(c: NameContext): void {
+  // each candidate starts at a dictionary first name or a name
+  if ((c.anyF & F_FIRST) === 0 && c.isName.indexOf(1) < 0) return;
   const { text, n, S, E, F, isName, known, isCommon, lowerLen } = c;
   // all-lower-case text (case says nothing): a first name and the word after it ("olga krylova", "leone mazzi")
   if (c.lowerText) {
@@ -595,6 +615,8 @@ function lowerCaseText(c: NameContext): void {
 
 /** every mention */
 function everyMention(c: NameContext): void {
+  // each mention repeats a name
+  if (c.isName.indexOf(1) < 0) return;
   const { text, n, S, E, F, SH, LID, isName, weak, known, isCommon, sentenceStart, w } = c;
   // one name, every mention: a word found as a name elsewhere in the text is a name wherever it is written the same way
   const seen = new Set<string>();

@@ -44,6 +44,8 @@ export function findPlaces(c: NameContext, found: FoundList): void {
 
 /** "to holy cross hospital", "from sacred heart hosp": one or two words between a place preposition and a hospital word. */
 function hospitalsAfterPreposition(c: NameContext, found: FoundList): void {
+  // each candidate ends before a hospital word or before "medical" / "med" and a center word
+  if ((c.anyF & (W_HOSPITAL_WORDS | W_CENTER_WORDS)) === 0) return;
   const { text, n, S, E, GE, F, lowerIs, lowerLen } = c;
   // "to holy cross hospital", "from sacred heart hosp": one or two words between a place preposition and a hospital
   // word name the hospital even when they are common words (not "to the hospital", "from an outside hospital")
@@ -70,6 +72,9 @@ function hospitalsAfterPreposition(c: NameContext, found: FoundList): void {
 
 /** Named facilities, cities of the gazetteer, wards, facility acronyms and places after a place cue. */
 function places(c: NameContext, found: FoundList): void {
+  // each rule below needs a token of one of these classes: a facility word, a city of the gazetteer, a ward or place
+  // cue; or, for a city of several words, its first word in name shape
+  if ((c.anyF & (W_NAMED_FACILITY | F_BIG_CITY | F_CITY | W_FACILITY_WORDS | W_WARD_PREV | W_LOC_PREV)) === 0 && (c.anyNameShapeF & F_CITY_FIRST) === 0) return;
   const { text, n, S, E, F, SH, isName, commonParts, sentenceStart, allCapsText, cities, lower, lowerLen } = c;
   for (let i = 0; i < n; i++) {
     const f = F[i]!;

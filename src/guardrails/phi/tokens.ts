@@ -85,6 +85,14 @@ export interface NameContext {
   upperShare: number;
   /** The text has no upper-case letter (`\p{Lu}`), so case says nothing about names (tested once per text). */
   lowerText: boolean;
+  /**
+   * The union of every token's F bits, and of every token's SH bits: a rule that needs a token with some bit skips its
+   * pass over the tokens when no token has it (a text without a credential, relation or capitalised word).
+   */
+  anyF: number;
+  anySH: number;
+  /** The union of the F bits of the tokens in name shape: SH_NC, or upper case and longer than two letters. */
+  anyNameShapeF: number;
 }
 
 /** Texts of up to this many words reuse the token arrays of the previous call; longer ones get their own. */
@@ -146,6 +154,9 @@ export function nameContext(text: string, lx: Lexicon, extra: ReadonlySet<string
   const hasExtra = extra.size > 0;
   // an upper-case letter is in some word: an ASCII word that is not lower case has one; a word with other letters may
   let upperSeen = false;
+  let anyF = 0;
+  let anySH = 0;
+  let anyNameShapeF = 0;
   let otherLetters = false;
   arrays.upperBefore[0] = 0;
   scanWordsFolded(text, (s, end, asciiLower, ascii, marks) => {
@@ -275,6 +286,9 @@ export function nameContext(text: string, lx: Lexicon, extra: ReadonlySet<string
     a.GE[n] = n > 0 ? a.E[n - 1]! : s;
     a.F[n] = f;
     a.SH[n] = sh;
+    anyF |= f;
+    anySH |= sh;
+    if ((sh & SH_NC) !== 0 || ((sh & SH_UP) !== 0 && e - s > 2)) anyNameShapeF |= f;
     a.LID[n] = id;
     // upper-case words before each position: the share of upper-case neighbours is a difference of two prefix sums
     a.upperBefore[n + 1] = a.upperBefore[n]! + ((sh & SH_UP) !== 0 ? 1 : 0);
@@ -364,7 +378,7 @@ export function nameContext(text: string, lx: Lexicon, extra: ReadonlySet<string
   // every letter is in a word, so only a text with letters outside ASCII (and none upper case in ASCII) needs the pattern
   const lowerText = upperSeen ? false : otherLetters ? !/\p{Lu}/u.test(text) : true;
   const upperShare = CASE_COUNT[0] === 0 ? 0 : CASE_COUNT[1]! / CASE_COUNT[0]!;
-  return { text, n, S, E, GE, F, SH, LID, w: wOf, lower: lowerOf, lowerLen, lowerIs, isName, weak, first, common, ambiguous, cities: lx.cities, known, onlyIntl, isCommon, commonParts, gap, sentenceStart, allCapsText, nameLike, lowerText, upperShare };
+  return { text, n, S, E, GE, F, SH, LID, w: wOf, lower: lowerOf, lowerLen, lowerIs, isName, weak, first, common, ambiguous, cities: lx.cities, known, onlyIntl, isCommon, commonParts, gap, sentenceStart, allCapsText, nameLike, lowerText, upperShare, anyF, anySH, anyNameShapeF };
 }
 
 /**
