@@ -383,8 +383,8 @@ function generational(text: string, s: number, e: number): boolean {
 
 /** signatures */
 function signatures(c: NameContext): void {
-  // each candidate is the word before a credential word
-  if ((c.anyF & W_CREDENTIAL_WORDS) === 0) return;
+  // each candidate is the word before a credential word, or a word after "by" (a weak relation) before PT / RT / ...
+  if ((c.anyF & (W_CREDENTIAL_WORDS | W_WEAK_RELATIONS)) === 0) return;
   const { text, n, S, E, F, SH, isName, first, known, isCommon } = c;
   // signatures: name-like words right before a credential ("Marie Munroe, RN", "barbara j. parrilli bsn/rn")
   for (let i = 0; i < n; i++) {
