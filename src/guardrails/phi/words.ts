@@ -78,6 +78,23 @@ export const NOT_NAMES = new Set([
   "street", "st", "road", "rd", "avenue", "ave", "the", "and", "or", "of", "to", "in", "on", "at", "for", "with", "by", "from", "is", "was",
 ]);
 
+/**
+ * Species epithets of the bacteria, fungi and parasites clinical notes name most ("S. aureus", "K. pneumoniae",
+ * "E. coli", "C. difficile", "P. jirovecii"): after a genus or its initial they name an organism, never a person, so
+ * they are {@link NOT_NAMES} too. Microbiology vocabulary (Latin, no English given name or surname), not a list of rows.
+ */
+export const SPECIES_EPITHETS = new Set([
+  "aureus", "epidermidis", "saprophyticus", "lugdunensis", "haemolyticus", "hominis", "capitis", "pneumoniae", "pyogenes",
+  "agalactiae", "viridans", "mitis", "mutans", "gallolyticus", "anginosus", "faecalis", "faecium", "coli", "aeruginosa",
+  "maltophilia", "baumannii", "cloacae", "aerogenes", "oxytoca", "mirabilis", "marcescens", "freundii", "koseri",
+  "morganii", "influenzae", "parainfluenzae", "catarrhalis", "meningitidis", "gonorrhoeae", "trachomatis", "pallidum",
+  "burgdorferi", "difficile", "perfringens", "fragilis", "acnes", "jejuni", "pylori", "enterica", "typhi", "typhimurium",
+  "sonnei", "flexneri", "monocytogenes", "pertussis", "tuberculosis", "avium", "intracellulare", "kansasii", "abscessus",
+  "albicans", "glabrata", "krusei", "parapsilosis", "tropicalis", "auris", "neoformans", "fumigatus", "jirovecii",
+  "carinii", "gondii", "vaginalis", "histolytica", "lamblia", "cereus", "anthracis", "diphtheriae", "jeikeium",
+  "pneumophila", "cholerae", "vulnificus", "enterocolitica", "multocida", "henselae", "genitalium", "urealyticum",
+]);
+
 export const STRONG_LOC_PREFIX = /\b(?:transferr?ed (?:back )?(?:to|from)|transfer(?:red)? (?:back )?to|admitted to|presented to|went to|go to|lives in|live in|living in|resides in|nearby in|moved to|moved from|called to|discharged to|adm(?:itted)? (?:to|from)|sent to|brought to|tx to|taken to|flighted to|enroute to|arrival to|retired from|rec(?:ie|ei)ved from|transfer)\s{1,2}(?:the\s)?$/i;
 
 /**
@@ -139,5 +156,6 @@ export const WORD_CLASSES: ReadonlyArray<readonly [ReadonlySet<string>, number]>
   [NAMED_FACILITY, W_NAMED_FACILITY],
   [FACILITY_WORDS, W_FACILITY_WORDS],
   [NOT_NAMES, W_NOT_NAMES],
+  [SPECIES_EPITHETS, W_NOT_NAMES],
   [EPONYM_HEADS, W_EPONYM_HEADS],
 ];

@@ -100,4 +100,13 @@ describe("PHI detector: names and places in clinical context", () => {
       expect(redactPhiText(text), text).toBe(text);
     }
   });
+
+  it("reads a genus initial before a species epithet as an organism, not a person, and keeps the names beside it", () => {
+    expect(redactPhiText("S. EPIDERMIDIS IN 1/2 BOTTLES, MD AWARE.")).toBe("S. EPIDERMIDIS IN 1/2 BOTTLES, MD AWARE.");
+    expect(redactPhiText("P. AERUGINOSA IN SPUTUM, PER DR. OKONKWO.")).toBe("P. AERUGINOSA IN SPUTUM, PER DR. [NAME].");
+    expect(redactPhiText("K. Pneumoniae and N. Meningitidis negative; C. Glabrata in urine.")).toBe("K. Pneumoniae and N. Meningitidis negative; C. Glabrata in urine.");
+    // an initial and a surname are still a name
+    expect(redactPhiText("S. EPSTEIN MD AWARE.")).toBe("[NAME] MD AWARE.");
+    expect(redactPhiText("Seen by K. Adeyemi, RN.")).toBe("Seen by [NAME], RN.");
+  });
 });
