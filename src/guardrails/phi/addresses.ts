@@ -18,6 +18,14 @@ export const ADDR_TRIGGER =
 const ADDR_NUM_START = /(?<![\w.,/:+-])\d{1,6}(?:\s\d{1,6})?\s(?=[\p{Lu}]|(?:ul|rue|rua|rúa|avenida|avda|calle|via|viale|str|út|utca|ulica|strada|aleja|trg)\b)/gu;
 export const ADDR_TOKEN =
   /(?:[ \t]{0,4}|,[ \t]{0,4}|\n[ \t>?]{0,6}|\n,[ \t]{0,4})(?:[\p{Lu}][\p{L}\p{M}'’.-]*|\d{1,6}[A-Za-z]?(?:-\d{1,4})?|(?:apt|apartment|suite|ste|unit|box|postbox|p\.o\.|po)\b\.?|(?:and|de|du|del|dei|der|van|von|u|ul|str|st|la|le|do|da|di|dos|das|y|of|the|corner|street|road|avenue|lane|drive|place|square|terrace|way|court)\b\.?|\((?:[\p{Lu}][\p{L}]*)\)|[\p{Ll}][\p{L}\p{M}'’-]{0,30}\.?)/uy;
+/** `text` has two capitals A-Z at `at` and no letter or digit after them. */
+function twoCapitals(text: string, at: number): boolean {
+  const a = text.charCodeAt(at);
+  const b = text.charCodeAt(at + 1);
+  const c = text.charCodeAt(at + 2);
+  return a >= 65 && a <= 90 && b >= 65 && b <= 90 && !((c >= 65 && c <= 90) || (c >= 97 && c <= 122) || (c >= 48 && c <= 57));
+}
+
 const ADDR_SUFFIX = /^(?:út|ul|avda|aleja|põik|iela|gatve|street|st|avenue|ave|road|rd|boulevard|blvd|lane|ln|drive|dr|court|ct|way|place|pl|terrace|sq|square|squares|loop|pass|club|union|strasse|straße|str|vej|katu|kuja|tie|rua|rue|via|vicolo|calle|gate|gata|gatan|vegen|veien|terrasse|trg|kapu|útja|utca|ulica|avenida|rúa|praia|plaza|piazza|allee|gasse|weg|laan|straat)\.?$/i;
 /**
  * Start rules (./prefilter.ts) of {@link ADDR_TRIGGER} and {@link ADDR_NUM_START}: they run at these positions only. The
@@ -470,6 +478,9 @@ export function scanAddresses(text: string, found: FoundList, common: WordSet, c
     // a street suffix alone is a word of the sentence ("sent to CT scan", "sent to GH via ambulance", "HR 100 ST."):
     // an address has a number or a street name besides it
     if (triggered) {
+      // a street suffix of two capitals opening a run with no number is a word of the sentence, not the end of a
+      // street's name, which comes before it ("sent to CT RN accompanied", "to ST ELEV", "to DR AWARE")
+      if (nums === 0 && (tokenAt(start) & T_SUFFIX) !== 0 && twoCapitals(text, start)) return start;
       if ((caps >= 1 || suffix) && (nums >= 1 || caps >= 2 || suffix) && (nums >= 1 || names >= 1 || lower > 0)) return end;
       return start;
     }

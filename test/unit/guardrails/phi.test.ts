@@ -152,11 +152,12 @@ describe("PHI detector", () => {
   });
 
   it("reads no dose, lone street suffix or phrase after 'in' as an address, and keeps street addresses", () => {
-    for (const text of ["K 3.8, repleted with 20 Meq PO, Mag 1.7.", "Valium po x1. HR 100 ST. sats stable.", "PT SENT TO CT SCAN AND FOUND A BLEED.", "Restraints remain in place. Inconsistently following commands."]) {
+    for (const text of ["K 3.8, repleted with 20 Meq PO, Mag 1.7.", "Valium po x1. HR 100 ST. sats stable.", "PT SENT TO CT SCAN AND FOUND A BLEED.", "Restraints remain in place. Inconsistently following commands.", "SENT TO CT RN ACCOMPANIED.", "PT TAKEN TO CT, NP AT BEDSIDE.", "TRAVELED TO CT STAT."]) {
       expect(redactPhiText(text), text).toBe(text);
     }
     expect(redactPhiText("She lives at 12 Main St. in town.")).not.toContain("Main");
     expect(redactPhiText("Mail it to 92056 Main Ave today.")).toContain("[ADDRESS]");
+    expect(redactPhiText("MOVED TO 45 BIRCHWOOD CT IN MAY.")).not.toContain("BIRCHWOOD");
   });
 
   it("does not extend a name over a unit acronym, a verb form or joined common words", () => {
