@@ -1547,9 +1547,9 @@ function chunkedGates(t: string): RuleGates {
 }
 
 /**
- * Texts longer than this (and at most {@link CHUNKED_MIN}) have their feature rules searched by blocks
- * ({@link ruleChunks}): gated whole, a 4 KB note opens ordinary words' rules ("the ... check", "no ... review", "test",
- * "answer") whose regexes then scan all of it; a block of {@link RULE_CHUNK_CHARS} opens far fewer.
+ * Texts longer than this have their feature rules searched by blocks ({@link ruleChunks}): gated whole (or by chunks of
+ * {@link CHUNK_CHARS}), a 4 KB note opens ordinary words' rules ("the ... check", "no ... review", "test", "answer")
+ * whose regexes then scan all of it; a block of {@link RULE_CHUNK_CHARS} opens far fewer.
  */
 export const RULE_CHUNKED_MIN = 2048;
 /** Characters per block of {@link ruleChunks}. */
@@ -1589,8 +1589,9 @@ function ruleMargins(): Margins | null {
 /**
  * The feature rules' gates of `t` by blocks of {@link RULE_CHUNK_CHARS} characters, as {@link chunkedGates} cuts a long
  * text (spans with {@link ruleMargins}), each block's gates evaluated only for the rules and branches open in the whole
- * text (`gates`: a block's gate holds only where the whole text's does). Hard-rule gates are not evaluated (left 0): the
- * result serves {@link windowRulesChunked} alone. Overwrites the gate filter (GRAMS).
+ * text (`gates`: a block's gate holds only where the whole text's does; for a text gated by chunks, the union of its
+ * chunks' rules and every branch). Hard-rule gates are not evaluated (left 0): the result serves
+ * {@link windowRulesChunked} alone. Overwrites the gate filter (GRAMS).
  */
 function ruleChunks(t: string, gates: RuleGates, m: Margins): ChunkGates {
   const { fwd, back } = m;
@@ -2181,6 +2182,9 @@ const NEG_RULE_BUCKET = RULES.map(([name]) => fnv(SEED_RULE, "neg:" + name));
 /** The bucket of {@link RULES}[r]'s feature when each of its matches in the window is negated ({@link negatedRules}). */
 export const negRuleBucket = (r: number, buckets: number): number => NEG_RULE_BUCKET[r]! & (buckets - 1);
 
+/** Every branch of every rule, as {@link RuleGates.branches} (read only). */
+const ALL_BRANCHES = new Uint32Array(RULES.length).fill(0xffffffff);
+
 /** Global copies of the rules, for finding every hit once per text. */
 const RULES_G = RULES.map(([, re]) => new RegExp(re.source, re.flags.includes("g") ? re.flags : re.flags + "g"));
 
@@ -2207,14 +2211,20 @@ export function ruleHits(t: string, gates: RuleGates = ruleGates(t)): Array<[num
  * For each window of `wins` (sorted by start, ends sorted too, as {@link windows} and {@link sentenceWindows} make
  * them), the bitmask of the {@link RULES} with a match starting inside it. Each rule's regex is run from a window's
  * start to its leftmost match, and the next search starts at the first window after that match: at most one search
- * per window and rule, so a text with a hit in every sentence stays linear. `gates`: from {@link ruleGates}(t).
+ * per window and rule, so a text with a hit in every sentence stays linear. A text over {@link RULE_CHUNKED_MIN}
+ * characters is searched so by blocks ({@link ruleChunks}, {@link windowRulesChunked}). `gates`: from {@link ruleGates}(t).
  */
 export function windowRules(t: string, wins: ReadonlyArray<readonly [number, number]>, gates: RuleGates = ruleGates(t)): Uint32Array {
-  if (gates.chunks !== undefined) return windowRulesChunked(t, wins, gates, gates.chunks);
   if (t.length > RULE_CHUNKED_MIN && gates.rules !== 0) {
     const m = ruleMargins();
-    if (m !== null) return windowRulesChunked(t, wins, gates, ruleChunks(t, gates, m));
+    if (m !== null) {
+      // (a long text's gates are the union of its chunks': a rule closed in it matches nowhere, but a branch may match in a
+      // chunk whose margin holds a wide word run, searched there by the whole regex whatever its branches' gates say)
+      const g = gates.chunks === undefined ? gates : { ...gates, branches: ALL_BRANCHES };
+      return windowRulesChunked(t, wins, g, ruleChunks(t, g, m));
+    }
   }
+  if (gates.chunks !== undefined) return windowRulesChunked(t, wins, gates, gates.chunks);
   const masks = new Uint32Array(wins.length);
   for (let r = 0; r < RULES_G.length; r++) {
     if ((gates.rules & (1 << r)) === 0) continue;
