@@ -1551,7 +1551,7 @@ function chunkedGates(t: string): RuleGates {
  * {@link CHUNK_CHARS}), a 4 KB note opens ordinary words' rules ("the ... check", "no ... review", "test", "answer")
  * whose regexes then scan all of it; a block of {@link RULE_CHUNK_CHARS} opens far fewer.
  */
-export const RULE_CHUNKED_MIN = 2048;
+export const RULE_CHUNKED_MIN = 3072;
 /** Characters per block of {@link ruleChunks}. */
 export const RULE_CHUNK_CHARS = 1024;
 

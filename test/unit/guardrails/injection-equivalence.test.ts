@@ -421,7 +421,7 @@ describe("mid-length texts, feature rules searched by blocks (windowRules' ruleC
     }
   }, 60_000);
 
-  it("clinical notes of 2 to 6 K characters: the rules of each window as the reference finds them", () => {
+  it("clinical notes of 3 to 6 K characters: the rules of each window as the reference finds them", () => {
     const notes = rows("mtsamples").map((r) => normalizeForInjection(String(r["transcription"]))).filter((t) => t.length > RULE_CHUNKED_MIN && t.length <= CHUNKED_MIN);
     expect(notes.length).toBeGreaterThan(100);
     for (const [i, t] of notes.slice(0, 300).entries()) expectSameMid(t, `note ${i}`, false);
