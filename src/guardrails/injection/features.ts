@@ -754,8 +754,11 @@ export const RULE_GATES: readonly Gate[] = [
   // secret
   [
     [
-      " api", " access token", " bearer token", " refresh token", " session ", " authorization header ", " client secret", " password", " credentials ",
-      " environment variable", " env var", " process.env", ".env", " secret", " system prompt", " systemprompt", " hidden instructions ", " private key",
+      // ("api" only as "api key", "apikey", "api-key" or "api-schlüssel", "session" before "id", "token", "cookie", and
+      // "secret" a whole word: "apical", "apixaban", "therapy session" and "secretions" open nothing)
+      " apikey", " api key", " api schl", " access token", " bearer token", " refresh token", " session id ", " session token", " session cookie",
+      " authorization header ", " client secret", " password", " credentials ",
+      " environment variable", " env var", " process.env", ".env", " secret ", " secrets ", " system prompt", " systemprompt", " hidden instructions ", " private key",
     ],
   ],
   // dose_change
@@ -867,8 +870,10 @@ export const RULE_GATES: readonly Gate[] = [
   // secret_demand (the secret)
   [
     [
-      " api", " access token", " bearer token", " refresh token", " oauth token", " session token", " id token", " jwt token", " client secret", " password",
-      " passwort", " contrase", " mot de passe", " credentials ", " private key", " signing key", "_key ", "_secret ", "_token ", " secret", " jeton",
+      // ("api" is in every match as "api key", "apikey", "api-key", "api-schlüssel", or before "credentials" or "secret", which
+      // are gated by themselves; "secret" is a whole word or after "_": "apical", "apixaban" and "secretions" open nothing)
+      " apikey", " api key", " api schl", " access token", " bearer token", " refresh token", " oauth token", " session token", " id token", " jwt token",
+      " client secret", " password", " passwort", " contrase", " mot de passe", " credentials ", " private key", " signing key", "_key ", "_secret ", "_token ", " secret ", " secrets ", " jeton",
       " zugangstoken", " zugangsdaten", " clave ",
     ],
   ],
