@@ -1559,6 +1559,8 @@ function chunkedGates(t: string): RuleGates {
 export const RULE_CHUNKED_MIN = 3072;
 /** Characters per block of {@link ruleChunks}. */
 export const RULE_CHUNK_CHARS = 1024;
+/** Blocks of a text gated one by one before {@link ruleChunks} gives up on a text whose blocks shut few rules. */
+const BLOCKS_TO_TRY = 8;
 
 let ruleMarginsCache: Margins | null | undefined;
 
@@ -1611,7 +1613,22 @@ function ruleChunks(t: string, gates: RuleGates, m: Margins): ChunkGates {
   const wide = new Uint8Array(most);
   const log = filterLog(RULE_CHUNK_CHARS + fwd + back);
   let count = 0;
+  // rules open in the whole text that the blocks so far shut, summed over the blocks (fewer than two a block in the first
+  // BLOCKS_TO_TRY: the rest is one block, open)
+  let shut = 0;
   for (let a = 0; a < n; count++) {
+    if (count === BLOCKS_TO_TRY && shut < 2 * BLOCKS_TO_TRY) {
+      // (a text whose blocks open about the same rules, as varied random words or a repeated phrase do, gains less from
+      // its blocks than their filters cost, about two regex scans of a block: the rest of it is searched as one block
+      // with every rule and branch of the whole text open)
+      cores[count] = a;
+      spans[2 * count] = Math.max(0, a - back);
+      spans[2 * count + 1] = n;
+      chunkRules[count] = gates.rules;
+      for (let r = 0; r < nr; r++) if (BRANCHES[r] !== null && BRANCHES[r] !== undefined) chunkBranches[count * nr + r] = gates.branches[r]!;
+      count++;
+      break;
+    }
     gramShift = 32 - log;
     const shift = gramShift + 5;
     const from = Math.max(0, a - back);
@@ -1625,6 +1642,7 @@ function ruleChunks(t: string, gates: RuleGates, m: Margins): ChunkGates {
     const span = t.slice(from, i);
     const rules = gateMask(span, RULE_GATES_C, gates.rules);
     chunkRules[count] = rules;
+    shut += popcount(gates.rules & ~rules);
     if (marginWide) wide[count] = 1;
     for (let r = 0; r < nr; r++) {
       const br = BRANCHES[r];
@@ -2187,6 +2205,12 @@ const NEG_RULE_BUCKET = RULES.map(([name]) => fnv(SEED_RULE, "neg:" + name));
 /** The bucket of {@link RULES}[r]'s feature when each of its matches in the window is negated ({@link negatedRules}). */
 export const negRuleBucket = (r: number, buckets: number): number => NEG_RULE_BUCKET[r]! & (buckets - 1);
 
+/**
+ * The rules with a keyword gate (blocks can shut only those: a text whose gates open fewer than three of them is
+ * searched whole, the scans that blocks could save costing about what their filters cost).
+ */
+const GATED_RULES = RULE_GATES.reduce((m, g, r) => (g === null ? m : m | (1 << r)), 0);
+
 /** Every branch of every rule, as {@link RuleGates.branches} (read only). */
 const ALL_BRANCHES = new Uint32Array(RULES.length).fill(0xffffffff);
 
@@ -2220,7 +2244,7 @@ export function ruleHits(t: string, gates: RuleGates = ruleGates(t)): Array<[num
  * characters is searched so by blocks ({@link ruleChunks}, {@link windowRulesChunked}). `gates`: from {@link ruleGates}(t).
  */
 export function windowRules(t: string, wins: ReadonlyArray<readonly [number, number]>, gates: RuleGates = ruleGates(t)): Uint32Array {
-  if (t.length > RULE_CHUNKED_MIN && gates.rules !== 0) {
+  if (t.length > RULE_CHUNKED_MIN && popcount(gates.rules & GATED_RULES) >= 3) {
     const m = ruleMargins();
     if (m !== null) {
       // (a long text's gates are the union of its chunks': a rule closed in it matches nowhere, but a branch may match in a
