@@ -4,7 +4,7 @@
  * slice again, the other N - 1 have pushed its cache lines out). Rows: `assessWith` of both shipped models as a
  * message (as guardrails/default.yaml scores text) and `score`, on MTSamples and PhysioNet slices of 1 and 4 KB.
  *
- * Usage: `npx tsx bench/injection-ab.ts --a OLD.mjs --b NEW.mjs [--rounds 7] [--n 1000] [--only mtsamples,both] [--cpu] [--evict KB]`
+ * Usage: `npx tsx bench/injection-ab.ts --a OLD.mjs --b NEW.mjs [--rounds 7] [--n 1000] [--only mtsamples,both] [--sizes 1024,4096] [--cpu] [--evict KB]`
  * where each FILE.mjs is an esbuild bundle of src/guardrails/injection/model.ts
  * (`npx esbuild src/guardrails/injection/model.ts --bundle --platform=node --format=esm --outfile=FILE.mjs`; for an
  * older commit, bundle its src/guardrails/injection/ written out with `git show`).
@@ -30,6 +30,7 @@ const B = await load(arg("--b") ?? "");
 const rounds = Number(arg("--rounds") ?? 7);
 const N = Number(arg("--n") ?? 1000);
 const only = arg("--only")?.split(",");
+const sizes = (arg("--sizes") ?? "1024,4096").split(",").map(Number);
 const want = (name: string) => !only || only.every((o) => name.includes(o));
 const cpu = process.argv.includes("--cpu");
 const evict = new Float64Array((Number(arg("--evict") ?? 0) * 1024) / 8);
@@ -76,7 +77,7 @@ function perKB(fn: (t: string) => unknown, slices: string[]): number {
 type Row = { name: string; run: (b: Build) => number };
 const rows: Row[] = [];
 for (const [name, src] of Object.entries(sources)) {
-  for (const size of [1024, 4096]) {
+  for (const size of sizes) {
     const slices = slicesOf(src, size);
     if (want(`${name} ${size} both`)) rows.push({ name: `${name} ${size} both`, run: (b) => perKB((t) => b.model.assessWith(b.data, t, "message"), slices) });
     if (want(`${name} ${size} score`)) rows.push({ name: `${name} ${size} score`, run: (b) => perKB((t) => b.model.score(t), slices) });

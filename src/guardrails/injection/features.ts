@@ -754,8 +754,11 @@ export const RULE_GATES: readonly Gate[] = [
   // secret
   [
     [
-      " api", " access token", " bearer token", " refresh token", " session ", " authorization header ", " client secret", " password", " credentials ",
-      " environment variable", " env var", " process.env", ".env", " secret", " system prompt", " systemprompt", " hidden instructions ", " private key",
+      // ("api" only as "api key", "apikey", "api-key" or "api-schlüssel", "session" before "id", "token", "cookie", and
+      // "secret" a whole word: "apical", "apixaban", "therapy session" and "secretions" open nothing)
+      " apikey", " api key", " api schl", " access token", " bearer token", " refresh token", " session id ", " session token", " session cookie",
+      " authorization header ", " client secret", " password", " credentials ",
+      " environment variable", " env var", " process.env", ".env", " secret ", " secrets ", " system prompt", " systemprompt", " hidden instructions ", " private key",
     ],
   ],
   // dose_change
@@ -867,8 +870,10 @@ export const RULE_GATES: readonly Gate[] = [
   // secret_demand (the secret)
   [
     [
-      " api", " access token", " bearer token", " refresh token", " oauth token", " session token", " id token", " jwt token", " client secret", " password",
-      " passwort", " contrase", " mot de passe", " credentials ", " private key", " signing key", "_key ", "_secret ", "_token ", " secret", " jeton",
+      // ("api" is in every match as "api key", "apikey", "api-key", "api-schlüssel", or before "credentials" or "secret", which
+      // are gated by themselves; "secret" is a whole word or after "_": "apical", "apixaban" and "secretions" open nothing)
+      " apikey", " api key", " api schl", " access token", " bearer token", " refresh token", " oauth token", " session token", " id token", " jwt token",
+      " client secret", " password", " passwort", " contrase", " mot de passe", " credentials ", " private key", " signing key", "_key ", "_secret ", "_token ", " secret ", " secrets ", " jeton",
       " zugangstoken", " zugangsdaten", " clave ",
     ],
   ],
@@ -1291,12 +1296,16 @@ function present(t: string, alt: string | CompiledCross): boolean {
   return false;
 }
 
-/** The rules of `gates` whose gate holds in `t` (bit r for rule r; see {@link CompiledGates}). */
-function gateMask(t: string, gates: CompiledGates): number {
+/**
+ * The rules of `gates` whose gate holds in `t` (bit r for rule r; see {@link CompiledGates}), of those in `only` (the
+ * others' bits stay clear).
+ */
+function gateMask(t: string, gates: CompiledGates, only = -1): number {
   const shift = gramShift + 5;
   const { ruleStart, altStart, firstHash, firstBits, grams, always, others } = gates;
   let mask = 0;
   for (let r = 0; r < gates.rules; r++) {
+    if ((only & (1 << r)) === 0) continue;
     let open = true;
     for (let g = ruleStart[r]!, gEnd = ruleStart[r + 1]!; g < gEnd; g++) {
       if (always[g] === 1) continue;
@@ -1366,6 +1375,8 @@ export interface ChunkGates {
   wide: Uint8Array;
   /** {@link wideEnd} from chunk k's core end, computed on first use (0: not yet). */
   wideEnds: Int32Array;
+  /** The margins the spans were cut with ({@link chunkMargins}, or {@link ruleMargins} for {@link ruleChunks}). */
+  margins: Margins;
 }
 
 /** Characters per chunk of a long text's gates ({@link ChunkGates}). */
@@ -1511,7 +1522,7 @@ function chunkedGates(t: string): RuleGates {
     const from = Math.max(0, a - back);
     GRAMS.fill(0, 0, 1 << (log - 5));
     const b = Math.min(n, a + CHUNK_CHARS);
-    const i = fillMargin(t, from, b, fwd, fillGrams(t, from, b, 0, shift), shift);
+    const i = fillMargin(t, from, b, fwd, fillGrams(t, from, b, 0, shift), shift, CHUNK_CHARS);
     cores[count] = a;
     spans[2 * count] = from;
     spans[2 * count + 1] = i;
@@ -1537,7 +1548,111 @@ function chunkedGates(t: string): RuleGates {
   }
   cores[count] = n;
   const wideEnds = new Int32Array(most);
-  return { hard, rules, branches, decode, chunks: { count, cores, spans, rules: chunkRules, hard: chunkHard, branches: chunkBranches, wide, wideEnds } };
+  return { hard, rules, branches, decode, chunks: { count, cores, spans, rules: chunkRules, hard: chunkHard, branches: chunkBranches, wide, wideEnds, margins: chunkMargins()! } };
+}
+
+/**
+ * Texts longer than this have their feature rules searched by blocks ({@link ruleChunks}): gated whole (or by chunks of
+ * {@link CHUNK_CHARS}), a 4 KB note opens ordinary words' rules ("the ... check", "no ... review", "test", "answer")
+ * whose regexes then scan all of it; a block of {@link RULE_CHUNK_CHARS} opens far fewer.
+ */
+export const RULE_CHUNKED_MIN = 3072;
+/** Characters per block of {@link ruleChunks}. */
+export const RULE_CHUNK_CHARS = 1024;
+/** Blocks of a text gated one by one before {@link ruleChunks} gives up on a text whose blocks shut few rules. */
+const BLOCKS_TO_TRY = 8;
+
+let ruleMarginsCache: Margins | null | undefined;
+
+/**
+ * {@link chunkMargins} of the feature rules and their branches alone (the hard rules, the views' cues and their gates
+ * stay with the whole text): much shorter (about 20 characters back and 160 forward, against about 280 and 590), so that
+ * a span of a small block is not mostly margin.
+ */
+function ruleMargins(): Margins | null {
+  if (ruleMarginsCache !== undefined) return ruleMarginsCache;
+  let f = 0;
+  let u = 0;
+  let back = 0;
+  let wideRules = 0;
+  const reach = (re: RegExp): RegexReach | null => {
+    const r = regexReach(re);
+    if (r !== null) {
+      f = Math.max(f, r.f);
+      u = Math.max(u, r.u);
+      back = Math.max(back, r.back);
+    }
+    return r;
+  };
+  for (let r = 0; r < RULES.length; r++) {
+    const x = reach(RULES[r]![1]);
+    if (x === null) return (ruleMarginsCache = null);
+    if (x.wide) wideRules |= 1 << r;
+  }
+  for (const re of BRANCHES.flatMap((b) => b?.res ?? [])) if (reach(re) === null) return (ruleMarginsCache = null);
+  return (ruleMarginsCache = { fwd: f + u * RUN_SHORT + 2, back: back + 2, wideRules, wideHard: 0 });
+}
+
+/**
+ * The feature rules' gates of `t` by blocks of {@link RULE_CHUNK_CHARS} characters, as {@link chunkedGates} cuts a long
+ * text (spans with {@link ruleMargins}), each block's gates evaluated only for the rules and branches open in the whole
+ * text (`gates`: a block's gate holds only where the whole text's does; for a text gated by chunks, the union of its
+ * chunks' rules and every branch). Hard-rule gates are not evaluated (left 0): the result serves
+ * {@link windowRulesChunked} alone. Overwrites the gate filter (GRAMS).
+ */
+function ruleChunks(t: string, gates: RuleGates, m: Margins): ChunkGates {
+  const { fwd, back } = m;
+  const n = t.length;
+  const nr = RULES.length;
+  const most = Math.ceil(n / RULE_CHUNK_CHARS);
+  const cores = new Int32Array(most + 1);
+  const spans = new Int32Array(2 * most);
+  const chunkRules = new Int32Array(most);
+  const chunkHard = new Int32Array(most);
+  const chunkBranches = new Uint32Array(most * nr);
+  const wide = new Uint8Array(most);
+  const log = filterLog(RULE_CHUNK_CHARS + fwd + back);
+  let count = 0;
+  // rules open in the whole text that the blocks so far shut, summed over the blocks (fewer than two a block in the first
+  // BLOCKS_TO_TRY: the rest is one block, open)
+  let shut = 0;
+  for (let a = 0; a < n; count++) {
+    if (count === BLOCKS_TO_TRY && shut < 2 * BLOCKS_TO_TRY) {
+      // (a text whose blocks open about the same rules, as varied random words or a repeated phrase do, gains less from
+      // its blocks than their filters cost, about two regex scans of a block: the rest of it is searched as one block
+      // with every rule and branch of the whole text open)
+      cores[count] = a;
+      spans[2 * count] = Math.max(0, a - back);
+      spans[2 * count + 1] = n;
+      chunkRules[count] = gates.rules;
+      for (let r = 0; r < nr; r++) if (BRANCHES[r] !== null && BRANCHES[r] !== undefined) chunkBranches[count * nr + r] = gates.branches[r]!;
+      count++;
+      break;
+    }
+    gramShift = 32 - log;
+    const shift = gramShift + 5;
+    const from = Math.max(0, a - back);
+    GRAMS.fill(0, 0, 1 << (log - 5));
+    const b = Math.min(n, a + RULE_CHUNK_CHARS);
+    // (fillMargin may grow the filter and set gramShift for it: the look-ups below read it so)
+    const i = fillMargin(t, from, b, fwd, fillGrams(t, from, b, 0, shift), shift, RULE_CHUNK_CHARS);
+    cores[count] = a;
+    spans[2 * count] = from;
+    spans[2 * count + 1] = i;
+    const span = t.slice(from, i);
+    const rules = gateMask(span, RULE_GATES_C, gates.rules);
+    chunkRules[count] = rules;
+    shut += popcount(gates.rules & ~rules);
+    if (marginWide) wide[count] = 1;
+    for (let r = 0; r < nr; r++) {
+      const br = BRANCHES[r];
+      if (br === null || br === undefined || (rules & (1 << r)) === 0) continue;
+      chunkBranches[count * nr + r] = gateMask(span, br.gates, gates.branches[r]! | 0);
+    }
+    a = marginCore;
+  }
+  cores[count] = n;
+  return { count, cores, spans, rules: chunkRules, hard: chunkHard, branches: chunkBranches, wide, wideEnds: new Int32Array(most), margins: m };
 }
 
 /**
@@ -1586,7 +1701,7 @@ let marginWide = false;
  * takes that chunk into the core instead and starts again from its end ({@link marginCore}: the core's end), so every
  * character is read once as core and at most twice more (as margin, and once when the filter grows): linear.
  */
-function fillMargin(t: string, from: number, b: number, fwd: number, v: number, shift: number): number {
+function fillMargin(t: string, from: number, b: number, fwd: number, v: number, shift: number, chunk: number): number {
   const n = t.length;
   let need = fwd;
   // (the run count's state, see RUN_NEXT)
@@ -1600,7 +1715,7 @@ function fillMargin(t: string, from: number, b: number, fwd: number, v: number, 
   // (a margin goes on, up to twice its length, until that count is met too: a hyphenated word longer than RUN_SHORT,
   // "well-differentiated", then costs a few characters instead of opening those rules)
   for (; i < n && (need > 0 || (needX > 0 && i < b + 2 * fwd)); i++) {
-    if (i === b + CHUNK_CHARS) {
+    if (i === b + chunk) {
       if (!grown) {
         // from here on a filter sized for the rest of the text, as the whole text's would be (a chunk-sized one would
         // fill up), holding the span so far ({@link gramShift} is the caller's to restore)
@@ -1679,7 +1794,7 @@ function forOpenRuns(t: string, ch: ChunkGates, wideRule: boolean, open: (k: num
     const a = ch.spans[2 * k]!;
     let end = ch.spans[2 * j + 1]!;
     if (wideRule && wide) {
-      if (ch.wideEnds[j] === 0) ch.wideEnds[j] = wideEnd(t, to, chunkMargins()!.fwd);
+      if (ch.wideEnds[j] === 0) ch.wideEnds[j] = wideEnd(t, to, ch.margins.fwd);
       end = Math.max(end, ch.wideEnds[j]!);
     }
     if (found(from, to, a, t.slice(a, end))) return;
@@ -2090,6 +2205,15 @@ const NEG_RULE_BUCKET = RULES.map(([name]) => fnv(SEED_RULE, "neg:" + name));
 /** The bucket of {@link RULES}[r]'s feature when each of its matches in the window is negated ({@link negatedRules}). */
 export const negRuleBucket = (r: number, buckets: number): number => NEG_RULE_BUCKET[r]! & (buckets - 1);
 
+/**
+ * The rules with a keyword gate (blocks can shut only those: a text whose gates open fewer than three of them is
+ * searched whole, the scans that blocks could save costing about what their filters cost).
+ */
+const GATED_RULES = RULE_GATES.reduce((m, g, r) => (g === null ? m : m | (1 << r)), 0);
+
+/** Every branch of every rule, as {@link RuleGates.branches} (read only). */
+const ALL_BRANCHES = new Uint32Array(RULES.length).fill(0xffffffff);
+
 /** Global copies of the rules, for finding every hit once per text. */
 const RULES_G = RULES.map(([, re]) => new RegExp(re.source, re.flags.includes("g") ? re.flags : re.flags + "g"));
 
@@ -2116,9 +2240,19 @@ export function ruleHits(t: string, gates: RuleGates = ruleGates(t)): Array<[num
  * For each window of `wins` (sorted by start, ends sorted too, as {@link windows} and {@link sentenceWindows} make
  * them), the bitmask of the {@link RULES} with a match starting inside it. Each rule's regex is run from a window's
  * start to its leftmost match, and the next search starts at the first window after that match: at most one search
- * per window and rule, so a text with a hit in every sentence stays linear. `gates`: from {@link ruleGates}(t).
+ * per window and rule, so a text with a hit in every sentence stays linear. A text over {@link RULE_CHUNKED_MIN}
+ * characters is searched so by blocks ({@link ruleChunks}, {@link windowRulesChunked}). `gates`: from {@link ruleGates}(t).
  */
 export function windowRules(t: string, wins: ReadonlyArray<readonly [number, number]>, gates: RuleGates = ruleGates(t)): Uint32Array {
+  if (t.length > RULE_CHUNKED_MIN && popcount(gates.rules & GATED_RULES) >= 3) {
+    const m = ruleMargins();
+    if (m !== null) {
+      // (a long text's gates are the union of its chunks': a rule closed in it matches nowhere, but a branch may match in a
+      // chunk whose margin holds a wide word run, searched there by the whole regex whatever its branches' gates say)
+      const g = gates.chunks === undefined ? gates : { ...gates, branches: ALL_BRANCHES };
+      return windowRulesChunked(t, wins, g, ruleChunks(t, g, m));
+    }
+  }
   if (gates.chunks !== undefined) return windowRulesChunked(t, wins, gates, gates.chunks);
   const masks = new Uint32Array(wins.length);
   for (let r = 0; r < RULES_G.length; r++) {
@@ -2181,7 +2315,7 @@ function windowRulesChunked(t: string, wins: ReadonlyArray<readonly [number, num
     if ((gates.rules & bit) === 0) continue;
     const branched = BRANCHES[r];
     // (a rule with wide word runs is open, as a whole, in a chunk whose margin holds one)
-    const wide = (chunkMargins()!.wideRules & bit) !== 0;
+    const wide = (ch.margins.wideRules & bit) !== 0;
     if (!branched) {
       searchRuns(t, wins, masks, bit, RULES_G[r]!, ch, wide, (k) => (ch.rules[k]! & bit) !== 0 || (wide && ch.wide[k] === 1));
       continue;
