@@ -34,16 +34,27 @@ function lastUserText(params: CreateMessageParams): string {
  * patient. Whether the details name another patient, several or no one, the caller gets the same error, so it cannot
  * learn whether someone with a given name and birth date is a patient here (being a patient of a hospital is itself
  * PHI). Missing details (`infoNeeded` for the name or birth date) say nothing about the index and are answered as to
- * any caller. Another patient the details name is recorded in the audit record's `patients` (by `assertPatient`), so
- * that patient's accounting of disclosures shows the attempt.
+ * any caller. Every other patient whose name and birth date the details match is recorded in the audit record's
+ * `patients` (by `assertPatient`), so their accounting of disclosures shows the attempt.
  * @throws HMCPError `PatientContextViolation` (-32052, `data.reason` `patient_context_mismatch`), the error
  *   `ctx.assertPatient` throws for another patient
  */
 function lookupForBoundCaller(index: PatientIndex, query: PatientQuery, own: string, ctx: Pick<SamplingContext, "assertPatient">): LookupResult {
-  const r = index.lookup(query, own);
-  if (r.kind === "found" || r.kind === "infoNeeded") return r;
   const anyone = index.lookup(query);
-  if (anyone.kind === "found") ctx.assertPatient(anyone.patientId); // another patient's: throws, recording that patient
+  // one patient found, by every detail given (a twin's MRN or gender included): the caller's own, or refused
+  if (anyone.kind === "found") return anyone;
+  if (anyone.kind === "infoNeeded" && anyone.fields.some((f) => f === "name" || f === "birthDate")) return anyone;
+  // several or none: the caller's own patient among them is answered; anything else refused alike
+  const r = index.lookup(query, own);
+  if (r.kind === "found") return r;
+  // (assertPatient records each other patient, then throws: the record keeps them all)
+  for (const id of index.matches(query)) {
+    try {
+      ctx.assertPatient(id);
+    } catch {
+      // recorded; the refusal below is the same whoever matched
+    }
+  }
   throw new HMCPError(HMCPErrorCode.PatientContextViolation, "Request is outside the token's patient context", { reason: "patient_context_mismatch" });
 }
 

@@ -82,6 +82,13 @@ export class PatientIndex {
     return this.entries.some((e) => e.id === id);
   }
 
+  /** The ids of every patient whose name and birth date match `q` (none when either is missing). */
+  matches(q: PatientQuery): string[] {
+    if (!q.name?.trim() || !q.birthDate?.trim()) return [];
+    const key = queryNameKey(q.name);
+    return [...new Set(this.entries.filter((e) => e.birthDate === q.birthDate && e.names.includes(key)).map((e) => e.id))];
+  }
+
   /**
    * Finds one patient. Missing name or birth date → `infoNeeded` naming the missing fields; several matches
    * → `infoNeeded` asking for gender / MRN (whichever is not yet given); none → `notFound`.

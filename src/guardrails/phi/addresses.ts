@@ -415,6 +415,8 @@ export function scanAddresses(text: string, found: FoundList, common: WordSet, c
     let names = 0;
     let nums = 0;
     let suffix = false;
+    // a street suffix after the run's first word ("ST CLAIR AVE": ST may be Saint, AVE is the suffix)
+    let laterSuffix = false;
     let unit = false;
     let count = 0;
     let lines = 0;
@@ -439,7 +441,10 @@ export function scanAddresses(text: string, found: FoundList, common: WordSet, c
       if ((t & T_CAP) !== 0) caps++;
       if ((t & (T_STRONG | T_NUM | T_SUFFIX | T_UNIT)) === T_STRONG) names++;
       if ((t & T_UNIT) !== 0) unit = true;
-      if ((t & T_SUFFIX) !== 0) suffix = true;
+      if ((t & T_SUFFIX) !== 0) {
+        if (suffix || at !== start) laterSuffix = true;
+        suffix = true;
+      }
       if ((t & T_LOWER_WORD) !== 0) {
         // a lower-case word: part of an address only in lower-case addresses ("3911 fourth avenue suite 112 calgary")
         if (lower === 0) {
@@ -478,9 +483,10 @@ export function scanAddresses(text: string, found: FoundList, common: WordSet, c
     // a street suffix alone is a word of the sentence ("sent to CT scan", "sent to GH via ambulance", "HR 100 ST."):
     // an address has a number or a street name besides it
     if (triggered) {
-      // a street suffix of two capitals opening a run with no number is a word of the sentence, not the end of a
-      // street's name, which comes before it ("sent to CT RN accompanied", "to ST ELEV", "to DR AWARE")
-      if (nums === 0 && (tokenAt(start) & T_SUFFIX) !== 0 && twoCapitals(text, start)) return start;
+      // a street suffix of two capitals opening a run with no number and no other suffix is a word of the sentence,
+      // not the end of a street's name, which comes before it ("sent to CT RN accompanied", "to ST ELEV", "to DR
+      // AWARE"; but "on ST CLAIR AVE", "DR MARTIN LUTHER KING BLVD" are streets)
+      if (nums === 0 && !laterSuffix && (tokenAt(start) & T_SUFFIX) !== 0 && twoCapitals(text, start)) return start;
       if ((caps >= 1 || suffix) && (nums >= 1 || caps >= 2 || suffix) && (nums >= 1 || names >= 1 || lower > 0)) return end;
       return start;
     }

@@ -451,8 +451,15 @@ function clinicalCredential(text: string, s: number, e: number): boolean {
  */
 function byBefore(c: NameContext, i: number): boolean {
   const { text, S, E, F, SH, isCommon, lowerIs } = c;
-  return lowerIs(i - 1, "by") && E[i]! - S[i]! > 3 && (SH[i]! & (SH_UP | SH_TC)) !== 0 && !isCommon(i) && (F[i]! & (W_NOT_NAMES | W_UNIT_ACRONYMS | W_CREDENTIALS | W_ROLE_WORDS | W_TITLES | W_RELATIONS)) === 0 && wsGapAt(text, E[i - 1]!, S[i]!, 1, 1) && wsGapAt(text, E[i]!, S[i + 1]!, 1, 1) && clauseEnd(text.charCodeAt(E[i + 1]!));
+  return lowerIs(i - 1, "by") && E[i]! - S[i]! > 3 && (SH[i]! & (SH_UP | SH_TC)) !== 0 && !isCommon(i) && !SERVICE.test(c.lower(i)) && (F[i]! & (W_NOT_NAMES | W_UNIT_ACRONYMS | W_CREDENTIALS | W_ROLE_WORDS | W_TITLES | W_RELATIONS)) === 0 && wsGapAt(text, E[i - 1]!, S[i]!, 1, 1) && wsGapAt(text, E[i]!, S[i + 1]!, 1, 1) && clauseEnd(text.charCodeAt(E[i + 1]!));
 }
+
+/**
+ * A clinical service or specialty, not a person, before a credential ("SEEN BY DERM PA.", "by Orthopedics PA",
+ * "EVAL BY PODIATRY DO"): a word of a specialty's form (-ology, -ologist, -iatry, -ics) or a service's usual
+ * abbreviation. Medical vocabulary, not a list of rows.
+ */
+const SERVICE = /^(?:\w+(?:olog(?:y|ist|ists)|iatry|iatrist|ics)|derm|ortho|neuro|cards|onc|psych|peds|gyn|obgyn|rheum|surg|surgery|vasc|nephro|renal|gastro|plastics|rehab|nutrition|palliative|hospice|anesthesia|anesth|trauma|wound|medicine|hospitalist|hospitalists)$/;
 
 /** The char code ends a clause: NaN (the text's end), a full stop, comma, semicolon, colon, line feed or return. */
 const clauseEnd = (ch: number): boolean => Number.isNaN(ch) || ch === 46 || ch === 44 || ch === 59 || ch === 58 || ch === 10 || ch === 13;
@@ -475,7 +482,7 @@ function signatureCue(c: NameContext, from: number, to: number): boolean {
   // (not a city before a comma and a state's code: "FILMS FROM ROCKVILLE, MD")
   if (text.charCodeAt(E[to]!) === 44 && (F[to]! & F_CITY) !== 0) return false;
   // (a word of four letters or more: three capitals are a service's abbreviation, "SEEN BY ONC NP")
-  for (let j = from; j <= to; j++) if (E[j]! - S[j]! > 3 && !isCommon(j)) return true;
+  for (let j = from; j <= to; j++) if (E[j]! - S[j]! > 3 && !isCommon(j) && !SERVICE.test(c.lower(j))) return true;
   return false;
 }
 

@@ -142,11 +142,11 @@ function places(c: NameContext, found: FoundList): void {
       continue;
     }
     // a facility acronym after a transfer verb or "at"/"in" ("transferred to GH", "at BIDMC"), not a hospital unit
-    // (after a bare "at"/"in"/"to", only an acronym of a hospital or a medical center, ending in H or C, one before a
-    // facility word, or after a bare "at" one of a university starting with U: "at GH", "to VAMC", "at UCLA", "in UTMB
-    // Hospitals"; not "drop in CI", "able to OOB", "IVs in LLA", "A&O to TPP", "change in UGI"; after a verb of care or
-    // work and "at", also a university's ending in U: "seen at NYU", "followed at OHSU"; not "seen at HD", "appt at PFT")
-    if (i > 0 && len >= 2 && len <= 5 && up && !((f & W_UNIT_ACRONYMS) !== 0) && !((f & F_COMMON) !== 0) && ((F[i - 1]! & W_LOC_PREV) !== 0) && !unitLike(c, i) && (STRONG_LOC_PREFIX.test(text.slice(Math.max(0, S[i]! - 24), S[i]!)) || (len > 2 && institutionAcronym(text, S[i]!, E[i]!) && VISIT_AT.test(text.slice(Math.max(0, S[i]! - 24), S[i]!))) || (!allCapsText(i) && /\b(?:at|in|to)\s$/i.test(text.slice(Math.max(0, S[i]! - 4), S[i]!)) && (facilityAcronym(text.charCodeAt(E[i]! - 1)) || (len > 2 && text.charCodeAt(S[i]!) === 85 && /\bat\s$/i.test(text.slice(Math.max(0, S[i]! - 3), S[i]!))) || (i + 1 < n && ((F[i + 1]! & W_FACILITY_WORDS) !== 0 || /^\s{1,2}hospitals\b/i.test(text.slice(E[i]!, E[i]! + 12))))))) && !/^\s?\d/.test(text.slice(E[i]!, E[i]! + 2))) {
+    // (after a bare "at"/"in"/"to", only an acronym of a hospital or a medical center, ending in H or C, or one before a
+    // facility word: "at GH", "to VAMC", "in UTMB Hospitals"; not "drop in CI", "able to OOB", "IVs in LLA", "A&O to
+    // TPP", "change in UGI", "PLT at ULN"; after a verb of care or work and "at", also a university's, ending in U or
+    // starting with it: "seen at NYU", "followed at OHSU", "treated at UCLA"; not "seen at HD", "appt at PFT")
+    if (i > 0 && len >= 2 && len <= 5 && up && !((f & W_UNIT_ACRONYMS) !== 0) && !((f & F_COMMON) !== 0) && ((F[i - 1]! & W_LOC_PREV) !== 0) && !unitLike(c, i) && (STRONG_LOC_PREFIX.test(text.slice(Math.max(0, S[i]! - 24), S[i]!)) || (len > 2 && institutionAcronym(text, S[i]!, E[i]!) && VISIT_AT.test(text.slice(Math.max(0, S[i]! - 24), S[i]!))) || (!allCapsText(i) && /\b(?:at|in|to)\s$/i.test(text.slice(Math.max(0, S[i]! - 4), S[i]!)) && (facilityAcronym(text.charCodeAt(E[i]! - 1)) || (i + 1 < n && ((F[i + 1]! & W_FACILITY_WORDS) !== 0 || /^\s{1,2}hospitals\b/i.test(text.slice(E[i]!, E[i]! + 12))))))) && !/^\s?\d/.test(text.slice(E[i]!, E[i]! + 2))) {
       found.add(S[i]!, E[i]!, "LOCATION");
       continue;
     }

@@ -56,7 +56,7 @@ describe("PHI detector: names and places in clinical context", () => {
     expect(places("Followed at OHSU for cystic fibrosis.")).toEqual(["OHSU"]);
     expect(places("PT HOSPITALIZED AT LSU IN MAY.")).toEqual(["LSU"]);
     expect(places("Her son studies at UVA.")).toEqual(["UVA"]);
-    for (const text of ["Pt transfered to the NISICU where he was extubated.", "Noted a drop in CI to 1.8.", "Pt able to OOB with one assist.", "Seen in PACU, then sent UA.", "IVs in LUE and RUE.", "She was seen at ED triage.", "Seen at HD yesterday.", "Appt at PFT lab.", "No change in UGI findings.", "Risk of URI."]) {
+    for (const text of ["Pt transfered to the NISICU where he was extubated.", "Noted a drop in CI to 1.8.", "Pt able to OOB with one assist.", "Seen in PACU, then sent UA.", "IVs in LUE and RUE.", "She was seen at ED triage.", "Seen at HD yesterday.", "Appt at PFT lab.", "No change in UGI findings.", "Risk of URI.", "PLT at ULN.", "LFTs trending at ULN today."]) {
       expect(places(text), text).toEqual([]);
     }
   });
@@ -96,7 +96,7 @@ describe("PHI detector: names and places in clinical context", () => {
     expect(redactPhiText("AMBULATED BY ADEYEMI PT: TOL WELL.")).toBe("AMBULATED BY [NAME] PT: TOL WELL.");
     expect(redactPhiText("TX GIVEN BY AKINTOLA RT, SATS 95%.")).toBe("TX GIVEN BY [NAME] RT, SATS 95%.");
     expect(redactPhiText("SEEN BY TCHAIKOVSKAYA DO.")).toBe("SEEN BY [NAME] DO.");
-    for (const text of ["SEEN BY ORTHO PA.", "EVAL BY ACUTE PT.", "PER FLOWSHEET PT", "SUPPORTED BY LEVOPHED PT STABLE.", "LINE PLACED BY IR PA.", "PALPABLE BY DOPPLER PT."]) {
+    for (const text of ["SEEN BY ORTHO PA.", "EVAL BY ACUTE PT.", "PER FLOWSHEET PT", "SUPPORTED BY LEVOPHED PT STABLE.", "LINE PLACED BY IR PA.", "PALPABLE BY DOPPLER PT.", "SEEN BY DERM PA.", "EVAL BY PODIATRY DO.", "Evaluated by Plastics PA.", "SEEN BY OTOLARYNGOLOGY PA.", "SEEN BY CARDIOLOGY NP"]) {
       expect(redactPhiText(text), text).toBe(text);
     }
   });

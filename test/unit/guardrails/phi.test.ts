@@ -158,6 +158,9 @@ describe("PHI detector", () => {
     expect(redactPhiText("She lives at 12 Main St. in town.")).not.toContain("Main");
     expect(redactPhiText("Mail it to 92056 Main Ave today.")).toContain("[ADDRESS]");
     expect(redactPhiText("MOVED TO 45 BIRCHWOOD CT IN MAY.")).not.toContain("BIRCHWOOD");
+    // a two-letter suffix opening a street's name (Saint, Doctor) with the street's own suffix after it
+    expect(redactPhiText("Pt lives on ST CLAIR AVE with wife.")).toBe("Pt lives on [ADDRESS] with wife.");
+    expect(redactPhiText("Lives on DR MARTIN LUTHER KING BLVD.")).not.toContain("KING");
   });
 
   it("does not extend a name over a unit acronym, a verb form or joined common words", () => {
