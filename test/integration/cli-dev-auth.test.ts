@@ -24,12 +24,15 @@ interface Printed {
   clients: Array<{ clientId: string; clientSecret: string; scopes: string[]; patient?: string }>;
 }
 
-async function freePort(): Promise<number> {
+/**
+ * A loopback port held by a placeholder server until `release()`: the agent's URL must be known before the
+ * authorization server starts, and that server (listening on port 0) must not be given the same port meanwhile.
+ */
+async function reservePort(): Promise<{ port: number; release: () => Promise<void> }> {
   const s = createServer();
   await new Promise<void>((r) => s.listen(0, "127.0.0.1", r));
   const port = (s.address() as { port: number }).port;
-  await new Promise<void>((r) => s.close(() => r()));
-  return port;
+  return { port, release: () => new Promise<void>((r) => s.close(() => r())) };
 }
 
 async function cli(...argv: string[]) {
@@ -46,7 +49,7 @@ let resource: string;
 let agent: Listening;
 
 beforeAll(async () => {
-  const port = await freePort();
+  const { port, release } = await reservePort();
   resource = `http://127.0.0.1:${port}/mcp`;
   const lines: string[] = [];
   served = runDevAuthServerCommand(
@@ -61,6 +64,7 @@ beforeAll(async () => {
     createServer: () => new HMCPServer({ name: "my-agent", version: "1.0.0" }).sampling(() => ({ content: { type: "text", text: "hello from my agent" }, stopReason: "endTurn" })),
     bearer,
   });
+  await release();
   agent = await listen(app, { port });
 }, 30_000);
 
