@@ -12,9 +12,9 @@
  * rounds, and the median (min-max) of the per-round B/A ratios. `--evict KB`: before each call (untimed), read KB of
  * other memory, as other work between two calls of a server would (the scorer then meets colder caches; wall time only).
  */
-import os from "node:os";
 import path from "node:path";
 import { mtsamplesText, phiText, REPO_ROOT } from "./lib/fixtures.js";
+import { middle, runPaired, type PairedRow } from "./lib/paired.js";
 
 const arg = (name: string) => (process.argv.includes(name) ? process.argv[process.argv.indexOf(name) + 1] : undefined);
 type Assessment = { score: number };
@@ -41,8 +41,6 @@ function evictCaches(): void {
   for (let i = 0; i < evict.length; i += 8) _evicted += evict[i]!;
 }
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-const r1 = (x: number) => Math.round(x * 10) / 10;
 const cpuUs = (): number => {
   const u = process.cpuUsage();
   return u.user + u.system;
@@ -71,11 +69,10 @@ function perKB(fn: (t: string) => unknown, slices: string[]): number {
     fn(s);
     us.push(Number(process.hrtime.bigint() - t) / 1000 / (s.length / 1024));
   }
-  return median(us);
+  return middle(us);
 }
 
-type Row = { name: string; run: (b: Build) => number };
-const rows: Row[] = [];
+const rows: PairedRow<Build>[] = [];
 for (const [name, src] of Object.entries(sources)) {
   for (const size of sizes) {
     const slices = slicesOf(src, size);
@@ -83,31 +80,4 @@ for (const [name, src] of Object.entries(sources)) {
     if (want(`${name} ${size} score`)) rows.push({ name: `${name} ${size} score`, run: (b) => perKB((t) => b.model.score(t), slices) });
   }
 }
-// warm-up: one unmeasured pass of every row with each build
-for (const row of rows) {
-  row.run(A);
-  row.run(B);
-}
-const res = new Map<string, { a: number[]; b: number[]; ratio: number[] }>(rows.map((r) => [r.name, { a: [], b: [], ratio: [] }]));
-const load0 = os.loadavg()[0]!;
-for (let k = 0; k < rounds; k++) {
-  for (const row of rows) {
-    const x = res.get(row.name)!;
-    let a: number, b: number;
-    if (k % 2 === 0) {
-      a = row.run(A);
-      b = row.run(B);
-    } else {
-      b = row.run(B);
-      a = row.run(A);
-    }
-    x.a.push(a);
-    x.b.push(b);
-    x.ratio.push(b / a);
-  }
-}
-const rng = (xs: number[]) => `${r1(median(xs))} (${r1(Math.min(...xs))}-${r1(Math.max(...xs))})`;
-const rr = (xs: number[]) => `${median(xs).toFixed(3)} (${Math.min(...xs).toFixed(3)}-${Math.max(...xs).toFixed(3)})`;
-console.log(`${cpu ? "CPU µs per KB (mean)" : "wall µs per KB (p50)"}${evict.length > 0 ? `, ${evict.length / 128} KB read before each call` : ""}, rounds ${rounds}, n ${N}, load ${load0.toFixed(2)} -> ${os.loadavg()[0]!.toFixed(2)}`);
-console.log("row".padEnd(24) + "A".padEnd(22) + "B".padEnd(22) + "B/A");
-for (const [name, x] of res) console.log(name.padEnd(24) + rng(x.a).padEnd(22) + rng(x.b).padEnd(22) + rr(x.ratio));
+runPaired(rows, A, B, rounds, `${cpu ? "CPU µs per KB (mean)" : "wall µs per KB (p50)"}${evict.length > 0 ? `, ${evict.length / 128} KB read before each call` : ""}, rounds ${rounds}, n ${N}`, 24);

@@ -8,9 +8,9 @@
  * (`npx esbuild src/guardrails/phi/detector.ts --bundle --platform=node --format=esm --outfile=FILE.mjs`).
  * Prints per row: A and B medians (min-max) and the median (min-max) of the per-round B/A ratios.
  */
-import os from "node:os";
 import path from "node:path";
 import { phiText, REPO_ROOT, PHI_ADVERSARIAL, mtsamplesText } from "./lib/fixtures.js";
+import { middle, runPaired, type PairedRow } from "./lib/paired.js";
 
 const arg = (name: string) => (process.argv.includes(name) ? process.argv[process.argv.indexOf(name) + 1] : undefined);
 type Detector = { detect(text: string): unknown[] };
@@ -25,8 +25,6 @@ const N = Number(arg("--n") ?? 1000);
 const only = arg("--only")?.split(",");
 const want = (name: string) => !only || only.some((o) => name.includes(o));
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-const r1 = (x: number) => Math.round(x * 10) / 10;
 
 const mtsamples = mtsamplesText;
 const sources = { mtsamples: mtsamples(400_000), physionet: phiText(400_000).text };
@@ -60,7 +58,7 @@ function perKB(d: Detector, slices: string[]): number {
     d.detect(s);
     us.push(Number(process.hrtime.bigint() - t) / 1000 / (s.length / 1024));
   }
-  return median(us);
+  return middle(us);
 }
 const MB = 1 << 20;
 const adversarial = PHI_ADVERSARIAL;
@@ -74,8 +72,7 @@ function msPerMB(d: Detector, text: string): number {
   return Math.min(...ms) / (text.length / MB); // the least disturbed of 5 (a collection or a neighbour's burst adds up to 2x)
 }
 
-type Row = { name: string; run: (d: Detector) => number };
-const rows: Row[] = [];
+const rows: PairedRow<Detector>[] = [];
 for (const [name, src] of Object.entries(sources))
   for (const size of [1024, 4096]) {
     const slices = slicesOf(src, size);
@@ -85,31 +82,4 @@ for (const [name, make] of Object.entries(adversarial)) {
   const text = make(MB);
   if (want(name)) rows.push({ name: `${name} ms/MB`, run: (d) => msPerMB(d, text) });
 }
-// warm-up: one unmeasured pass of every row with each build
-for (const row of rows) {
-  row.run(A);
-  row.run(B);
-}
-const res = new Map<string, { a: number[]; b: number[]; ratio: number[] }>(rows.map((r) => [r.name, { a: [], b: [], ratio: [] }]));
-const load0 = os.loadavg()[0]!;
-for (let k = 0; k < rounds; k++) {
-  for (const row of rows) {
-    const x = res.get(row.name)!;
-    let a: number, b: number;
-    if (k % 2 === 0) {
-      a = row.run(A);
-      b = row.run(B);
-    } else {
-      b = row.run(B);
-      a = row.run(A);
-    }
-    x.a.push(a);
-    x.b.push(b);
-    x.ratio.push(b / a);
-  }
-}
-const rng = (xs: number[]) => `${r1(median(xs))} (${r1(Math.min(...xs))}-${r1(Math.max(...xs))})`;
-const rr = (xs: number[]) => `${median(xs).toFixed(3)} (${Math.min(...xs).toFixed(3)}-${Math.max(...xs).toFixed(3)})`;
-console.log(`${cpu ? "CPU time" : "wall time"}, rounds ${rounds}, n ${N}, load ${load0.toFixed(2)} -> ${os.loadavg()[0]!.toFixed(2)}`);
-console.log("row".padEnd(32) + "A".padEnd(22) + "B".padEnd(22) + "B/A");
-for (const [name, x] of res) console.log(name.padEnd(32) + rng(x.a).padEnd(22) + rng(x.b).padEnd(22) + rr(x.ratio));
+runPaired(rows, A, B, rounds, `${cpu ? "CPU time" : "wall time"}, rounds ${rounds}, n ${N}`, 32);

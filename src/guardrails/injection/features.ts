@@ -1416,7 +1416,15 @@ interface Margins {
 }
 
 function chunkMargins(): Margins | null {
-  if (margins !== undefined) return margins;
+  if (margins === undefined) margins = marginsOf(true);
+  return margins;
+}
+
+/**
+ * The margins that bound the matches of the feature rules and their branches, and with `all` also of the hard rules
+ * and the views' cues (whose cues must not be wide: their gates are not forced); null when a regex has no bound.
+ */
+function marginsOf(all: boolean): Margins | null {
   let f = 0;
   let u = 0;
   let back = 0;
@@ -1433,21 +1441,23 @@ function chunkMargins(): Margins | null {
   let wideHard = 0;
   for (let r = 0; r < RULES.length; r++) {
     const x = reach(RULES[r]![1]);
-    if (x === null) return (margins = null);
+    if (x === null) return null;
     if (x.wide) wideRules |= 1 << r;
   }
-  for (let r = 0; r < HARD_RULES.length; r++) {
-    const x = reach(HARD_RULES[r]!);
-    if (x === null) return (margins = null);
-    if (x.wide) wideHard |= 1 << r;
+  if (all) {
+    for (let r = 0; r < HARD_RULES.length; r++) {
+      const x = reach(HARD_RULES[r]!);
+      if (x === null) return null;
+      if (x.wide) wideHard |= 1 << r;
+    }
+    for (const re of [DECODE_CUE, JOINED_CUE, LEET_CUE]) {
+      const cue = reach(re);
+      if (cue === null || cue.wide) return null;
+    }
   }
-  // (a branch is part of its rule: wide only when the rule is; the views' cues must not be wide: their gates are not forced)
-  for (const re of [DECODE_CUE, JOINED_CUE, LEET_CUE]) {
-    const cue = reach(re);
-    if (cue === null || cue.wide) return (margins = null);
-  }
-  for (const re of BRANCHES.flatMap((b) => b?.res ?? [])) if (reach(re) === null) return (margins = null);
-  return (margins = { fwd: f + u * RUN_SHORT + 2, back: back + 2, wideRules, wideHard });
+  // (a branch is part of its rule: wide only when the rule is)
+  for (const re of BRANCHES.flatMap((x) => x?.res ?? [])) if (reach(re) === null) return null;
+  return { fwd: f + u * RUN_SHORT + 2, back: back + 2, wideRules, wideHard };
 }
 
 /** The Bloom filter size (log2 of bits) for `chars` characters: about 16 bits per 4-gram, 2^12 to 2^18 bits. */
@@ -1570,27 +1580,8 @@ let ruleMarginsCache: Margins | null | undefined;
  * a span of a small block is not mostly margin.
  */
 function ruleMargins(): Margins | null {
-  if (ruleMarginsCache !== undefined) return ruleMarginsCache;
-  let f = 0;
-  let u = 0;
-  let back = 0;
-  let wideRules = 0;
-  const reach = (re: RegExp): RegexReach | null => {
-    const r = regexReach(re);
-    if (r !== null) {
-      f = Math.max(f, r.f);
-      u = Math.max(u, r.u);
-      back = Math.max(back, r.back);
-    }
-    return r;
-  };
-  for (let r = 0; r < RULES.length; r++) {
-    const x = reach(RULES[r]![1]);
-    if (x === null) return (ruleMarginsCache = null);
-    if (x.wide) wideRules |= 1 << r;
-  }
-  for (const re of BRANCHES.flatMap((b) => b?.res ?? [])) if (reach(re) === null) return (ruleMarginsCache = null);
-  return (ruleMarginsCache = { fwd: f + u * RUN_SHORT + 2, back: back + 2, wideRules, wideHard: 0 });
+  if (ruleMarginsCache === undefined) ruleMarginsCache = marginsOf(false);
+  return ruleMarginsCache;
 }
 
 /**
